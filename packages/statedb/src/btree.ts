@@ -1,0 +1,349 @@
+// A persistent (copy-on-write) B+tree mapping ordered keys (all strings or all numbers, compared
+// with `<`) to values.
+//
+// Invariants (checked by `validateTree`):
+// - every leaf is at the same depth; keys within a node are strictly increasing;
+// - a branch's keys[i] is the largest key below children[i];
+// - every node but the root holds between MIN and MAX entries (the root: 1..MAX children, or a leaf);
+// - a node whose `owner` is not the current writer's token is never changed in place: it may be
+//   shared by any number of published snapshots. A writer copies such nodes on the path it changes
+//   and mutates its own copies freely, so a transaction of N writes copies each touched node once.
+//   Publishing a tree (`TreeWriter.publish`) gives the writer a fresh token, which freezes every node
+//   it made.
+
+export type TreeKey = string | number
+
+export type Owner = object
+
+interface Leaf<K extends TreeKey, V> {
+  leaf: true
+  keys: K[]
+  vals: V[]
+  owner: Owner | null
+}
+
+interface Branch<K extends TreeKey, V> {
+  leaf: false
+  keys: K[] // keys[i] = largest key under children[i]
+  children: TreeNode<K, V>[]
+  owner: Owner | null
+}
+
+export type TreeNode<K extends TreeKey, V> = Leaf<K, V> | Branch<K, V>
+
+const MAX = 48
+const MIN = 12
+
+/** An immutable tree: the root and the number of entries. */
+export interface Tree<K extends TreeKey, V> {
+  readonly root: TreeNode<K, V>
+  readonly size: number
+}
+
+export function emptyTree<K extends TreeKey, V>(): Tree<K, V> {
+  return { root: { leaf: true, keys: [], vals: [], owner: null }, size: 0 }
+}
+
+/** Index of the first key >= k (keys.length when all are smaller). */
+function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
+  let lo = 0
+  let hi = keys.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (keys[mid]! < k) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+export function treeGet<K extends TreeKey, V>(root: TreeNode<K, V>, k: K): V | undefined {
+  let node = root
+  while (!node.leaf) {
+    const i = lowerIndex(node.keys, k)
+    if (i === node.keys.length) return undefined
+    node = node.children[i]!
+  }
+  const i = lowerIndex(node.keys, k)
+  return i < node.keys.length && node.keys[i] === k ? node.vals[i] : undefined
+}
+
+/**
+ * A writer over a tree: changes copy shared nodes once and then mutate the copies.
+ * `get` and iteration see the writer's own changes.
+ */
+export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
+  root: TreeNode<K, V>
+  size: number
+  private owner: Owner = {}
+  private old: V | undefined
+
+  constructor(tree: Tree<K, V>) {
+    this.root = tree.root
+    this.size = tree.size
+  }
+
+  get(k: K): V | undefined {
+    return treeGet(this.root, k)
+  }
+
+  /** Inserts or replaces; returns the value it replaced. */
+  set(k: K, v: V): V | undefined {
+    this.old = undefined
+    const root = this.own(this.root)
+    const split = this.insert(root, k, v)
+    if (split) {
+      this.root = { leaf: false, keys: [lastKey(root), lastKey(split)], children: [root, split], owner: this.owner }
+    } else {
+      this.root = root
+    }
+    if (this.old === undefined) this.size++
+    return this.old
+  }
+
+  /** Removes a key; returns the removed value. Copies nothing when the key is absent. */
+  delete(k: K): V | undefined {
+    const found = treeGet(this.root, k)
+    if (found === undefined) return undefined
+    let root = this.own(this.root)
+    this.remove(root, k)
+    while (!root.leaf && root.children.length === 1) root = this.own(root.children[0]!)
+    this.root = root
+    this.size--
+    return found
+  }
+
+  /** Removes every entry. */
+  clear(): void {
+    this.root = { leaf: true, keys: [], vals: [], owner: this.owner }
+    this.size = 0
+  }
+
+  /** Freezes what this writer built and returns it as an immutable tree. The writer stays usable. */
+  publish(): Tree<K, V> {
+    this.owner = {}
+    return { root: this.root, size: this.size }
+  }
+
+  private own<N extends TreeNode<K, V>>(node: N): N {
+    if (node.owner === this.owner) return node
+    if (node.leaf) return { leaf: true, keys: node.keys.slice(), vals: node.vals.slice(), owner: this.owner } as N
+    return { leaf: false, keys: node.keys.slice(), children: node.children.slice(), owner: this.owner } as N
+  }
+
+  // Inserts below an owned node; returns a new right sibling when the node split.
+  private insert(node: TreeNode<K, V>, k: K, v: V): TreeNode<K, V> | undefined {
+    if (node.leaf) {
+      const i = lowerIndex(node.keys, k)
+      if (i < node.keys.length && node.keys[i] === k) {
+        this.old = node.vals[i]
+        node.vals[i] = v
+        return undefined
+      }
+      if (i === node.keys.length) {
+        node.keys.push(k)
+        node.vals.push(v)
+      } else {
+        node.keys.splice(i, 0, k)
+        node.vals.splice(i, 0, v)
+      }
+      if (node.keys.length <= MAX) return undefined
+      const half = node.keys.length >>> 1
+      return { leaf: true, keys: node.keys.splice(half), vals: node.vals.splice(half), owner: this.owner }
+    }
+    let i = lowerIndex(node.keys, k)
+    if (i === node.keys.length) i--
+    const child = this.own(node.children[i]!)
+    node.children[i] = child
+    const split = this.insert(child, k, v)
+    node.keys[i] = lastKey(child)
+    if (!split) return undefined
+    node.keys.splice(i + 1, 0, lastKey(split))
+    node.children.splice(i + 1, 0, split)
+    if (node.keys.length <= MAX) return undefined
+    const half = node.keys.length >>> 1
+    return { leaf: false, keys: node.keys.splice(half), children: node.children.splice(half), owner: this.owner }
+  }
+
+  // Removes k (known to be present) below an owned node, rebalancing children that run low.
+  private remove(node: TreeNode<K, V>, k: K): void {
+    if (node.leaf) {
+      const i = lowerIndex(node.keys, k)
+      node.keys.splice(i, 1)
+      node.vals.splice(i, 1)
+      return
+    }
+    const i = lowerIndex(node.keys, k)
+    const child = this.own(node.children[i]!)
+    node.children[i] = child
+    this.remove(child, k)
+    if (child.keys.length >= MIN) {
+      node.keys[i] = lastKey(child)
+      return
+    }
+    // Child ran low: merge with a neighbour when both fit in one node, else borrow from it.
+    const j = i > 0 ? i - 1 : i + 1
+    if (j >= node.children.length) {
+      if (child.keys.length > 0) node.keys[i] = lastKey(child)
+      else {
+        node.keys.splice(i, 1)
+        node.children.splice(i, 1)
+      }
+      return
+    }
+    const left = this.own(node.children[Math.min(i, j)]!)
+    const right = this.own(node.children[Math.max(i, j)]!)
+    const l = Math.min(i, j)
+    node.children[l] = left
+    node.children[l + 1] = right
+    if (left.keys.length + right.keys.length <= MAX) {
+      mergeInto(left, right)
+      node.keys.splice(l + 1, 1)
+      node.children.splice(l + 1, 1)
+      node.keys[l] = lastKey(left)
+      return
+    }
+    rebalance(left, right)
+    node.keys[l] = lastKey(left)
+    node.keys[l + 1] = lastKey(right)
+  }
+}
+
+function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
+  return node.keys[node.keys.length - 1]!
+}
+
+function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+  for (const key of right.keys) left.keys.push(key)
+  if (left.leaf) for (const v of (right as Leaf<K, V>).vals) left.vals.push(v)
+  else for (const c of (right as Branch<K, V>).children) left.children.push(c)
+}
+
+function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+  const total = left.keys.length + right.keys.length
+  const wantLeft = total >>> 1
+  if (left.keys.length < wantLeft) {
+    const n = wantLeft - left.keys.length
+    left.keys.push(...right.keys.splice(0, n))
+    if (left.leaf) left.vals.push(...(right as Leaf<K, V>).vals.splice(0, n))
+    else left.children.push(...(right as Branch<K, V>).children.splice(0, n))
+  } else {
+    const n = left.keys.length - wantLeft
+    right.keys.unshift(...left.keys.splice(wantLeft, n))
+    if (left.leaf) (right as Leaf<K, V>).vals.unshift(...left.vals.splice(wantLeft, n))
+    else (right as Branch<K, V>).children.unshift(...left.children.splice(wantLeft, n))
+  }
+}
+
+/**
+ * Iterates values in key order from the first key >= `from` (all when undefined); stops before
+ * the first key that does not start with `prefix` when one is given (string keys only).
+ * The iterator reuses its result object: read `value` before calling `next` again.
+ */
+export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
+  private readonly stack: Branch<K, V>[] = []
+  private readonly pos: number[] = []
+  private leaf: Leaf<K, V> | undefined
+  private i = 0
+  private readonly result: { done: boolean; value: V } = { done: false, value: undefined as V }
+  key: K | undefined
+
+  constructor(
+    root: TreeNode<K, V>,
+    from: K | undefined,
+    private readonly prefix?: string,
+  ) {
+    let node = root
+    while (!node.leaf) {
+      let i = from === undefined ? 0 : lowerIndex(node.keys, from)
+      if (i === node.keys.length) {
+        this.leaf = undefined
+        return
+      }
+      this.stack.push(node)
+      this.pos.push(i)
+      node = node.children[i]!
+    }
+    this.leaf = node
+    this.i = from === undefined ? 0 : lowerIndex(node.keys, from)
+  }
+
+  [Symbol.iterator](): this {
+    return this
+  }
+
+  next(): IteratorResult<V> {
+    const r = this.result
+    for (;;) {
+      const leaf = this.leaf
+      if (leaf === undefined) {
+        r.done = true
+        r.value = undefined as V
+        return r
+      }
+      if (this.i < leaf.keys.length) {
+        const key = leaf.keys[this.i]!
+        if (this.prefix !== undefined && !(key as string).startsWith(this.prefix)) {
+          this.leaf = undefined
+          continue
+        }
+        this.key = key
+        r.value = leaf.vals[this.i++]!
+        return r
+      }
+      this.advanceLeaf()
+    }
+  }
+
+  private advanceLeaf(): void {
+    const stack = this.stack
+    const pos = this.pos
+    let depth = stack.length - 1
+    while (depth >= 0 && pos[depth]! + 1 >= stack[depth]!.children.length) depth--
+    if (depth < 0) {
+      this.leaf = undefined
+      return
+    }
+    pos[depth]!++
+    let node = stack[depth]!.children[pos[depth]!]!
+    stack.length = depth + 1
+    pos.length = depth + 1
+    while (!node.leaf) {
+      stack.push(node)
+      pos.push(0)
+      node = node.children[0]!
+    }
+    this.leaf = node
+    this.i = 0
+  }
+}
+
+/** Checks the invariants at the top of this file; throws with a description of the first breach. */
+export function validateTree<K extends TreeKey, V>(tree: Tree<K, V>, what: string): void {
+  let leafDepth = -1
+  let count = 0
+  let prev: K | undefined
+  const visit = (node: TreeNode<K, V>, depth: number, isRoot: boolean): void => {
+    const n = node.keys.length
+    if (!isRoot && (n < MIN || n > MAX)) throw new Error(`${what}: node of ${n} entries at depth ${depth}`)
+    if (isRoot && !node.leaf && n < 1) throw new Error(`${what}: empty branch root`)
+    if (node.leaf) {
+      if (node.vals.length !== n) throw new Error(`${what}: leaf has ${n} keys and ${node.vals.length} values`)
+      if (leafDepth === -1) leafDepth = depth
+      else if (leafDepth !== depth) throw new Error(`${what}: leaves at depths ${leafDepth} and ${depth}`)
+      for (const key of node.keys) {
+        if (prev !== undefined && !(prev < key)) throw new Error(`${what}: keys out of order`)
+        prev = key
+        count++
+      }
+      return
+    }
+    if (node.children.length !== n) throw new Error(`${what}: branch has ${n} keys and ${node.children.length} children`)
+    for (let i = 0; i < n; i++) {
+      const child = node.children[i]!
+      visit(child, depth + 1, false)
+      if (child.keys.length === 0 || lastKey(child) !== node.keys[i]) throw new Error(`${what}: branch key ${i} is not its child's largest key`)
+    }
+  }
+  visit(tree.root, 0, true)
+  if (count !== tree.size) throw new Error(`${what}: size ${tree.size} but ${count} entries`)
+}

@@ -1,0 +1,155 @@
+// Change iterators and the graveyard of deleted objects.
+//
+// Invariants:
+// - the graveyard is an append-only log of deletions in revision order (commits of one table are
+//   serialized), shared by all snapshots; a snapshot reads only the entries at or below its revision;
+// - an entry is kept while some open iterator has not yet passed its revision (and the deletion came
+//   after that iterator was created); with no open iterator nothing is kept at all;
+// - an iterator yields every live object first (in revision order from 0), then every later write
+//   and deletion in revision order, each once. An object deleted and inserted again before the
+//   iterator reached the deletion is seen as the later insert only (the net change).
+
+import { treeGet, TreeIterator } from './btree.ts'
+import { TxnError } from './errors.ts'
+import type { Entry } from './state.ts'
+import { ReadTxn } from './txn.ts'
+import { Watch } from './watch.ts'
+
+export interface Change<Obj> {
+  readonly object: Obj
+  readonly revision: number
+  readonly deleted: boolean
+}
+
+/** Where one iterator is: it has seen everything up to `seen`; deletions at or below `floor` predate it. */
+export interface Tracker {
+  seen: number
+  readonly floor: number
+}
+
+export class Graveyard<Obj> {
+  /** Absolute index of log[0]. */
+  private base = 0
+  private log: Entry<Obj>[] = []
+  readonly trackers = new Set<Tracker>()
+
+  get size(): number {
+    return this.log.length
+  }
+
+  append(deletes: readonly Entry<Obj>[]): void {
+    if (this.trackers.size === 0) return
+    for (const e of deletes) this.log.push(e)
+  }
+
+  /** Drops the entries no tracker needs. */
+  collect(): void {
+    if (this.log.length === 0) return
+    let mark = Infinity
+    for (const t of this.trackers) mark = Math.min(mark, Math.max(t.seen, t.floor))
+    let n = 0
+    while (n < this.log.length && this.log[n]!.revision <= mark) n++
+    if (n === 0) return
+    if (n === this.log.length) this.log = []
+    else this.log.splice(0, n)
+    this.base += n
+  }
+
+  /** Absolute position of the first entry above `revision`. */
+  firstAfter(revision: number): number {
+    let lo = 0
+    let hi = this.log.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (this.log[mid]!.revision <= revision) lo = mid + 1
+      else hi = mid
+    }
+    return this.base + lo
+  }
+
+  /** The entry at an absolute position, if still kept. */
+  at(pos: number): Entry<Obj> | undefined {
+    return this.log[pos - this.base]
+  }
+}
+
+/** What the iterator needs of its table (kept narrow to avoid a cycle with table.ts). */
+export interface ChangeSource<Obj> {
+  readonly name: string
+  readonly graveyard: Graveyard<Obj>
+  anyWatch(txn: ReadTxn): Watch
+}
+
+const dropped = new FinalizationRegistry<{ graveyard: Graveyard<unknown>; tracker: Tracker }>(({ graveyard, tracker }) => {
+  graveyard.trackers.delete(tracker)
+  graveyard.collect()
+})
+
+export class ChangeIterator<Obj> {
+  private readonly tracker: Tracker
+  private closed = false
+
+  /** @internal */
+  constructor(
+    private readonly table: ChangeSource<Obj>,
+    floor: number,
+  ) {
+    this.tracker = { seen: 0, floor }
+    table.graveyard.trackers.add(this.tracker)
+    dropped.register(this, { graveyard: table.graveyard as Graveyard<unknown>, tracker: this.tracker }, this)
+  }
+
+  /**
+   * The changes up to the snapshot `txn`, not seen yet, and a watch that fires when the table
+   * changes after it. Consuming the iterable marks what it yielded as seen (a partial read resumes
+   * where it stopped).
+   */
+  next(txn: ReadTxn): [Iterable<Change<Obj>>, Watch] {
+    if (this.closed) throw new TxnError(`change iterator of table "${this.table.name}" is closed`)
+    if (!(txn instanceof ReadTxn)) throw new TxnError(`change iterator of table "${this.table.name}": next() takes a read transaction (a snapshot), not a write transaction`)
+    const view = txn.view(this.table as never) as import('./state.ts').TableView<Obj>
+    const watch = this.table.anyWatch(txn)
+    return [{ [Symbol.iterator]: () => this.iterate(view) }, watch]
+  }
+
+  /** Stops tracking deletions for this iterator. */
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    const g = this.table.graveyard
+    g.trackers.delete(this.tracker)
+    dropped.unregister(this)
+    g.collect()
+  }
+
+  private *iterate(view: import('./state.ts').TableView<Obj>): Generator<Change<Obj>> {
+    const tracker = this.tracker
+    const graveyard = this.table.graveyard
+    const upTo = view.revision
+    const live = new TreeIterator(view.byRevision.root, tracker.seen + 1)
+    let l = live.next()
+    let g = graveyard.firstAfter(Math.max(tracker.seen, tracker.floor))
+    let dead = graveyard.at(g)
+    for (;;) {
+      if (this.closed) return
+      const lrev = l.done ? Infinity : l.value.revision
+      const drev = dead === undefined || dead.revision > upTo ? Infinity : dead.revision
+      if (lrev === Infinity && drev === Infinity) break
+      if (lrev < drev) {
+        const e = l.value as Entry<Obj>
+        tracker.seen = e.revision
+        l = live.next()
+        yield { object: e.object, revision: e.revision, deleted: false }
+      } else {
+        const e = dead!
+        tracker.seen = e.revision
+        dead = graveyard.at(++g)
+        const again = treeGet(view.primary.root, e.key)
+        if (again !== undefined && again.revision > e.revision) continue
+        yield { object: e.object, revision: e.revision, deleted: true }
+      }
+    }
+    if (upTo > tracker.seen) tracker.seen = upTo
+    graveyard.collect()
+  }
+}

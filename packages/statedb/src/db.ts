@@ -1,0 +1,214 @@
+// The database: registered tables, the current root (one immutable state per table), table locks.
+//
+// Writers and locks: each table has one lock. A write transaction declares its tables up front and
+// takes their locks in table registration order, one after the other, waiting in a FIFO queue on a
+// lock that is held. Because every writer takes locks in the same global order, two multi-table
+// writers cannot wait on each other (no deadlock). A released lock passes straight to the next waiter,
+// so a waiting writer is never overtaken. JavaScript runs one thing at a time, so a transaction that
+// is opened and committed without an `await` in between never makes anyone wait; locks matter
+// for writers that await while holding a transaction (which is allowed, but keeps others waiting).
+//
+// Commit builds the new root array and assigns it in one statement: readers see all of a
+// transaction's tables change at once, or none.
+
+import { StateDBError, TxnError } from './errors.ts'
+import { emptyState, type TableState } from './state.ts'
+import type { Table } from './table.ts'
+import { ReadTxn, WriteTxn } from './txn.ts'
+import { validateState, validating } from './validate.ts'
+import type { TableWriter } from './writer.ts'
+
+/** Hooks for metrics; every one optional. */
+export interface DBMetrics {
+  /** A write transaction committed: its tables, time held and time spent waiting for locks. */
+  writeTxnCommitted?(info: { tables: readonly string[]; durationSeconds: number; waitSeconds: number }): void
+  /** A write transaction was aborted. */
+  writeTxnAborted?(info: { tables: readonly string[]; durationSeconds: number }): void
+}
+
+export interface TableStats {
+  name: string
+  objects: number
+  revision: number
+  /** Deleted objects kept for change iterators that have not seen them yet. */
+  graveyard: number
+  changeIterators: number
+  initialized: boolean
+  pendingInitializers: string[]
+  locked: boolean
+}
+
+export interface DBOptions {
+  tables?: ReadonlyArray<Table<any>>
+  metrics?: DBMetrics
+}
+
+class TableLock {
+  held = false
+  private readonly waiters: Array<() => void> = []
+
+  tryAcquire(): boolean {
+    if (this.held) return false
+    this.held = true
+    return true
+  }
+
+  acquire(): Promise<void> {
+    if (this.tryAcquire()) return Promise.resolve()
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  release(): void {
+    const next = this.waiters.shift()
+    if (next) next()
+    else this.held = false
+  }
+}
+
+export class DB {
+  private readonly tables: Table<any>[] = []
+  private readonly ids = new Map<Table<any>, number>()
+  private readonly locks: TableLock[] = []
+  private root: ReadonlyArray<TableState<unknown>> = []
+  private snapshot: ReadTxn | undefined
+  private readonly metrics: DBMetrics | undefined
+
+  constructor(opts: DBOptions = {}) {
+    this.metrics = opts.metrics
+    if (opts.tables) this.register(...opts.tables)
+  }
+
+  /** Adds tables. A table belongs to one database; names are unique within it. */
+  register(...tables: Table<any>[]): this {
+    const root = this.root.slice()
+    for (const t of tables) {
+      if (this.ids.has(t)) continue
+      if (this.tables.some((o) => o.name === t.name)) throw new StateDBError(`a table named "${t.name}" is already registered`)
+      this.ids.set(t, this.tables.length)
+      this.tables.push(t)
+      this.locks.push(new TableLock())
+      root.push(emptyState(t.schema.secondary.length))
+    }
+    this.publish(root)
+    return this
+  }
+
+  /** The registered tables, in registration (and lock) order. */
+  getTables(): ReadonlyArray<Table<any>> {
+    return this.tables
+  }
+
+  /** @internal */ tableId(table: Table<any>): number {
+    const id = this.ids.get(table)
+    if (id === undefined) throw new TxnError(`table "${table.name}" is not registered with this database`)
+    return id
+  }
+
+  /** A snapshot of every table: O(1), never changes. */
+  readTxn(): ReadTxn {
+    return (this.snapshot ??= new ReadTxn(this, this.root))
+  }
+
+  /** Opens a write transaction on the given tables, waiting for their locks (FIFO, in table order). */
+  async writeTxn(...tables: Table<any>[]): Promise<WriteTxn> {
+    const sorted = this.lockOrder(tables)
+    const started = performance.now()
+    let i = 0
+    while (i < sorted.length && this.locks[sorted[i]!]!.tryAcquire()) i++
+    for (; i < sorted.length; i++) await this.locks[sorted[i]!]!.acquire()
+    return new WriteTxn(this, this.root, sorted.map((id) => this.tables[id]!), performance.now() - started)
+  }
+
+  /** Opens a write transaction at once, or returns undefined when any of the tables is locked. */
+  tryWriteTxn(...tables: Table<any>[]): WriteTxn | undefined {
+    const sorted = this.lockOrder(tables)
+    if (sorted.some((id) => this.locks[id]!.held)) return undefined
+    for (const id of sorted) this.locks[id]!.tryAcquire()
+    return new WriteTxn(this, this.root, sorted.map((id) => this.tables[id]!), 0)
+  }
+
+  /**
+   * Runs fn in a write transaction on the tables: commits when it returns, aborts when it throws
+   * (then rethrows). Returns what fn returned.
+   */
+  async write<T>(tables: Table<any> | ReadonlyArray<Table<any>>, fn: (txn: WriteTxn) => T | Promise<T>): Promise<T> {
+    const txn = await this.writeTxn(...(Array.isArray(tables) ? tables : [tables as Table<any>]))
+    try {
+      const result = await fn(txn)
+      if (!txn.done) txn.commit()
+      return result
+    } finally {
+      txn.abort()
+    }
+  }
+
+  /** Per-table figures for metrics and inspection, from a snapshot (default: the latest). */
+  stats(txn: ReadTxn = this.readTxn()): TableStats[] {
+    return this.tables.map((t, id) => {
+      const s = txn.states[id]
+      return {
+        name: t.name,
+        objects: s?.primary.size ?? 0,
+        revision: s?.revision ?? 0,
+        graveyard: t.graveyard.size,
+        changeIterators: t.graveyard.trackers.size,
+        initialized: (s?.pendingInit.length ?? 0) === 0,
+        pendingInitializers: s?.pendingInit.map((i) => i.name) ?? [],
+        locked: this.locks[id]!.held,
+      }
+    })
+  }
+
+  /** @internal Publishes a transaction's tables, then fires watches. */
+  commit(txn: WriteTxn, writers: ReadonlyArray<TableWriter<unknown> | undefined>): ReadTxn {
+    const root = this.root.slice()
+    let changed = false
+    for (let id = 0; id < writers.length; id++) {
+      const w = writers[id]
+      if (w === undefined || !w.dirty) continue
+      const state = w.publish()
+      if (validating) validateState(w.schema, state)
+      root[id] = state
+      changed = true
+    }
+    if (changed) this.publish(root)
+    this.release(txn, false)
+    for (let id = 0; id < writers.length; id++) {
+      const w = writers[id]
+      if (w === undefined || !w.dirty) continue
+      const table = this.tables[id]!
+      table.graveyard.append(w.deletes)
+      table.graveyard.collect()
+      if (w.revision !== w.base.revision) {
+        const stale = w.changedAll || (w.changed === undefined && table.watches.hasKeyWatches())
+        table.watches.fire(stale ? undefined : w.changed)
+      }
+      if (w.pendingInit.length === 0 && w.base.pendingInit.length > 0) table.watches.fireInitialized()
+    }
+    this.metrics?.writeTxnCommitted?.({
+      tables: txn.tables.map((t) => t.name),
+      durationSeconds: (performance.now() - txn.startedAt) / 1000,
+      waitSeconds: txn.waitedMs / 1000,
+    })
+    return this.readTxn()
+  }
+
+  /** @internal Releases a finished transaction's locks. */
+  release(txn: WriteTxn, aborted = true): void {
+    for (const t of txn.tables) this.locks[this.ids.get(t)!]!.release()
+    if (aborted) {
+      this.metrics?.writeTxnAborted?.({ tables: txn.tables.map((t) => t.name), durationSeconds: (performance.now() - txn.startedAt) / 1000 })
+    }
+  }
+
+  private publish(root: ReadonlyArray<TableState<unknown>>): void {
+    this.root = root
+    this.snapshot = undefined
+  }
+
+  private lockOrder(tables: ReadonlyArray<Table<any>>): number[] {
+    if (tables.length === 0) throw new TxnError('a write transaction needs at least one table')
+    const ids = [...new Set(tables.map((t) => this.tableId(t)))]
+    return ids.sort((a, b) => a - b)
+  }
+}

@@ -1,0 +1,122 @@
+// Order-preserving key encoding: index keys become JS strings whose code-unit order (what `<`
+// compares) is the order of the keys.
+//
+// Invariants:
+// - every part starts with a type tag (>= 1), so parts of different types never compare equal and a
+//   '\0' right after a complete key marks its end;
+// - every part's encoding is prefix-free: strings end with "\0\x01" and escape their own '\0' as
+//   "\0\x02"; byte arrays shift bytes to 1..256 and end with '\0'; numbers, bigints and booleans have a
+//   self-describing length. So the key "a" can never match a longer key that merely starts with it
+//   (the composite-key pitfall), and the empty string, empty bytes and the empty tuple are keys too;
+// - a non-unique index stores `encode(secondary) + '\0' + encode(primary)`, and a lookup scans the
+//   prefix `encode(secondary) + '\0'`.
+
+export type KeyPart = string | number | bigint | boolean | Uint8Array
+export type Key = KeyPart | readonly KeyPart[]
+
+const TAG_FALSE = '\x01'
+const TAG_TRUE = '\x02'
+const TAG_NUMBER = '\x03'
+const TAG_BIGINT = '\x04'
+const TAG_STRING = '\x05'
+const TAG_BYTES = '\x06'
+const STRING_END = '\0\x01'
+export const KEY_SEPARATOR = '\0'
+
+const f64 = new Float64Array(1)
+const u32 = new Uint32Array(f64.buffer)
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+const HI = littleEndian ? 1 : 0
+const LO = littleEndian ? 0 : 1
+
+export class KeyError extends Error {}
+
+function encodeNumber(n: number): string {
+  if (Number.isNaN(n)) throw new KeyError('NaN cannot be a key')
+  f64[0] = n === 0 ? 0 : n // -0 and 0 are one key
+  let hi = u32[HI]!
+  let lo = u32[LO]!
+  if (hi & 0x80000000) {
+    hi = ~hi >>> 0
+    lo = ~lo >>> 0
+  } else {
+    hi = (hi | 0x80000000) >>> 0
+  }
+  return TAG_NUMBER + String.fromCharCode(hi >>> 16, hi & 0xffff, lo >>> 16, lo & 0xffff)
+}
+
+const HEX = '0123456789abcdef'
+
+function encodeBigint(n: bigint): string {
+  if (n >= 0n) {
+    const hex = n.toString(16)
+    if (hex.length > 0xfffe) throw new KeyError('bigint key too large')
+    return TAG_BIGINT + '\x02' + String.fromCharCode(hex.length) + hex
+  }
+  const hex = (-n).toString(16)
+  if (hex.length > 0xfffe) throw new KeyError('bigint key too large')
+  let out = TAG_BIGINT + '\x01' + String.fromCharCode(0xffff - hex.length)
+  for (let i = 0; i < hex.length; i++) out += HEX[15 - HEX.indexOf(hex[i]!)]
+  return out
+}
+
+function encodeBytes(b: Uint8Array, terminate: boolean): string {
+  let out = TAG_BYTES
+  for (let i = 0; i < b.length; i += 4096) {
+    const chunk = Array.from(b.subarray(i, i + 4096), (x) => x + 1)
+    out += String.fromCharCode(...chunk)
+  }
+  return terminate ? out + '\0' : out
+}
+
+function encodePart(p: KeyPart, terminate: boolean): string {
+  switch (typeof p) {
+    case 'string': {
+      const body = p.indexOf('\0') === -1 ? p : p.replaceAll('\0', '\0\x02')
+      return terminate ? TAG_STRING + body + STRING_END : TAG_STRING + body
+    }
+    case 'number':
+      return encodeNumber(p)
+    case 'bigint':
+      return encodeBigint(p)
+    case 'boolean':
+      return p ? TAG_TRUE : TAG_FALSE
+    default:
+      if (p instanceof Uint8Array) return encodeBytes(p, terminate)
+      throw new KeyError(`unsupported key part of type ${p === null ? 'null' : typeof p}`)
+  }
+}
+
+/** Encodes a whole key. */
+export function encodeKey(key: Key): string {
+  if (typeof key === 'string') {
+    return key.indexOf('\0') === -1 ? TAG_STRING + key + STRING_END : encodePart(key, true)
+  }
+  if (Array.isArray(key)) {
+    let out = ''
+    for (const p of key as readonly KeyPart[]) out += encodePart(p, true)
+    return out
+  }
+  return encodePart(key as KeyPart, true)
+}
+
+/**
+ * Encodes a key for a prefix search: like encodeKey, but a trailing string or byte array is left
+ * open, so "ab" finds "abc" and ["a", "b"] finds ["a", "bc"].
+ */
+export function encodePrefix(key: Key): string {
+  if (Array.isArray(key)) {
+    const parts = key as readonly KeyPart[]
+    let out = ''
+    for (let i = 0; i < parts.length; i++) out += encodePart(parts[i]!, i < parts.length - 1)
+    return out
+  }
+  return encodePart(key as KeyPart, false)
+}
+
+/** A readable rendering of a key for error messages. */
+export function showKey(key: Key): string {
+  const part = (p: KeyPart): string =>
+    typeof p === 'string' ? JSON.stringify(p) : typeof p === 'bigint' ? `${p}n` : p instanceof Uint8Array ? `bytes(${Buffer.from(p).toString('hex')})` : String(p)
+  return Array.isArray(key) ? `[${(key as readonly KeyPart[]).map(part).join(', ')}]` : part(key as KeyPart)
+}

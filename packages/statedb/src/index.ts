@@ -1,0 +1,15 @@
+// @statewright/statedb: an in-memory transactional database of immutable objects.
+// The one public face of the package.
+
+export { DB, type DBMetrics, type DBOptions, type TableStats } from './db.ts'
+export { Table, type TableOptions } from './table.ts'
+export { ReadTxn, WriteTxn, type Txn } from './txn.ts'
+export { defineIndex, byRevision, Index, Query, type IndexOptions } from './indexes.ts'
+export type { Key, KeyPart } from './encoding.ts'
+export { Entry } from './state.ts'
+export { Results } from './results.ts'
+export { Watch, WatchSet, waitAny } from './watch.ts'
+export { ChangeIterator, type Change } from './changes.ts'
+export { StateDBError, TxnError, UniqueConflictError, IndexKeyError } from './errors.ts'
+export { setValidation } from './validate.ts'
+export { dump, httpHandler, type HttpHandlerOptions } from './inspect.ts'

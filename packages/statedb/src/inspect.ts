@@ -1,0 +1,130 @@
+// Inspection: a JSON dump, and a read-only `node:http` request handler.
+//
+//   GET /tables                                   tables with object counts, revisions, graveyard sizes
+//   GET /tables/<name>                            all objects (with revisions)
+//   GET /tables/<name>?index=<i>&key=<k>[&op=get|list|prefix|lowerBound]   a query
+//   GET /tables/<name>/changes                    newline-delimited JSON: every object, then changes live
+//   GET /dump                                     every table
+//
+// Nothing here writes. Objects pass through `redact` before they leave the process; the default
+// redactor hides the data of Kubernetes Secrets.
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { DB } from './db.ts'
+import type { Table } from './table.ts'
+import type { ReadTxn } from './txn.ts'
+
+export type Redactor = (table: string, obj: unknown) => unknown
+
+/** Hides `data` and `stringData` of objects of kind Secret. */
+export const redactSecrets: Redactor = (_table, obj) => {
+  if (obj && typeof obj === 'object' && (obj as { kind?: unknown }).kind === 'Secret') {
+    const o = { ...(obj as Record<string, unknown>) }
+    for (const f of ['data', 'stringData']) if (f in o) o[f] = '(redacted)'
+    return o
+  }
+  return obj
+}
+
+export function dump(db: DB, opts: { txn?: ReadTxn; redact?: Redactor } = {}): Record<string, unknown> {
+  const txn = opts.txn ?? db.readTxn()
+  const redact = opts.redact ?? redactSecrets
+  const out: Record<string, unknown> = {}
+  for (const t of db.getTables()) {
+    const objects: unknown[] = []
+    for (const e of t.all(txn).entries()) objects.push({ revision: e.revision, object: redact(t.name, e.object) })
+    out[t.name] = { revision: t.revision(txn), initialized: t.initialized(txn)[0], objects }
+  }
+  return out
+}
+
+export interface HttpHandlerOptions {
+  /** Path prefix the handler is mounted at (default ''). */
+  prefix?: string
+  redact?: Redactor
+}
+
+/** A read-only request handler for `http.createServer`. Bind the server to loopback. */
+export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
+  const prefix = opts.prefix ?? ''
+  const redact = opts.redact ?? redactSecrets
+  const send = (res: ServerResponse, code: number, body: unknown) => {
+    res.writeHead(code, { 'content-type': 'application/json' })
+    res.end(JSON.stringify(body, jsonSafe))
+  }
+  return (req, res) => {
+    if (req.method !== 'GET') return send(res, 405, { error: 'read-only: only GET is served' })
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    if (!url.pathname.startsWith(prefix)) return send(res, 404, { error: 'not found' })
+    const parts = url.pathname.slice(prefix.length).split('/').filter(Boolean).map(decodeURIComponent)
+    try {
+      if (parts.length === 1 && parts[0] === 'dump') return send(res, 200, dump(db, { redact }))
+      if (parts.length === 1 && parts[0] === 'tables') {
+        return send(res, 200, db.stats().map((s) => ({ ...s, indexes: db.getTables().find((t) => t.name === s.name)!.indexes })))
+      }
+      if (parts[0] !== 'tables' || parts.length < 2 || parts.length > 3) return send(res, 404, { error: 'not found' })
+      const table = db.getTables().find((t) => t.name === parts[1])
+      if (!table) return send(res, 404, { error: `no table "${parts[1]}"` })
+      if (parts.length === 3) {
+        if (parts[2] !== 'changes') return send(res, 404, { error: 'not found' })
+        return void streamChanges(table, db, req, res, redact)
+      }
+      const txn = db.readTxn()
+      const indexName = url.searchParams.get('index')
+      const key = url.searchParams.get('key')
+      let results
+      if (indexName === null) results = table.all(txn)
+      else {
+        const index = table.indexNamed(indexName)
+        if (!index) return send(res, 400, { error: `table "${table.name}" has no index "${indexName}" (indexes: ${table.indexes.join(', ')})` })
+        if (key === null) return send(res, 400, { error: 'a query by index needs key=' })
+        const q = index.fromString(key)
+        const op = url.searchParams.get('op') ?? 'list'
+        if (op === 'get' || op === 'list') results = table.list(txn, q)
+        else if (op === 'prefix') results = table.prefix(txn, q)
+        else if (op === 'lowerBound') results = table.lowerBound(txn, q)
+        else return send(res, 400, { error: `unknown op "${op}": want get, list, prefix or lowerBound` })
+        if (op === 'get') {
+          const first = results.entries()[Symbol.iterator]().next()
+          if (first.done) return send(res, 404, { error: `table "${table.name}": no object with ${indexName}=${key}` })
+          return send(res, 200, { revision: first.value.revision, object: redact(table.name, first.value.object) })
+        }
+      }
+      const out: unknown[] = []
+      for (const e of results.entries()) out.push({ revision: e.revision, object: redact(table.name, e.object) })
+      return send(res, 200, out)
+    } catch (err) {
+      return send(res, 400, { error: err instanceof Error ? err.message : String(err) })
+    }
+  }
+}
+
+async function streamChanges(table: Table<any>, db: DB, req: IncomingMessage, res: ServerResponse, redact: Redactor): Promise<void> {
+  res.writeHead(200, { 'content-type': 'application/x-ndjson' })
+  res.flushHeaders()
+  const abort = new AbortController()
+  const stop = () => abort.abort()
+  req.on('close', stop)
+  const iter = table.changes(db.readTxn())
+  try {
+    while (!abort.signal.aborted) {
+      const [changes, watch] = iter.next(db.readTxn())
+      for (const c of changes) {
+        res.write(JSON.stringify({ revision: c.revision, deleted: c.deleted, object: redact(table.name, c.object) }, jsonSafe) + '\n')
+      }
+      await watch.wait(abort.signal)
+    }
+  } catch {
+    // the client went away
+  } finally {
+    iter.close()
+    req.off('close', stop)
+    res.end()
+  }
+}
+
+function jsonSafe(_key: string, value: unknown): unknown {
+  if (typeof value === 'bigint') return value.toString()
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+  return value
+}

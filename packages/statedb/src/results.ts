@@ -1,0 +1,69 @@
+// Query results: lazy, re-iterable, in index key order.
+
+import type { Entry } from './state.ts'
+
+export class Results<Obj> implements Iterable<Obj> {
+  /** @internal */
+  constructor(private readonly source: () => Iterator<Entry<Obj>>) {}
+
+  [Symbol.iterator](): Iterator<Obj> {
+    return new ObjectIterator(this.source())
+  }
+
+  /** The results with the revision of each object's last write. */
+  entries(): Iterable<Entry<Obj>> {
+    return { [Symbol.iterator]: this.source }
+  }
+
+  /** Calls fn for each object, without the iterator protocol's per-step cost. */
+  forEach(fn: (obj: Obj, revision: number) => void): void {
+    const it = this.source()
+    for (let r = it.next(); !r.done; r = it.next()) fn(r.value.object, r.value.revision)
+  }
+
+  toArray(): Obj[] {
+    const out: Obj[] = []
+    this.forEach((o) => out.push(o))
+    return out
+  }
+
+  first(): Obj | undefined {
+    const r = this.source().next()
+    return r.done ? undefined : r.value.object
+  }
+
+  count(): number {
+    let n = 0
+    const it = this.source()
+    while (!it.next().done) n++
+    return n
+  }
+}
+
+/** Skips entries whose primary key was already yielded (a non-unique index lists an object once per key). */
+export function distinct<Obj>(it: Iterator<Entry<Obj>>): Iterator<Entry<Obj>> {
+  const seen = new Set<string>()
+  return {
+    next() {
+      for (;;) {
+        const r = it.next()
+        if (r.done || !seen.has(r.value.key)) {
+          if (!r.done) seen.add(r.value.key)
+          return r
+        }
+      }
+    },
+  }
+}
+
+// A hand-written iterator (not a generator): full scans are a hot path.
+class ObjectIterator<Obj> implements Iterator<Obj> {
+  private readonly result: { done: boolean; value: Obj } = { done: false, value: undefined as Obj }
+  constructor(private readonly it: Iterator<Entry<Obj>>) {}
+  next(): IteratorResult<Obj> {
+    const r = this.it.next()
+    if (r.done) return r as IteratorResult<Obj>
+    this.result.value = r.value.object
+    return this.result
+  }
+}

@@ -1,0 +1,73 @@
+// A table's schema: its name and indexes, and how an object's keys are computed and encoded.
+
+import { encodeKey, KeyError, showKey, type Key } from './encoding.ts'
+import { IndexKeyError } from './errors.ts'
+import type { Index } from './indexes.ts'
+
+const TABLE_NAME = /^[a-z][a-z0-9_.-]{0,62}$/i
+
+export class TableSchema<Obj> {
+  constructor(
+    readonly name: string,
+    readonly primary: Index<Obj, Key>,
+    readonly secondary: ReadonlyArray<Index<Obj, Key>>,
+  ) {
+    if (typeof name !== 'string' || !TABLE_NAME.test(name)) {
+      throw new Error(`invalid table name ${JSON.stringify(name)}: want 1-63 letters, digits, '.', '_' or '-', starting with a letter`)
+    }
+    const seen = new Set<string>([primary.name])
+    for (const idx of secondary) {
+      if (seen.has(idx.name)) throw new Error(`table "${name}": two indexes named "${idx.name}"`)
+      seen.add(idx.name)
+    }
+  }
+
+  primaryKey(obj: Obj): string {
+    const idx = this.primary
+    try {
+      if (idx.single) return encodeKey(idx.single(obj))
+      const keys = [...idx.multi!(obj)]
+      if (keys.length !== 1) throw new KeyError(`a primary index gives exactly one key, got ${keys.length}`)
+      return encodeKey(keys[0]!)
+    } catch (err) {
+      throw this.keyError(idx.name, obj, err)
+    }
+  }
+
+  secondaryKeys(i: number, obj: Obj): string[] {
+    const idx = this.secondary[i]!
+    try {
+      if (idx.single) return [encodeKey(idx.single(obj))]
+      const out: string[] = []
+      for (const k of idx.multi!(obj)) out.push(encodeKey(k))
+      return out
+    } catch (err) {
+      throw this.keyError(idx.name, obj, err)
+    }
+  }
+
+  /** The primary key of an object, readable. */
+  describeObject(obj: Obj): string {
+    try {
+      const idx = this.primary
+      return showKey(idx.single ? idx.single(obj) : [...idx.multi!(obj)][0]!)
+    } catch {
+      return '(no primary key)'
+    }
+  }
+
+  /** The key of index i that encodes to `encoded`, readable. */
+  describeKey(i: number, obj: Obj, encoded: string): string {
+    const idx = this.secondary[i]!
+    const keys = idx.single ? [idx.single(obj)] : [...idx.multi!(obj)]
+    const key = keys.find((k) => encodeKey(k) === encoded)
+    return key === undefined ? '(unknown key)' : showKey(key)
+  }
+
+  private keyError(index: string, obj: Obj, err: unknown): Error {
+    if (err instanceof IndexKeyError) return err
+    const msg = err instanceof Error ? err.message : String(err)
+    const who = index === this.primary.name ? 'object' : `object ${this.describeObject(obj)}`
+    return new IndexKeyError(`table "${this.name}", index "${index}": cannot key ${who}: ${msg}`)
+  }
+}

@@ -1,0 +1,43 @@
+// The immutable per-table state held by a snapshot, and the entry stored in every index.
+//
+// Invariants of a TableState:
+// - `primary` holds one entry per object under its encoded primary key; `byRevision` holds the same
+//   entries under their revisions; each secondary tree holds the same entries under their encoded
+//   secondary keys (a non-unique index: secondary key + '\0' + primary key);
+// - every entry's revision is <= `revision`, and no two live entries share a revision;
+// - a published TableState is never changed: a write transaction builds a new one.
+
+import { emptyTree, type Tree, type TreeKey } from './btree.ts'
+
+/** An object as stored: the object, the table revision of its last write, its encoded primary key. */
+export class Entry<Obj> {
+  constructor(
+    readonly object: Obj,
+    readonly revision: number,
+    /** @internal */ readonly key: string,
+  ) {}
+}
+
+/** A pending table initializer; identity matters, the name is for people. */
+export interface Initializer {
+  readonly name: string
+}
+
+/** What reads need of a table, either from a snapshot or from a write transaction. */
+export interface TableView<Obj> {
+  readonly revision: number
+  readonly primary: Tree<string, Entry<Obj>>
+  readonly byRevision: Tree<number, Entry<Obj>>
+  readonly secondary: ReadonlyArray<Tree<string, Entry<Obj>>>
+  readonly pendingInit: readonly Initializer[]
+}
+
+export type TableState<Obj> = TableView<Obj>
+
+export function emptyState<Obj>(secondaryCount: number): TableState<Obj> {
+  const secondary: Tree<string, Entry<Obj>>[] = []
+  for (let i = 0; i < secondaryCount; i++) secondary.push(emptyTree())
+  return { revision: 0, primary: emptyTree(), byRevision: emptyTree(), secondary, pendingInit: [] }
+}
+
+export type AnyTree = Tree<TreeKey, unknown>

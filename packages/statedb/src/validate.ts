@@ -1,0 +1,41 @@
+// Validation mode (STATEWRIGHT_VALIDATE=1): after every commit, check each changed table's trees
+// and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
+
+import { TreeIterator, validateTree } from './btree.ts'
+import type { TableSchema } from './schema.ts'
+import type { TableState } from './state.ts'
+
+export let validating = /^(1|true|yes)$/i.test(process.env.STATEWRIGHT_VALIDATE ?? '')
+
+/** Turns validation mode on or off (tests; the environment variable sets the default). */
+export function setValidation(on: boolean): void {
+  validating = on
+}
+
+export function deepFreeze(obj: unknown): void {
+  if (obj === null || typeof obj !== 'object' || Object.isFrozen(obj)) return
+  if (ArrayBuffer.isView(obj)) return // typed arrays cannot be frozen
+  Object.freeze(obj)
+  for (const key of Reflect.ownKeys(obj)) deepFreeze((obj as Record<PropertyKey, unknown>)[key])
+}
+
+export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<Obj>): void {
+  const t = `table "${schema.name}"`
+  validateTree(state.primary, `${t} primary index`)
+  validateTree(state.byRevision, `${t} revision index`)
+  state.secondary.forEach((tree, i) => validateTree(tree, `${t} index "${schema.secondary[i]!.name}"`))
+  if (state.byRevision.size !== state.primary.size) {
+    throw new Error(`${t}: ${state.primary.size} objects but ${state.byRevision.size} revision entries`)
+  }
+  let expected = state.secondary.map(() => 0)
+  for (const e of new TreeIterator(state.primary.root, undefined)) {
+    if (e.revision > state.revision) throw new Error(`${t}: object at revision ${e.revision} above table revision ${state.revision}`)
+    if (schema.primaryKey(e.object) !== e.key) throw new Error(`${t}: stored object's primary key changed (was it mutated?)`)
+    expected = expected.map((n, i) => n + new Set(schema.secondaryKeys(i, e.object)).size)
+  }
+  state.secondary.forEach((tree, i) => {
+    if (tree.size !== expected[i]) {
+      throw new Error(`${t} index "${schema.secondary[i]!.name}": ${tree.size} entries, objects give ${expected[i]} keys`)
+    }
+  })
+}

@@ -1,0 +1,141 @@
+// The changes one write transaction makes to one table.
+//
+// Invariants:
+// - the unique checks of an insert run before it changes anything, so a failed insert leaves the
+//   transaction as it was;
+// - every insert and delete takes the next table revision;
+// - `changed` records the encoded keys touched per index (0 = primary, 1.. = secondary) only while
+//   someone watches keys of this table; otherwise commit fires every key watch of the table.
+
+import { TreeIterator, TreeWriter } from './btree.ts'
+import { KEY_SEPARATOR } from './encoding.ts'
+import { UniqueConflictError } from './errors.ts'
+import { Entry, type Initializer, type TableState, type TableView } from './state.ts'
+import type { TableSchema } from './schema.ts'
+
+export class TableWriter<Obj> implements TableView<Obj> {
+  revision: number
+  readonly primary: TreeWriter<string, Entry<Obj>>
+  readonly byRevision: TreeWriter<number, Entry<Obj>>
+  readonly secondary: TreeWriter<string, Entry<Obj>>[]
+  pendingInit: readonly Initializer[]
+  /** Deleted entries, with the revision of their deletion, in order. */
+  readonly deletes: Entry<Obj>[] = []
+  /** Keys touched per index, or undefined when not recording. */
+  changed: Set<string>[] | undefined
+  /** Every key may have changed (deleteAll). */
+  changedAll = false
+  dirty = false
+
+  constructor(
+    readonly schema: TableSchema<Obj>,
+    readonly base: TableState<Obj>,
+    recording: boolean,
+  ) {
+    this.revision = base.revision
+    this.primary = new TreeWriter(base.primary)
+    this.byRevision = new TreeWriter(base.byRevision)
+    this.secondary = base.secondary.map((t) => new TreeWriter(t))
+    this.pendingInit = base.pendingInit
+    if (recording) this.startRecording()
+  }
+
+  startRecording(): void {
+    this.changed = []
+    for (let i = 0; i <= this.secondary.length; i++) this.changed.push(new Set())
+  }
+
+  insert(obj: Obj): Entry<Obj> | undefined {
+    const schema = this.schema
+    const pk = schema.primaryKey(obj)
+    const old = this.primary.get(pk)
+    const n = this.secondary.length
+    let newKeys: string[][] | undefined
+    if (n > 0) {
+      newKeys = new Array(n)
+      for (let i = 0; i < n; i++) {
+        const keys = schema.secondaryKeys(i, obj)
+        newKeys[i] = keys
+        if (schema.secondary[i]!.unique) {
+          for (const k of keys) {
+            const holder = this.secondary[i]!.get(k)
+            if (holder !== undefined && holder.key !== pk) {
+              throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
+            }
+          }
+        }
+      }
+    }
+    const entry = new Entry(obj, ++this.revision, pk)
+    this.dirty = true
+    this.primary.set(pk, entry)
+    if (old !== undefined) this.byRevision.delete(old.revision)
+    this.byRevision.set(entry.revision, entry)
+    const changed = this.changed
+    if (changed) changed[0]!.add(pk)
+    for (let i = 0; i < n; i++) {
+      const keys = newKeys![i]!
+      const tree = this.secondary[i]!
+      const unique = schema.secondary[i]!.unique
+      if (old !== undefined) {
+        const oldKeys = schema.secondaryKeys(i, old.object)
+        for (const k of oldKeys) {
+          if (keys.length === 1 ? keys[0] === k : keys.includes(k)) continue
+          tree.delete(unique ? k : k + KEY_SEPARATOR + pk)
+          if (changed) changed[i + 1]!.add(k)
+        }
+      }
+      for (const k of keys) {
+        tree.set(unique ? k : k + KEY_SEPARATOR + pk, entry)
+        if (changed) changed[i + 1]!.add(k)
+      }
+    }
+    return old
+  }
+
+  delete(obj: Obj): Entry<Obj> | undefined {
+    return this.deleteKey(this.schema.primaryKey(obj))
+  }
+
+  deleteKey(pk: string): Entry<Obj> | undefined {
+    const old = this.primary.delete(pk)
+    if (old === undefined) return undefined
+    this.dirty = true
+    this.byRevision.delete(old.revision)
+    const changed = this.changed
+    if (changed) changed[0]!.add(pk)
+    for (let i = 0; i < this.secondary.length; i++) {
+      const unique = this.schema.secondary[i]!.unique
+      for (const k of this.schema.secondaryKeys(i, old.object)) {
+        this.secondary[i]!.delete(unique ? k : k + KEY_SEPARATOR + pk)
+        if (changed) changed[i + 1]!.add(k)
+      }
+    }
+    this.deletes.push(new Entry(old.object, ++this.revision, pk))
+    return old
+  }
+
+  deleteAll(): void {
+    if (this.primary.size === 0) return
+    for (const entry of new TreeIterator(this.primary.root, undefined)) {
+      this.deletes.push(new Entry(entry.object, ++this.revision, entry.key))
+    }
+    this.primary.clear()
+    this.byRevision.clear()
+    for (const t of this.secondary) t.clear()
+    this.changedAll = true
+    this.dirty = true
+  }
+
+  /** The state this writer built, frozen; the base state when nothing changed. */
+  publish(): TableState<Obj> {
+    if (!this.dirty) return this.base
+    return {
+      revision: this.revision,
+      primary: this.primary.publish(),
+      byRevision: this.byRevision.publish(),
+      secondary: this.secondary.map((t) => t.publish()),
+      pendingInit: this.pendingInit,
+    }
+  }
+}
