@@ -1,0 +1,176 @@
+// Change iterators: order, completeness, replay, independence, and the graveyard's lifetime.
+
+import fc from 'fast-check'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { DB, defineIndex, Table, type Change, type ChangeIterator } from '../src/index.ts'
+
+interface Obj {
+  id: string
+  v: number
+}
+const byId = defineIndex<Obj, string>({ name: 'id', key: (o) => o.id, unique: true })
+
+function setup() {
+  const t = new Table<Obj>({ name: 'objs', primary: byId })
+  return { db: new DB({ tables: [t] }), t }
+}
+
+const ids = ['a', 'b', 'c', 'd', 'e', 'f']
+const arbWrites = fc.array(
+  fc.record({
+    writes: fc.array(fc.record({ del: fc.boolean(), id: fc.constantFrom(...ids), v: fc.integer({ min: 0, max: 9 }) }), { minLength: 1, maxLength: 6 }),
+    consume: fc.constantFrom(0, 1, 2, 99), // how many changes each iterator reads after this txn
+    abort: fc.boolean(),
+  }),
+  { minLength: 1, maxLength: 15 },
+)
+
+function take<T>(it: Iterable<T>, n: number): T[] {
+  const out: T[] = []
+  if (n === 0) return out
+  for (const x of it) {
+    out.push(x)
+    if (out.length >= n) break
+  }
+  return out
+}
+
+test('replaying the changes rebuilds the snapshot; revisions strictly increase; iterators are independent', () => {
+  fc.assert(
+    fc.property(arbWrites, fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 2, maxLength: 2 }), (txns, startAt) => {
+      const { db, t } = setup()
+      const iters: Array<{ it: ChangeIterator<Obj> | undefined; replay: Map<string, Obj>; last: number; startAt: number }> = startAt.map((s) => ({
+        it: undefined,
+        replay: new Map(),
+        last: 0,
+        startAt: s,
+      }))
+      const apply = (st: (typeof iters)[number], changes: Change<Obj>[]) => {
+        for (const c of changes) {
+          assert.ok(c.revision > st.last, 'revisions strictly increase')
+          st.last = c.revision
+          if (c.deleted) st.replay.delete(c.object.id)
+          else st.replay.set(c.object.id, c.object)
+        }
+      }
+      txns.forEach(({ writes, consume, abort }, i) => {
+        for (const st of iters) if (st.startAt === i) st.it = t.changes(db.readTxn())
+        const txn = db.tryWriteTxn(t)!
+        for (const w of writes) {
+          if (w.del) t.delete(txn, { id: w.id, v: 0 })
+          else t.insert(txn, { id: w.id, v: w.v })
+        }
+        if (abort) txn.abort()
+        else txn.commit()
+        for (const st of iters) if (st.it) apply(st, take(st.it.next(db.readTxn())[0], consume))
+      })
+      const r = db.readTxn()
+      const want = new Map(t.all(r).toArray().map((o) => [o.id, o]))
+      for (const st of iters) {
+        if (!st.it) continue
+        apply(st, [...st.it.next(r)[0]])
+        assert.equal(st.replay, want, 'replay equals the snapshot')
+        assert.is(st.it.next(r)[0][Symbol.iterator]().next().done, true, 'nothing left')
+        st.it.close()
+      }
+      assert.is(t.graveyard.size, 0, 'no iterator left: graveyard empty')
+    }),
+    { numRuns: 200 },
+  )
+})
+
+test('an iterator sees each insert, update and delete once, and its watch fires on new changes', async () => {
+  const { db, t } = setup()
+  await db.write(t, (x) => {
+    t.insert(x, { id: 'a', v: 1 })
+    t.insert(x, { id: 'b', v: 1 })
+  })
+  const it = t.changes(db.readTxn())
+  let [changes, watch] = it.next(db.readTxn())
+  assert.equal([...changes].map((c) => [c.object.id, c.revision, c.deleted]), [
+    ['a', 1, false],
+    ['b', 2, false],
+  ])
+  assert.not.ok(watch.closed)
+  await db.write(t, (x) => {
+    t.insert(x, { id: 'a', v: 2 })
+    t.delete(x, { id: 'b', v: 0 })
+  })
+  assert.ok(watch.closed)
+  ;[changes, watch] = it.next(db.readTxn())
+  assert.equal([...changes].map((c) => [c.object.id, c.object.v, c.revision, c.deleted]), [
+    ['a', 2, 3, false],
+    ['b', 1, 4, true],
+  ])
+  assert.equal([...it.next(db.readTxn())[0]], [])
+  assert.is(t.graveyard.size, 0, 'the only iterator has seen the delete')
+  it.close()
+  assert.throws(() => it.next(db.readTxn()), /change iterator of table "objs" is closed/)
+})
+
+test('deletes are kept only while an iterator has not seen them', async () => {
+  const { db, t } = setup()
+  await db.write(t, (x) => t.insert(x, { id: 'a', v: 1 }))
+  await db.write(t, (x) => t.delete(x, { id: 'a', v: 0 }))
+  assert.is(t.graveyard.size, 0, 'no iterator: nothing kept')
+  const slow = t.changes(db.readTxn())
+  const fast = t.changes(db.readTxn())
+  await db.write(t, (x) => t.insert(x, { id: 'b', v: 1 }))
+  await db.write(t, (x) => t.delete(x, { id: 'b', v: 0 }))
+  assert.is(t.graveyard.size, 1)
+  ;[...fast.next(db.readTxn())[0]]
+  assert.is(t.graveyard.size, 1, 'the slow iterator still needs it')
+  const seen = [...slow.next(db.readTxn())[0]]
+  assert.equal(seen.map((c) => [c.object.id, c.deleted]), [['b', true]], 'deletes before the iterator existed are not reported')
+  assert.is(t.graveyard.size, 0)
+  await db.write(t, (x) => t.insert(x, { id: 'c', v: 1 }))
+  await db.write(t, (x) => t.delete(x, { id: 'c', v: 0 }))
+  assert.is(t.graveyard.size, 1)
+  slow.close()
+  fast.close()
+  assert.is(t.graveyard.size, 0, 'closing the iterators releases the graveyard')
+  assert.is(db.stats()[0]!.changeIterators, 0)
+})
+
+test('a dropped iterator is collected and stops holding deletes', async () => {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const { db, t } = setup()
+  ;(() => {
+    t.changes(db.readTxn()) // dropped at once
+  })()
+  await db.write(t, (x) => t.insert(x, { id: 'a', v: 1 }))
+  await db.write(t, (x) => t.delete(x, { id: 'a', v: 0 }))
+  assert.is(t.graveyard.size, 1)
+  for (let i = 0; i < 20 && t.graveyard.size > 0; i++) {
+    gc()
+    await new Promise((r) => setImmediate(r)) // finalizers run between tasks
+  }
+  assert.is(t.graveyard.size, 0)
+  assert.is(db.stats()[0]!.changeIterators, 0)
+})
+
+test('delete then re-insert before the iterator reads shows the net change', async () => {
+  const { db, t } = setup()
+  await db.write(t, (x) => t.insert(x, { id: 'a', v: 1 }))
+  const it = t.changes(db.readTxn())
+  ;[...it.next(db.readTxn())[0]]
+  await db.write(t, (x) => t.delete(x, { id: 'a', v: 0 }))
+  await db.write(t, (x) => t.insert(x, { id: 'a', v: 2 }))
+  assert.equal([...it.next(db.readTxn())[0]].map((c) => [c.object.id, c.object.v, c.deleted]), [['a', 2, false]])
+  it.close()
+})
+
+test('next() needs a snapshot, not a write transaction', async () => {
+  const { db, t } = setup()
+  const it = t.changes(db.readTxn())
+  const txn = await db.writeTxn(t)
+  assert.throws(() => it.next(txn as never), /takes a read transaction/)
+  txn.abort()
+  it.close()
+})
+
+test.run()

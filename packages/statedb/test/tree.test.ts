@@ -1,0 +1,163 @@
+// The persistent B+tree and the key encoding, against plain models.
+
+import fc from 'fast-check'
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { emptyTree, treeGet, TreeIterator, TreeWriter, validateTree, type Tree } from '../src/btree.ts'
+import { encodeKey, encodePrefix, type Key, type KeyPart } from '../src/encoding.ts'
+
+test('random writes agree with a Map; every published tree stays as it was', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 400 })), { maxLength: 120 }), { minLength: 1, maxLength: 12 }),
+      (batches) => {
+        let tree: Tree<number, string> = emptyTree()
+        const model = new Map<number, string>()
+        const published: Array<[Tree<number, string>, Map<number, string>]> = []
+        for (const batch of batches) {
+          const w = new TreeWriter(tree)
+          for (const [del, k] of batch) {
+            if (del) {
+              assert.is(w.delete(k), model.get(k))
+              model.delete(k)
+            } else {
+              assert.is(w.set(k, `v${k}.${batch.length}`), model.get(k))
+              model.set(k, `v${k}.${batch.length}`)
+            }
+          }
+          tree = w.publish()
+          validateTree(tree, 'tree')
+          published.push([tree, new Map(model)])
+        }
+        for (const [t, m] of published) {
+          validateTree(t, 'old tree')
+          const keys = [...m.keys()].sort((a, b) => a - b)
+          assert.equal([...new TreeIterator(t.root, undefined)], keys.map((k) => m.get(k)))
+          for (const from of [0, 7, 200, 401]) {
+            assert.equal([...new TreeIterator(t.root, from)], keys.filter((k) => k >= from).map((k) => m.get(k)))
+          }
+          for (let k = 0; k <= 400; k += 13) assert.is(treeGet(t.root, k), m.get(k))
+        }
+      },
+    ),
+    { numRuns: 60 },
+  )
+})
+
+test('a large tree grows and shrinks to empty through splits, merges and borrowing', () => {
+  const w = new TreeWriter<string, number>(emptyTree())
+  const n = 20000
+  const keys = Array.from({ length: n }, (_, i) => `k${(i * 7919) % n}`.padEnd(8, '.'))
+  keys.forEach((k, i) => w.set(k, i))
+  let t = w.publish()
+  validateTree(t, 'full')
+  assert.is(t.size, n)
+  const w2 = new TreeWriter(t)
+  for (let i = 0; i < n; i += 2) w2.delete(keys[i]!)
+  const half = w2.publish()
+  validateTree(half, 'half')
+  validateTree(t, 'full after')
+  assert.is(half.size, n / 2)
+  const w3 = new TreeWriter(half)
+  for (let i = 1; i < n; i += 2) w3.delete(keys[i]!)
+  t = w3.publish()
+  validateTree(t, 'empty')
+  assert.is(t.size, 0)
+  assert.equal([...new TreeIterator(t.root, undefined)], [])
+  assert.is(half.size, n / 2)
+})
+
+test('prefix iteration stops at the first key outside the prefix', () => {
+  const w = new TreeWriter<string, string>(emptyTree())
+  for (const k of ['a', 'ab', 'abc', 'abd', 'ac', 'b', 'ba']) w.set(k, k)
+  assert.equal([...new TreeIterator(w.root, 'ab', 'ab')], ['ab', 'abc', 'abd'])
+  assert.equal([...new TreeIterator(w.root, 'b', 'b')], ['b', 'ba'])
+  assert.equal([...new TreeIterator(w.root, 'c', 'c')], [])
+})
+
+// ---- key encoding ----
+
+const arbPart: fc.Arbitrary<KeyPart> = fc.oneof(
+  fc.string({ unit: fc.constantFrom('\0', '\x01', '\x02', 'a', 'b', '\uffff', 'é'), maxLength: 5 }),
+  fc.double({ noNaN: true }),
+  fc.integer({ min: -1000, max: 1000 }),
+  fc.bigInt({ min: -(2n ** 80n), max: 2n ** 80n }),
+  fc.boolean(),
+  fc.uint8Array({ maxLength: 4, max: 3 }),
+)
+
+const typeRank = (p: KeyPart) => (typeof p === 'boolean' ? (p ? 1 : 0) : typeof p === 'number' ? 2 : typeof p === 'bigint' ? 3 : typeof p === 'string' ? 4 : 5)
+
+function comparePart(a: KeyPart, b: KeyPart): number {
+  const ra = typeRank(a)
+  const rb = typeRank(b)
+  if (ra !== rb) return ra - rb
+  if (typeof a === 'number' || typeof a === 'bigint') {
+    const x = a as number
+    const y = b as number
+    return x < y ? -1 : x > y ? 1 : 0
+  }
+  if (typeof a === 'string') return a < (b as string) ? -1 : a > (b as string) ? 1 : 0
+  if (a instanceof Uint8Array) {
+    const y = b as Uint8Array
+    for (let i = 0; i < Math.min(a.length, y.length); i++) if (a[i] !== y[i]) return a[i]! - y[i]!
+    return a.length - y.length
+  }
+  return 0
+}
+
+function compareKey(a: readonly KeyPart[], b: readonly KeyPart[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const c = comparePart(a[i]!, b[i]!)
+    if (c !== 0) return c
+  }
+  return a.length - b.length
+}
+
+const sign = (n: number) => (n < 0 ? -1 : n > 0 ? 1 : 0)
+
+test('encoding preserves key order and equality', () => {
+  fc.assert(
+    fc.property(fc.array(arbPart, { maxLength: 3 }), fc.array(arbPart, { maxLength: 3 }), (a, b) => {
+      const ea = encodeKey(a)
+      const eb = encodeKey(b)
+      const want = sign(compareKey(a, b))
+      assert.is(sign(ea < eb ? -1 : ea > eb ? 1 : 0), want, `${JSON.stringify(a, bigJson)} vs ${JSON.stringify(b, bigJson)}`)
+    }),
+    { numRuns: 3000 },
+  )
+})
+
+test('no encoded key followed by the separator starts another key (the composite-key pitfall)', () => {
+  fc.assert(
+    fc.property(fc.array(arbPart, { maxLength: 3 }), fc.array(arbPart, { maxLength: 3 }), (a, b) => {
+      if (compareKey(a, b) === 0) return
+      assert.not.ok((encodeKey(b) + '\0').startsWith(encodeKey(a) + '\0'))
+    }),
+    { numRuns: 3000 },
+  )
+})
+
+test('a string prefix finds exactly the keys that start with it', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: fc.constantFrom('\0', '\x01', 'a', 'b'), maxLength: 4 }), fc.string({ unit: fc.constantFrom('\0', '\x01', 'a', 'b'), maxLength: 6 }), (p, s) => {
+      assert.is(encodeKey(s).startsWith(encodePrefix(p)), s.startsWith(p))
+      assert.is(encodeKey(['x', s]).startsWith(encodePrefix(['x', p])), s.startsWith(p))
+    }),
+    { numRuns: 2000 },
+  )
+})
+
+test('empty keys are keys; -0 is 0; NaN is refused', () => {
+  const keys: Key[] = ['', new Uint8Array(), [], 0]
+  const enc = keys.map(encodeKey)
+  assert.is(new Set(enc).size, keys.length)
+  assert.is(encodeKey(-0), encodeKey(0))
+  assert.throws(() => encodeKey(NaN), /NaN/)
+})
+
+function bigJson(_k: string, v: unknown) {
+  return typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? [...v] : v
+}
+
+test.run()
