@@ -146,15 +146,15 @@ test('dump and the read-only HTTP handler', async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
-    const tablesList = await (await fetch(`${base}/tables`)).json()
+    const tablesList: any = await (await fetch(`${base}/tables`)).json()
     assert.equal(tablesList.map((x: any) => [x.name, x.objects, x.revision]), [['things', 2, 2]])
-    const byKind = await (await fetch(`${base}/tables/things?index=kind&key=ConfigMap`)).json()
+    const byKind: any = await (await fetch(`${base}/tables/things?index=kind&key=ConfigMap`)).json()
     assert.equal(byKind.map((e: any) => e.object.id), ['cm'])
     const got = await fetch(`${base}/tables/things?index=id&key=nope&op=get`)
     assert.is(got.status, 404)
     const badIndex = await fetch(`${base}/tables/things?index=zzz&key=a`)
     assert.is(badIndex.status, 400)
-    assert.match((await badIndex.json()).error, /has no index "zzz"/)
+    assert.match(((await badIndex.json()) as any).error, /has no index "zzz"/)
     assert.is((await fetch(`${base}/tables/things`, { method: 'DELETE' })).status, 405)
     const all = await (await fetch(`${base}/tables/things`)).text()
     assert.not.ok(all.includes('hunter2'))
