@@ -1,0 +1,42 @@
+// CLI: `statewright-testserver --port 6443 --kubeconfig ./kubeconfig` runs a test API server until
+// interrupted (SIGINT/SIGTERM), writing a kubeconfig kubectl can use.
+import { parseArgs } from 'node:util'
+import { startTestServer } from './index.ts'
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '0' },
+    host: { type: 'string', default: '127.0.0.1' },
+    kubeconfig: { type: 'string' },
+    token: { type: 'string' },
+    'no-auth': { type: 'boolean', default: false },
+    tls: { type: 'boolean', default: false },
+    seed: { type: 'string' },
+    'history-size': { type: 'string' },
+    'bookmark-interval-ms': { type: 'string' },
+    name: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+})
+if (values.help) {
+  console.log(`usage: statewright-testserver [--port N] [--host H] [--kubeconfig FILE] [--token T | --no-auth] [--tls]
+                             [--seed N] [--history-size N] [--bookmark-interval-ms N] [--name CLUSTER]`)
+  process.exit(0)
+}
+const opts: Parameters<typeof startTestServer>[0] = { port: Number(values.port), host: values.host! }
+if (values.kubeconfig) opts.kubeconfigPath = values.kubeconfig
+if (values.token) opts.token = values.token
+if (values['no-auth']) opts.token = null
+if (values.seed) opts.seed = Number(values.seed)
+if (values['history-size']) opts.historySize = Number(values['history-size'])
+if (values['bookmark-interval-ms']) opts.bookmarkIntervalMs = Number(values['bookmark-interval-ms'])
+if (values.name) opts.name = values.name
+if (values.tls) opts.tls = true
+const server = await startTestServer(opts)
+const path = server.kubeconfigPath
+console.log(`statewright-testserver listening on ${server.url}`)
+console.log(`kubeconfig: ${path}`)
+console.log(`token: ${server.token ?? '(auth disabled)'}`)
+const shutdown = () => { void server.stop().then(() => process.exit(0)) }
+process.on('SIGINT', shutdown)
+process.on('SIGTERM', shutdown)

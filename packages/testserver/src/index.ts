@@ -1,0 +1,41 @@
+// @statewright/testserver: a Kubernetes API server for tests (real wire protocol, statedb storage,
+// fault injection). Start one per simulated cluster; stop it at the end of the test.
+import { TestServer, type TestServerOptions, type RequestLogEntry, type KindRef } from './server.ts'
+import { makeControl, type Control } from './control.ts'
+
+export interface RunningTestServer {
+  /** Base URL, e.g. http://127.0.0.1:41234 */
+  url: string
+  port: number
+  /** The bearer token clients must send (null when auth is off). */
+  token: string | null
+  /** Kubeconfig YAML: `kc.loadFromString(server.kubeconfig)` for @kubernetes/client-node. */
+  kubeconfig: string
+  /** Path of a kubeconfig file for kubectl (written on first access; removed by stop()). */
+  readonly kubeconfigPath: string
+  control: Control
+  /** The server object itself (store, registry, watches) for advanced tests. */
+  server: TestServer
+  stop(): Promise<void>
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<RunningTestServer> {
+  const s = new TestServer(opts)
+  await s.listen()
+  return {
+    url: s.url,
+    port: Number(new URL(s.url).port),
+    token: s.token,
+    kubeconfig: s.kubeconfig,
+    get kubeconfigPath() { return s.kubeconfigPath },
+    control: makeControl(s),
+    server: s,
+    stop: () => s.stop(),
+  }
+}
+
+export { TestServer }
+export type { TestServerOptions, RequestLogEntry, KindRef, Control }
+export type { FailRule, DelayRule } from './faults.ts'
+export type { ResourceType, ResourceTypeInput } from './resources.ts'
+export { kubeconfigYaml, kubeconfigObject } from './kubeconfig.ts'

@@ -1,0 +1,408 @@
+// Object semantics: create, get, list, replace, patch, delete on top of the store, the way a real
+// apiserver's generic registry behaves.
+// Invariants:
+// - Identity fields (uid, creationTimestamp, name, namespace) never change after create; generation
+//   bumps only when something outside metadata and status changes; a no-op write keeps the version
+//   and emits no event.
+// - For kinds with a status subresource the main resource ignores .status and /status changes only
+//   .status (as on a real server, so controllers must use /status).
+// - An object with finalizers is not removed by DELETE: it gets deletionTimestamp and stays until its
+//   finalizers are cleared, at which point the clearing write removes it.
+// - Writes into a namespace require the namespace to exist (404) and not be terminating (403).
+import type { Store, Snapshot } from './store.ts'
+import { objectKey } from './store.ts'
+import type { Registry, ResourceType } from './resources.ts'
+import { apiVersionOf, typesFromCrd } from './resources.ts'
+import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, success, unsupportedMediaType, expired, type Status } from './status.ts'
+import { deepEqual, clone, mergePatch, jsonPatch, strategicMerge, type PatchKind } from './patch.ts'
+import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
+import { objectJson } from './watch.ts'
+import type { Matcher } from './selectors.ts'
+
+const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
+const NS_TYPE_KEY = '/namespaces'
+const nowSeconds = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z')
+
+export interface WriteOpts { manager: string; subresource?: string; dryRun?: boolean }
+export interface ListOpts {
+  matcher?: Matcher
+  limit?: number
+  continue?: string
+  resourceVersion?: string
+  resourceVersionMatch?: string
+  /** remainingItemCount is only reported without selectors, as on a real server. */
+  selected?: boolean
+}
+export interface DeleteOpts { preconditions?: { uid?: string; resourceVersion?: string }; propagationPolicy?: string }
+
+export class Objects {
+  private readonly snapshots = new Map<number, Snapshot>()
+  private readonly maxSnapshots = 64
+
+  constructor(readonly store: Store, readonly registry: Registry, private readonly rand: () => number) {
+    registry.onChange((change, t) => { if (change === 'added') store.ensure(t.storageKey) })
+    for (const t of registry.all()) store.ensure(t.storageKey)
+  }
+
+  uid(): string {
+    const h = Array.from({ length: 32 }, () => Math.floor(this.rand() * 16).toString(16))
+    h[12] = '4'
+    h[16] = ((parseInt(h[16]!, 16) & 3) | 8).toString(16)
+    const s = h.join('')
+    return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`
+  }
+
+  // ---------- reads ----------
+  get(t: ResourceType, ns: string, name: string): any {
+    const o = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
+    if (!o) throw notFound(t, name)
+    return this.out(t, o)
+  }
+
+  /** The list as JSON text (items are serialized once and cached, which keeps 100k-item lists fast). */
+  listJson(t: ResourceType, ns: string | undefined, o: ListOpts): string {
+    let snap: Snapshot
+    let after: string | undefined
+    if (o.continue) {
+      let tok: { rv: number; start: string }
+      try { tok = JSON.parse(Buffer.from(o.continue, 'base64').toString()) } catch { throw badRequest('continue key is not valid: illegal base64 data') }
+      const s = this.snapshots.get(tok.rv)
+      if (!s) throw expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.')
+      snap = s
+      after = tok.start
+    } else snap = this.readAt(o.resourceVersion, o.resourceVersionMatch)
+    const items: string[] = []
+    const apiVersion = apiVersionOf(t)
+    let last: string | undefined
+    let more = false
+    let remaining = 0
+    for (const [key, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, after, snap)) {
+      if (o.matcher && !o.matcher(obj)) continue
+      if (o.limit && items.length >= o.limit) { more = true; remaining++; if (o.selected) break; continue }
+      items.push(objectJson(obj, apiVersion, t.kind))
+      last = key
+    }
+    const meta: Record<string, unknown> = { resourceVersion: String(snap.rv) }
+    if (more && last !== undefined) {
+      this.keepSnapshot(snap)
+      meta.continue = Buffer.from(JSON.stringify({ rv: snap.rv, start: last })).toString('base64')
+      if (!o.selected) meta.remainingItemCount = remaining
+    }
+    return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[${items.join(',')}]}`
+  }
+
+  private readAt(rv: string | undefined, match: string | undefined): Snapshot {
+    const cur = this.store.snapshot()
+    if (rv === undefined || rv === '' || rv === '0') return cur
+    if (!/^\d+$/.test(rv)) throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`)
+    const n = Number(rv)
+    if (n > cur.rv) {
+      throw new ApiError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 })
+    }
+    if (match === 'Exact' && n !== cur.rv) {
+      const s = this.snapshots.get(n)
+      if (!s) throw expired(`too old resource version: ${n} (${cur.rv})`)
+      return s
+    }
+    return cur
+  }
+  private keepSnapshot(s: Snapshot): void {
+    this.snapshots.delete(s.rv)
+    this.snapshots.set(s.rv, s)
+    if (this.snapshots.size > this.maxSnapshots) this.snapshots.delete(this.snapshots.keys().next().value!)
+  }
+  /** Forget every kept snapshot: outstanding continue tokens expire (410), like after an etcd compaction. */
+  expireSnapshots(): void { this.snapshots.clear() }
+
+  /** Sets apiVersion/kind for the version being served (storage is shared across versions). */
+  private out(t: ResourceType, o: any): any {
+    const apiVersion = apiVersionOf(t)
+    return o.apiVersion === apiVersion && o.kind === t.kind ? o : { ...o, apiVersion, kind: t.kind }
+  }
+
+  // ---------- namespace checks ----------
+  private checkNamespace(t: ResourceType, ns: string): void {
+    if (!t.namespaced) return
+    const nsObj = this.store.get(NS_TYPE_KEY, '', ns)
+    if (!nsObj) throw notFound({ resource: 'namespaces', group: '' }, ns)
+    if (nsObj.metadata.deletionTimestamp) {
+      throw new ApiError(403, 'Forbidden', `${t.resource} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, { kind: t.resource, causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }] })
+    }
+  }
+  private checkBody(t: ResourceType, ns: string, body: any, urlName?: string): void {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object')
+    if (body.kind !== undefined && body.kind !== t.kind) throw badRequest(`the kind of the provided object (${body.kind}) does not match the kind of the request (${t.kind})`)
+    if (body.apiVersion !== undefined && body.apiVersion !== apiVersionOf(t)) throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${apiVersionOf(t)})`)
+    const m = body.metadata ?? {}
+    if (t.namespaced && m.namespace !== undefined && m.namespace !== '' && m.namespace !== ns) {
+      throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
+    }
+    if (urlName !== undefined && m.name !== undefined && m.name !== urlName) {
+      throw badRequest(`the name of the object (${m.name}) does not match the name on the URL (${urlName})`)
+    }
+  }
+  private validate(t: ResourceType, obj: any): void {
+    const name = obj.metadata?.name
+    if (typeof name !== 'string' || name === '') throw invalid(t.kind, t.group, '', [{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field: 'metadata.name' }])
+    if (name.length > 253 || !NAME.test(name)) {
+      throw invalid(t.kind, t.group, name, [{ reason: 'FieldValueInvalid', message: `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`, field: 'metadata.name' }])
+    }
+    const labels = obj.metadata?.labels
+    if (labels !== undefined && (typeof labels !== 'object' || labels === null || Object.values(labels).some((v) => typeof v !== 'string'))) {
+      throw invalid(t.kind, t.group, name, [{ reason: 'FieldValueInvalid', message: 'Invalid value: label values must be strings', field: 'metadata.labels' }])
+    }
+    if (t.crd === undefined && t.resource === 'customresourcedefinitions') {
+      const s = obj.spec ?? {}
+      if (name !== `${s.names?.plural}.${s.group}`) {
+        throw invalid(t.kind, t.group, name, [{ reason: 'FieldValueInvalid', message: `Invalid value: "${name}": must be spec.names.plural+"."+spec.group`, field: 'metadata.name' }])
+      }
+    }
+  }
+
+  // ---------- writes ----------
+  create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): any {
+    this.checkBody(t, ns, body)
+    const meta = { ...(body.metadata ?? {}) }
+    if (!meta.name && meta.generateName) {
+      meta.name = meta.generateName + Array.from({ length: 5 }, () => 'bcdfghjklmnpqrstvwxz2456789'[Math.floor(this.rand() * 27)]).join('')
+    }
+    let obj: any = { ...clone(body), apiVersion: apiVersionOf(t), kind: t.kind, metadata: meta }
+    this.validate(t, obj)
+    this.checkNamespace(t, ns)
+    if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
+    delete meta.resourceVersion; delete meta.deletionTimestamp; delete meta.deletionGracePeriodSeconds; delete meta.managedFields
+    if (t.namespaced) meta.namespace = ns; else delete meta.namespace
+    meta.uid = this.uid()
+    meta.creationTimestamp = nowSeconds()
+    if (t.generation) meta.generation = 1; else delete meta.generation
+    if (t.status) delete obj.status
+    obj = this.defaults(t, obj)
+    meta.managedFields = o.managedFields ?? recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all' })
+    if (meta.managedFields.length === 0) delete meta.managedFields
+    if (o.dryRun) return obj
+    const [stored] = this.store.write(t.storageKey, (put) => put(obj))
+    this.afterWrite(t, stored)
+    return this.out(t, stored)
+  }
+
+  private defaults(t: ResourceType, obj: any): any {
+    if (t.storageKey === NS_TYPE_KEY) return { ...obj, spec: { finalizers: ['kubernetes'], ...(obj.spec ?? {}) }, status: { phase: 'Active' } }
+    if (t.resource === 'secrets' && t.group === '' && obj.type === undefined) return { ...obj, type: 'Opaque' }
+    return obj
+  }
+
+  update(t: ResourceType, ns: string, name: string, body: any, o: WriteOpts): any {
+    this.checkBody(t, ns, body, name)
+    const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
+    if (!cur) throw notFound(t, name)
+    const rv = body.metadata?.resourceVersion
+    if (rv !== undefined && rv !== '' && rv !== cur.metadata.resourceVersion) throw conflict(t, name)
+    return this.commitUpdate(t, cur, clone(body), o, 'Update')
+  }
+
+  patch(t: ResourceType, ns: string, name: string, kind: PatchKind | undefined, patch: any, o: WriteOpts & { force?: boolean; contentType: string }): any {
+    if (kind === undefined || (kind === 'strategic' && !t.builtin)) throw unsupportedMediaType(o.contentType)
+    const key = t.namespaced ? ns : ''
+    const cur = this.store.get(t.storageKey, key, name)
+    if (kind === 'apply') return this.apply(t, ns, name, cur, patch, o)
+    if (o.force) throw badRequest('force is only allowed for apply patches')
+    if (!cur) throw notFound(t, name)
+    let next: any
+    switch (kind) {
+      case 'merge': next = mergePatch(cur, patch); break
+      case 'json': next = jsonPatch(cur, patch); break
+      case 'strategic': next = strategicMerge(cur, patch); break
+    }
+    if (typeof next !== 'object' || next === null) throw badRequest('the patch produced an invalid object')
+    const rv = next.metadata?.resourceVersion
+    if (rv !== undefined && rv !== cur.metadata.resourceVersion) throw conflict(t, name)
+    this.checkBody(t, ns, next, name)
+    return this.commitUpdate(t, cur, next, o, 'Update')
+  }
+
+  private apply(t: ResourceType, ns: string, name: string, cur: any, applied: any, o: WriteOpts & { force?: boolean }): any {
+    if (!o.manager || o.manager === '__default__') throw badRequest('PATCH ' + t.resource + ': fieldManager is required for apply requests')
+    if (typeof applied !== 'object' || applied === null || Array.isArray(applied)) throw badRequest('error decoding YAML: the apply body must be an object')
+    if (!applied.apiVersion || !applied.kind) throw badRequest('apiVersion and kind must be set in an apply configuration')
+    this.checkBody(t, ns, applied, name)
+    if (applied.metadata?.managedFields !== undefined) throw badRequest('metadata.managedFields must be nil')
+    const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
+    const opts = { manager: o.manager, force: !!o.force, apiVersion: apiVersionOf(t), scope, ...(o.subresource ? { subresource: o.subresource } : {}) }
+    if (!cur) {
+      if (o.subresource) throw notFound(t, name)
+      const { object } = serverSideApply(undefined, applied, opts)
+      const { managedFields, ...meta } = object.metadata
+      return this.create(t, ns, { ...object, metadata: { ...meta, name } }, { ...o, managedFields })
+    }
+    const { object } = serverSideApply(cur, applied, opts)
+    return this.commitUpdate(t, cur, object, { ...o, keepManagedFields: true }, 'Apply')
+  }
+  /** The shared tail of update/patch/apply: status scoping, immutables, generation, no-op detection. */
+  private commitUpdate(t: ResourceType, cur: any, next: any, o: WriteOpts & { keepManagedFields?: boolean }, _op: 'Update' | 'Apply'): any {
+    const meta = { ...(next.metadata ?? {}) }
+    const cm = cur.metadata
+    if (o.subresource === 'status') {
+      next = { ...cur, status: next.status }
+      if (next.status === undefined) delete next.status
+      Object.assign(meta, cm, { managedFields: o.keepManagedFields ? meta.managedFields : cm.managedFields })
+    } else if (t.status) {
+      next = { ...next }
+      if (cur.status === undefined) delete next.status; else next.status = cur.status
+    }
+    for (const k of ['uid', 'creationTimestamp', 'name', 'namespace', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
+      if (cm[k] === undefined) delete meta[k]; else meta[k] = cm[k]
+    }
+    if (cm.deletionTimestamp && Array.isArray(meta.finalizers)) {
+      // a real server refuses new finalizers on a terminating object
+      const added = meta.finalizers.filter((f: string) => !(cm.finalizers ?? []).includes(f))
+      if (added.length) throw invalid(t.kind, t.group, cm.name, [{ reason: 'FieldValueForbidden', message: 'Forbidden: no new finalizers can be added if the object is being deleted', field: 'metadata.finalizers' }])
+    }
+    meta.resourceVersion = cm.resourceVersion
+    next = { ...next, apiVersion: cur.apiVersion, kind: t.kind, metadata: meta }
+    if (t.storageKey === NS_TYPE_KEY) next.spec = cur.spec
+    this.validate(t, next)
+    if (t.generation && specChanged(cur, next)) meta.generation = (cm.generation ?? 0) + 1
+    if (!o.keepManagedFields) {
+      const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
+      const mf = recordUpdate(cur, next, { manager: o.manager, apiVersion: apiVersionOf(t), scope, ...(o.subresource ? { subresource: o.subresource } : {}) })
+      if (mf.length) meta.managedFields = mf; else delete meta.managedFields
+    } else if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields
+    if (sameIgnoringTimes(cur, next)) return this.out(t, cur)
+    if (o.dryRun) return this.out(t, next)
+    if (cm.deletionTimestamp && (meta.finalizers ?? []).length === 0) {
+      const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
+      this.afterDelete(t, gone)
+      return this.out(t, { ...next, metadata: { ...meta, resourceVersion: gone.metadata.resourceVersion } })
+    }
+    const [stored] = this.store.write(t.storageKey, (put) => put(next))
+    this.afterWrite(t, stored)
+    return this.out(t, stored)
+  }
+
+  delete(t: ResourceType, ns: string, name: string, d: DeleteOpts): any {
+    const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
+    if (!cur) throw notFound(t, name)
+    const p = d.preconditions ?? {}
+    if (p.uid && p.uid !== cur.metadata.uid) throw conflict(t, name, `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${cur.metadata.uid}`)
+    if (p.resourceVersion && p.resourceVersion !== cur.metadata.resourceVersion) {
+      throw conflict(t, name, `Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`)
+    }
+    let finalizers: string[] = cur.metadata.finalizers ?? []
+    if (d.propagationPolicy === 'Foreground' && !finalizers.includes('foregroundDeletion')) finalizers = [...finalizers, 'foregroundDeletion']
+    if (t.storageKey === NS_TYPE_KEY) return this.deleteNamespace(t, cur)
+    if (finalizers.length > 0) {
+      if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return this.out(t, cur)
+      const next = { ...cur, metadata: { ...cur.metadata, finalizers, deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(), deletionGracePeriodSeconds: 0 } }
+      const [stored] = this.store.write(t.storageKey, (put) => put(next))
+      return this.out(t, stored)
+    }
+    const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
+    this.afterDelete(t, gone)
+    return returnsObject(t) ? this.out(t, gone) : success(t, name, cur.metadata.uid)
+  }
+
+  deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined): string {
+    const snap = this.store.snapshot()
+    for (const [, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)) {
+      if (matcher && !matcher(obj)) continue
+      try { this.delete(t, obj.metadata.namespace ?? '', obj.metadata.name, {}) } catch (e) { if (!(e instanceof ApiError && e.code === 404)) throw e }
+    }
+    return JSON.stringify(success(t, ''))
+  }
+
+  /** Namespace deletion: mark Terminating, delete every namespaced object in it, remove it once empty. */
+  private deleteNamespace(t: ResourceType, cur: any): any {
+    let ns = cur
+    if (!cur.metadata.deletionTimestamp) {
+      const next = { ...cur, metadata: { ...cur.metadata, deletionTimestamp: nowSeconds(), deletionGracePeriodSeconds: 0 }, status: { ...(cur.status ?? {}), phase: 'Terminating' } }
+      ;[ns] = this.store.write(t.storageKey, (put) => put(next))
+    }
+    const name = cur.metadata.name
+    for (const rt of this.uniqueStorage()) {
+      if (!rt.namespaced) continue
+      for (const [, obj] of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) {
+        if (!obj.metadata.deletionTimestamp) this.delete(rt, name, obj.metadata.name, {})
+      }
+    }
+    return this.out(t, this.maybeFinishNamespace(name) ?? ns)
+  }
+  private uniqueStorage(): ResourceType[] {
+    const seen = new Map<string, ResourceType>()
+    for (const rt of this.registry.all()) if (!seen.has(rt.storageKey)) seen.set(rt.storageKey, rt)
+    return [...seen.values()]
+  }
+  /** Removes a terminating namespace once nothing is left in it; returns the removed object. */
+  private maybeFinishNamespace(name: string): any {
+    const ns = this.store.get(NS_TYPE_KEY, '', name)
+    if (!ns?.metadata.deletionTimestamp) return undefined
+    for (const rt of this.uniqueStorage()) {
+      if (!rt.namespaced) continue
+      for (const _ of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) return undefined
+    }
+    const [gone] = this.store.write(NS_TYPE_KEY, (_put, del) => del(ns))
+    return gone
+  }
+
+  private afterWrite(t: ResourceType, stored: any): void {
+    if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') this.syncCrd(t, stored)
+  }
+  private afterDelete(t: ResourceType, gone: any): void {
+    if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') {
+      for (const rt of this.registry.all()) if (rt.crd === gone.metadata.name) this.registry.unregister(rt)
+      const first = typesFromCrd(gone)[0]
+      if (first && !this.registry.all().some((rt) => rt.storageKey === `${first.group}/${first.resource}`)) void this.store.drop(`${first.group}/${first.resource}`)
+    }
+    if (t.namespaced && gone.metadata.namespace) this.maybeFinishNamespace(gone.metadata.namespace)
+  }
+  /** Registers the kinds a CRD defines and reports it Established, as the real CRD controller does. */
+  private syncCrd(t: ResourceType, crd: any): void {
+    if (crd.metadata.deletionTimestamp) return
+    const inputs = typesFromCrd(crd)
+    for (const rt of this.registry.all()) if (rt.crd === crd.metadata.name && !inputs.some((i) => i.version === rt.version)) this.registry.unregister(rt)
+    for (const i of inputs) this.registry.register(i)
+    const names = crd.spec?.names ?? {}
+    const cond = (type: string, reason: string, message: string) => ({ type, status: 'True', lastTransitionTime: crd.metadata.creationTimestamp, reason, message })
+    const status = {
+      conditions: [cond('NamesAccepted', 'NoConflicts', 'no conflicts found'), cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted')],
+      acceptedNames: { plural: names.plural, singular: names.singular ?? String(names.kind ?? '').toLowerCase(), kind: names.kind, listKind: names.listKind ?? `${names.kind}List`, ...(names.shortNames ? { shortNames: names.shortNames } : {}) },
+      storedVersions: (crd.spec?.versions ?? []).filter((v: any) => v.storage).map((v: any) => v.name),
+    }
+    if (deepEqual(crd.status, status)) return
+    this.store.write(t.storageKey, (put) => put({ ...crd, status }))
+  }
+
+  /** Inserts n objects directly (no HTTP), one batch, names `${prefix}${i}`. */
+  seed(t: ResourceType, ns: string, n: number, template: any = {}, prefix = 'obj-'): number {
+    this.checkNamespace(t, ns)
+    const ts = nowSeconds()
+    this.store.write(t.storageKey, (put) => {
+      for (let i = 0; i < n; i++) {
+        const name = `${prefix}${i}`
+        const meta: any = { ...(template.metadata ?? {}), name, uid: this.uid(), creationTimestamp: ts }
+        if (t.namespaced) meta.namespace = ns
+        if (t.generation) meta.generation = 1
+        put({ ...template, apiVersion: apiVersionOf(t), kind: t.kind, metadata: meta })
+      }
+    })
+    return n
+  }
+}
+
+function specChanged(a: any, b: any): boolean {
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)])
+  for (const k of keys) {
+    if (k === 'metadata' || k === 'status' || k === 'apiVersion' || k === 'kind') continue
+    if (!deepEqual(a[k], b[k])) return true
+  }
+  return false
+}
+/** Equal except for managedFields timestamps: such a write is a no-op on a real server. */
+function sameIgnoringTimes(a: any, b: any): boolean {
+  const strip = (o: any) => ({ ...o, metadata: { ...o.metadata, managedFields: (o.metadata.managedFields ?? []).map((e: any) => ({ ...e, time: undefined })) } })
+  return deepEqual(strip(a), strip(b))
+}
+function returnsObject(t: ResourceType): boolean {
+  return !t.builtin || t.resource === 'pods' || t.resource === 'customresourcedefinitions'
+}
+export { objectKey }
+export type { Status }

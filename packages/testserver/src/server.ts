@@ -1,0 +1,324 @@
+// The HTTP server: authentication, fault injection, request log, then dispatch to objects/watch.
+// Invariants:
+// - Every response is JSON with Content-Type application/json; errors are Status objects.
+// - Faults apply before authentication and handlers, in a deterministic order (see faults.ts).
+// - stop() ends every watch and destroys every socket, so a test process can exit.
+import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import { readFileSync } from 'node:fs'
+import type { Socket } from 'node:net'
+import { writeFileSync, rmSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Store } from './store.ts'
+import { Registry, type ResourceType, type ResourceTypeInput } from './resources.ts'
+import { Objects } from './objects.ts'
+import { WatchHub } from './watch.ts'
+import { Faults, prng, type FailRule, type DelayRule } from './faults.ts'
+import { route } from './routes.ts'
+import { apiGroup, apiGroupList, coreVersions, resourceList, versionInfo } from './discovery.ts'
+import { ApiError, badRequest, methodNotAllowed, pathNotFound, toApiError, tooManyRequests, unauthorized, serviceUnavailable } from './status.ts'
+import { makeMatcher } from './selectors.ts'
+import { patchKindOf } from './patch.ts'
+import { kubeconfigObject, kubeconfigYaml } from './kubeconfig.ts'
+
+export interface TestServerOptions {
+  /** Port to listen on; 0 (default) picks a free one. */
+  port?: number
+  host?: string
+  /** Bearer token clients must send; default a fixed random-looking token. `null` disables auth. */
+  token?: string | null
+  /** Seed for fault decisions, uids and generated names. */
+  seed?: number
+  /** Watch history kept for resumes (events); older resumes get 410 Expired. */
+  historySize?: number
+  bookmarkIntervalMs?: number
+  /** Cluster/user/context name in the kubeconfig. */
+  name?: string
+  /** Write the kubeconfig here (default: a temporary file removed by stop()). */
+  kubeconfigPath?: string
+  /** Answer expired watch resumes with HTTP 410 instead of an ERROR event. */
+  watchExpiredAsHttp410?: boolean
+  /**
+   * Serve HTTPS with the bundled self-signed test certificate (the kubeconfig still skips
+   * verification). Needed for kubectl/client-go, which never send a bearer token over plain HTTP.
+   */
+  tls?: boolean
+  /** Kinds to register at start. */
+  kinds?: ResourceTypeInput[]
+}
+
+export interface RequestLogEntry {
+  time: number
+  method: string
+  path: string
+  query: Record<string, string>
+  status: number
+  watch: boolean
+  userAgent?: string
+  /** The bearer token sent, if any. */
+  token?: string
+  contentType?: string
+}
+
+export interface KindRef { apiVersion: string; kind: string }
+
+export class TestServer {
+  readonly store: Store
+  readonly registry = new Registry()
+  readonly objects: Objects
+  readonly watches: WatchHub
+  readonly faults: Faults
+  readonly token: string | null
+  private readonly log: RequestLogEntry[] = []
+  private readonly sockets = new Set<Socket>()
+  private readonly http: Server
+  private port = 0
+  private refusing = false
+  private kubeconfigFile: string | undefined
+  private tmpDir: string | undefined
+  private readonly opts: TestServerOptions
+  logLimit = 100_000
+
+  constructor(opts: TestServerOptions = {}) {
+    this.opts = opts
+    const seed = opts.seed ?? 1
+    this.store = new Store(opts.historySize ?? 10_000)
+    this.objects = new Objects(this.store, this.registry, prng(seed ^ 0x5eed))
+    this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
+    this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
+    this.faults = new Faults(seed)
+    this.token = opts.token === undefined ? 'statewright-test-token' : opts.token
+    for (const k of opts.kinds ?? []) this.registry.register(k)
+    for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+      this.objects.create(this.type('v1', 'Namespace'), '', { metadata: { name: ns } }, { manager: 'kube-apiserver' })
+    }
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.onRequest(req, res)
+    if (opts.tls) {
+      const dir = new URL('../certs/', import.meta.url)
+      this.http = createHttpsServer({ keepAlive: true, requestTimeout: 0, key: readFileSync(new URL('test-key.pem', dir)), cert: readFileSync(new URL('test-cert.pem', dir)) }, handler)
+    } else this.http = createServer({ keepAlive: true, requestTimeout: 0 }, handler)
+    this.http.keepAliveTimeout = 60_000
+    this.http.on('connection', (s: Socket) => {
+      if (this.refusing) { s.destroy(); return }
+      this.sockets.add(s)
+      s.on('close', () => this.sockets.delete(s))
+    })
+  }
+
+  get url(): string { return `${this.opts.tls ? 'https' : 'http'}://${this.host}:${this.port}` }
+  private get host(): string { return this.opts.host ?? '127.0.0.1' }
+
+  async listen(port = this.opts.port ?? 0): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const onErr = (e: Error) => reject(e)
+      this.http.once('error', onErr)
+      this.http.listen(port, this.host, () => { this.http.off('error', onErr); resolve() })
+    })
+    const addr = this.http.address()
+    this.port = typeof addr === 'object' && addr ? addr.port : port
+  }
+
+  get kubeconfigOptions() { return { server: this.url, token: this.token ?? 'none', name: this.opts.name ?? `statewright-${this.port}` } }
+  get kubeconfig(): string { return kubeconfigYaml(this.kubeconfigOptions) }
+  get kubeconfigObject(): Record<string, unknown> { return kubeconfigObject(this.kubeconfigOptions) }
+  get kubeconfigPath(): string {
+    if (!this.kubeconfigFile) {
+      if (this.opts.kubeconfigPath) this.kubeconfigFile = this.opts.kubeconfigPath
+      else { this.tmpDir = mkdtempSync(join(tmpdir(), 'statewright-testserver-')); this.kubeconfigFile = join(this.tmpDir, 'kubeconfig') }
+      writeFileSync(this.kubeconfigFile, this.kubeconfig, { mode: 0o600 })
+    }
+    return this.kubeconfigFile
+  }
+
+  async stop(): Promise<void> {
+    this.watches.closeAll('reset')
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
+    for (const s of this.sockets) s.destroy()
+    this.http.closeAllConnections?.()
+    if (this.http.listening) await closed
+    if (this.tmpDir) rmSync(this.tmpDir, { recursive: true, force: true })
+  }
+
+  /** Stops accepting connections for `ms` (connections are refused, open ones reset), then listens again. */
+  async refuseConnections(ms: number): Promise<void> {
+    this.refusing = true
+    this.watches.closeAll('reset')
+    await new Promise<void>((resolve) => { this.http.close(() => resolve()); for (const s of this.sockets) s.destroy() })
+    await new Promise((r) => setTimeout(r, ms))
+    this.refusing = false
+    await this.listen(this.port)
+  }
+
+  // ---------- control helpers ----------
+  type(apiVersion: string, kind: string): ResourceType {
+    const t = this.registry.byKind(apiVersion, kind)
+    if (!t) throw new Error(`unknown kind ${apiVersion} ${kind}`)
+    return t
+  }
+  requestLog(): RequestLogEntry[] { return this.log.slice() }
+  clearRequestLog(): void { this.log.length = 0 }
+
+  // ---------- HTTP ----------
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const u = new URL(req.url ?? '/', 'http://x')
+    const query: Record<string, string> = {}
+    for (const [k, v] of u.searchParams) query[k] = v
+    const method = (req.method ?? 'GET').toUpperCase()
+    const watch = method === 'GET' && (query.watch === 'true' || query.watch === '1')
+    const auth = req.headers.authorization
+    const token = auth?.startsWith('Bearer ') ? auth.slice(7) : undefined
+    const entry: RequestLogEntry = { time: Date.now(), method, path: u.pathname, query, status: 0, watch }
+    if (req.headers['user-agent']) entry.userAgent = req.headers['user-agent']
+    if (token !== undefined) entry.token = token
+    if (req.headers['content-type']) entry.contentType = req.headers['content-type']
+    if (this.log.length >= this.logLimit) this.log.splice(0, this.log.length >> 1)
+    this.log.push(entry)
+    res.on('finish', () => { entry.status = res.statusCode })
+    if (watch) entry.status = 200
+
+    const info = { method, path: u.pathname, watch }
+    const fail = this.faults.failureFor(info)
+    const delay = this.faults.delayFor(info)
+    const go = () => {
+      if (fail) return this.sendError(res, failureError(fail))
+      if (this.token !== null && token !== this.token && !/^\/(healthz|livez|readyz)$/.test(u.pathname)) return this.sendError(res, unauthorized())
+      this.handle(req, res, method, u.pathname, query, watch).catch((e) => this.sendError(res, toApiError(e)))
+    }
+    if (delay > 0) setTimeout(go, delay); else go()
+  }
+
+  private sendJson(res: ServerResponse, code: number, body: string, headers: Record<string, string> = {}): void {
+    if (res.headersSent || res.destroyed) { if (!res.writableEnded) res.end(); return }
+    res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers })
+    res.end(body)
+  }
+  private sendError(res: ServerResponse, e: ApiError): void {
+    this.sendJson(res, e.code, JSON.stringify(e.status), e.headers)
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse, method: string, path: string, q: Record<string, string>, watch: boolean): Promise<void> {
+    const r = route(this.registry, path)
+    const ok = (v: unknown, code = 200) => this.sendJson(res, code, typeof v === 'string' ? v : JSON.stringify(v))
+    if (r.kind === 'unknown') { await drain(req); throw pathNotFound() }
+    if (r.kind !== 'object') {
+      await drain(req)
+      if (method !== 'GET') throw methodNotAllowed()
+      if (r.kind === 'discovery') {
+        if (r.doc === 'health') return this.sendJson(res, 200, '"ok"')
+        return ok(r.doc === 'version' ? versionInfo() : r.doc === 'api' ? coreVersions(`${this.host}:${this.port}`) : apiGroupList(this.registry))
+      }
+      const doc = r.kind === 'group' ? apiGroup(this.registry, r.group) : resourceList(this.registry, r.group, r.version)
+      if (!doc) throw pathNotFound()
+      return ok(doc)
+    }
+    const t = r.type
+    const ns = r.namespace ?? ''
+    if (t.namespaced && r.namespace === undefined && (r.name !== undefined || (method !== 'GET' && method !== 'DELETE'))) {
+      await drain(req)
+      throw pathNotFound()
+    }
+    const manager = q.fieldManager ?? defaultManager(req.headers['user-agent'])
+    const dryRun = q.dryRun === 'All'
+    const allowedFields = t.selectableFields
+    switch (method) {
+      case 'GET': {
+        await drain(req)
+        if (r.name !== undefined) return ok(this.objects.get(t, ns, r.name))
+        const matcher = makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)
+        if (watch) {
+          const w: Parameters<WatchHub['serve']>[2] = { type: t, bookmarks: q.allowWatchBookmarks === 'true' || q.allowWatchBookmarks === '1' }
+          if (r.namespace !== undefined) w.namespace = ns
+          if (matcher) w.matcher = matcher
+          if (q.resourceVersion !== undefined) w.resourceVersion = q.resourceVersion
+          if (q.timeoutSeconds) w.timeoutSeconds = Number(q.timeoutSeconds)
+          if (q.sendInitialEvents !== undefined) {
+            w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
+            if (w.sendInitialEvents && (q.resourceVersionMatch !== 'NotOlderThan' || !w.bookmarks)) {
+              throw badRequest('sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true')
+            }
+          }
+          this.watches.serve(req, res, w)
+          return
+        }
+        const lo: Parameters<Objects['listJson']>[2] = { selected: !!matcher }
+        if (matcher) lo.matcher = matcher
+        if (q.limit) lo.limit = Math.max(0, Number(q.limit) | 0)
+        if (q.continue) lo.continue = q.continue
+        if (q.resourceVersion !== undefined) lo.resourceVersion = q.resourceVersion
+        if (q.resourceVersionMatch) lo.resourceVersionMatch = q.resourceVersionMatch
+        return ok(this.objects.listJson(t, r.namespace, lo))
+      }
+      case 'POST': {
+        const body = await readJson(req)
+        if (r.name !== undefined) throw methodNotAllowed()
+        return ok(this.objects.create(t, ns, body, { manager, dryRun }), 201)
+      }
+      case 'PUT': {
+        const body = await readJson(req)
+        if (r.name === undefined) throw methodNotAllowed()
+        return ok(this.objects.update(t, ns, r.name, body, { manager, dryRun, ...(r.subresource ? { subresource: r.subresource } : {}) }))
+      }
+      case 'PATCH': {
+        const contentType = req.headers['content-type'] ?? ''
+        const kind = patchKindOf(contentType)
+        const body = await readJson(req)
+        if (r.name === undefined) throw methodNotAllowed()
+        const applyManager = kind === 'apply' ? (q.fieldManager ?? '__default__') : manager
+        const existed = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name) !== undefined
+        const out = this.objects.patch(t, ns, r.name, kind, body, { manager: applyManager, dryRun, force: q.force === 'true', contentType, ...(r.subresource ? { subresource: r.subresource } : {}) })
+        return ok(out, kind === 'apply' && !existed ? 201 : 200)
+      }
+      case 'DELETE': {
+        const body = await readJson(req, true)
+        if (r.name === undefined) return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)))
+        const pre = { ...(body?.preconditions ?? {}) }
+        const prop = body?.propagationPolicy ?? q.propagationPolicy
+        return ok(this.objects.delete(t, ns, r.name, { preconditions: pre, ...(prop ? { propagationPolicy: prop } : {}) }))
+      }
+      default:
+        await drain(req)
+        throw methodNotAllowed()
+    }
+  }
+
+  // ---------- control API ----------
+  failRequests(rule: FailRule): () => void { return this.faults.failRequests(rule) }
+  delayResponses(rule: DelayRule): () => void { return this.faults.delayResponses(rule) }
+  kind(ref: KindRef | ResourceType): ResourceType { return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind) }
+}
+
+function failureError(f: FailRule): ApiError {
+  const status = f.status ?? 500
+  if (status === 429) return tooManyRequests(f.retryAfterSeconds ?? 1)
+  if (status === 503) {
+    const e = serviceUnavailable()
+    return new ApiError(503, e.status.reason!, e.message, { retryAfterSeconds: f.retryAfterSeconds ?? 1 }, { 'Retry-After': String(f.retryAfterSeconds ?? 1) })
+  }
+  return new ApiError(status, 'InternalError', 'Internal error occurred: injected fault')
+}
+
+function defaultManager(ua: string | undefined): string {
+  if (!ua) return 'unknown'
+  return ua.split('/')[0]!.slice(0, 128) || 'unknown'
+}
+
+function drain(req: IncomingMessage): Promise<void> {
+  if (req.readableEnded || req.complete) return Promise.resolve()
+  return new Promise((resolve) => { req.on('end', resolve); req.on('error', () => resolve()); req.resume() })
+}
+
+function readJson(req: IncomingMessage, optional = false): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('error', reject)
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8')
+      if (text.trim() === '') return optional ? resolve(undefined) : reject(badRequest('the request body is empty'))
+      try { resolve(JSON.parse(text)) } catch (e) {
+        reject(badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`))
+      }
+    })
+  })
+}

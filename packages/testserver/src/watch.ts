@@ -1,0 +1,188 @@
+// WATCH streams: one JSON event per line over a chunked HTTP response.
+// Invariants:
+// - A watch registers for live events in the same tick as it reads its starting point (snapshot or
+//   history), so no event is lost or repeated between the two.
+// - Events reach each watch in version order; a bookmark carries the store's current version, which
+//   is safe because delivery is synchronous: every event up to it was already queued on the stream.
+// - Output is buffered per watch and flushed once per tick (one socket write for a burst of events).
+// - Selector transitions follow the real server: an object entering the selection is ADDED, one
+//   leaving it is DELETED (with its new state).
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Store, StoreEvent } from './store.ts'
+import type { ResourceType } from './resources.ts'
+import { apiVersionOf } from './resources.ts'
+import type { Matcher } from './selectors.ts'
+import { expired, badRequest, type ApiError } from './status.ts'
+
+export interface WatchRequest {
+  type: ResourceType
+  namespace?: string
+  matcher?: Matcher
+  resourceVersion?: string
+  bookmarks: boolean
+  timeoutSeconds?: number
+  sendInitialEvents?: boolean
+}
+
+interface Active {
+  res: ServerResponse
+  req: WatchRequest
+  buf: string
+  scheduled: boolean
+  bookmarks: boolean
+  close: () => void
+}
+
+export class WatchHub {
+  private readonly active = new Set<Active>()
+  private bookmarkTimer: NodeJS.Timeout | undefined
+  private bookmarkMs: number
+  /** Send 410 Expired as an HTTP status instead of an ERROR event. */
+  expiredAsHttp410 = false
+
+  constructor(private readonly store: Store, bookmarkIntervalMs = 60_000) {
+    this.bookmarkMs = bookmarkIntervalMs
+  }
+
+  get count(): number { return this.active.size }
+
+  setBookmarkInterval(ms: number): void {
+    this.bookmarkMs = ms
+    if (this.bookmarkTimer) { clearInterval(this.bookmarkTimer); this.bookmarkTimer = undefined }
+    this.armBookmarks()
+  }
+  private armBookmarks(): void {
+    if (this.bookmarkTimer || ![...this.active].some((a) => a.bookmarks)) return
+    this.bookmarkTimer = setInterval(() => this.sendBookmarks(), this.bookmarkMs)
+    this.bookmarkTimer.unref()
+  }
+  /** Sends a bookmark on every watch that asked for them (also used by the interval). */
+  sendBookmarks(): void {
+    for (const a of this.active) if (a.bookmarks) this.enqueue(a, bookmarkLine(a.req.type, this.store.rv, false))
+  }
+
+  /** Ends every watch: gracefully (end of stream) or abruptly (socket reset). */
+  closeAll(mode: 'graceful' | 'reset'): number {
+    const n = this.active.size
+    for (const a of [...this.active]) {
+      if (mode === 'graceful') { this.flush(a); a.res.end() } else a.res.socket?.destroy()
+      a.close()
+    }
+    return n
+  }
+
+  serve(_req: IncomingMessage, res: ServerResponse, w: WatchRequest): void {
+    const sk = w.type.storageKey
+    const rvParam = w.resourceVersion
+    let startRv: number | undefined
+    if (rvParam !== undefined && rvParam !== '' && rvParam !== '0') {
+      if (!/^\d+$/.test(rvParam)) throw badRequest(`resourceVersion: Invalid value: "${rvParam}": must be a non-negative integer`)
+      startRv = Number(rvParam)
+    }
+    const initial = w.sendInitialEvents ?? startRv === undefined
+    let backlog: StoreEvent[] = []
+    if (startRv !== undefined && !w.sendInitialEvents) {
+      const evs = this.store.since(sk, startRv)
+      if (evs === 'expired') {
+        const err = expired(`too old resource version: ${startRv} (${this.store.compactedRv + 1})`)
+        if (this.expiredAsHttp410) throw err
+        startStream(res)
+        res.end(JSON.stringify({ type: 'ERROR', object: err.status }) + '\n')
+        return
+      }
+      backlog = evs
+    }
+
+    startStream(res)
+    const a: Active = { res, req: w, buf: '', scheduled: false, bookmarks: w.bookmarks, close: () => {} }
+    const apiVersion = apiVersionOf(w.type)
+    const lineOf = (type: string, obj: any) => eventLine(type, obj, apiVersion, w.type.kind)
+
+    if (initial) {
+      const snap = this.store.snapshot()
+      for (const [, obj] of this.store.scan(sk, w.namespace, undefined, snap)) {
+        if (!w.matcher || w.matcher(obj)) a.buf += lineOf('ADDED', obj)
+      }
+      if (w.sendInitialEvents) a.buf += bookmarkLine(w.type, snap.rv, true)
+      startRv = snap.rv
+    } else {
+      for (const ev of backlog) { const l = this.lineFor(ev, w, lineOf); if (l) a.buf += l }
+    }
+    const from = startRv ?? this.store.rv
+    const unsubscribe = this.store.subscribe(sk, (ev) => {
+      if (ev.rv <= from) return
+      const l = this.lineFor(ev, w, lineOf)
+      if (l) this.enqueue(a, l)
+    })
+    let timeout: NodeJS.Timeout | undefined
+    if (w.timeoutSeconds && w.timeoutSeconds > 0) {
+      timeout = setTimeout(() => { this.flush(a); res.end(); a.close() }, w.timeoutSeconds * 1000)
+    }
+    let closed = false
+    a.close = () => {
+      if (closed) return
+      closed = true
+      unsubscribe()
+      if (timeout) clearTimeout(timeout)
+      this.active.delete(a)
+      if (this.bookmarkTimer && ![...this.active].some((x) => x.bookmarks)) { clearInterval(this.bookmarkTimer); this.bookmarkTimer = undefined }
+    }
+    res.on('close', a.close)
+    this.active.add(a)
+    this.armBookmarks()
+    if (a.buf) this.schedule(a)
+  }
+
+  private lineFor(ev: StoreEvent, w: WatchRequest, lineOf: (t: string, o: any) => string): string | undefined {
+    if (w.namespace !== undefined && ev.namespace !== w.namespace) return undefined
+    if (!w.matcher) return lineOf(ev.type, ev.object)
+    const now = w.matcher(ev.object)
+    if (ev.type !== 'MODIFIED') return now ? lineOf(ev.type, ev.object) : undefined
+    const before = w.matcher(ev.prev)
+    if (now && before) return lineOf('MODIFIED', ev.object)
+    if (now) return lineOf('ADDED', ev.object)
+    if (before) return lineOf('DELETED', ev.object)
+    return undefined
+  }
+
+  private enqueue(a: Active, line: string): void {
+    a.buf += line
+    this.schedule(a)
+  }
+  private schedule(a: Active): void {
+    if (a.scheduled) return
+    a.scheduled = true
+    setImmediate(() => { a.scheduled = false; this.flush(a) })
+  }
+  private flush(a: Active): void {
+    if (!a.buf || a.res.writableEnded || a.res.destroyed) { a.buf = ''; return }
+    a.res.write(a.buf)
+    a.buf = ''
+  }
+}
+
+function startStream(res: ServerResponse): void {
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', 'Transfer-Encoding': 'chunked' })
+  res.flushHeaders()
+}
+
+// Serialized objects are cached per (object, apiVersion): fan-out to N watchers serializes once.
+const cache = new WeakMap<object, { apiVersion: string; json: string }>()
+function objectJson(obj: any, apiVersion: string, kind: string): string {
+  const c = cache.get(obj)
+  if (c && c.apiVersion === apiVersion) return c.json
+  const out = obj.apiVersion === apiVersion && obj.kind === kind ? obj : { ...obj, apiVersion, kind }
+  const json = JSON.stringify(out)
+  cache.set(obj, { apiVersion, json })
+  return json
+}
+export function eventLine(type: string, obj: any, apiVersion: string, kind: string): string {
+  return `{"type":"${type}","object":${objectJson(obj, apiVersion, kind)}}\n`
+}
+function bookmarkLine(t: ResourceType, rv: number, initialEnd: boolean): string {
+  const metadata: Record<string, unknown> = { resourceVersion: String(rv) }
+  if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true' }
+  return JSON.stringify({ type: 'BOOKMARK', object: { kind: t.kind, apiVersion: apiVersionOf(t), metadata } }) + '\n'
+}
+export type { ApiError }
+export { objectJson }
