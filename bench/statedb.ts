@@ -1,0 +1,805 @@
+// statedb benchmarks, modelled on cilium/statedb's benchmarks_test.go (same case names), with two
+// baselines running the same workloads side by side in this process:
+// - "Map": plain mutable Maps (one per index), no snapshots at all: the upper bound;
+// - "immutable": a straightforward store of `immutable` Maps (one per index; a non-unique index is a
+//   Map of key -> Map of primary key -> object), `asMutable()` per transaction and `asImmutable()` at
+//   commit, so every commit publishes a snapshot like statedb does. It keeps no revision index and no
+//   order (it cannot answer prefix or lower-bound queries), so it does less work than statedb.
+//
+// Objects are created before the timed part (what is timed is the database, not object creation).
+// Rates are medians of several runs after a warm-up, with a full GC forced before each run.
+
+import { Map as IMap } from 'immutable'
+import { byRevision, DB, defineIndex, setValidation, Table, Watch, type Query } from '@statewright/statedb'
+import { bytesPerObject, forceGc, measure, percentile, rng, shuffle, type Measurement, type Result, type RunOptions } from './lib/index.ts'
+
+// ---------------------------------------------------------------------------------------------
+// The objects and the table (cilium's testObject: an ID and a set of tags).
+
+interface TestObject {
+  readonly id: number
+  readonly tags: readonly string[]
+}
+
+const NO_TAGS: readonly string[] = Object.freeze([])
+const TAG_TEST: readonly string[] = Object.freeze(['test'])
+const TAG_EVEN: readonly string[] = Object.freeze(['even'])
+const TAG_ODD: readonly string[] = Object.freeze(['odd'])
+const parityTags = (id: number) => (id % 2 === 0 ? TAG_EVEN : TAG_ODD)
+
+const idIndex = defineIndex<TestObject, number>({ name: 'id', key: (o) => o.id, unique: true })
+const tagsIndex = defineIndex<TestObject, string>({ name: 'tags', keys: (o) => o.tags })
+
+function newDB(withTags: boolean) {
+  const table = new Table<TestObject>({ name: 'test', primary: idIndex, indexes: withTags ? [tagsIndex] : [] })
+  return { db: new DB({ tables: [table] }), table }
+}
+
+function objects(n: number, tags: (id: number) => readonly string[] = () => NO_TAGS): TestObject[] {
+  const out: TestObject[] = new Array(n)
+  for (let i = 0; i < n; i++) out[i] = { id: i, tags: tags(i) }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Baselines.
+
+interface BaselineTxn {
+  get(id: number): TestObject | undefined
+  insert(o: TestObject): void
+  delete(o: TestObject): void
+  commit(): void
+}
+
+interface Baseline {
+  readonly name: string
+  txn(): BaselineTxn
+  get(id: number): TestObject | undefined
+  /** Objects with the tag (exact key: neither baseline is ordered, so there is no prefix search). */
+  list(tag: string): Iterable<TestObject>
+  all(): Iterable<TestObject>
+  count(): number
+}
+
+/** Mutable Maps, no snapshots: the transaction is the store itself. */
+class MapStore implements Baseline, BaselineTxn {
+  readonly name = 'Map'
+  private readonly primary = new Map<number, TestObject>()
+  private readonly byTag: Map<string, Map<number, TestObject>> | undefined
+
+  constructor(withTags: boolean) {
+    this.byTag = withTags ? new Map() : undefined
+  }
+  txn(): BaselineTxn {
+    return this
+  }
+  get(id: number): TestObject | undefined {
+    return this.primary.get(id)
+  }
+  insert(o: TestObject): void {
+    const old = this.primary.get(o.id)
+    this.primary.set(o.id, o)
+    const byTag = this.byTag
+    if (!byTag) return
+    if (old) for (const t of old.tags) if (!o.tags.includes(t)) this.untag(t, o.id)
+    for (const t of o.tags) {
+      let m = byTag.get(t)
+      if (!m) byTag.set(t, (m = new Map()))
+      m.set(o.id, o)
+    }
+  }
+  delete(o: TestObject): void {
+    const old = this.primary.get(o.id)
+    if (!old) return
+    this.primary.delete(o.id)
+    if (this.byTag) for (const t of old.tags) this.untag(t, o.id)
+  }
+  private untag(t: string, id: number): void {
+    const m = this.byTag!.get(t)
+    if (!m) return
+    m.delete(id)
+    if (m.size === 0) this.byTag!.delete(t)
+  }
+  commit(): void {}
+  list(tag: string): Iterable<TestObject> {
+    return this.byTag?.get(tag)?.values() ?? []
+  }
+  all(): Iterable<TestObject> {
+    return this.primary.values()
+  }
+  count(): number {
+    return this.primary.size
+  }
+}
+
+type IM<K, V> = IMap<K, V>
+
+/** immutable Maps, one snapshot per transaction. */
+class ImmutableStore implements Baseline {
+  readonly name = 'immutable'
+  primary: IM<number, TestObject> = IMap()
+  byTag: IM<string, IM<number, TestObject>> | undefined
+
+  constructor(withTags: boolean) {
+    this.byTag = withTags ? IMap() : undefined
+  }
+  txn(): BaselineTxn {
+    return new ImmutableTxn(this)
+  }
+  get(id: number): TestObject | undefined {
+    return this.primary.get(id)
+  }
+  list(tag: string): Iterable<TestObject> {
+    return this.byTag?.get(tag)?.values() ?? []
+  }
+  all(): Iterable<TestObject> {
+    return this.primary.values()
+  }
+  count(): number {
+    return this.primary.size
+  }
+}
+
+class ImmutableTxn implements BaselineTxn {
+  private readonly primary: IM<number, TestObject>
+  private readonly byTag: IM<string, IM<number, TestObject>> | undefined
+  /** The inner maps this transaction made mutable. */
+  private readonly inner = new Map<string, IM<number, TestObject>>()
+
+  constructor(private readonly store: ImmutableStore) {
+    this.primary = store.primary.asMutable()
+    this.byTag = store.byTag?.asMutable()
+  }
+  get(id: number): TestObject | undefined {
+    return this.primary.get(id)
+  }
+  private tagMap(t: string): IM<number, TestObject> {
+    let m = this.inner.get(t)
+    if (!m) this.inner.set(t, (m = (this.byTag!.get(t) ?? IMap<number, TestObject>()).asMutable()))
+    return m
+  }
+  insert(o: TestObject): void {
+    const old = this.primary.get(o.id)
+    this.primary.set(o.id, o)
+    if (!this.byTag) return
+    if (old) for (const t of old.tags) if (!o.tags.includes(t)) this.tagMap(t).delete(o.id)
+    for (const t of o.tags) this.tagMap(t).set(o.id, o)
+  }
+  delete(o: TestObject): void {
+    const old = this.primary.get(o.id)
+    if (!old) return
+    this.primary.delete(o.id)
+    if (this.byTag) for (const t of old.tags) this.tagMap(t).delete(o.id)
+  }
+  commit(): void {
+    this.store.primary = this.primary.asImmutable()
+    if (this.byTag) {
+      for (const [t, m] of this.inner) {
+        if (m.size === 0) this.byTag.delete(t)
+        else this.byTag.set(t, m.asImmutable())
+      }
+      this.store.byTag = this.byTag.asImmutable()
+    }
+  }
+}
+
+const BASELINES: ReadonlyArray<(withTags: boolean) => Baseline> = [(t) => new MapStore(t), (t) => new ImmutableStore(t)]
+
+// ---------------------------------------------------------------------------------------------
+// Reporting.
+
+interface Sizes {
+  runs: number
+  warmup: number
+  /** Objects inserted per run by WriteTxn_N (N >= 10) and WriteTxn_1. */
+  writeObjects: number
+  writeTxns1: number
+  modifyTxns: number
+  replaceRows: number
+  replaceObjects: number
+  lookupRows: number
+  lookupPasses: number
+  prefixRows: number
+  prefixPasses: number
+  iterRows: number
+  iterPasses: number
+  changesRounds: number
+  propagationRounds: number
+  memoryRows: number
+}
+
+const FULL: Sizes = {
+  runs: 5,
+  warmup: 1,
+  writeObjects: 200_000,
+  writeTxns1: 50_000,
+  modifyTxns: 100,
+  replaceRows: 100_000,
+  replaceObjects: 50_000,
+  lookupRows: 100_000,
+  lookupPasses: 5,
+  prefixRows: 1000,
+  prefixPasses: 500,
+  iterRows: 100_000,
+  iterPasses: 10,
+  changesRounds: 100,
+  propagationRounds: 10_000,
+  memoryRows: 1_000_000,
+}
+
+const QUICK: Sizes = {
+  runs: 3,
+  warmup: 1,
+  writeObjects: 50_000,
+  writeTxns1: 20_000,
+  modifyTxns: 30,
+  replaceRows: 100_000,
+  replaceObjects: 20_000,
+  lookupRows: 100_000,
+  lookupPasses: 2,
+  prefixRows: 1000,
+  prefixPasses: 200,
+  iterRows: 100_000,
+  iterPasses: 3,
+  changesRounds: 30,
+  propagationRounds: 2000,
+  memoryRows: 100_000,
+}
+
+/** "gc 23%, ±4%": GC share of the measured time and the spread of the runs around the median. */
+function note(m: Measurement): string {
+  const spread = m.samples.length > 1 ? (Math.max(...m.samples) - Math.min(...m.samples)) / 2 / m.opsPerSec : 0
+  return `gc ${(m.gcShare * 100).toFixed(0)}%, ±${(spread * 100).toFixed(0)}%`
+}
+
+function log(msg: string): void {
+  process.stderr.write(`  ${msg}\n`)
+}
+
+/**
+ * Rows for one case: statedb against its most telling baseline, then against the other baseline(s),
+ * then the baselines' own figures are in those rows' baselineValue.
+ */
+function rows(name: string, unit: string, sdb: Measurement, base: Record<string, Measurement>, main: string): Result[] {
+  const out: Result[] = [{ name, unit, value: sdb.opsPerSec, baseline: main, baselineValue: base[main]!.opsPerSec, note: note(sdb) }]
+  for (const [b, m] of Object.entries(base)) {
+    if (b !== main) out.push({ name: `${name} (vs ${b})`, unit, value: sdb.opsPerSec, baseline: b, baselineValue: m.opsPerSec, note: `${b}: ${note(m)}` })
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cases.
+
+async function writeTxn(s: Sizes, batch: number, withTags: boolean): Promise<[Measurement, Record<string, Measurement>]> {
+  const total = batch === 1 ? s.writeTxns1 : s.writeObjects
+  const objs = objects(total, withTags ? () => TAG_TEST : undefined)
+  const mopts = { runs: s.runs, warmup: s.warmup }
+  const sdb = await measure({
+    ...mopts,
+    setup: () => newDB(withTags),
+    run: ({ db, table }) => {
+      for (let i = 0; i < total; ) {
+        const txn = db.tryWriteTxn(table)!
+        const end = Math.min(i + batch, total)
+        for (; i < end; i++) table.insert(txn, objs[i]!)
+        txn.commit()
+      }
+      if (table.count(db.readTxn()) !== total) throw new Error('WriteTxn: wrong count')
+      return batch === 1 ? total : total
+    },
+  })
+  const base: Record<string, Measurement> = {}
+  for (const make of BASELINES) {
+    const name = make(false).name
+    base[name] = await measure({
+      ...mopts,
+      setup: () => make(withTags),
+      run: (store) => {
+        for (let i = 0; i < total; ) {
+          const txn = store.txn()
+          const end = Math.min(i + batch, total)
+          for (; i < end; i++) txn.insert(objs[i]!)
+          txn.commit()
+        }
+        if (store.count() !== total) throw new Error(`WriteTxn ${name}: wrong count`)
+        return total
+      },
+    })
+  }
+  return [sdb, base]
+}
+
+async function writeTxnAsync(s: Sizes): Promise<Measurement> {
+  const total = s.writeTxns1
+  const objs = objects(total)
+  return measure({
+    runs: s.runs,
+    warmup: s.warmup,
+    setup: () => newDB(false),
+    run: async ({ db, table }) => {
+      for (let i = 0; i < total; i++) {
+        const txn = await db.writeTxn(table)
+        table.insert(txn, objs[i]!)
+        txn.commit()
+      }
+      return total
+    },
+  })
+}
+
+async function modify(s: Sizes): Promise<[Measurement, Record<string, Measurement>]> {
+  const n = 1000
+  const ids = shuffle(Array.from({ length: n }, (_, i) => i), rng(1))
+  const objs = ids.map((id) => ({ id, tags: NO_TAGS }))
+  const merge = (_old: TestObject, nw: TestObject) => nw
+  const mopts = { runs: s.runs, warmup: s.warmup }
+  const { db, table } = newDB(false)
+  const t0 = db.tryWriteTxn(table)!
+  for (const o of objs) table.insert(t0, o)
+  t0.commit()
+  const sdb = await measure({
+    ...mopts,
+    run: () => {
+      for (let r = 0; r < s.modifyTxns; r++) {
+        const txn = db.tryWriteTxn(table)!
+        for (let i = 0; i < n; i++) table.modify(txn, objs[i]!, merge)
+        txn.commit()
+      }
+      return s.modifyTxns * n
+    },
+  })
+  const base: Record<string, Measurement> = {}
+  for (const make of BASELINES) {
+    const store = make(false)
+    const t = store.txn()
+    for (const o of objs) t.insert(o)
+    t.commit()
+    base[store.name] = await measure({
+      ...mopts,
+      run: () => {
+        for (let r = 0; r < s.modifyTxns; r++) {
+          const txn = store.txn()
+          for (let i = 0; i < n; i++) {
+            const o = objs[i]!
+            const old = txn.get(o.id)
+            txn.insert(old === undefined ? o : merge(old, o))
+          }
+          txn.commit()
+        }
+        return s.modifyTxns * n
+      },
+    })
+  }
+  return [sdb, base]
+}
+
+async function randomReplace(s: Sizes): Promise<[Measurement, Record<string, Measurement>]> {
+  const rows = s.replaceRows
+  const batch = 100
+  const initial = objects(rows, parityTags)
+  // Replacements: new objects (same keys and tags), in random order.
+  const order = shuffle(Array.from({ length: rows }, (_, i) => i), rng(2))
+  const repl = order.map((id) => ({ id, tags: parityTags(id) }))
+  const mopts = { runs: s.runs, warmup: s.warmup }
+  const count = s.replaceObjects
+  let pos = 0
+  const next = () => {
+    const o = repl[pos]!
+    pos = pos + 1 === rows ? 0 : pos + 1
+    return o
+  }
+
+  const { db, table } = newDB(true)
+  for (let i = 0; i < rows; i += 10_000) {
+    const txn = db.tryWriteTxn(table)!
+    for (let j = i; j < Math.min(i + 10_000, rows); j++) table.insert(txn, initial[j]!)
+    txn.commit()
+  }
+  const sdb = await measure({
+    ...mopts,
+    run: () => {
+      for (let i = 0; i < count; i += batch) {
+        const txn = db.tryWriteTxn(table)!
+        for (let j = 0; j < batch; j++) table.insert(txn, next())
+        txn.commit()
+      }
+      return count
+    },
+  })
+  if (table.count(db.readTxn()) !== rows) throw new Error('RandomReplace: wrong count')
+  const base: Record<string, Measurement> = {}
+  for (const make of BASELINES) {
+    const store = make(true)
+    const t = store.txn()
+    for (const o of initial) t.insert(o)
+    t.commit()
+    pos = 0
+    base[store.name] = await measure({
+      ...mopts,
+      run: () => {
+        for (let i = 0; i < count; i += batch) {
+          const txn = store.txn()
+          for (let j = 0; j < batch; j++) txn.insert(next())
+          txn.commit()
+        }
+        return count
+      },
+    })
+  }
+  return [sdb, base]
+}
+
+/** A table of `rows` objects in one store of each kind. */
+function filled(rows: number, tags?: (id: number) => readonly string[]) {
+  const objs = objects(rows, tags)
+  const { db, table } = newDB(tags !== undefined)
+  for (let i = 0; i < rows; i += 10_000) {
+    const txn = db.tryWriteTxn(table)!
+    for (let j = i; j < Math.min(i + 10_000, rows); j++) table.insert(txn, objs[j]!)
+    txn.commit()
+  }
+  const baselines = BASELINES.map((make) => {
+    const store = make(tags !== undefined)
+    const txn = store.txn()
+    for (const o of objs) txn.insert(o)
+    txn.commit()
+    return store
+  })
+  return { db, table, baselines }
+}
+
+async function lookups(s: Sizes, random: boolean): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
+  const rows = s.lookupRows
+  const { db, table, baselines } = filled(rows)
+  const ids = Array.from({ length: rows }, (_, i) => i)
+  if (random) shuffle(ids, rng(3))
+  const queries: Query<TestObject>[] = ids.map((id) => idIndex.query(id))
+  const mopts = { runs: s.runs, warmup: s.warmup }
+  const passes = s.lookupPasses
+  const sdb = await measure({
+    ...mopts,
+    run: () => {
+      const txn = db.readTxn()
+      for (let p = 0; p < passes; p++) {
+        for (let i = 0; i < rows; i++) if (table.get(txn, queries[i]!) === undefined) throw new Error('not found')
+      }
+      return rows * passes
+    },
+  })
+  // The same with a query built per lookup (the key is encoded every time).
+  const fresh = await measure({
+    ...mopts,
+    run: () => {
+      const txn = db.readTxn()
+      for (let p = 0; p < passes; p++) {
+        for (let i = 0; i < rows; i++) if (table.get(txn, idIndex.query(ids[i]!)) === undefined) throw new Error('not found')
+      }
+      return rows * passes
+    },
+  })
+  const base: Record<string, Measurement> = {}
+  for (const store of baselines) {
+    base[store.name] = await measure({
+      ...mopts,
+      run: () => {
+        for (let p = 0; p < passes; p++) {
+          for (let i = 0; i < rows; i++) if (store.get(ids[i]!) === undefined) throw new Error('not found')
+        }
+        return rows * passes
+      },
+    })
+  }
+  return [sdb, base, fresh]
+}
+
+async function prefixSecondary(s: Sizes): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
+  const rows = s.prefixRows
+  const { db, table, baselines } = filled(rows, () => TAG_TEST)
+  const q = tagsIndex.query('test')
+  const mopts = { runs: s.runs, warmup: s.warmup }
+  const passes = s.prefixPasses
+  const iterate = (results: Iterable<TestObject>) => {
+    let n = 0
+    for (const _ of results) n++
+    if (n !== rows) throw new Error(`expected ${rows}, got ${n}`)
+  }
+  const rtxn = db.readTxn()
+  const sdb = await measure({
+    ...mopts,
+    run: () => {
+      for (let p = 0; p < passes; p++) iterate(table.prefix(rtxn, q))
+      return rows * passes
+    },
+  })
+  const list = await measure({
+    ...mopts,
+    run: () => {
+      for (let p = 0; p < passes; p++) iterate(table.list(rtxn, q))
+      return rows * passes
+    },
+  })
+  const base: Record<string, Measurement> = {}
+  for (const store of baselines) {
+    base[store.name] = await measure({
+      ...mopts,
+      run: () => {
+        for (let p = 0; p < passes; p++) iterate(store.list('test'))
+        return rows * passes
+      },
+    })
+  }
+  return [sdb, base, list]
+}
+
+async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
+  const rows = s.iterRows
+  const { db, table, baselines } = filled(rows)
+  const mopts = { runs: s.runs, warmup: s.warmup }
+  const passes = s.iterPasses
+  const sdb = await measure({
+    ...mopts,
+    run: () => {
+      for (let p = 0; p < passes; p++) {
+        let i = 0
+        for (const o of table.all(db.readTxn())) {
+          if (o.id !== i) throw new Error(`expected ID ${i}, got ${o.id}`)
+          i++
+        }
+        if (i !== rows) throw new Error('wrong count')
+      }
+      return rows * passes
+    },
+  })
+  const forEach = await measure({
+    ...mopts,
+    run: () => {
+      for (let p = 0; p < passes; p++) {
+        let i = 0
+        table.all(db.readTxn()).forEach((o) => {
+          if (o.id !== i) throw new Error(`expected ID ${i}, got ${o.id}`)
+          i++
+        })
+        if (i !== rows) throw new Error('wrong count')
+      }
+      return rows * passes
+    },
+  })
+  const base: Record<string, Measurement> = {}
+  for (const store of baselines) {
+    base[store.name] = await measure({
+      ...mopts,
+      run: () => {
+        for (let p = 0; p < passes; p++) {
+          let i = 0
+          for (const o of store.all()) {
+            if (o === undefined) throw new Error('hole')
+            i++
+          }
+          if (i !== rows) throw new Error('wrong count')
+        }
+        return rows * passes
+      },
+    })
+  }
+  return [sdb, base, forEach]
+}
+
+async function changes(s: Sizes): Promise<[Measurement, Measurement]> {
+  const n = 1000
+  const objs = objects(n)
+  const rounds = s.changesRounds
+  const mopts = { runs: s.runs, warmup: s.warmup }
+  const baseline = await measure({
+    ...mopts,
+    setup: () => newDB(false),
+    run: ({ db, table }) => {
+      for (let r = 0; r < rounds; r++) {
+        let txn = db.tryWriteTxn(table)!
+        for (let i = 0; i < n; i++) table.insert(txn, objs[i]!)
+        txn.commit()
+        txn = db.tryWriteTxn(table)!
+        table.deleteAll(txn)
+        txn.commit()
+      }
+      return rounds * n
+    },
+  })
+  const withIter = await measure({
+    ...mopts,
+    setup: () => {
+      const { db, table } = newDB(false)
+      const iter = table.changes(db.readTxn())
+      return { db, table, iter }
+    },
+    run: ({ db, table, iter }) => {
+      for (let r = 0; r < rounds; r++) {
+        let txn = db.tryWriteTxn(table)!
+        for (let i = 0; i < n; i++) table.insert(txn, objs[i]!)
+        txn.commit()
+        let [batch, watch] = iter.next(db.readTxn())
+        let exists = 0
+        for (const c of batch) {
+          if (c.deleted) throw new Error('expected an insert')
+          exists++
+        }
+        if (exists !== n) throw new Error(`expected ${n} inserts, saw ${exists}`)
+        txn = db.tryWriteTxn(table)!
+        table.deleteAll(txn)
+        txn.commit()
+        if (!watch.closed) throw new Error('watch did not fire')
+        ;[batch, watch] = iter.next(db.readTxn())
+        let deleted = 0
+        for (const c of batch) {
+          if (!c.deleted) throw new Error('expected a deletion')
+          deleted++
+        }
+        if (deleted !== n) throw new Error(`expected ${n} deletions, saw ${deleted}`)
+      }
+      return rounds * n
+    },
+    teardown: ({ db, table, iter }) => {
+      if (db.stats()[0]!.graveyard !== 0) throw new Error(`graveyard not empty: ${db.stats()[0]!.graveyard}`)
+      iter.close()
+      void table
+    },
+  })
+  return [baseline, withIter]
+}
+
+/** From a commit of 10 objects to table 1 until a watcher of table 2 has seen them copied there. */
+async function propagationDelay(s: Sizes): Promise<number[]> {
+  const batch = 10
+  const t1 = new Table<TestObject>({ name: 'test', primary: idIndex })
+  const t2 = new Table<TestObject>({ name: 'test2', primary: defineIndex<TestObject, number>({ name: 'id', key: (o) => o.id, unique: true }) })
+  const db = new DB({ tables: [t1, t2] })
+  const objs = objects(batch)
+  let revision = 0
+  let watch1 = Watch.closed()
+  const samples: number[] = []
+  const warmup = Math.min(500, s.propagationRounds / 10)
+  forceGc()
+  for (let round = 0; round < warmup + s.propagationRounds; round++) {
+    const start = performance.now()
+    let wtxn = db.tryWriteTxn(t1)!
+    for (const o of objs) t1.insert(wtxn, o)
+    wtxn.commit()
+    await watch1.wait()
+    const txn = db.readTxn()
+    const [, watch2] = t2.allWatch(txn)
+    let seq
+    ;[seq, watch1] = t1.lowerBoundWatch(txn, byRevision<TestObject>(revision + 1))
+    wtxn = db.tryWriteTxn(t2)!
+    let copied = 0
+    for (const o of seq) {
+      t2.insert(wtxn, o)
+      copied++
+    }
+    wtxn.commit()
+    if (copied !== batch) throw new Error(`propagated ${copied}, want ${batch}`)
+    revision = t1.revision(txn)
+    await watch2.wait()
+    if (round >= warmup) samples.push((performance.now() - start) * 1000)
+  }
+  return samples.sort((a, b) => a - b)
+}
+
+interface MemoryFigures {
+  objects: number
+  overhead: Record<string, number>
+}
+
+/** Bytes per object: the objects themselves, then the overhead of each store holding them. */
+function memory(rows: number, withTags: boolean): MemoryFigures {
+  const { bytes: objBytes, value: objs } = bytesPerObject(rows, () => objects(rows, withTags ? parityTags : undefined))
+  const overhead: Record<string, number> = {}
+  {
+    const { bytes, value } = bytesPerObject(rows, () => {
+      const { db, table } = newDB(withTags)
+      for (let i = 0; i < rows; i += 10_000) {
+        const txn = db.tryWriteTxn(table)!
+        for (let j = i; j < Math.min(i + 10_000, rows); j++) table.insert(txn, objs[j]!)
+        txn.commit()
+      }
+      return db
+    })
+    if (value.stats()[0]!.objects !== rows) throw new Error('memory: wrong count')
+    overhead['statedb'] = bytes
+  }
+  for (const make of BASELINES) {
+    const { bytes, value } = bytesPerObject(rows, () => {
+      const store = make(withTags)
+      for (let i = 0; i < rows; i += 10_000) {
+        const txn = store.txn()
+        for (let j = i; j < Math.min(i + 10_000, rows); j++) txn.insert(objs[j]!)
+        txn.commit()
+      }
+      return store
+    })
+    if (value.count() !== rows) throw new Error('memory: wrong count')
+    overhead[value.name] = bytes
+  }
+  if (objs.length !== rows) throw new Error('unreachable') // keeps objs alive through the measurements
+  return { objects: objBytes, overhead }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export async function run(opts: RunOptions): Promise<Result[]> {
+  setValidation(false)
+  const s = opts.quick ? QUICK : FULL
+  const out: Result[] = []
+  const ops = 'objects/s'
+
+  for (const n of [1, 10, 100, 1000]) {
+    log(`WriteTxn_${n}`)
+    const [sdb, base] = await writeTxn(s, n, false)
+    out.push(...rows(`WriteTxn_${n}`, n === 1 ? 'txns/s' : ops, sdb, base, 'immutable'))
+  }
+  {
+    log('WriteTxn_1_Async')
+    const m = await writeTxnAsync(s)
+    const sync = out.find((r) => r.name === 'WriteTxn_1')!
+    out.push({ name: 'WriteTxn_1_Async', unit: 'txns/s', value: m.opsPerSec, baseline: 'WriteTxn_1 (tryWriteTxn)', baselineValue: sync.value, note: note(m) })
+  }
+  {
+    log('WriteTxn_100_SecondaryIndex')
+    const [sdb, base] = await writeTxn(s, 100, true)
+    out.push(...rows('WriteTxn_100_SecondaryIndex', ops, sdb, base, 'immutable'))
+  }
+  {
+    log('Modify')
+    const [sdb, base] = await modify(s)
+    out.push(...rows('Modify', ops, sdb, base, 'immutable'))
+  }
+  {
+    log('RandomReplace')
+    const [sdb, base] = await randomReplace(s)
+    out.push(...rows('RandomReplace', ops, sdb, base, 'immutable'))
+  }
+  for (const random of [true, false]) {
+    const name = random ? 'RandomLookup' : 'SequentialLookup'
+    log(name)
+    const [sdb, base, fresh] = await lookups(s, random)
+    out.push(...rows(name, 'lookups/s', sdb, base, 'immutable'))
+    out.push({ name: `${name}_NewQuery`, unit: 'lookups/s', value: fresh.opsPerSec, baseline: name, baselineValue: sdb.opsPerSec, note: note(fresh) })
+  }
+  {
+    log('Prefix_SecondaryIndex')
+    const [sdb, base, list] = await prefixSecondary(s)
+    out.push(...rows('Prefix_SecondaryIndex', ops, sdb, base, 'immutable'))
+    out.push({ name: 'List_SecondaryIndex', unit: ops, value: list.opsPerSec, baseline: 'immutable', baselineValue: base['immutable']!.opsPerSec, note: note(list) })
+  }
+  {
+    log('FullIteration_All')
+    const [sdb, base, forEach] = await fullIteration(s)
+    out.push(...rows('FullIteration_All', ops, sdb, base, 'immutable'))
+    out.push({ name: 'FullIteration_All_forEach', unit: ops, value: forEach.opsPerSec, baseline: 'immutable', baselineValue: base['immutable']!.opsPerSec, note: note(forEach) })
+  }
+  {
+    log('Changes')
+    const [baseline, withIter] = await changes(s)
+    out.push({ name: 'Changes_Baseline', unit: ops, value: baseline.opsPerSec, note: note(baseline) })
+    out.push({ name: 'Changes', unit: ops, value: withIter.opsPerSec, baseline: 'Changes_Baseline', baselineValue: baseline.opsPerSec, note: note(withIter) })
+  }
+  {
+    log('PropagationDelay')
+    const samples = await propagationDelay(s)
+    for (const p of [50, 90, 99]) {
+      out.push({ name: `PropagationDelay_p${p}`, unit: 'µs', value: percentile(samples, p, true), note: `${samples.length} samples, batches of 10` })
+    }
+  }
+  const label = s.memoryRows >= 1_000_000 ? `${s.memoryRows / 1_000_000}M` : `${s.memoryRows / 1000}k`
+  for (const withTags of [false, true]) {
+    const suffix = withTags ? '_SecondaryIndex' : ''
+    log(`Memory_${label}${suffix}`)
+    forceGc()
+    const m = memory(s.memoryRows, withTags)
+    const b = 'bytes/object'
+    out.push({ name: `Memory_${label}${suffix}_Objects`, unit: b, value: m.objects, note: 'the objects alone (and the array holding them)' })
+    out.push({ name: `Memory_${label}${suffix}_Total`, unit: b, value: m.objects + m.overhead['statedb']!, baseline: 'immutable', baselineValue: m.objects + m.overhead['immutable']! })
+    out.push({ name: `Memory_${label}${suffix}_IndexOverhead`, unit: b, value: m.overhead['statedb']!, baseline: 'immutable', baselineValue: m.overhead['immutable']! })
+    out.push({ name: `Memory_${label}${suffix}_IndexOverhead (vs Map)`, unit: b, value: m.overhead['statedb']!, baseline: 'Map', baselineValue: m.overhead['Map']! })
+  }
+  return out
+}
