@@ -10,6 +10,11 @@ export type LabelReq =
 
 export type Matcher = (obj: any) => boolean
 
+const VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
+function checkValue(v: string, sel: string): string {
+  if (v.length > 63 || !VALUE.test(v)) throw badRequest(`unable to parse requirement: invalid label value: "${v}" in selector "${sel}"`)
+  return v
+}
 const KEY = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?\/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$/
 
 /** Splits at top-level commas (commas inside `in (a,b)` belong to the term). */
@@ -36,7 +41,7 @@ export function parseLabelSelector(sel: string | undefined | null): LabelReq[] {
   for (const term of splitTerms(sel)) {
     let m: RegExpMatchArray | null
     if ((m = term.match(/^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/))) {
-      const values = m[3]!.split(',').map((v) => v.trim()).filter((v) => v !== '')
+      const values = m[3]!.split(',').map((v) => checkValue(v.trim(), sel)).filter((v) => v !== '')
       reqs.push({ key: checkKey(m[1]!, sel), op: m[2] as 'in' | 'notin', values })
     } else if ((m = term.match(/^!\s*(\S+)$/))) {
       reqs.push({ key: checkKey(m[1]!, sel), op: '!exists' })
@@ -47,7 +52,7 @@ export function parseLabelSelector(sel: string | undefined | null): LabelReq[] {
         const n = Number(value)
         if (!/^-?\d+$/.test(value)) throw badRequest(`unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer`)
         reqs.push({ key, op: op === '>' ? 'gt' : 'lt', value: n })
-      } else reqs.push({ key, op: op === '!=' ? 'notin' : 'in', values: [value] })
+      } else reqs.push({ key, op: op === '!=' ? 'notin' : 'in', values: [checkValue(value, sel)] })
     } else if (/^[^=!<>\s()]+$/.test(term)) {
       reqs.push({ key: checkKey(term, sel), op: 'exists' })
     } else {
