@@ -1,2 +1,36 @@
-// @statewright/reconciler: drives a target towards the desired objects in one statedb table.
-export {}
+// @statewright/reconciler: drives a target (a cluster, a file system, a device) towards the desired
+// objects in one statedb table. The one public face of the package; docs/reconciler.md explains it.
+
+export { Reconciler, type FailedObject, type ReconcilerStats } from './reconciler.ts'
+export {
+  ConfigError,
+  defaultClone,
+  type BatchEntry,
+  type BatchOperations,
+  type OpContext,
+  type Operations,
+  type ReconcilerConfig,
+  type RefreshOptions,
+  type RetryOptions,
+} from './config.ts'
+export {
+  newStatusIndex,
+  newStatusSetIndex,
+  nextStatusId,
+  showStatus,
+  statusDone,
+  statusError,
+  statusPending,
+  statusRefreshing,
+  StatusIndex,
+  StatusSet,
+  type Status,
+  type StatusKind,
+} from './status.ts'
+export { StoppedError } from './engine.ts'
+export type { FullReport } from './full.ts'
+export { RetryQueue, type RetryItem } from './retries.ts'
+export { describeHealth, type Health, type HealthLevel } from './health.ts'
+export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
+export { PrometheusMetrics, type PrometheusMetricsOptions } from './prometheus.ts'
+export { waitForReconciliation, type WaitOptions } from './wait.ts'

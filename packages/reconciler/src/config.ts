@@ -1,0 +1,222 @@
+// Reconciler configuration: the operations on the target, how to read and write an object's
+// status, and the knobs. `resolveConfig` fills the defaults and rejects bad configurations at
+// construction with a message that names the option, so nothing fails later inside the loop.
+
+import type Bottleneck from 'bottleneck'
+import type { DB, Key, ReadTxn, Table } from '@statewright/statedb'
+import type { Metrics } from './metrics.ts'
+import type { Status, StatusIndex } from './status.ts'
+
+/** What every operation gets besides the object. */
+export interface OpContext {
+  /** Aborted when the reconciler stops: long operations should give up. */
+  readonly signal: AbortSignal
+  /** The snapshot the object was read from (for looking up other tables without a call out). */
+  readonly txn: ReadTxn
+  /** True during full reconciliation. */
+  readonly full: boolean
+}
+
+/**
+ * How one object is reconciled. Update and Delete must be idempotent; deleting what is already gone
+ * is success. An operation fails by throwing (or rejecting).
+ */
+export interface Operations<Obj> {
+  /**
+   * Makes the target hold `obj`. `obj` is a clone: the operation may set fields on it to record what
+   * reconciliation produced (kept when the status is written back). Return true when the target had
+   * to change: during full reconciliation that counts the object as out of sync.
+   */
+  update(obj: Obj, ctx: OpContext): boolean | void | Promise<boolean | void>
+  /** Removes `obj` (the deleted object, as it last was in the table) from the target. */
+  delete(obj: Obj, ctx: OpContext): void | Promise<void>
+  /**
+   * Removes from the target everything that is not in `desired` (every object of the table, in
+   * primary key order; iterate it as often as needed). Run at the start of full reconciliation.
+   */
+  prune?(desired: Iterable<Obj>, ctx: OpContext): void | Promise<void>
+}
+
+/** One object of a batch; the operation sets `error` on the entries that failed. */
+export interface BatchEntry<Obj> {
+  readonly object: Obj
+  readonly revision: number
+  error?: unknown
+}
+
+/** Optional batch operations, used for the new changes of a round (deletes first). */
+export interface BatchOperations<Obj> {
+  updateBatch(entries: BatchEntry<Obj>[], ctx: OpContext): void | Promise<void>
+  deleteBatch(entries: BatchEntry<Obj>[], ctx: OpContext): void | Promise<void>
+}
+
+export interface RetryOptions {
+  /** First backoff after a failure, ms (default 100). */
+  minMs?: number
+  /** Backoff cap, ms (default 60 000). */
+  maxMs?: number
+  /** Spread each backoff by up to this fraction either way, 0..1 (default 0: none). */
+  jitter?: number
+}
+
+export interface RefreshOptions {
+  /** Update done objects whose status is older than this, ms. */
+  intervalMs: number
+  /** At most this many objects are marked for refresh per second (default 100). */
+  maxPerSecond?: number
+}
+
+export interface ReconcilerConfig<Obj> {
+  db: DB
+  /** The table of desired objects. */
+  table: Table<Obj>
+  /** The table's status index (newStatusIndex / newStatusSetIndex), which the table must have. */
+  statusIndex: StatusIndex<Obj>
+  /**
+   * The object's key in the table's primary index (same value as the index's key function). Used to
+   * look an object up again and to key the retry queue. Statedb has no public way to compute it.
+   */
+  primaryKey: (obj: Obj) => Key
+  /** Reconciler name: metrics label, health, and its name in a status set. Default: the table name. */
+  name?: string
+  /** Reads this reconciler's status from an object. */
+  getObjectStatus: (obj: Obj) => Status
+  /** Returns the object with this reconciler's status set; called on a clone, may mutate it. */
+  setObjectStatus: (obj: Obj, status: Status) => Obj
+  /** A shallow copy (default: same prototype, own properties copied). */
+  cloneObject?: (obj: Obj) => Obj
+  operations: Operations<Obj>
+  batchOperations?: BatchOperations<Obj>
+  /** Most objects per incremental round (default 1000). */
+  roundSize?: number
+  retry?: RetryOptions
+  /** Full reconciliation every this many ms; 0 or absent: only on demand. */
+  fullReconciliationIntervalMs?: number
+  refresh?: RefreshOptions
+  /** Bottleneck limiters (owned and stopped by the reconciler): between rounds, per operation. */
+  rateLimit?: { rounds?: Bottleneck.ConstructorOptions; operations?: Bottleneck.ConstructorOptions }
+  metrics?: Metrics
+}
+
+export interface Resolved<Obj> {
+  db: DB
+  table: Table<Obj>
+  statusIndex: StatusIndex<Obj>
+  primaryKey: (obj: Obj) => Key
+  name: string
+  getObjectStatus: (obj: Obj) => Status
+  setObjectStatus: (obj: Obj, status: Status) => Obj
+  cloneObject: (obj: Obj) => Obj
+  operations: Operations<Obj>
+  batchOperations: BatchOperations<Obj> | undefined
+  roundSize: number
+  retryMinMs: number
+  retryMaxMs: number
+  retryJitter: number
+  fullIntervalMs: number
+  refreshIntervalMs: number
+  refreshPerSecond: number
+  rateLimit: { rounds?: Bottleneck.ConstructorOptions; operations?: Bottleneck.ConstructorOptions }
+  metrics: Metrics | undefined
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** Plain objects are spread (fast); others keep their prototype. */
+export function defaultClone<Obj>(obj: Obj): Obj {
+  const proto = Object.getPrototypeOf(obj)
+  if (proto === Object.prototype || proto === null) return { ...(obj as object) } as Obj
+  return Object.assign(Object.create(proto), obj)
+}
+
+function fn(v: unknown): boolean {
+  return typeof v === 'function'
+}
+
+function ms(what: string, v: number | undefined, dflt: number, allowZero: boolean): number {
+  if (v === undefined) return dflt
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0)) {
+    throw new ConfigError(`reconciler: ${what} must be a ${allowZero ? 'non-negative' : 'positive'} number of ms, got ${String(v)}`)
+  }
+  return v
+}
+
+export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
+  if (cfg === null || typeof cfg !== 'object') throw new ConfigError('reconciler: config missing')
+  const who = `reconciler${cfg.name ? ` "${cfg.name}"` : cfg.table?.name ? ` of table "${cfg.table.name}"` : ''}`
+  if (!cfg.db || typeof cfg.db.readTxn !== 'function') throw new ConfigError(`${who}: config.db (a statedb DB) is missing`)
+  if (!cfg.table || typeof cfg.table.changes !== 'function') throw new ConfigError(`${who}: config.table (a statedb Table) is missing`)
+  if (!cfg.statusIndex) throw new ConfigError(`${who}: config.statusIndex is missing (make one with newStatusIndex)`)
+  if (!cfg.table.indexes.includes(cfg.statusIndex.name)) {
+    throw new ConfigError(
+      `${who}: table "${cfg.table.name}" has no index "${cfg.statusIndex.name}" (its indexes: ${cfg.table.indexes.join(', ')}); add the status index to the table's indexes`,
+    )
+  }
+  try {
+    cfg.table.revision(cfg.db.readTxn()) // throws when the table is not registered with the db
+  } catch (err) {
+    throw new ConfigError(`${who}: ${(err as Error).message}`)
+  }
+  if (!fn(cfg.primaryKey)) throw new ConfigError(`${who}: config.primaryKey(obj) is missing`)
+  if (!fn(cfg.getObjectStatus)) throw new ConfigError(`${who}: config.getObjectStatus(obj) is missing`)
+  if (!fn(cfg.setObjectStatus)) throw new ConfigError(`${who}: config.setObjectStatus(obj, status) is missing`)
+  if (cfg.cloneObject !== undefined && !fn(cfg.cloneObject)) throw new ConfigError(`${who}: config.cloneObject must be a function`)
+  const ops = cfg.operations
+  if (!ops || !fn(ops.update) || !fn(ops.delete)) {
+    const missing = !ops ? 'operations' : [!fn(ops.update) && 'operations.update', !fn(ops.delete) && 'operations.delete'].filter(Boolean).join(' and ')
+    throw new ConfigError(`${who}: config.${missing} missing (update and delete are required; prune is optional)`)
+  }
+  if (ops.prune !== undefined && !fn(ops.prune)) throw new ConfigError(`${who}: operations.prune must be a function`)
+  const b = cfg.batchOperations
+  if (b !== undefined && (!fn(b.updateBatch) || !fn(b.deleteBatch))) {
+    throw new ConfigError(`${who}: batchOperations needs both updateBatch and deleteBatch`)
+  }
+  const name = cfg.name ?? cfg.table.name
+  if (typeof name !== 'string' || name === '') throw new ConfigError(`${who}: config.name must be a non-empty string`)
+  const roundSize = cfg.roundSize ?? 1000
+  if (!Number.isInteger(roundSize) || roundSize < 1) throw new ConfigError(`${who}: roundSize must be a positive integer, got ${String(roundSize)}`)
+  const retryMinMs = ms('retry.minMs', cfg.retry?.minMs, 100, false)
+  const retryMaxMs = ms('retry.maxMs', cfg.retry?.maxMs, 60_000, false)
+  if (retryMinMs > retryMaxMs) throw new ConfigError(`${who}: retry.minMs (${retryMinMs}) is above retry.maxMs (${retryMaxMs})`)
+  const retryJitter = cfg.retry?.jitter ?? 0
+  if (typeof retryJitter !== 'number' || !(retryJitter >= 0 && retryJitter <= 1)) {
+    throw new ConfigError(`${who}: retry.jitter must be a fraction between 0 and 1, got ${String(retryJitter)}`)
+  }
+  const fullIntervalMs = ms('fullReconciliationIntervalMs', cfg.fullReconciliationIntervalMs, 0, true)
+  let refreshIntervalMs = 0
+  let refreshPerSecond = 0
+  if (cfg.refresh !== undefined) {
+    refreshIntervalMs = ms('refresh.intervalMs', cfg.refresh.intervalMs, NaN, false)
+    if (Number.isNaN(refreshIntervalMs)) throw new ConfigError(`${who}: refresh.intervalMs is missing`)
+    refreshPerSecond = cfg.refresh.maxPerSecond ?? 100
+    if (!(refreshPerSecond > 0) || !Number.isFinite(refreshPerSecond)) {
+      throw new ConfigError(`${who}: refresh.maxPerSecond must be a positive number, got ${String(refreshPerSecond)}`)
+    }
+  }
+  if (cfg.statusIndex.isSet && cfg.name === undefined) {
+    throw new ConfigError(`${who}: the status index covers a status set: give config.name (this reconciler's name in the set)`)
+  }
+  return {
+    db: cfg.db,
+    table: cfg.table,
+    statusIndex: cfg.statusIndex,
+    primaryKey: cfg.primaryKey,
+    name,
+    getObjectStatus: cfg.getObjectStatus,
+    setObjectStatus: cfg.setObjectStatus,
+    cloneObject: cfg.cloneObject ?? defaultClone,
+    operations: ops,
+    batchOperations: b,
+    roundSize,
+    retryMinMs,
+    retryMaxMs,
+    retryJitter,
+    fullIntervalMs,
+    refreshIntervalMs,
+    refreshPerSecond,
+    rateLimit: cfg.rateLimit ?? {},
+    metrics: cfg.metrics,
+  }
+}

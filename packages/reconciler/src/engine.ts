@@ -1,0 +1,230 @@
+// The machinery shared by incremental, retry, full and refresh work: calling the operations
+// (rate-limited, timed, cancellable) and writing outcomes back.
+//
+// Invariants of the write-back (`commit`):
+// - one write transaction per call, i.e. per round;
+// - an update's result is written with compare-and-swap on the revision the operation saw: a newer
+//   write to the object is never overwritten. When the swap fails, the result is still written when
+//   the object's status (this reconciler's) still carries the id the operation saw: then only other
+//   writers' parts of the object changed (another reconciler's status in a status set); the status
+//   goes onto the current object and the operation's mutations of its clone are not kept. Otherwise
+//   the result is dropped and the newer version is reconciled next (it is pending, or deleted);
+// - every failure is queued for a retry (update: only if its error status was written, since a
+//   dropped result means a newer version supersedes it); every success clears the key's retry;
+// - one `done` status object is shared by every success of a round (fewer allocations, less retained
+//   memory; ids only need to be unique per write of one object).
+
+import Bottleneck from 'bottleneck'
+import { Query, type Key, type ReadTxn, type WriteTxn } from '@statewright/statedb'
+import type { BatchEntry, OpContext, Resolved } from './config.ts'
+import { RetryQueue } from './retries.ts'
+import { errorMessage, statusDone, statusError, type Status, type StatusKind } from './status.ts'
+
+/** One object's pass through an operation. */
+export interface Outcome<Obj> {
+  deleted: boolean
+  /** Update: the clone the operation got. Delete: the deleted object. */
+  object: Obj
+  /** Update: the revision the operation saw (for the swap). Delete: the deletion's revision. */
+  revision: number
+  /** Update: the status id the object carried when read. */
+  seenStatusId: number
+  /** Update: the status kind the object carried when read. */
+  seenKind: StatusKind
+  /** Attempts of this key before (carried over from the retry queue). */
+  attempts: number
+  /** Set when the operation failed. */
+  error: string | undefined
+  /** Update reported a change of the target (out of sync, in a full reconciliation). */
+  changed: boolean
+}
+
+export class StoppedError extends Error {
+  override name = 'StoppedError'
+}
+
+/** A string for a primary key, for the retry queue's map (string keys are used as they are). */
+export function keyString(k: Key): string {
+  if (typeof k === 'string') return k
+  return '\u0000' + showPart(k)
+}
+
+function showPart(k: Key): string {
+  if (Array.isArray(k)) return '[' + k.map((p) => showPart(p as Key)).join(',') + ']'
+  if (k instanceof Uint8Array) return 'b' + Array.from(k).join('.')
+  if (typeof k === 'string') return JSON.stringify(k)
+  return typeof k + ':' + String(k)
+}
+
+export class Engine<Obj> {
+  readonly retries: RetryQueue<Obj>
+  private readonly primaryIndex: string
+  private opLimiter: Bottleneck | undefined
+  private controller = new AbortController()
+  private abortPromise: Promise<never> | undefined
+  /** Shared by the operations of one round. */
+  private ctx: OpContext
+
+  constructor(readonly cfg: Resolved<Obj>) {
+    this.retries = new RetryQueue<Obj>(cfg.retryMinMs, cfg.retryMaxMs, cfg.retryJitter)
+    this.primaryIndex = cfg.table.indexes[0]!
+    this.ctx = { signal: this.controller.signal, txn: cfg.db.readTxn(), full: false }
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal
+  }
+
+  /** (Re)arms for a run: a fresh abort signal, a fresh operation limiter. */
+  start(): void {
+    this.controller = new AbortController()
+    const signal = this.controller.signal
+    this.abortPromise = new Promise<never>((_, reject) => {
+      signal.addEventListener('abort', () => reject(new StoppedError('reconciler stopped')), { once: true })
+    })
+    this.abortPromise.catch(() => {}) // observed by races only
+    const ops = this.cfg.rateLimit.operations
+    this.opLimiter = ops ? new Bottleneck(ops) : undefined
+  }
+
+  /** Aborts in-flight operations and drops queued ones. */
+  async stop(): Promise<void> {
+    this.controller.abort(new StoppedError('reconciler stopped'))
+    const l = this.opLimiter
+    this.opLimiter = undefined
+    if (l) await l.stop({ dropWaitingJobs: true }).catch(() => {})
+  }
+
+  key(obj: Obj): string {
+    return keyString(this.cfg.primaryKey(obj))
+  }
+
+  primaryQuery(obj: Obj): Query<Obj> {
+    return new Query<Obj>(this.primaryIndex, this.cfg.primaryKey(obj))
+  }
+
+  context(txn: ReadTxn, full: boolean): OpContext {
+    if (this.ctx.txn !== txn || this.ctx.full !== full) this.ctx = { signal: this.controller.signal, txn, full }
+    return this.ctx
+  }
+
+  /** An outcome for an update of the object read at `revision`. */
+  updateOutcome(obj: Obj, revision: number, status: Status, attempts: number): Outcome<Obj> {
+    return { deleted: false, object: this.cfg.cloneObject(obj), revision, seenStatusId: status.id, seenKind: status.kind, attempts, error: undefined, changed: false }
+  }
+
+  deleteOutcome(obj: Obj, revision: number, attempts: number): Outcome<Obj> {
+    return { deleted: true, object: obj, revision, seenStatusId: 0, seenKind: 'done', attempts, error: undefined, changed: false }
+  }
+
+  // ---- calling operations ----
+
+  /** Runs Update or Delete for one outcome; records failure (or `changed`) on it. */
+  async run(o: Outcome<Obj>, ctx: OpContext): Promise<void> {
+    const m = this.cfg.metrics
+    const t0 = m ? performance.now() : 0
+    try {
+      let r: unknown = this.opLimiter ? await this.limited(o, ctx) : this.call(o, ctx)
+      if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function') r = await this.race(r as Promise<unknown>)
+      o.changed = r === true
+    } catch (err) {
+      if (this.controller.signal.aborted) throw new StoppedError('reconciler stopped')
+      o.error = errorMessage(err)
+    }
+    if (m) m.operation(this.cfg.name, o.deleted ? 'delete' : 'update', o.error === undefined ? 'success' : 'error', (performance.now() - t0) / 1000, 1)
+  }
+
+  private call(o: Outcome<Obj>, ctx: OpContext): unknown {
+    const ops = this.cfg.operations
+    return o.deleted ? ops.delete(o.object, ctx) : ops.update(o.object, ctx)
+  }
+
+  private limited(o: Outcome<Obj>, ctx: OpContext): Promise<unknown> {
+    return this.race(this.opLimiter!.schedule(async () => this.call(o, ctx)))
+  }
+
+  /** Awaits p, or throws StoppedError as soon as the reconciler stops (p may ignore the signal). */
+  race<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.abortPromise as Promise<never>])
+  }
+
+  /** Runs a batch operation for outcomes of one kind; a batch that throws fails every entry. */
+  async runBatch(outcomes: Outcome<Obj>[], ctx: OpContext): Promise<void> {
+    if (outcomes.length === 0) return
+    const b = this.cfg.batchOperations!
+    const deleted = outcomes[0]!.deleted
+    const entries: BatchEntry<Obj>[] = outcomes.map((o) => ({ object: o.object, revision: o.revision, error: undefined }))
+    const m = this.cfg.metrics
+    const t0 = m ? performance.now() : 0
+    try {
+      const r = deleted ? b.deleteBatch(entries, ctx) : b.updateBatch(entries, ctx)
+      if (r !== undefined) await this.race(Promise.resolve(r))
+      for (let i = 0; i < entries.length; i++) {
+        const e = entries[i]!.error
+        if (e !== undefined && e !== null) outcomes[i]!.error = errorMessage(e)
+      }
+    } catch (err) {
+      if (this.controller.signal.aborted) throw new StoppedError('reconciler stopped')
+      const msg = errorMessage(err)
+      for (const o of outcomes) o.error = msg
+    }
+    if (m) {
+      const failed = outcomes.reduce((n, o) => n + (o.error === undefined ? 0 : 1), 0)
+      const op = deleted ? 'delete' : 'update'
+      const secs = (performance.now() - t0) / 1000
+      if (failed < outcomes.length) m.operation(this.cfg.name, op, 'success', secs, outcomes.length - failed)
+      if (failed > 0) m.operation(this.cfg.name, op, 'error', failed < outcomes.length ? 0 : secs, failed)
+    }
+  }
+
+  // ---- write-back ----
+
+  /**
+   * Writes the outcomes back in one write transaction (see the invariants above) and updates the
+   * retry queue. `writeDone(o)` says whether a success needs its done status written (full
+   * reconciliation skips objects that were done already). Returns how many results were dropped.
+   */
+  async commit(outcomes: readonly Outcome<Obj>[], writeDone: (o: Outcome<Obj>) => boolean = () => true): Promise<number> {
+    if (outcomes.length === 0) return 0
+    const { db, table, getObjectStatus, setObjectStatus } = this.cfg
+    const now = Date.now()
+    let txn: WriteTxn | undefined
+    let done: Status | undefined
+    let dropped = 0
+    try {
+      for (const o of outcomes) {
+        if (o.deleted) {
+          if (o.error !== undefined) {
+            this.retries.fail(this.key(o.object), { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: o.error }, o.attempts, now)
+          } else if (o.attempts > 0) this.retries.take(this.key(o.object))
+          continue
+        }
+        if (o.error === undefined && !writeDone(o)) {
+          if (o.attempts > 0) this.retries.take(this.key(o.object))
+          continue
+        }
+        txn ??= db.tryWriteTxn(table) ?? (await db.writeTxn(table))
+        const status = o.error === undefined ? (done ??= statusDone()) : statusError(o.error)
+        let written = table.compareAndSwap(txn, o.revision, setObjectStatus(o.object, status))
+        if (!written) {
+          const cur = table.getEntry(txn, this.primaryQuery(o.object))
+          if (cur !== undefined && getObjectStatus(cur.object).id === o.seenStatusId) {
+            table.insert(txn, setObjectStatus(this.cfg.cloneObject(cur.object), status))
+            written = true
+          }
+        }
+        if (!written) {
+          dropped++
+          continue
+        }
+        if (o.error !== undefined) {
+          this.retries.fail(this.key(o.object), { deleted: false, object: o.object, statusId: status.id, revision: o.revision, error: o.error }, o.attempts, now)
+        } else if (o.attempts > 0) this.retries.take(this.key(o.object))
+      }
+      txn?.commit()
+    } finally {
+      txn?.abort()
+    }
+    return dropped
+  }
+}

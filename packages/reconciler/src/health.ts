@@ -1,0 +1,75 @@
+// Health: ok ("N objects") or degraded ("N errors: first messages", or a failed prune), observable.
+//
+// Invariants: listeners are called only when the level or the message changes, synchronously at
+// the end of the round that changed it, and a listener that throws does not stop the others (its
+// error is reported with console.error: health must never break the reconciler).
+
+export type HealthLevel = 'ok' | 'degraded' | 'stopped'
+
+export interface Health {
+  readonly level: HealthLevel
+  readonly message: string
+  /** Objects in the table at the last round. */
+  readonly objects: number
+  /** Objects failing now (updates in error and deletes that have not reached the target). */
+  readonly errors: number
+  /** The last prune's failure, if it failed. */
+  readonly pruneError?: string
+  /** Epoch ms of the last change. */
+  readonly updatedAt: number
+}
+
+/** How many error messages a degraded health message quotes. */
+export const HEALTH_MESSAGES = 3
+
+export interface HealthInput {
+  objects: number
+  errors: number
+  messages: readonly string[]
+  pruneError: string | undefined
+}
+
+export function describeHealth(h: HealthInput): { level: HealthLevel; message: string } {
+  if (h.errors === 0 && h.pruneError === undefined) return { level: 'ok', message: `${h.objects} objects` }
+  const parts: string[] = []
+  if (h.errors > 0) parts.push(`${h.errors} error${h.errors === 1 ? '' : 's'}: ${h.messages.slice(0, HEALTH_MESSAGES).join('; ')}`)
+  if (h.pruneError !== undefined) parts.push(`prune failed: ${h.pruneError}`)
+  return { level: 'degraded', message: parts.join('; ') }
+}
+
+export class HealthReporter {
+  private value: Health = { level: 'ok', message: 'starting', objects: 0, errors: 0, updatedAt: Date.now() }
+  private readonly listeners = new Set<(h: Health) => void>()
+
+  get current(): Health {
+    return this.value
+  }
+
+  /** Calls fn with every change (not with the current value). Returns the unsubscribe function. */
+  subscribe(fn: (h: Health) => void): () => void {
+    this.listeners.add(fn)
+    return () => this.listeners.delete(fn)
+  }
+
+  update(input: HealthInput): void {
+    const { level, message } = describeHealth(input)
+    this.set({ level, message, objects: input.objects, errors: input.errors, pruneError: input.pruneError, updatedAt: Date.now() })
+  }
+
+  stopped(): void {
+    this.set({ ...this.value, level: 'stopped', message: 'stopped', updatedAt: Date.now() })
+  }
+
+  private set(next: Health): void {
+    const prev = this.value
+    this.value = next
+    if (prev.level === next.level && prev.message === next.message) return
+    for (const fn of this.listeners) {
+      try {
+        fn(next)
+      } catch (err) {
+        console.error('reconciler health listener failed:', err)
+      }
+    }
+  }
+}

@@ -1,0 +1,97 @@
+// Incremental reconciliation: one round = at most `roundSize` objects from the change iterator
+// (pending or refreshing objects: Update; deleted objects: Delete) plus the retries that are due,
+// then one write-back transaction.
+//
+// Invariants:
+// - the change iterator is consumed only as far as the round goes (a partial read resumes where it
+//   stopped), so `processedRevision` after the commit is the revision of the last change consumed,
+//   or the snapshot's revision when every change was consumed: every change at or below it has a
+//   committed outcome;
+// - a change of a key takes that key's retry item first (newest change wins; attempts carry over),
+//   and retries are popped after the changes, so a key is acted on at most once per round;
+// - a retry acts only if it is still current: an update retry when the object still carries the
+//   error status this reconciler wrote (any newer write gave it a newer status id), a delete retry
+//   when the key is still absent from the table (cilium's issue #55: a stale delete never undoes
+//   a later insert);
+// - this reconciler's own write-backs come back as changes whose status is done or error: skipped
+//   with one property read. Objects that were in error before `start` (a restart) are retried by
+//   treating `error` as actionable for revisions up to the start revision.
+
+import type { ChangeIterator, Watch } from '@statewright/statedb'
+import type { Engine, Outcome } from './engine.ts'
+import { wantsReconcile } from './status.ts'
+
+export interface RoundResult {
+  /** Objects acted on (changes and retries). */
+  objects: number
+  /** Results dropped because the object changed meanwhile. */
+  dropped: number
+  /** The round stopped at roundSize: there are more changes now. */
+  more: boolean
+  /** Every change at or below this revision has a committed outcome. */
+  processedRevision: number
+  /** Fires when the table changes after the round's snapshot. */
+  watch: Watch
+}
+
+export async function incrementalRound<Obj>(engine: Engine<Obj>, iter: ChangeIterator<Obj>, startRevision: number): Promise<RoundResult> {
+  const cfg = engine.cfg
+  const { db, table, getObjectStatus, roundSize } = cfg
+  const retries = engine.retries
+  const txn = db.readTxn()
+  const [changes, watch] = iter.next(txn)
+  const updates: Outcome<Obj>[] = []
+  const deletes: Outcome<Obj>[] = []
+  let n = 0
+  let more = false
+  let processedRevision = table.revision(txn)
+  for (const c of changes) {
+    if (c.deleted) {
+      const attempts = retries.size > 0 ? retries.take(engine.key(c.object)) : 0
+      deletes.push(engine.deleteOutcome(c.object, c.revision, attempts))
+    } else {
+      const s = getObjectStatus(c.object)
+      if (!wantsReconcile(s) && !(s.kind === 'error' && c.revision <= startRevision)) continue
+      const attempts = retries.size > 0 ? retries.take(engine.key(c.object)) : 0
+      updates.push(engine.updateOutcome(c.object, c.revision, s, attempts))
+    }
+    if (++n >= roundSize) {
+      more = true
+      processedRevision = c.revision
+      break
+    }
+  }
+
+  // Retries that are due, in the room left.
+  const retried: Outcome<Obj>[] = []
+  if (n < roundSize && retries.size > 0) {
+    for (const item of retries.popDue(Date.now(), roundSize - n)) {
+      if (item.deleted) {
+        if (table.getEntry(txn, engine.primaryQuery(item.object!)) !== undefined) continue // re-inserted: stale
+        retried.push(engine.deleteOutcome(item.object!, item.revision, item.attempts))
+      } else {
+        const cur = table.getEntry(txn, engine.primaryQuery(item.object!))
+        if (cur === undefined) continue // deleted: its delete change supersedes this retry
+        const s = getObjectStatus(cur.object)
+        if (s.id !== item.statusId) continue // rewritten since: the newer version is reconciled instead
+        retried.push(engine.updateOutcome(cur.object, cur.revision, s, item.attempts))
+      }
+    }
+  }
+
+  const ctx = engine.context(txn, false)
+  if (cfg.batchOperations) {
+    // New changes go in batches, deletes first; retries fall back to single operations.
+    await engine.runBatch(deletes, ctx)
+    await engine.runBatch(updates, ctx)
+  } else {
+    for (const o of deletes) await engine.run(o, ctx)
+    for (const o of updates) await engine.run(o, ctx)
+  }
+  for (const o of retried) await engine.run(o, ctx)
+
+  engine.signal.throwIfAborted()
+  const all = deletes.length === 0 && retried.length === 0 ? updates : deletes.concat(updates, retried)
+  const dropped = await engine.commit(all)
+  return { objects: deletes.length + updates.length + retried.length, dropped, more, processedRevision, watch }
+}

@@ -1,0 +1,283 @@
+// The reconciler: lifecycle and the one loop that runs everything.
+//
+// Invariants:
+// - one loop per running reconciler does all the work (full reconciliation, refresh marking,
+//   incremental rounds with their retries) one step at a time, so no two steps ever act on the same
+//   object concurrently and the retry queue needs no locking;
+// - between steps the loop sleeps on exactly: the change iterator's watch, the table's
+//   initialization watch (when a full reconciliation waits for it), one timer (the earliest of: next
+//   retry, next full reconciliation, next refresh check), a trigger, and stop;
+// - stop() aborts the in-flight operations' signal, wakes the loop, waits for it to end, clears the
+//   timer, closes the change iterator and stops the limiters: nothing of it keeps the process alive.
+//   The retry queue survives a stop (failed deletes must still be retried after a restart).
+
+import Bottleneck from 'bottleneck'
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
+import type { ChangeIterator, Watch } from '@statewright/statedb'
+import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
+import { Engine, StoppedError } from './engine.ts'
+import { fullReconciliation, markForRefresh, RefreshBudget, type FullReport } from './full.ts'
+import { HEALTH_MESSAGES, HealthReporter, type Health } from './health.ts'
+import { incrementalRound } from './incremental.ts'
+import { RevisionWaiters } from './wait.ts'
+
+export interface FailedObject<Obj> {
+  /** The object as it was when it failed (a deleted object for deletes). */
+  readonly object: Obj
+  readonly deleted: boolean
+  readonly error: string
+  /** Consecutive failures so far. */
+  readonly attempts: number
+  /** Epoch ms of the next retry. */
+  readonly retryAt: number
+}
+
+export interface ReconcilerStats {
+  rounds: number
+  objects: number
+  dropped: number
+  fullRuns: number
+  processedRevision: number
+  retryQueue: number
+}
+
+interface FullRequest {
+  resolve: (r: FullReport) => void
+  reject: (e: unknown) => void
+}
+
+export class Reconciler<Obj> {
+  readonly config: Resolved<Obj>
+  private readonly engine: Engine<Obj>
+  private readonly healthReporter = new HealthReporter()
+  private readonly waiters = new RevisionWaiters()
+  private loopDone: Promise<void> | undefined
+  private running = false
+  private wake: (() => void) | undefined
+  private timer: NodeJS.Timeout | undefined
+  private roundLimiter: Bottleneck | undefined
+  private fullRequests: FullRequest[] = []
+  private nextFullAt = Infinity
+  private nextRefreshAt = Infinity
+  private lastPruneError: string | undefined
+  private lastFull: FullReport | undefined
+  private readonly counters: ReconcilerStats = { rounds: 0, objects: 0, dropped: 0, fullRuns: 0, processedRevision: 0, retryQueue: 0 }
+
+  constructor(config: ReconcilerConfig<Obj>) {
+    this.config = resolveConfig(config)
+    this.engine = new Engine(this.config)
+  }
+
+  get name(): string {
+    return this.config.name
+  }
+
+  /** Starts the loop. Starting a running reconciler does nothing. */
+  start(): this {
+    if (this.running) return this
+    this.running = true
+    this.waiters.reset()
+    this.engine.start()
+    const rounds = this.config.rateLimit.rounds
+    this.roundLimiter = rounds ? new Bottleneck(rounds) : undefined
+    const now = Date.now()
+    this.nextFullAt = this.config.fullIntervalMs > 0 ? now + this.config.fullIntervalMs : Infinity
+    this.nextRefreshAt = this.config.refreshIntervalMs > 0 ? now : Infinity
+    const { db, table } = this.config
+    const txn = db.readTxn()
+    const iter = table.changes(txn)
+    this.loopDone = this.loop(iter, table.revision(txn)).finally(() => iter.close())
+    return this
+  }
+
+  /** Stops: cancels in-flight operations, ends the loop, clears timers. Resolves when all is stopped. */
+  async stop(): Promise<void> {
+    if (!this.running) return
+    this.running = false
+    const stopped = new StoppedError(`reconciler "${this.name}" stopped`)
+    await this.engine.stop()
+    this.wake?.()
+    await this.loopDone
+    this.loopDone = undefined
+    this.clearTimer()
+    const l = this.roundLimiter
+    this.roundLimiter = undefined
+    if (l) await l.stop({ dropWaitingJobs: true }).catch(() => {})
+    this.waiters.fail(stopped)
+    for (const r of this.fullRequests.splice(0)) r.reject(stopped)
+    this.healthReporter.stopped()
+  }
+
+  get isRunning(): boolean {
+    return this.running
+  }
+
+  // ---- observing ----
+
+  get health(): Health {
+    return this.healthReporter.current
+  }
+
+  /** Calls fn on every health change. Returns the unsubscribe function. */
+  onHealth(fn: (h: Health) => void): () => void {
+    return this.healthReporter.subscribe(fn)
+  }
+
+  /** Objects failing now, updates and deletes, oldest failure first. */
+  failures(): FailedObject<Obj>[] {
+    const out: FailedObject<Obj>[] = []
+    for (const i of this.engine.retries.values()) {
+      out.push({ object: i.object!, deleted: i.deleted, error: i.error, attempts: i.attempts, retryAt: i.dueAt })
+    }
+    return out
+  }
+
+  /** Deleted objects whose Delete failed and is being retried (they are no longer in the table). */
+  failedDeletes(): FailedObject<Obj>[] {
+    return this.failures().filter((f) => f.deleted)
+  }
+
+  stats(): ReconcilerStats {
+    return { ...this.counters, retryQueue: this.engine.retries.size }
+  }
+
+  /** The last full reconciliation's report. */
+  get lastFullReconciliation(): FullReport | undefined {
+    return this.lastFull
+  }
+
+  // ---- waiting and triggering ----
+
+  /**
+   * Resolves once every change up to table revision `revision` (the revision a writer's commit
+   * returned: `table.revision(wtxn.commit())`) has been acted on: reconciled, failed (error status,
+   * queued for retry) or, for a delete, sent to the target (or failed and queued: see failedDeletes).
+   * Rejects if the reconciler stops first, or with the signal's reason.
+   */
+  waitForRevision(revision: number, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    if (!this.running && revision > this.waiters.reached) return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
+    return this.waiters.wait(revision, opts.signal)
+  }
+
+  /**
+   * Asks for a full reconciliation now (it still waits for the table to be initialized). Resolves
+   * with the report of the next full reconciliation to start; concurrent calls share one.
+   */
+  triggerFullReconciliation(): Promise<FullReport> {
+    if (!this.running) return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
+    return new Promise<FullReport>((resolve, reject) => {
+      this.fullRequests.push({ resolve, reject })
+      this.wake?.()
+    })
+  }
+
+  // ---- the loop ----
+
+  private async loop(iter: ChangeIterator<Obj>, startRevision: number): Promise<void> {
+    const { db, table, refreshPerSecond } = this.config
+    const budget = refreshPerSecond > 0 ? new RefreshBudget(refreshPerSecond) : undefined
+    try {
+      while (this.running) {
+        if (this.roundLimiter) await this.engine.race(this.roundLimiter.schedule(async () => undefined))
+        const watches: Watch[] = []
+        let fullAt = this.nextFullAt
+
+        // Full reconciliation, when due or asked for, once the table is initialized (until then the
+        // initialization watch wakes the loop, not the overdue timer).
+        if (this.fullRequests.length > 0 || Date.now() >= this.nextFullAt) {
+          const [initialized, initWatch] = table.initialized(db.readTxn())
+          if (initialized) {
+            await this.runFull()
+            fullAt = this.nextFullAt
+          } else {
+            watches.push(initWatch)
+            fullAt = Infinity
+          }
+        }
+
+        // Refresh: mark stale done objects; the round below reconciles them.
+        const now = Date.now()
+        if (budget && now >= this.nextRefreshAt) {
+          await markForRefresh(this.engine, budget, now)
+          this.nextRefreshAt = now + Math.min(this.config.refreshIntervalMs, 1000)
+        }
+
+        const r = await incrementalRound(this.engine, iter, startRevision)
+        this.counters.rounds++
+        this.counters.objects += r.objects
+        this.counters.dropped += r.dropped
+        this.counters.processedRevision = r.processedRevision
+        this.waiters.advance(r.processedRevision)
+        this.report()
+
+        const nextRetry = this.engine.retries.nextDue()
+        if (r.more || (nextRetry !== undefined && nextRetry <= Date.now())) {
+          await yieldToEventLoop() // let writers, timers and I/O in between rounds
+          continue
+        }
+        watches.push(r.watch)
+        await this.sleep(watches, Math.min(nextRetry ?? Infinity, fullAt, this.nextRefreshAt))
+      }
+    } catch (err) {
+      if (!(err instanceof StoppedError) && !this.engine.signal.aborted) {
+        // A bug or a statedb failure: report it loudly rather than spin.
+        console.error(`reconciler "${this.name}" loop failed:`, err)
+        this.running = false
+        this.healthReporter.update({ objects: 0, errors: 1, messages: [`loop failed: ${(err as Error)?.message ?? err}`], pruneError: this.lastPruneError })
+      }
+    }
+  }
+
+  private async runFull(): Promise<void> {
+    const requests = this.fullRequests.splice(0)
+    try {
+      const report = await fullReconciliation(this.engine)
+      this.counters.fullRuns++
+      this.lastFull = report
+      this.lastPruneError = report.pruneError
+      for (const r of requests) r.resolve(report)
+    } catch (err) {
+      for (const r of requests) r.reject(err)
+      throw err
+    } finally {
+      if (this.config.fullIntervalMs > 0) this.nextFullAt = Date.now() + this.config.fullIntervalMs
+    }
+  }
+
+  private report(): void {
+    const retries = this.engine.retries
+    const messages: string[] = []
+    for (const i of retries.values()) {
+      if (messages.length >= HEALTH_MESSAGES) break
+      messages.push(`${i.deleted ? 'delete ' : ''}${showKey(i.key)}: ${i.error}`)
+    }
+    const objects = this.config.table.count(this.config.db.readTxn())
+    this.healthReporter.update({ objects, errors: retries.size, messages, pruneError: this.lastPruneError })
+    this.config.metrics?.state(this.name, retries.size, retries.size)
+  }
+
+  private sleep(watches: readonly Watch[], until: number): Promise<void> {
+    if (!this.running) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const offs: Array<() => void> = []
+      const done = () => {
+        for (const off of offs) off()
+        this.clearTimer()
+        this.wake = undefined
+        resolve()
+      }
+      this.wake = done
+      for (const w of watches) offs.push(w.onClose(done))
+      if (until !== Infinity) this.timer = setTimeout(done, Math.max(0, until - Date.now()))
+    })
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer = undefined
+  }
+}
+
+function showKey(k: string): string {
+  return k.startsWith('\u0000') ? k.slice(1) : k
+}
