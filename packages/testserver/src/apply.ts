@@ -204,7 +204,10 @@ export function serverSideApply(live: any, applied: any, opts: { manager: string
     if (x === mine) continue
     for (const [k, p] of x.set) {
       if (!appliedSet.has(k) || !leafKeys.has(k)) continue
-      if (!deepEqual(getAt(applied, p), getAt(base, p))) conflicts.push({ manager: x.e.manager, apiVersion: x.e.apiVersion, path: p, ...(x.e.subresource ? { sub: x.e.subresource } : {}) })
+      const av = getAt(applied, p), lv = getAt(base, p)
+      // maps are granular: an (empty) map never conflicts, only values inside it do
+      if (isObj(av) || isObj(lv)) continue
+      if (!deepEqual(av, lv)) conflicts.push({ manager: x.e.manager, apiVersion: x.e.apiVersion, path: p, ...(x.e.subresource ? { sub: x.e.subresource } : {}) })
     }
   }
   if (conflicts.length > 0 && !force) throw applyConflict(conflicts)
