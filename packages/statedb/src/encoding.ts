@@ -1,27 +1,32 @@
 // Order-preserving key encoding: index keys become JS strings whose code-unit order (what `<`
 // compares) is the order of the keys.
 //
+// The common case costs nothing: a whole key that is a string without '\0' encodes to itself (no
+// copy, no concatenation; flat strings also compare fastest). Everything else is built from tags that
+// start with '\0', which a string can only contain escaped:
+// - in strings '\0' becomes "\0\x02"; inside a tuple a string part ends with "\0\x01";
+// - other parts are tagged: false "\0\x03", true "\0\x04", number "\0\x05"+4 chars, bigint
+//   "\0\x06"+length+digits, bytes "\0\x07"+(bytes+1)+"\0"; a tuple is "\0\x08" + its parts.
 // Invariants:
-// - every part starts with a type tag (>= 1), so parts of different types never compare equal and a
-//   '\0' right after a complete key marks its end;
-// - every part's encoding is prefix-free: strings end with "\0\x01" and escape their own '\0' as
-//   "\0\x02"; byte arrays shift bytes to 1..256 and end with '\0'; numbers, bigints and booleans have a
-//   self-describing length. So the key "a" can never match a longer key that merely starts with it
-//   (the composite-key pitfall), and the empty string, empty bytes and the empty tuple are keys too;
-// - a non-unique index stores `encode(secondary) + '\0' + encode(primary)`, and a lookup scans the
-//   prefix `encode(secondary) + '\0'`.
+// - every tuple part is self-delimiting and never starts with "\0\0", and no whole-key encoding
+//   contains "\0\0" at a part boundary. So a non-unique index can store
+//   `encode(secondary) + "\0\0" + encode(primary)`, and a lookup scans the prefix
+//   `encode(secondary) + "\0\0"`: the key "a" never matches "ab" nor ["a", "b"] (the composite-key
+//   pitfall), and empty keys ("", [], empty bytes) are keys like any other;
+// - keys of one type keep their order; keys of different types never compare equal (their relative
+//   order is unspecified).
 
 export type KeyPart = string | number | bigint | boolean | Uint8Array
 export type Key = KeyPart | readonly KeyPart[]
 
-const TAG_FALSE = '\x01'
-const TAG_TRUE = '\x02'
-const TAG_NUMBER = '\x03'
-const TAG_BIGINT = '\x04'
-const TAG_STRING = '\x05'
-const TAG_BYTES = '\x06'
+const TAG_FALSE = '\0\x03'
+const TAG_TRUE = '\0\x04'
+const TAG_NUMBER = '\0\x05'
+const TAG_BIGINT = '\0\x06'
+const TAG_BYTES = '\0\x07'
+const TAG_TUPLE = '\0\x08'
 const STRING_END = '\0\x01'
-export const KEY_SEPARATOR = '\0'
+export const KEY_SEPARATOR = '\0\0'
 
 const f64 = new Float64Array(1)
 const u32 = new Uint32Array(f64.buffer)
@@ -72,8 +77,8 @@ function encodeBytes(b: Uint8Array, terminate: boolean): string {
 function encodePart(p: KeyPart, terminate: boolean): string {
   switch (typeof p) {
     case 'string': {
-      const body = p.indexOf('\0') === -1 ? p : p.replaceAll('\0', '\0\x02')
-      return terminate ? TAG_STRING + body + STRING_END : TAG_STRING + body
+      const body = escape(p)
+      return terminate ? body + STRING_END : body
     }
     case 'number':
       return encodeNumber(p)
@@ -87,13 +92,15 @@ function encodePart(p: KeyPart, terminate: boolean): string {
   }
 }
 
+function escape(s: string): string {
+  return s.indexOf('\0') === -1 ? s : s.replaceAll('\0', '\0\x02')
+}
+
 /** Encodes a whole key. */
 export function encodeKey(key: Key): string {
-  if (typeof key === 'string') {
-    return key.indexOf('\0') === -1 ? TAG_STRING + key + STRING_END : encodePart(key, true)
-  }
+  if (typeof key === 'string') return escape(key)
   if (Array.isArray(key)) {
-    let out = ''
+    let out = TAG_TUPLE
     for (const p of key as readonly KeyPart[]) out += encodePart(p, true)
     return out
   }
@@ -105,9 +112,10 @@ export function encodeKey(key: Key): string {
  * open, so "ab" finds "abc" and ["a", "b"] finds ["a", "bc"].
  */
 export function encodePrefix(key: Key): string {
+  if (typeof key === 'string') return escape(key)
   if (Array.isArray(key)) {
     const parts = key as readonly KeyPart[]
-    let out = ''
+    let out = TAG_TUPLE
     for (let i = 0; i < parts.length; i++) out += encodePart(parts[i]!, i < parts.length - 1)
     return out
   }

@@ -73,7 +73,11 @@ export class Query<Obj> {
   ) {}
 
   /** @internal */ encoded(): string {
-    return (this.full ??= encodeKey(this.key))
+    const full = this.full
+    if (full !== undefined) return full
+    const key = this.key
+    // Fast path: a plain string key is its own encoding.
+    return (this.full = typeof key === 'string' && key.indexOf('\0') === -1 ? key : encodeKey(key))
   }
 
   /** @internal */ encodedPrefix(): string {

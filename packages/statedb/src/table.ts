@@ -40,10 +40,12 @@ export class Table<Obj> {
   /** @internal */ readonly watches: WatchRegistry
   /** @internal */ readonly graveyard = new Graveyard<Obj>()
   private readonly refs = new Map<string, IndexRef>()
+  private readonly primaryName: string
 
   constructor(opts: TableOptions<Obj>) {
     this.schema = new TableSchema(opts.name, opts.primary, opts.indexes ?? [])
     this.name = opts.name
+    this.primaryName = opts.primary.name
     this.refs.set(opts.primary.name, { pos: 0, unique: true })
     this.schema.secondary.forEach((idx, i) => this.refs.set(idx.name, { pos: i + 1, unique: idx.unique }))
     this.refs.set(REVISION_INDEX, { pos: -1, unique: true })
@@ -64,7 +66,9 @@ export class Table<Obj> {
   // ---- reads ----
 
   get(txn: Txn, q: Query<Obj>): Obj | undefined {
-    return this.first(txn.view(this), q)?.object
+    const view = txn.view(this)
+    if (q.index === this.primaryName) return treeGet(view.primary.root, q.encoded())?.object // the hot path
+    return this.first(view, q)?.object
   }
 
   /** The first match with the revision of its last write. */

@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { emptyTree, treeGet, TreeIterator, TreeWriter, validateTree, type Tree } from '../src/btree.ts'
-import { encodeKey, encodePrefix, type Key, type KeyPart } from '../src/encoding.ts'
+import { encodeKey, encodePrefix, KEY_SEPARATOR, type Key, type KeyPart } from '../src/encoding.ts'
 
 test('random writes agree with a Map; every published tree stays as it was', () => {
   fc.assert(
@@ -86,7 +86,10 @@ const arbPart: fc.Arbitrary<KeyPart> = fc.oneof(
   fc.uint8Array({ maxLength: 4, max: 3 }),
 )
 
-const typeRank = (p: KeyPart) => (typeof p === 'boolean' ? (p ? 1 : 0) : typeof p === 'number' ? 2 : typeof p === 'bigint' ? 3 : typeof p === 'string' ? 4 : 5)
+// Order across types follows the tags (unspecified for users, but fixed): inside a tuple the empty
+// string, then strings starting with NUL, false, true, numbers, bigints, bytes, other strings.
+const typeRank = (p: KeyPart) =>
+  typeof p === 'string' ? (p === '' ? 0 : p[0] === '\0' ? 1 : 7) : typeof p === 'boolean' ? (p ? 3 : 2) : typeof p === 'number' ? 4 : typeof p === 'bigint' ? 5 : 6
 
 function comparePart(a: KeyPart, b: KeyPart): number {
   const ra = typeRank(a)
@@ -132,7 +135,7 @@ test('no encoded key followed by the separator starts another key (the composite
   fc.assert(
     fc.property(fc.array(arbPart, { maxLength: 3 }), fc.array(arbPart, { maxLength: 3 }), (a, b) => {
       if (compareKey(a, b) === 0) return
-      assert.not.ok((encodeKey(b) + '\0').startsWith(encodeKey(a) + '\0'))
+      assert.not.ok((encodeKey(b) + KEY_SEPARATOR).startsWith(encodeKey(a) + KEY_SEPARATOR))
     }),
     { numRuns: 3000 },
   )
@@ -146,6 +149,23 @@ test('a string prefix finds exactly the keys that start with it', () => {
     }),
     { numRuns: 2000 },
   )
+})
+
+test('whole keys of one type keep their order; keys of different types never collide', () => {
+  fc.assert(
+    fc.property(arbPart, arbPart, (a, b) => {
+      const ea = encodeKey(a)
+      const eb = encodeKey(b)
+      if (typeRank(a) === typeRank(b) || (typeof a === 'string' && typeof b === 'string')) {
+        assert.is(sign(ea < eb ? -1 : ea > eb ? 1 : 0), sign(comparePart(a, b)))
+      } else {
+        assert.is.not(ea, eb)
+      }
+      assert.is.not(encodeKey([a]), ea, 'a tuple of one is not its part')
+    }),
+    { numRuns: 3000 },
+  )
+  assert.is(encodeKey('plain'), 'plain', 'a string without NUL encodes to itself')
 })
 
 test('empty keys are keys; -0 is 0; NaN is refused', () => {
