@@ -9,6 +9,7 @@
 // with null for absent baseline fields. ratio = value / baselineValue (see bench/README.md).
 
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { cpus as cpus_, loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { hasGc } from './lib/timing.ts'
@@ -52,7 +53,9 @@ async function runSuite(suite: string, opts: RunOptions): Promise<void> {
   if (!existsSync(file)) usage(`no suite "${suite}" (no file bench/${suite}.ts)`)
   const mod = (await import(pathToFileURL(file).href)) as { run?: unknown }
   if (typeof mod.run !== 'function') throw new Error(`bench/${suite}.ts does not export a function run(opts)`)
-  console.log(`\n== ${suite}${opts.quick ? ' (quick)' : ''}: node ${process.version}, ${new Date().toISOString()}`)
+  const cpus = cpus_()
+  const load = loadavg().map((l) => l.toFixed(2)).join(' ')
+  console.log(`\n== ${suite}${opts.quick ? ' (quick)' : ''}: node ${process.version}, ${cpus.length} x ${cpus[0]?.model.trim() ?? '?'}, load ${load}, ${new Date().toISOString()}`)
   const started = performance.now()
   const raw = await (mod.run as (o: RunOptions) => Promise<unknown>)(opts)
   if (!Array.isArray(raw)) throw new Error(`suite "${suite}": run() must resolve to an array of results`)
