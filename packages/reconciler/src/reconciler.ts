@@ -258,17 +258,23 @@ export class Reconciler<Obj> {
 
   private sleep(watches: readonly Watch[], until: number): Promise<void> {
     if (!this.running) return Promise.resolve()
+    // Each sleep owns its timer and listeners, and a watch that already fired wakes it at once
+    // before anything is armed: a finished sleep must never clear the next one's timer.
+    if (watches.some((w) => w.closed)) return Promise.resolve()
     return new Promise<void>((resolve) => {
       const offs: Array<() => void> = []
+      let timer: NodeJS.Timeout | undefined
       const done = () => {
-        for (const off of offs) off()
-        this.clearTimer()
+        if (this.wake !== done) return
         this.wake = undefined
+        for (const off of offs) off()
+        if (timer !== undefined) clearTimeout(timer)
+        this.timer = undefined
         resolve()
       }
       this.wake = done
+      if (until !== Infinity) this.timer = timer = setTimeout(done, Math.max(0, until - Date.now()))
       for (const w of watches) offs.push(w.onClose(done))
-      if (until !== Infinity) this.timer = setTimeout(done, Math.max(0, until - Date.now()))
     })
   }
 

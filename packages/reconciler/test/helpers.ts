@@ -34,6 +34,8 @@ export class FakeTarget {
   failDelete: (o: Obj) => unknown = () => undefined
   failPrune: () => unknown = () => undefined
   delay: (o: Obj) => number = () => 0
+  /** Called first in update and delete; the operation waits for the promise it returns. */
+  hold: (op: 'update' | 'delete', o: Obj) => Promise<void> | undefined = () => undefined
   pruned: string[] = []
 
   count(op: TargetEvent['op'], id?: string, ok?: boolean): number {
@@ -42,6 +44,7 @@ export class FakeTarget {
 
   readonly ops: Operations<Obj> = {
     update: async (o, ctx) => {
+      await this.hold('update', o)
       const d = this.delay(o)
       if (d > 0) await sleep(d, ctx.signal)
       const err = this.failUpdate(o)
@@ -56,6 +59,7 @@ export class FakeTarget {
       return changed
     },
     delete: async (o, ctx) => {
+      await this.hold('delete', o)
       const d = this.delay(o)
       if (d > 0) await sleep(d, ctx.signal)
       const err = this.failDelete(o)
@@ -156,4 +160,20 @@ export async function until(cond: () => boolean, ms = 3000, what = 'condition'):
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
     await sleep(2)
   }
+}
+
+export interface Deferred<T = void> {
+  promise: Promise<T>
+  resolve: (v: T) => void
+  reject: (e: unknown) => void
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (v: T) => void
+  let reject!: (e: unknown) => void
+  const promise = new Promise<T>((a, b) => {
+    resolve = a
+    reject = b
+  })
+  return { promise, resolve, reject }
 }
