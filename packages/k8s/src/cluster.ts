@@ -1,0 +1,337 @@
+// A Cluster: one API server as seen from this process. It owns
+// - the KubeConfig (@kubernetes/client-node) that names the server and authenticates requests,
+// - one keep-alive agent shared by every request (no socket per request),
+// - one bottleneck limiter (QPS + burst, a token bucket) shared by every request to the cluster,
+// - a pause shared by every request when the server answers 429/503 with Retry-After.
+// Invariants: every request has a timeout (watches: a client-side deadline past their server-side
+// timeoutSeconds); every failed request rejects with an ApiError naming the method, path and object;
+// close() destroys the agent's sockets and stops the limiter so a process can exit.
+import http from 'node:http'
+import https from 'node:https'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Bottleneck from 'bottleneck'
+import { KubeConfig } from '@kubernetes/client-node'
+
+export interface ClusterOptions {
+  /** A loaded KubeConfig; or give `kubeconfig` (YAML text); default: KubeConfig.loadFromDefault(). */
+  kubeConfig?: KubeConfig
+  kubeconfig?: string
+  /** Name used in metrics, health and messages (default: the kubeconfig's current context). */
+  name?: string
+  /** Requests per second (token bucket refill); 0 or Infinity: no client-side limit. Default 100. */
+  qps?: number
+  /** Token bucket size (default 2 × qps). */
+  burst?: number
+  /** Timeout of a plain request, ms (default 30 000). */
+  requestTimeoutMs?: number
+  /** Sockets per host of the shared agent (default 64). */
+  maxSockets?: number
+  /** Times a request answered with 429 (or 5xx with Retry-After) is retried (default 10, as client-go). */
+  maxRetryAfter?: number
+  /** User-Agent header (default "statewright/0.1"). */
+  userAgent?: string
+}
+
+export interface RequestOptions {
+  method?: string
+  /** Path below the server URL, e.g. /api/v1/namespaces/default/configmaps. */
+  path: string
+  query?: Record<string, string | number | boolean | undefined>
+  body?: unknown
+  contentType?: string
+  /** Overrides the cluster's requestTimeoutMs. */
+  timeoutMs?: number
+  signal?: AbortSignal
+  /** What the request is about, for error messages: "ConfigMap default/web". */
+  what?: string
+}
+
+/** A failed request: the HTTP status (0 for a transport error), the Status reason and message. */
+export class ApiError extends Error {
+  override name = 'ApiError'
+  constructor(
+    message: string,
+    readonly code: number,
+    readonly reason: string,
+    /** The parsed Status body, when the server sent one. */
+    readonly status?: any,
+    /** Retry-After, ms, when the server sent it. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message)
+  }
+}
+
+export function isNotFound(err: unknown): boolean {
+  return err instanceof ApiError && err.code === 404
+}
+export function isConflict(err: unknown): boolean {
+  return err instanceof ApiError && err.code === 409
+}
+export function isGone(err: unknown): boolean {
+  return err instanceof ApiError && (err.code === 410 || err.reason === 'Expired' || err.reason === 'Gone')
+}
+
+interface AuthSnapshot {
+  headers: Record<string, string>
+  at: number
+}
+
+const AUTH_TTL_MS = 10_000
+
+export class Cluster {
+  readonly name: string
+  readonly kubeConfig: KubeConfig
+  readonly server: URL
+  readonly limiter: Bottleneck | undefined
+  readonly requestTimeoutMs: number
+  private readonly agent: http.Agent
+  private readonly isHttps: boolean
+  private readonly maxRetryAfter: number
+  private readonly userAgent: string
+  private auth: AuthSnapshot | undefined
+  private authPending: Promise<AuthSnapshot> | undefined
+  private pausedUntil = 0
+  private closed = false
+  /** Counters for health and metrics. */
+  readonly stats = { requests: 0, errors: 0, throttled: 0 }
+  /** Per-cluster cache used by gvk.ts (discovery). */
+  readonly discoveryCache = new Map<string, Promise<any>>()
+
+  constructor(opts: ClusterOptions = {}) {
+    let kc = opts.kubeConfig
+    if (!kc) {
+      kc = new KubeConfig()
+      if (opts.kubeconfig !== undefined) kc.loadFromString(opts.kubeconfig)
+      else kc.loadFromDefault()
+    }
+    this.kubeConfig = kc
+    const c = kc.getCurrentCluster()
+    if (!c) throw new Error('cluster: the kubeconfig has no current cluster')
+    this.server = new URL(c.server)
+    this.isHttps = this.server.protocol === 'https:'
+    if (!this.isHttps && !c.skipTLSVerify) {
+      throw new Error(`cluster: ${c.server} is plain HTTP: the kubeconfig's cluster must set insecure-skip-tls-verify`)
+    }
+    this.name = opts.name ?? (kc.getCurrentContext() || c.name)
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? 30_000
+    this.maxRetryAfter = opts.maxRetryAfter ?? 10
+    this.userAgent = opts.userAgent ?? 'statewright/0.1'
+    const maxSockets = opts.maxSockets ?? 64
+    if (this.isHttps) {
+      // TLS material comes from the kubeconfig (client-node reads files and inline data).
+      const tls: https.RequestOptions = {}
+      this.applySync(tls)
+      this.agent = new https.Agent({
+        keepAlive: true,
+        maxSockets,
+        ca: tls.ca,
+        cert: tls.cert,
+        key: tls.key,
+        pfx: tls.pfx,
+        passphrase: tls.passphrase,
+        rejectUnauthorized: c.skipTLSVerify ? false : tls.rejectUnauthorized ?? true,
+        servername: c.tlsServerName,
+      })
+    } else {
+      this.agent = new http.Agent({ keepAlive: true, maxSockets })
+    }
+    const qps = opts.qps ?? 100
+    if (qps > 0 && Number.isFinite(qps)) {
+      const burst = Math.max(1, Math.round(opts.burst ?? qps * 2))
+      // A token bucket: `burst` tokens, refilled by qps × interval every interval.
+      const interval = Math.max(10, Math.round(1000 / qps))
+      this.limiter = new Bottleneck({
+        reservoir: burst,
+        reservoirIncreaseAmount: Math.max(1, Math.round((qps * interval) / 1000)),
+        reservoirIncreaseInterval: interval,
+        reservoirIncreaseMaximum: burst,
+      })
+    }
+  }
+
+  /** Fills TLS options synchronously (client-node's applyHTTPSOptions is synchronous underneath). */
+  private applySync(opts: https.RequestOptions): void {
+    // applyToHTTPSOptions is async only because of token providers; TLS fields are set before its
+    // first await. We start it and read the fields; the returned promise is awaited for errors.
+    void this.kubeConfig.applyToHTTPSOptions(opts).catch(() => {})
+  }
+
+  /** Authentication headers from the kubeconfig (tokens, exec plugins), cached briefly. */
+  private async authHeaders(): Promise<Record<string, string>> {
+    const now = Date.now()
+    if (this.auth && now - this.auth.at < AUTH_TTL_MS) return this.auth.headers
+    if (!this.authPending) {
+      this.authPending = (async () => {
+        const opts: https.RequestOptions = {}
+        await this.kubeConfig.applyToHTTPSOptions(opts)
+        const headers: Record<string, string> = {}
+        for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v)
+        if (opts.auth) headers.Authorization = 'Basic ' + Buffer.from(opts.auth).toString('base64')
+        const snap = { headers, at: Date.now() }
+        this.auth = snap
+        return snap
+      })().finally(() => { this.authPending = undefined })
+    }
+    return (await this.authPending).headers
+  }
+
+  /** Waits for a limiter token and for any shared Retry-After pause. */
+  private async admit(signal?: AbortSignal): Promise<void> {
+    if (this.closed) throw new ApiError(`cluster ${this.name}: closed`, 0, 'ClusterClosed')
+    if (this.limiter) await this.limiter.schedule(noop)
+    for (;;) {
+      const wait = this.pausedUntil - Date.now()
+      if (wait <= 0) return
+      await sleep(wait, undefined, { signal })
+    }
+  }
+
+  private url(path: string, query?: RequestOptions['query']): URL {
+    const u = new URL(this.server.href.replace(/\/$/, '') + path)
+    if (query) for (const [k, v] of Object.entries(query)) if (v !== undefined) u.searchParams.set(k, String(v))
+    return u
+  }
+
+  /**
+   * Sends a request and returns the parsed JSON body. Retries 429 (and 5xx with Retry-After) up to
+   * maxRetryAfter times, honouring Retry-After for every request to this cluster. Other failures
+   * reject with an ApiError.
+   */
+  async request<T = any>(o: RequestOptions): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      await this.admit(o.signal)
+      try {
+        const { status, headers, body } = await this.send(o)
+        if (status >= 200 && status < 300) return (body.length ? JSON.parse(body.toString('utf8')) : undefined) as T
+        const err = this.toError(o, status, headers, body)
+        if (err.retryAfterMs !== undefined && (status === 429 || status >= 500) && attempt < this.maxRetryAfter) {
+          this.stats.throttled++
+          this.pauseFor(err.retryAfterMs)
+          continue
+        }
+        throw err
+      } catch (err) {
+        this.stats.errors++
+        throw err
+      }
+    }
+  }
+
+  /** Everyone waits until `ms` from now before sending anything (a 429 is about the whole client). */
+  pauseFor(ms: number): void {
+    this.pausedUntil = Math.max(this.pausedUntil, Date.now() + ms)
+  }
+
+  /** Opens a streaming GET (a watch). Resolves with the response once headers arrived with 2xx. */
+  async stream(o: RequestOptions & { deadlineMs: number }): Promise<http.IncomingMessage> {
+    await this.admit(o.signal)
+    const headers = await this.authHeaders()
+    const u = this.url(o.path, o.query)
+    return new Promise((resolve, reject) => {
+      const req = (this.isHttps ? https : http).request(u, {
+        method: 'GET',
+        agent: this.agent,
+        headers: { ...headers, Accept: 'application/json', 'User-Agent': this.userAgent },
+        signal: o.signal,
+      })
+      this.stats.requests++
+      const deadline = setTimeout(() => req.destroy(new ApiError(`watch ${u.pathname}: no end after ${o.deadlineMs} ms`, 0, 'Timeout')), o.deadlineMs)
+      deadline.unref()
+      req.on('close', () => clearTimeout(deadline))
+      req.on('error', (e) => {
+        clearTimeout(deadline)
+        this.stats.errors++
+        reject(transportError('GET', u.pathname, o.what, e))
+      })
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 0
+        if (status >= 200 && status < 300) {
+          resolve(res)
+          return
+        }
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('error', (e) => reject(transportError('GET', u.pathname, o.what, e)))
+        res.on('end', () => {
+          this.stats.errors++
+          const err = this.toError({ ...o, method: 'GET' }, status, res.headers, Buffer.concat(chunks))
+          if (err.retryAfterMs !== undefined && status === 429) this.pauseFor(err.retryAfterMs)
+          reject(err)
+        })
+      })
+      req.end()
+    })
+  }
+
+  private async send(o: RequestOptions): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+    const auth = await this.authHeaders()
+    const u = this.url(o.path, o.query)
+    const method = o.method ?? 'GET'
+    const payload = o.body === undefined ? undefined : Buffer.from(typeof o.body === 'string' ? o.body : JSON.stringify(o.body))
+    const headers: Record<string, string | number> = { ...auth, Accept: 'application/json', 'User-Agent': this.userAgent }
+    if (payload) {
+      headers['Content-Type'] = o.contentType ?? 'application/json'
+      headers['Content-Length'] = payload.length
+    }
+    this.stats.requests++
+    const timeoutMs = o.timeoutMs ?? this.requestTimeoutMs
+    return new Promise((resolve, reject) => {
+      const req = (this.isHttps ? https : http).request(u, { method, agent: this.agent, headers, signal: o.signal })
+      const timer = setTimeout(() => req.destroy(new Error(`no answer after ${timeoutMs} ms`)), timeoutMs)
+      timer.unref()
+      req.on('error', (e) => {
+        clearTimeout(timer)
+        reject(transportError(method, u.pathname, o.what, e))
+      })
+      req.on('response', (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('error', (e) => {
+          clearTimeout(timer)
+          reject(transportError(method, u.pathname, o.what, e))
+        })
+        res.on('end', () => {
+          clearTimeout(timer)
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) })
+        })
+      })
+      req.end(payload)
+    })
+  }
+
+  private toError(o: RequestOptions, code: number, headers: http.IncomingHttpHeaders, body: Buffer): ApiError {
+    let status: any
+    try {
+      status = JSON.parse(body.toString('utf8'))
+    } catch {
+      status = undefined
+    }
+    const reason = typeof status?.reason === 'string' && status.reason ? status.reason : `HTTP${code}`
+    const msg = typeof status?.message === 'string' ? status.message : body.toString('utf8').slice(0, 200)
+    const ra = headers['retry-after']
+    const retryAfterMs = ra !== undefined && !Number.isNaN(Number(ra)) ? Math.max(0, Number(ra) * 1000) : undefined
+    const who = o.what ? `${o.what}: ` : ''
+    return new ApiError(`${who}${o.method ?? 'GET'} ${o.path}: ${code} ${reason}: ${msg}`, code, reason, status, retryAfterMs)
+  }
+
+  /** Stops the limiter and destroys every socket. Requests after close() fail. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.agent.destroy()
+    if (this.limiter) await this.limiter.stop({ dropWaitingJobs: true }).catch(() => {})
+    this.limiter?.disconnect()
+  }
+}
+
+function noop(): Promise<void> {
+  return Promise.resolve()
+}
+
+function transportError(method: string, path: string, what: string | undefined, e: Error): ApiError {
+  if (e instanceof ApiError) return e
+  const code = (e as NodeJS.ErrnoException).code
+  const reason = e.name === 'AbortError' ? 'Aborted' : code ?? 'TransportError'
+  return new ApiError(`${what ? what + ': ' : ''}${method} ${path}: ${e.message}`, 0, reason)
+}

@@ -1,0 +1,94 @@
+// Kinds and resource paths. A kind is named by apiVersion + kind; its resource (the URL segment) and
+// scope come from discovery (GET /api/v1 or /apis/<group>/<version>, cached per cluster), or are
+// given explicitly to skip discovery.
+import type { Cluster } from './cluster.ts'
+
+/** A Kubernetes object as JSON (unstructured). */
+export interface KubeObject {
+  apiVersion?: string
+  kind?: string
+  metadata: {
+    name?: string
+    namespace?: string
+    resourceVersion?: string
+    uid?: string
+    labels?: Record<string, string>
+    annotations?: Record<string, string>
+    [k: string]: unknown
+  }
+  [k: string]: unknown
+}
+
+export interface KindRef {
+  apiVersion: string
+  kind: string
+}
+
+/** A kind with its resource: what a request needs. */
+export interface ResourceRef extends KindRef {
+  /** Plural, lowercase: the URL segment (e.g. "configmaps"). */
+  resource: string
+  namespaced: boolean
+}
+
+export function splitApiVersion(apiVersion: string): { group: string; version: string } {
+  const i = apiVersion.indexOf('/')
+  return i < 0 ? { group: '', version: apiVersion } : { group: apiVersion.slice(0, i), version: apiVersion.slice(i + 1) }
+}
+
+export function groupOf(apiVersion: string | undefined): string {
+  return apiVersion ? splitApiVersion(apiVersion).group : ''
+}
+
+/** "ConfigMap" or "Widget.example.com": a kind's name independent of its version. */
+export function groupKind(r: KindRef): string {
+  const g = groupOf(r.apiVersion)
+  return g ? `${r.kind}.${g}` : r.kind
+}
+
+/** Finds a kind's resource by discovery (cached per cluster). A ResourceRef is returned as is. */
+export async function resolveKind(cluster: Cluster, ref: KindRef | ResourceRef): Promise<ResourceRef> {
+  if ('resource' in ref && typeof ref.resource === 'string' && typeof ref.namespaced === 'boolean') return ref
+  const { group, version } = splitApiVersion(ref.apiVersion)
+  const path = group ? `/apis/${group}/${version}` : `/api/${version}`
+  let p = cluster.discoveryCache.get(path)
+  if (!p) {
+    p = cluster.request({ path, what: `discovery of ${ref.apiVersion}` })
+    cluster.discoveryCache.set(path, p)
+    p.catch(() => cluster.discoveryCache.delete(path))
+  }
+  const list = await p
+  const found = (list?.resources ?? []).find((r: any) => r.kind === ref.kind && !String(r.name).includes('/'))
+  if (!found) {
+    cluster.discoveryCache.delete(path) // the kind may be registered later (a CRD)
+    throw new Error(`cluster ${cluster.name}: the server has no kind ${ref.kind} in ${ref.apiVersion}`)
+  }
+  return { apiVersion: ref.apiVersion, kind: ref.kind, resource: found.name, namespaced: !!found.namespaced }
+}
+
+/** The collection path (namespace optional for namespaced kinds: all namespaces). */
+export function collectionPath(r: ResourceRef, namespace?: string): string {
+  const { group, version } = splitApiVersion(r.apiVersion)
+  const base = group ? `/apis/${group}/${version}` : `/api/${version}`
+  const ns = r.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : ''
+  return `${base}${ns}/${r.resource}`
+}
+
+export function objectPath(r: ResourceRef, name: string, namespace?: string): string {
+  if (r.namespaced && !namespace) throw new Error(`${r.kind} ${name}: a namespaced kind needs a namespace`)
+  return `${collectionPath(r, namespace)}/${encodeURIComponent(name)}`
+}
+
+/** "namespace/name" (cluster-scoped: "name"), the default key of reflected objects. */
+export function namespacedName(obj: KubeObject): string {
+  const m = obj.metadata
+  return m.namespace ? `${m.namespace}/${m.name}` : String(m.name)
+}
+
+/** "ConfigMap default/web": an object's identity in messages. Never includes the content. */
+export function describe(obj: { kind?: string; apiVersion?: string; metadata?: { name?: string; namespace?: string } }): string {
+  const g = groupOf(obj.apiVersion)
+  const kind = `${obj.kind ?? '?'}${g ? '.' + g : ''}`
+  const m = obj.metadata ?? {}
+  return `${kind} ${m.namespace ? m.namespace + '/' : ''}${m.name ?? '?'}`
+}

@@ -1,0 +1,11 @@
+// @statewright/k8s: mirror a Kubernetes cluster into statedb tables (reflectors) and drive a cluster
+// from a table of desired objects (targets for the reconciler). The one public face of the package.
+export { Cluster, ApiError, isNotFound, isConflict, isGone, type ClusterOptions, type RequestOptions } from './cluster.ts'
+export {
+  resolveKind, collectionPath, objectPath, namespacedName, describe, groupKind, splitApiVersion,
+  type KubeObject, type KindRef, type ResourceRef,
+} from './gvk.ts'
+export { Reflector, stripManagedFields, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
+export { LineDecoder, parseEvent, type WatchEvent } from './ndjson.ts'
+export { Batcher, type Pending } from './batch.ts'
+export { K8sMetrics } from './metrics.ts'

@@ -1,0 +1,488 @@
+// A reflector mirrors one kind of one cluster into a statedb table, with client-go's reflector
+// semantics:
+// - a paginated list, replacing the table's contents in one transaction (insert what is there,
+//   delete what is gone), then a watch from the list's resourceVersion with bookmarks and a
+//   randomized server-side timeout; a watch that ends resumes from the last version seen;
+// - 410 Gone / Expired (HTTP status or ERROR event, or an expired continue token) relists;
+// - any other failure is retried with exponential backoff (p-retry), forever: the reflector never
+//   stops by itself, its health says what is wrong;
+// - watch events are coalesced by object (the latest wins) into write transactions of at most
+//   `batchSize` objects, written at most `batchDelayMs` after the first event of a batch;
+// - the table is initialized (statedb initializer) after the first complete list;
+// - state-of-world mode: no watch, a full list replacing the table every `intervalMs`.
+import { setTimeout as sleep } from 'node:timers/promises'
+import pRetry from 'p-retry'
+import type { DB, Table, Txn, WriteTxn } from '@statewright/statedb'
+import { ApiError, isGone, type Cluster } from './cluster.ts'
+import { collectionPath, describe, namespacedName, resolveKind, type KindRef, type KubeObject, type ResourceRef } from './gvk.ts'
+import { LineDecoder, parseEvent } from './ndjson.ts'
+import { Batcher, type Pending } from './batch.ts'
+import type { K8sMetrics } from './metrics.ts'
+
+export interface ReflectorOptions<Obj = KubeObject> {
+  cluster: Cluster
+  db: DB
+  table: Table<Obj>
+  /** The kind (discovery finds its resource) or a ResourceRef (no discovery). */
+  kind: KindRef | ResourceRef
+  /** Name in health, metrics and the table's initializer (default "<cluster>/<kind>"). */
+  name?: string
+  /** Only this namespace (default: all). */
+  namespace?: string
+  labelSelector?: string
+  fieldSelector?: string
+  /**
+   * Turns a cluster object into the table's objects: one, several (an array), or none. Default: the
+   * object itself (minus metadata.managedFields unless keepManagedFields).
+   */
+  transform?: (obj: KubeObject) => Obj | Obj[] | undefined | null
+  /** The primary key of a table object as a string (default: namespace/name of a Kubernetes object). */
+  key?: (obj: Obj) => string
+  /** Insert with a merge (table.modify) instead of replacing. */
+  merge?: (old: Obj, obj: Obj) => Obj
+  /** The table objects this reflector owns, for relists (default: the whole table). */
+  queryAll?: (txn: Txn) => Iterable<Obj>
+  keepManagedFields?: boolean
+  /** Objects per list page (default 500). */
+  pageSize?: number
+  /** Most objects per write transaction (default 1000). */
+  batchSize?: number
+  /** Longest delay between an event and its write, ms (default 10). */
+  batchDelayMs?: number
+  /** Server-side watch timeout: random in [s, 2s] (default 300 s, like client-go). */
+  watchTimeoutSeconds?: number
+  /** Backoff after failures (default 100 ms doubling up to 30 s, randomized). */
+  backoff?: { minMs?: number; maxMs?: number }
+  /** State-of-world mode: no watch; a full list every intervalMs replaces the table. */
+  stateOfWorld?: { intervalMs: number }
+  metrics?: K8sMetrics
+  /** Called for every failure (the reflector retries anyway). */
+  onError?: (err: Error) => void
+}
+
+export type ReflectorState = 'new' | 'listing' | 'watching' | 'waiting' | 'backoff' | 'stopped'
+
+export interface ReflectorHealth {
+  name: string
+  cluster: string
+  state: ReflectorState
+  /** The first complete list is in the table. */
+  synced: boolean
+  /** Unix ms of the last complete list. */
+  lastSyncAt: number | undefined
+  /** Unix ms of the last watch event or bookmark. */
+  lastEventAt: number | undefined
+  resourceVersion: string | undefined
+  /** Complete lists, the first included. */
+  lists: number
+  /** Lists forced by 410 Gone / Expired. */
+  relists: number
+  watches: number
+  events: number
+  errors: number
+  lastError: string | undefined
+  /** Objects in the table (queryAll). */
+  objects: number
+}
+
+class Relist extends Error {
+  override name = 'Relist'
+}
+
+export class Reflector<Obj = KubeObject> {
+  readonly name: string
+  private readonly o: ReflectorOptions<Obj>
+  private readonly keyOf: (obj: Obj) => string
+  private readonly transform: (obj: KubeObject) => Obj | Obj[] | undefined | null
+  /** Outputs per source object, kept when a transform is given (to delete stale outputs). */
+  private readonly sources: Map<string, { rv: string | undefined; outs: Obj[] }> | undefined
+  private readonly batcher: Batcher<KubeObject>
+  private ctrl = new AbortController()
+  private loop: Promise<void> | undefined
+  private markInitialized: ((txn: WriteTxn) => void) | undefined
+  private resource: ResourceRef | undefined
+  private rv: string | undefined
+  private needList = true
+  private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster'> = {
+    state: 'new', synced: false, lastSyncAt: undefined, lastEventAt: undefined, resourceVersion: undefined,
+    lists: 0, relists: 0, watches: 0, events: 0, errors: 0, lastError: undefined,
+  }
+
+  constructor(opts: ReflectorOptions<Obj>) {
+    this.o = opts
+    this.name = opts.name ?? `${opts.cluster.name}/${opts.kind.kind}`
+    this.keyOf = opts.key ?? ((obj: Obj) => namespacedName(obj as unknown as KubeObject))
+    const strip = !opts.keepManagedFields
+    this.transform = opts.transform ?? ((obj) => (strip ? stripManagedFields(obj) : obj) as unknown as Obj)
+    this.sources = opts.transform ? new Map() : undefined
+    this.batcher = new Batcher(opts.batchSize ?? 1000, opts.batchDelayMs ?? 10, (b) => this.writeBatch(b))
+  }
+
+  /** Registers the table initializer and starts listing and watching. Resolves once started. */
+  async start(): Promise<void> {
+    if (this.loop) throw new Error(`reflector ${this.name}: already started`)
+    const txn = await this.o.db.writeTxn(this.o.table)
+    try {
+      this.markInitialized = this.o.table.registerInitializer(txn, `reflector:${this.name}`)
+      txn.commit()
+    } catch (err) {
+      txn.abort()
+      throw err
+    }
+    this.loop = this.run()
+  }
+
+  /** Stops watching, writes what is buffered and resolves when nothing is left running. */
+  async stop(): Promise<void> {
+    this.ctrl.abort(new Error(`reflector ${this.name} stopped`))
+    await this.loop
+    await this.batcher.flush()
+    this.h.state = 'stopped'
+    this.gauge('up', 0)
+  }
+
+  /** Resolves after the first complete list is in the table (rejects on abort). */
+  async waitSynced(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      const [ok, w] = this.o.table.initialized(this.o.db.readTxn())
+      if (ok && this.h.synced) return
+      if (ok) await sleep(5, undefined, { signal })
+      else await w.wait(signal)
+    }
+  }
+
+  health(): ReflectorHealth {
+    const txn = this.o.db.readTxn()
+    let objects: number
+    if (this.o.queryAll) {
+      objects = 0
+      for (const _ of this.o.queryAll(txn)) objects++
+    } else objects = this.o.table.count(txn)
+    return { name: this.name, cluster: this.o.cluster.name, ...this.h, resourceVersion: this.rv, objects }
+  }
+
+  // ---- the loop ----
+
+  private async run(): Promise<void> {
+    const signal = this.ctrl.signal
+    const minMs = this.o.backoff?.minMs ?? 100
+    const maxMs = this.o.backoff?.maxMs ?? 30_000
+    while (!signal.aborted) {
+      try {
+        // One attempt makes progress or throws; consecutive failures back off exponentially.
+        await pRetry(() => this.attempt(), {
+          retries: Infinity, minTimeout: minMs, maxTimeout: maxMs, factor: 2, randomize: true, signal,
+          onFailedAttempt: ({ error }) => {
+            if (signal.aborted) return
+            this.failed(error)
+            this.h.state = 'backoff'
+          },
+          shouldRetry: () => !signal.aborted,
+        })
+      } catch (err) {
+        if (signal.aborted) break
+        this.failed(err as Error) // not expected: p-retry gave up; start again after a pause
+        await sleep(maxMs, undefined, { signal }).catch(() => {})
+      }
+    }
+  }
+
+  private failed(err: Error): void {
+    this.h.errors++
+    this.h.lastError = err.message
+    this.count('errors')
+    this.gauge('up', 0)
+    this.o.onError?.(err)
+  }
+
+  /** One step: a list if needed, then one watch (or one state-of-world pause). Throws on no progress. */
+  private async attempt(): Promise<void> {
+    const signal = this.ctrl.signal
+    try {
+      if (!this.resource) this.resource = await resolveKind(this.o.cluster, this.o.kind)
+      if (this.o.stateOfWorld) {
+        if (!this.needList) {
+          this.h.state = 'waiting'
+          await sleep(this.o.stateOfWorld.intervalMs, undefined, { signal })
+        }
+        this.needList = true
+        await this.listAndReplace()
+        return
+      }
+      if (this.needList) {
+        await this.listAndReplace()
+        return
+      }
+      await this.watch()
+    } catch (err) {
+      if (signal.aborted) return
+      if (err instanceof Relist || isGone(err)) {
+        // The version we resume from is gone: relist at once (not a failure to back off from).
+        this.needList = true
+        this.h.relists++
+        if (!(err instanceof Relist)) this.h.lastError = (err as Error).message
+        return
+      }
+      // p-retry stops on TypeError (a programming error): wrap so the reflector keeps going.
+      throw err instanceof ApiError ? err : new Error(`reflector ${this.name}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+    }
+  }
+
+  private async listAndReplace(): Promise<void> {
+    const r = this.resource!
+    this.h.state = 'listing'
+    const items: KubeObject[] = []
+    let cont: string | undefined
+    let rv: string | undefined
+    const limit = this.o.pageSize ?? 500
+    for (;;) {
+      let page: any
+      try {
+        page = await this.o.cluster.request({
+          path: collectionPath(r, this.o.namespace),
+          query: { limit, continue: cont, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector },
+          signal: this.ctrl.signal,
+          what: `list ${r.kind}`,
+          timeoutMs: Math.max(this.o.cluster.requestTimeoutMs, 60_000),
+        })
+      } catch (err) {
+        if (cont !== undefined && isGone(err)) {
+          // The continue token expired: start the list again from the first page.
+          items.length = 0
+          cont = undefined
+          rv = undefined
+          continue
+        }
+        throw err
+      }
+      if (rv === undefined) rv = page?.metadata?.resourceVersion
+      const kind = r.kind
+      const apiVersion = r.apiVersion
+      for (const it of page?.items ?? []) {
+        // Items of a list carry no kind/apiVersion on a real server; watch events do.
+        if (it.kind === undefined) it.kind = kind
+        if (it.apiVersion === undefined) it.apiVersion = apiVersion
+        items.push(it)
+      }
+      cont = page?.metadata?.continue || undefined
+      if (!cont) break
+    }
+    await this.batcher.discard() // the list supersedes every buffered event
+    await this.replace(items)
+    this.rv = rv
+    this.needList = false
+    this.h.lists++
+    this.h.lastSyncAt = Date.now()
+    this.count('lists')
+    this.o.metrics?.reflectorLastSync.set(this.labels(), this.h.lastSyncAt / 1000)
+  }
+
+  /** One transaction: the listed objects in, everything else this reflector owns out. */
+  private async replace(items: KubeObject[]): Promise<void> {
+    const { db, table } = this.o
+    await db.write(table, (txn) => {
+      const existing = new Map<string, Obj>()
+      for (const obj of this.o.queryAll ? this.o.queryAll(txn) : table.all(txn)) existing.set(this.keyOf(obj), obj)
+      const keep = new Set<string>()
+      if (this.sources) {
+        const old = this.sources
+        const next = new Map<string, { rv: string | undefined; outs: Obj[] }>()
+        for (const src of items) {
+          const sk = namespacedName(src)
+          const rv = src.metadata.resourceVersion
+          const prev = old.get(sk)
+          let outs: Obj[]
+          if (prev && rv !== undefined && prev.rv === rv) outs = prev.outs
+          else {
+            outs = this.outputs(src)
+            for (const o of outs) this.put(txn, o)
+          }
+          for (const o of outs) keep.add(this.keyOf(o))
+          next.set(sk, { rv, outs })
+        }
+        old.clear()
+        for (const [k, v] of next) old.set(k, v)
+      } else {
+        for (const src of items) {
+          const outs = this.outputs(src)
+          for (const o of outs) {
+            const k = this.keyOf(o)
+            keep.add(k)
+            const cur = existing.get(k) as KubeObject | undefined
+            const rv = (o as KubeObject).metadata?.resourceVersion
+            if (cur && rv !== undefined && cur.metadata?.resourceVersion === rv) continue // unchanged
+            this.put(txn, o)
+          }
+        }
+      }
+      for (const [k, obj] of existing) if (!keep.has(k)) table.delete(txn, obj)
+      if (!this.h.synced && this.markInitialized) this.markInitialized(txn)
+    })
+    this.h.synced = true
+    this.gauge('objects', this.o.queryAll ? keepCount(this.o.queryAll(db.readTxn())) : table.count(db.readTxn()))
+  }
+
+  private outputs(src: KubeObject): Obj[] {
+    try {
+      const out = this.transform(src)
+      if (out === undefined || out === null) return []
+      return Array.isArray(out) ? out : [out]
+    } catch (err) {
+      this.failed(new Error(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`))
+      return []
+    }
+  }
+
+  private put(txn: WriteTxn, obj: Obj): void {
+    try {
+      if (this.o.merge) this.o.table.modify(txn, obj, this.o.merge)
+      else this.o.table.insert(txn, obj)
+    } catch (err) {
+      this.failed(new Error(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`))
+    }
+  }
+
+  private async watch(): Promise<void> {
+    const r = this.resource!
+    const signal = this.ctrl.signal
+    const base = this.o.watchTimeoutSeconds ?? 300
+    const timeoutSeconds = Math.floor(base * (1 + Math.random()))
+    this.h.state = 'watching'
+    const res = await this.o.cluster.stream({
+      path: collectionPath(r, this.o.namespace),
+      query: {
+        watch: 1, resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds,
+        labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector,
+      },
+      signal,
+      what: `watch ${r.kind}`,
+      deadlineMs: timeoutSeconds * 1000 + 30_000,
+    })
+    this.h.watches++
+    this.gauge('up', 1)
+    const started = Date.now()
+    let progressed = false
+    const lines = new LineDecoder()
+    try {
+      for await (const chunk of res) {
+        for (const line of lines.push(chunk as Buffer)) {
+          if (await this.onLine(line)) progressed = true
+        }
+      }
+      for (const line of lines.end()) if (await this.onLine(line)) progressed = true
+    } catch (err) {
+      if (signal.aborted) return
+      if (err instanceof Relist) throw err
+      if (progressed) {
+        // It worked for a while: count the failure, resume at once from the last version.
+        this.failed(new ApiError(`watch ${r.kind}: ${(err as Error).message}`, 0, 'WatchBroken'))
+        return
+      }
+      throw err
+    } finally {
+      res.destroy()
+      this.gauge('up', 0)
+    }
+    // A clean end (server timeout, or the server closing watches): resume from the last version.
+    if (!progressed && Date.now() - started < 1000) {
+      throw new ApiError(`watch ${r.kind}: closed at once without events`, 0, 'WatchClosed')
+    }
+  }
+
+  /** Handles one watch line; true when it was progress (an event or bookmark). */
+  private async onLine(line: string): Promise<boolean> {
+    const ev = parseEvent(line)
+    const obj = ev.object as KubeObject
+    if (ev.type === 'ERROR') {
+      const st = ev.object as any
+      if (st?.code === 410 || st?.reason === 'Expired' || st?.reason === 'Gone') throw new Relist(String(st?.message ?? 'expired'))
+      throw new ApiError(`watch ${this.resource?.kind}: ERROR event: ${st?.code} ${st?.reason}: ${st?.message}`, Number(st?.code) || 0, String(st?.reason ?? 'Error'), st)
+    }
+    this.h.lastEventAt = Date.now()
+    const rv = obj?.metadata?.resourceVersion
+    if (ev.type === 'BOOKMARK') {
+      if (rv) this.rv = rv
+      return true
+    }
+    if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED' && ev.type !== 'DELETED') return false
+    this.h.events++
+    this.o.metrics?.reflectorEvents.inc({ ...this.labels(), type: ev.type })
+    if (obj.kind === undefined) obj.kind = this.resource!.kind
+    if (obj.apiVersion === undefined) obj.apiVersion = this.resource!.apiVersion
+    const p = this.batcher.add(namespacedName(obj), { type: ev.type === 'DELETED' ? 'delete' : 'upsert', object: obj })
+    if (rv) this.rv = rv
+    if (p) await p
+    return true
+  }
+
+  /** Writes one coalesced batch of watch events. Never throws (errors are counted). */
+  private async writeBatch(batch: Map<string, Pending<KubeObject>>): Promise<void> {
+    const { db, table } = this.o
+    try {
+      await db.write(table, (txn) => {
+        for (const [sk, p] of batch) {
+          if (this.sources) {
+            const prev = this.sources.get(sk)
+            if (p.type === 'delete') {
+              for (const o of prev?.outs ?? this.outputs(p.object)) table.delete(txn, o)
+              this.sources.delete(sk)
+              continue
+            }
+            const outs = this.outputs(p.object)
+            if (prev) {
+              const keys = new Set(outs.map((o) => this.keyOf(o)))
+              for (const o of prev.outs) if (!keys.has(this.keyOf(o))) table.delete(txn, o)
+            }
+            for (const o of outs) this.put(txn, o)
+            this.sources.set(sk, { rv: p.object.metadata.resourceVersion, outs })
+          } else if (p.type === 'delete') {
+            for (const o of this.outputs(p.object)) table.delete(txn, o)
+          } else {
+            for (const o of this.outputs(p.object)) this.put(txn, o)
+          }
+        }
+      })
+      if (!this.o.queryAll) this.gauge('objects', table.count(db.readTxn()))
+    } catch (err) {
+      this.failed(new Error(`reflector ${this.name}: write of ${batch.size} objects failed: ${(err as Error).message}`))
+      this.needList = true // the table may miss these events: relist to be sure
+    }
+  }
+
+  // ---- metrics ----
+
+  private labels(): { reflector: string; cluster: string } {
+    return { reflector: this.name, cluster: this.o.cluster.name }
+  }
+  private count(what: 'errors' | 'lists'): void {
+    const m = this.o.metrics
+    if (!m) return
+    ;(what === 'errors' ? m.reflectorErrors : m.reflectorRelists).inc(this.labels())
+  }
+  private gauge(what: 'up' | 'objects', v: number): void {
+    const m = this.o.metrics
+    if (!m) return
+    ;(what === 'up' ? m.reflectorUp : m.reflectorObjects).set(this.labels(), v)
+  }
+}
+
+function keepCount(it: Iterable<unknown>): number {
+  let n = 0
+  for (const _ of it) n++
+  return n
+}
+
+/** A copy without metadata.managedFields (most of an object's size, rarely needed). */
+export function stripManagedFields(obj: KubeObject): KubeObject {
+  if (!obj.metadata || obj.metadata.managedFields === undefined) return obj
+  const { managedFields: _, ...metadata } = obj.metadata
+  return { ...obj, metadata }
+}
+
+function safeDescribe(obj: KubeObject): string {
+  try {
+    return describe(obj)
+  } catch {
+    return 'an object'
+  }
+}
