@@ -44,12 +44,12 @@ export class Objects {
     for (const t of registry.all()) store.ensure(t.storageKey)
   }
 
+  /** A v4-shaped UUID from the seeded PRNG (deterministic per seed). */
   uid(): string {
-    const h = Array.from({ length: 32 }, () => Math.floor(this.rand() * 16).toString(16))
-    h[12] = '4'
-    h[16] = ((parseInt(h[16]!, 16) & 3) | 8).toString(16)
-    const s = h.join('')
-    return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20)}`
+    const w = () => (Math.floor(this.rand() * 0x100000000) >>> 0).toString(16).padStart(8, '0')
+    const a = w(), b = w(), c = w(), d = w()
+    const variant = ((parseInt(c[0]!, 16) & 3) | 8).toString(16)
+    return `${a}-${b.slice(0, 4)}-4${b.slice(5, 8)}-${variant}${c.slice(1, 4)}-${c.slice(4)}${d}`
   }
 
   // ---------- reads ----------
@@ -160,13 +160,14 @@ export class Objects {
   }
 
   // ---------- writes ----------
+  /** Creates an object; takes ownership of `body` (callers pass freshly parsed objects). */
   create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): any {
     this.checkBody(t, ns, body)
     const meta = { ...(body.metadata ?? {}) }
     if (!meta.name && meta.generateName) {
       meta.name = meta.generateName + Array.from({ length: 5 }, () => 'bcdfghjklmnpqrstvwxz2456789'[Math.floor(this.rand() * 27)]).join('')
     }
-    let obj: any = { ...clone(body), apiVersion: apiVersionOf(t), kind: t.kind, metadata: meta }
+    let obj: any = { ...body, apiVersion: apiVersionOf(t), kind: t.kind, metadata: meta }
     this.validate(t, obj)
     this.checkNamespace(t, ns)
     if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
