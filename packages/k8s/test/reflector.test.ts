@@ -1,8 +1,8 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { DB } from '@statewright/statedb'
-import { Reflector } from '@statewright/k8s'
-import { WIDGET, clusterFor, create, diffState, objectTable, patch, remove, sameState, serverState, startServer, tableState, waitTable, widget } from './helpers.ts'
+import { DB, Table, defineIndex } from '@statewright/statedb'
+import { Batcher, LineDecoder, Reflector, parseEvent, type ReflectorOptions } from '@statewright/k8s'
+import { WIDGET, waitFor, clusterFor, create, diffState, objectTable, patch, remove, sameState, serverState, startServer, tableState, waitTable, widget } from './helpers.ts'
 
 test('initial sync, then adds, updates and deletes', async () => {
   const server = await startServer()
@@ -43,6 +43,195 @@ test('initial sync, then adds, updates and deletes', async () => {
     await cluster.close()
     await server.stop()
   }
+})
+
+
+async function setup(opts: Parameters<typeof startServer>[0] = {}, ropts: Partial<ReflectorOptions> = {}) {
+  const server = await startServer(opts)
+  const cluster = clusterFor(server)
+  const table = objectTable()
+  const db = new DB({ tables: [table] })
+  const r = new Reflector({ cluster, db, table, kind: WIDGET, backoff: { minMs: 20, maxMs: 200 }, ...ropts })
+  const synced = () => serverState(cluster).then((want) => waitTable(db, table, () => sameState(want, tableState(db, table)), 'the table to equal the server').catch(() => {
+    throw new Error(`table differs from server: ${diffState(want, tableState(db, table))}`)
+  }))
+  const done = async () => { await r.stop(); await cluster.close(); await server.stop() }
+  return { server, cluster, table, db, r, synced, done }
+}
+
+for (const asHttp of [false, true]) {
+  test(`410 after compaction (${asHttp ? 'HTTP 410' : 'ERROR event'}): relist replaces the table atomically`, async () => {
+    const t = await setup({ watchExpiredAsHttp410: asHttp })
+    try {
+      t.server.control.seed(WIDGET, 100)
+      await t.r.start()
+      await t.r.waitSynced(AbortSignal.timeout(5000))
+      // Keep the reflector from watching while the world changes and history is forgotten.
+      const unfail = t.server.control.fail({ watch: true, status: 500 })
+      t.server.control.resetWatches()
+      for (let i = 0; i < 10; i++) await remove(t.cluster, `obj-${i}`)
+      for (let i = 0; i < 10; i++) await create(t.cluster, widget(`later-${i}`))
+      await patch(t.cluster, 'obj-50', { spec: { size: 9 } })
+      t.server.control.compact()
+      // Watch every write to the table: the relist must land in one transaction.
+      const revBefore = t.table.revision(t.db.readTxn())
+      const seen: number[] = []
+      let stop = false
+      void (async () => {
+        while (!stop) {
+          const txn = t.db.readTxn()
+          seen.push(t.table.count(txn))
+          const [, w] = t.table.allWatch(txn)
+          await w.wait(AbortSignal.timeout(5000)).catch(() => {})
+        }
+      })()
+      unfail()
+      await t.synced()
+      stop = true
+      assert.ok(t.r.health().relists >= 1, 'relisted')
+      assert.is(t.r.health().lists, 2)
+      // 100 before; the relist removed 10 and added 10 in one commit: nobody saw 90 or 110.
+      assert.not.ok(seen.some((n) => n !== 100), `counts seen: ${seen}`)
+      assert.ok(t.table.revision(t.db.readTxn()) > revBefore)
+      // unchanged objects were not rewritten by the relist: 10 deletes + 10 inserts + 1 update
+      assert.is(t.table.revision(t.db.readTxn()) - revBefore, 21)
+    } finally {
+      await t.done()
+    }
+  })
+}
+
+test('recovers from 5xx lists, refused connections, 429 Retry-After, resets and delays with nothing lost', async () => {
+  const errors: string[] = []
+  const t = await setup({}, { onError: (e) => errors.push(e.message) })
+  try {
+    t.server.control.seed(WIDGET, 300)
+    const unfail = t.server.control.fail({ watch: false, method: 'GET', path: '/widgets', status: 500, count: 3 })
+    await t.r.start()
+    await t.r.waitSynced(AbortSignal.timeout(10_000))
+    unfail()
+    assert.ok(t.r.health().errors >= 3, `errors ${t.r.health().errors}`)
+    assert.ok(errors.some((m) => m.includes('500')), errors.join('\n'))
+    let n = 0
+    const writes = async (k: number) => {
+      for (let i = 0; i < k; i++, n++) {
+        if (n % 3 === 0) await create(t.cluster, widget(`w-${n}`, { n }))
+        else if (n % 3 === 1) await patch(t.cluster, `obj-${n}`, { spec: { n } })
+        else await remove(t.cluster, `obj-${n}`)
+      }
+    }
+    const watching = () => waitFor(() => t.server.control.watchCount() === 1, 'the reflector to watch again')
+    await writes(20)
+    await watching()
+    t.server.control.resetWatches()
+    await writes(20)
+    await watching()
+    await t.server.control.refuseConnections(200)
+    await writes(20)
+    await watching()
+    const unthrottle = t.server.control.fail({ watch: true, status: 429, retryAfterSeconds: 0.1, count: 2 })
+    t.server.control.closeWatches()
+    await writes(20)
+    await watching()
+    unthrottle()
+    const undelay = t.server.control.delay({ watch: true, ms: 150, count: 2 })
+    t.server.control.resetWatches()
+    await writes(20)
+    await watching()
+    undelay()
+    await t.synced()
+    const h = t.r.health()
+    assert.is(h.state, 'watching')
+    assert.ok(h.watches >= 4, `watches ${h.watches} ${JSON.stringify(h)} ${JSON.stringify(t.server.control.requestLog().filter((e) => e.method === 'GET').map((e) => [e.status, e.watch, e.query.resourceVersion]))} ${errors.join('\n')}`)
+  } finally {
+    await t.done()
+  }
+})
+
+test('state-of-world mode: periodic full relists, no watch', async () => {
+  const t = await setup({}, { stateOfWorld: { intervalMs: 50 } })
+  try {
+    t.server.control.seed(WIDGET, 20)
+    await t.r.start()
+    await t.r.waitSynced(AbortSignal.timeout(5000))
+    await remove(t.cluster, 'obj-3')
+    await create(t.cluster, widget('fresh'))
+    await t.synced()
+    assert.ok(t.r.health().lists >= 2)
+    assert.is(t.server.control.requestLog().filter((e) => e.watch).length, 0)
+  } finally {
+    await t.done()
+  }
+})
+
+test('namespace and label selector; transform to several objects drops stale outputs', async () => {
+  interface Port { id: string; widget: string; port: number }
+  const server = await startServer()
+  const cluster = clusterFor(server)
+  const byId = defineIndex<Port, string>({ name: 'id', key: (p) => p.id, unique: true })
+  const ports = new Table<Port>({ name: 'ports', primary: byId })
+  const db = new DB({ tables: [ports] })
+  const r = new Reflector<Port>({
+    cluster, db, table: ports, kind: WIDGET, namespace: 'default', labelSelector: 'team=a',
+    key: (p) => p.id,
+    transform: (w) => ((w.spec as any)?.ports ?? []).map((port: number) => ({ id: `${w.metadata.name}:${port}`, widget: String(w.metadata.name), port })),
+  })
+  const ids = () => ports.all(db.readTxn()).toArray().map((p) => p.id).sort().join(',')
+  try {
+    await cluster.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'other' } } })
+    await create(cluster, widget('a', { ports: [80, 443] }, { team: 'a' }))
+    await create(cluster, widget('b', { ports: [22] }, { team: 'b' }))
+    await create(cluster, widget('c', { ports: [8080] }, { team: 'a' }, 'other'))
+    await r.start()
+    await r.waitSynced(AbortSignal.timeout(5000))
+    assert.is(ids(), 'a:443,a:80')
+    await patch(cluster, 'a', { spec: { ports: [443, 8443] } })
+    await waitTable(db, ports, () => ids() === 'a:443,a:8443', 'stale output a:80 to go')
+    await create(cluster, widget('d', { ports: [1] }, { team: 'a' }))
+    await waitTable(db, ports, () => ids() === 'a:443,a:8443,d:1', 'd:1')
+    await remove(cluster, 'a')
+    await waitTable(db, ports, () => ids() === 'd:1', 'a to go')
+    // a relist rebuilds outputs and removes stale ones too
+    server.control.compact()
+    await patch(cluster, 'd', { spec: { ports: [2] } })
+    server.control.resetWatches()
+    await waitTable(db, ports, () => ids() === 'd:2', 'd:2')
+  } finally {
+    await r.stop()
+    await cluster.close()
+    await server.stop()
+  }
+})
+
+test('NDJSON lines split anywhere, even inside a UTF-8 character', () => {
+  const text = '{"type":"ADDED","object":{"metadata":{"name":"é€"}}}\n\n{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n{"type":"DELETED","object":{}}'
+  const bytes = Buffer.from(text)
+  for (let cut = 1; cut < bytes.length; cut += 3) {
+    const d = new LineDecoder()
+    const lines = [...d.push(bytes.subarray(0, cut)), ...d.push(bytes.subarray(cut)), ...d.end()]
+    assert.equal(lines.map((l) => parseEvent(l).type), ['ADDED', 'BOOKMARK', 'DELETED'])
+    assert.is(parseEvent(lines[0]).object.metadata.name, 'é€')
+  }
+  assert.throws(() => parseEvent('{"type":1}'), /not a watch event/)
+  assert.throws(() => parseEvent('nope'), /bad JSON/)
+})
+
+test('Batcher coalesces by key, flushes by size and by delay, in order', async () => {
+  const batches: Array<Array<[string, string]>> = []
+  const b = new Batcher<number>(3, 20, async (m) => { batches.push([...m].map(([k, p]) => [k, `${p.type}:${p.object}`])) })
+  b.add('a', { type: 'upsert', object: 1 })
+  b.add('a', { type: 'delete', object: 2 })
+  b.add('b', { type: 'upsert', object: 3 })
+  assert.is(b.length, 2)
+  await b.add('c', { type: 'upsert', object: 4 })
+  assert.equal(batches, [[['a', 'delete:2'], ['b', 'upsert:3'], ['c', 'upsert:4']]])
+  b.add('d', { type: 'upsert', object: 5 })
+  await new Promise((r) => setTimeout(r, 60))
+  assert.equal(batches[1], [['d', 'upsert:5']])
+  b.add('e', { type: 'upsert', object: 6 })
+  await b.discard()
+  await b.flush()
+  assert.is(batches.length, 2)
 })
 
 test.run()
