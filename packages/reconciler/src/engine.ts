@@ -92,7 +92,8 @@ export class Engine<Obj> {
     this.controller.abort(new StoppedError('reconciler stopped'))
     const l = this.opLimiter
     this.opLimiter = undefined
-    if (l) await l.stop({ dropWaitingJobs: true }).catch(() => {})
+    // Not awaited: Bottleneck's stop waits for running jobs, and an operation may ignore the signal.
+    if (l) l.stop({ dropWaitingJobs: true }).catch(() => {})
   }
 
   key(obj: Obj): string {

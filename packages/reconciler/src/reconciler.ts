@@ -54,6 +54,8 @@ export class Reconciler<Obj> {
   private loopDone: Promise<void> | undefined
   private running = false
   private wake: (() => void) | undefined
+  /** Set by a trigger that came while the loop was not sleeping: the next sleep returns at once. */
+  private poked = false
   private timer: NodeJS.Timeout | undefined
   private roundLimiter: Bottleneck | undefined
   private fullRequests: FullRequest[] = []
@@ -102,7 +104,7 @@ export class Reconciler<Obj> {
     this.clearTimer()
     const l = this.roundLimiter
     this.roundLimiter = undefined
-    if (l) await l.stop({ dropWaitingJobs: true }).catch(() => {})
+    if (l) l.stop({ dropWaitingJobs: true }).catch(() => {}) // not awaited: see Engine.stop
     this.waiters.fail(stopped)
     for (const r of this.fullRequests.splice(0)) r.reject(stopped)
     this.healthReporter.stopped()
@@ -167,7 +169,7 @@ export class Reconciler<Obj> {
     if (!this.running) return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
     return new Promise<FullReport>((resolve, reject) => {
       this.fullRequests.push({ resolve, reject })
-      this.wake?.()
+      this.poke()
     })
   }
 
@@ -178,6 +180,7 @@ export class Reconciler<Obj> {
     const budget = refreshPerSecond > 0 ? new RefreshBudget(refreshPerSecond) : undefined
     try {
       while (this.running) {
+        this.poked = false
         if (this.roundLimiter) await this.engine.race(this.roundLimiter.schedule(async () => undefined))
         const watches: Watch[] = []
         let fullAt = this.nextFullAt
@@ -260,7 +263,7 @@ export class Reconciler<Obj> {
     if (!this.running) return Promise.resolve()
     // Each sleep owns its timer and listeners, and a watch that already fired wakes it at once
     // before anything is armed: a finished sleep must never clear the next one's timer.
-    if (watches.some((w) => w.closed)) return Promise.resolve()
+    if (this.poked || watches.some((w) => w.closed)) return Promise.resolve()
     return new Promise<void>((resolve) => {
       const offs: Array<() => void> = []
       let timer: NodeJS.Timeout | undefined
@@ -276,6 +279,11 @@ export class Reconciler<Obj> {
       if (until !== Infinity) this.timer = timer = setTimeout(done, Math.max(0, until - Date.now()))
       for (const w of watches) offs.push(w.onClose(done))
     })
+  }
+
+  private poke(): void {
+    this.poked = true
+    this.wake?.()
   }
 
   private clearTimer(): void {

@@ -1,0 +1,200 @@
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { Registry } from 'prom-client'
+import { Table } from '@statewright/statedb'
+import { ConfigError, InMemoryMetrics, PrometheusMetrics, Reconciler, StoppedError, waitForReconciliation, type Health } from '@statewright/reconciler'
+import { byId, deferred, makeTable, setup, until, within, type Obj } from './helpers.ts'
+
+test('health: ok with the object count, degraded with error count and first messages, ok again', async () => {
+  const s = setup({ retry: { minMs: 10, maxMs: 10 } })
+  const seen: Health[] = []
+  s.rec.onHealth((h) => seen.push(h))
+  let failing = true
+  s.target.failUpdate = (o) => (failing && o.id !== 'ok' ? new Error(`cannot write ${o.id}`) : undefined)
+  s.rec.start()
+  try {
+    let rev = await s.insert('ok', 0)
+    await s.rec.waitForRevision(rev, { signal: within(2000) })
+    assert.is(s.rec.health.level, 'ok')
+    assert.is(s.rec.health.message, '1 objects')
+    for (const id of ['a', 'b', 'c', 'd']) rev = await s.insert(id, 1)
+    await s.rec.waitForRevision(rev, { signal: within(2000) })
+    assert.is(s.rec.health.level, 'degraded')
+    assert.is(s.rec.health.errors, 4)
+    assert.match(s.rec.health.message, /^4 errors: a: cannot write a; b: cannot write b; c: cannot write c$/)
+    failing = false
+    await until(() => s.rec.health.level === 'ok', 2000, 'healthy again')
+    assert.is(s.rec.health.message, '5 objects')
+    const levels = seen.map((h) => h.level).filter((l, i, a) => i === 0 || a[i - 1] !== l)
+    assert.equal(levels, ['ok', 'degraded', 'ok'])
+  } finally {
+    await s.rec.stop()
+  }
+  assert.is(s.rec.health.level, 'stopped')
+})
+
+test('waitForReconciliation resolves when nothing is pending and reports objects in error', async () => {
+  const s = setup({ retry: { minMs: 60_000, maxMs: 60_000 } })
+  s.target.failUpdate = (o) => (o.id === 'bad' ? new Error('rejected') : undefined)
+  await s.insert('good', 1)
+  await s.insert('bad', 1)
+  const waiting = waitForReconciliation(s.db, s.table, s.statusIndex, { signal: within(2000) })
+  s.rec.start() // the wait began before the reconciler: it waits for it
+  try {
+    const errors = await waiting
+    assert.equal(errors.map((o) => [o.id, o.status.error]), [['bad', 'rejected']])
+    const aborted = new AbortController()
+    aborted.abort(new Error('gave up'))
+    await s.insert('x', 1)
+    await waitForReconciliation(s.db, s.table, s.statusIndex, { signal: aborted.signal }).then(
+      () => assert.unreachable('should reject'),
+      (e) => assert.is((e as Error).message, 'gave up'),
+    )
+  } finally {
+    await s.rec.stop()
+  }
+})
+
+test('waitForRevision covers deletes, resolves on failure too, and rejects when stopped', async () => {
+  const s = setup({ retry: { minMs: 60_000, maxMs: 60_000 } })
+  s.target.failDelete = () => new Error('EACCES')
+  s.rec.start()
+  await s.insert('a', 1)
+  const rev = await s.remove('a')
+  await s.rec.waitForRevision(rev, { signal: within(2000) })
+  assert.is(s.target.count('delete', 'a', false), 1, 'the delete was tried before the wait resolved')
+  assert.is(s.rec.failedDeletes().length, 1)
+  const hold = deferred()
+  s.target.hold = () => hold.promise
+  const far = await s.insert('b', 1)
+  const pending = s.rec.waitForRevision(far)
+  await s.rec.stop()
+  await pending.then(
+    () => assert.unreachable('should reject'),
+    (e) => assert.instance(e, StoppedError),
+  )
+  await s.rec.waitForRevision(far + 100).then(
+    () => assert.unreachable('should reject'),
+    (e) => assert.instance(e, StoppedError),
+  )
+  hold.resolve()
+})
+
+test('stop cancels in-flight operations (even ones that ignore the signal) and leaves nothing running', async () => {
+  const s = setup({ fullReconciliationIntervalMs: 50, refresh: { intervalMs: 10 }, rateLimit: { rounds: { minTime: 1 }, operations: { maxConcurrent: 1 } } })
+  const inFlight = deferred<AbortSignal>()
+  s.target.hold = (_op, o) => {
+    if (o.id !== 'stuck') return undefined
+    return new Promise<void>(() => {}) // never settles, ignores the signal
+  }
+  const orig = s.target.ops.update
+  s.target.ops.update = (o, ctx) => {
+    if (o.id === 'stuck') inFlight.resolve(ctx.signal)
+    return orig(o, ctx)
+  }
+  s.rec.start()
+  await s.insert('stuck', 1)
+  const signal = await inFlight.promise
+  const t0 = Date.now()
+  await s.rec.stop()
+  assert.ok(Date.now() - t0 < 1000, 'stop did not wait for the operation')
+  assert.is(signal.aborted, true, 'the operation was told to stop')
+  assert.is(s.rec.isRunning, false)
+  assert.is(s.db.stats()[0]!.changeIterators, 0, 'change iterator closed')
+  assert.is(s.table.get(s.db.readTxn(), byId.query('stuck'))!.status.kind, 'pending', 'an aborted operation writes nothing back')
+  // Restart: the pending object is picked up again.
+  s.target.hold = () => undefined
+  s.rec.start()
+  try {
+    await waitForReconciliation(s.db, s.table, s.statusIndex, { signal: within(2000) })
+    assert.is(s.target.state.get('stuck'), 1)
+  } finally {
+    await s.rec.stop()
+  }
+  // The test runner fails this folder if any timer or limiter survived.
+})
+
+test('objects in error before a restart are retried after it', async () => {
+  const s = setup({ retry: { minMs: 60_000, maxMs: 60_000 } })
+  let fail = true
+  s.target.failUpdate = () => (fail ? new Error('down') : undefined)
+  s.rec.start()
+  const rev = await s.insert('a', 1)
+  await s.rec.waitForRevision(rev, { signal: within(2000) })
+  await s.rec.stop()
+  fail = false
+  const again = new Reconciler<Obj>({ ...s.rec.config, retry: { minMs: 60_000, maxMs: 60_000 } })
+  again.start()
+  try {
+    await until(() => s.table.get(s.db.readTxn(), byId.query('a'))!.status.kind === 'done', 2000, 'retried after restart')
+  } finally {
+    await again.stop()
+  }
+})
+
+test('bad configuration is rejected at construction with a clear message', () => {
+  const s = setup()
+  const base = s.rec.config
+  const make = (over: Record<string, unknown>) => () => new Reconciler<Obj>({ ...base, ...over } as never)
+  assert.throws(make({ operations: { update: () => {} } }), /operations\.delete missing/)
+  assert.throws(make({ operations: undefined }), /operations missing/)
+  assert.throws(make({ retry: { minMs: 500, maxMs: 100 } }), /retry\.minMs \(500\) is above retry\.maxMs \(100\)/)
+  assert.throws(make({ retry: { minMs: -1 } }), /retry\.minMs must be a positive number/)
+  assert.throws(make({ roundSize: 0 }), /roundSize must be a positive integer/)
+  assert.throws(make({ batchOperations: { updateBatch: () => {} } }), /needs both updateBatch and deleteBatch/)
+  const bare = new Table<Obj>({ name: 'bare', primary: byId })
+  assert.throws(make({ table: bare }), /table "bare" has no index "status"/)
+  const other = makeTable('other')
+  assert.throws(make({ table: other.table }), /not registered/)
+  try {
+    make({ retry: { minMs: 2, maxMs: 1 } })()
+  } catch (e) {
+    assert.instance(e, ConfigError)
+  }
+})
+
+test('metrics: in-memory counters and prometheus names', async () => {
+  const mem = new InMemoryMetrics()
+  const registry = new Registry()
+  const prom = new PrometheusMetrics({ registry })
+  const both = {
+    operation: (...a: Parameters<InMemoryMetrics['operation']>) => (mem.operation(...a), prom.operation(...a)),
+    prune: (...a: Parameters<InMemoryMetrics['prune']>) => (mem.prune(...a), prom.prune(...a)),
+    fullReconciliation: (...a: Parameters<InMemoryMetrics['fullReconciliation']>) => (mem.fullReconciliation(...a), prom.fullReconciliation(...a)),
+    state: (...a: Parameters<InMemoryMetrics['state']>) => (mem.state(...a), prom.state(...a)),
+  }
+  const s = setup({ metrics: both, retry: { minMs: 60_000, maxMs: 60_000 } })
+  s.target.failUpdate = (o) => (o.id === 'bad' ? new Error('x') : undefined)
+  s.rec.start()
+  try {
+    await s.insert('a', 1)
+    await s.insert('bad', 1)
+    const rev = await s.remove('a')
+    await s.rec.waitForRevision(rev, { signal: within(2000) })
+    await s.rec.triggerFullReconciliation()
+    const c = mem.get(s.rec.name)
+    assert.is(c.operations['update/success'] >= 1, true)
+    assert.is(c.operations['update/error'] >= 1, true)
+    assert.is(c.operations['delete/success'], 1)
+    assert.is(c.pruneRuns, 1)
+    assert.is(c.currentErrors, 1)
+    assert.is(c.retryQueueDepth, 1)
+    const text = await registry.metrics()
+    for (const name of [
+      'statewright_reconcile_total{reconciler="objs",operation="update",result="success"}',
+      'statewright_reconcile_total{reconciler="objs",operation="delete",result="success"} 1',
+      'statewright_reconcile_errors_total{reconciler="objs",operation="update"}',
+      'statewright_reconcile_time_seconds_bucket',
+      'statewright_reconcile_current_errors{reconciler="objs"} 1',
+      'statewright_reconcile_retry_queue_depth{reconciler="objs"} 1',
+      'statewright_reconcile_prune_total{reconciler="objs"} 1',
+      'statewright_reconcile_full_time_seconds_count{reconciler="objs"} 1',
+    ]) {
+      assert.ok(text.includes(name), `missing ${name}`)
+    }
+  } finally {
+    await s.rec.stop()
+  }
+})
+
+test.run()
