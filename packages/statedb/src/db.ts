@@ -12,7 +12,7 @@
 // transaction's tables change at once, or none.
 
 import { StateDBError, TxnError } from './errors.ts'
-import { emptyState, type TableState } from './state.ts'
+import type { TableState } from './state.ts'
 import type { Table } from './table.ts'
 import { ReadTxn, WriteTxn } from './txn.ts'
 import { validateState, validating } from './validate.ts'
@@ -87,7 +87,7 @@ export class DB {
       this.ids.set(t, this.tables.length)
       this.tables.push(t)
       this.locks.push(new TableLock())
-      root.push(emptyState(t.schema.secondary.length))
+      root.push(t.empty)
     }
     this.publish(root)
     return this

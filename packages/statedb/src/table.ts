@@ -14,7 +14,7 @@ import { REVISION_INDEX, type Index, type Query } from './indexes.ts'
 import { WatchRegistry } from './registry.ts'
 import { distinct, Results } from './results.ts'
 import { TableSchema } from './schema.ts'
-import type { Entry, Initializer, TableView } from './state.ts'
+import { emptyState, type Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import { ReadTxn, type Txn, type WriteTxn } from './txn.ts'
 import { deepFreeze, validating } from './validate.ts'
 import { Watch } from './watch.ts'
@@ -39,6 +39,8 @@ export class Table<Obj> {
   /** @internal */ readonly schema: TableSchema<Obj>
   /** @internal */ readonly watches: WatchRegistry
   /** @internal */ readonly graveyard = new Graveyard<Obj>()
+  /** @internal The state of the table before its first write. */
+  readonly empty: TableState<Obj>
   private readonly refs = new Map<string, IndexRef>()
   private readonly primaryName: string
 
@@ -50,6 +52,7 @@ export class Table<Obj> {
     this.schema.secondary.forEach((idx, i) => this.refs.set(idx.name, { pos: i + 1, unique: idx.unique }))
     this.refs.set(REVISION_INDEX, { pos: -1, unique: true })
     this.watches = new WatchRegistry(this.schema.secondary.length + 1)
+    this.empty = emptyState(this.schema.secondary.length)
   }
 
   /** Names of the indexes, primary first. */

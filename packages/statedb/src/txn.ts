@@ -19,9 +19,8 @@ export class ReadTxn {
   ) {}
 
   /** @internal */ view<Obj>(table: Table<Obj>): TableView<Obj> {
-    const s = this.states[this.db.tableId(table)]
-    if (s === undefined) throw new TxnError(`table "${table.name}" was registered after this snapshot was taken`)
-    return s as TableState<Obj>
+    // A table registered after this snapshot was empty when it was taken.
+    return (this.states[this.db.tableId(table)] ?? table.empty) as TableState<Obj>
   }
 }
 
@@ -50,9 +49,7 @@ export class WriteTxn {
     const id = this.db.tableId(table)
     const w = this.writers[id]
     if (w !== undefined) return w as TableWriter<Obj>
-    const s = this.base[id]
-    if (s === undefined) throw new TxnError(`table "${table.name}" was registered after this transaction started`)
-    return s as TableState<Obj>
+    return (this.base[id] ?? table.empty) as TableState<Obj>
   }
 
   /** @internal The writer of a declared table. */
@@ -64,7 +61,7 @@ export class WriteTxn {
       if (!this.tables.includes(table as Table<any>)) {
         throw new TxnError(`table "${table.name}" is not locked by this write transaction (declared: ${this.tables.map((t) => t.name).join(', ') || 'none'})`)
       }
-      w = new TableWriter<unknown>(table.schema as never, this.base[id]!, table.watches.hasKeyWatches())
+      w = new TableWriter<unknown>(table.schema as never, this.base[id] ?? table.empty, table.watches.hasKeyWatches())
       this.writers[id] = w
     }
     return w as TableWriter<Obj>

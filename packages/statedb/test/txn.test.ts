@@ -197,4 +197,15 @@ test('metrics hooks see commits and aborts', async () => {
   assert.equal(seen, ['commit m true', 'abort m'])
 })
 
+test('a snapshot taken before a table was registered sees it empty', async () => {
+  const { db } = setup(1)
+  const before = db.readTxn()
+  const late = new Table<Obj>({ name: 'late', primary: byId })
+  db.register(late)
+  await db.write(late, (w) => late.insert(w, { id: 'x', n: 1 }))
+  assert.is(late.count(before), 0)
+  assert.is(late.get(before, byId.query('x')), undefined)
+  assert.is(late.count(db.readTxn()), 1)
+})
+
 test.run()
