@@ -8,6 +8,7 @@
 // close() destroys the agent's sockets and stops the limiter so a process can exit.
 import http from 'node:http'
 import https from 'node:https'
+import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Bottleneck from 'bottleneck'
 import { KubeConfig } from '@kubernetes/client-node'
@@ -92,6 +93,7 @@ export class Cluster {
   private auth: AuthSnapshot | undefined
   private authPending: Promise<AuthSnapshot> | undefined
   private pausedUntil = 0
+  private readonly signals = new WeakSet<AbortSignal>()
   private closed = false
   /** Counters for health and metrics. */
   readonly stats = { requests: 0, errors: 0, throttled: 0 }
@@ -178,6 +180,11 @@ export class Cluster {
 
   /** Waits for a limiter token and for any shared Retry-After pause. */
   private async admit(signal?: AbortSignal): Promise<void> {
+    // One operation's signal is shared by many concurrent requests (a batch): no leak warning.
+    if (signal && !this.signals.has(signal)) {
+      this.signals.add(signal)
+      setMaxListeners(0, signal)
+    }
     if (this.closed) throw new ApiError(`cluster ${this.name}: closed`, 0, 'ClusterClosed')
     if (this.limiter) await this.limiter.schedule(noop)
     for (;;) {

@@ -1,0 +1,288 @@
+// A target: reconciler operations that drive clusters towards a table of desired objects.
+// - Update is server-side apply (PATCH, application/apply-patch+yaml) with our field manager, force
+//   configurable, the ownership label added; it returns true (out of sync) when the apply changed
+//   the object (its resourceVersion moved since our last apply).
+// - Delete deletes; an object already gone is success.
+// - Prune lists, per cluster and managed kind, the objects carrying our ownership label and deletes
+//   those that are not desired. Objects without our label are never touched.
+// - Batches run with bounded concurrency; every request goes through its cluster's shared limiter
+//   (QPS/burst) and pause (429 Retry-After).
+// - Errors name the object ("ConfigMap default/web: ...") and never carry object contents.
+import { newStatusIndex, statusPending, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
+import { Table, defineIndex, type Index } from '@statewright/statedb'
+import { ApiError, isNotFound, type Cluster } from './cluster.ts'
+import { collectionPath, describe, groupKind, groupOf, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
+import type { K8sMetrics } from './metrics.ts'
+
+/** One desired object of one cluster, with the reconciler's status. */
+export interface DesiredObject {
+  /** The cluster's name (a key of the target's clusters); absent: the target's first cluster. */
+  readonly cluster?: string
+  readonly object: KubeObject
+  readonly status: Status
+}
+
+/** The identity of a desired (or observed) object: cluster, group, kind, namespace, name. */
+export function objectKey(cluster: string, obj: KubeObject): string {
+  const m = obj.metadata
+  return `${cluster}|${groupOf(obj.apiVersion)}|${obj.kind}|${m.namespace ?? ''}|${m.name}`
+}
+
+export interface DesiredTable {
+  table: Table<DesiredObject>
+  /** Primary index: objectKey (cluster "" when the object names none). */
+  byKey: Index<DesiredObject, string>
+  statusIndex: StatusIndex<DesiredObject>
+  primaryKey: (d: DesiredObject) => string
+}
+
+/** A table of desired objects with its primary index and status index. */
+export function newDesiredTable(name = 'desired'): DesiredTable {
+  const primaryKey = (d: DesiredObject) => objectKey(d.cluster ?? '', d.object)
+  const byKey = defineIndex<DesiredObject, string>({ name: 'key', key: primaryKey, unique: true })
+  const statusIndex = newStatusIndex<DesiredObject>((d) => d.status)
+  const table = new Table<DesiredObject>({ name, primary: byKey, indexes: [statusIndex] })
+  return { table, byKey, statusIndex, primaryKey }
+}
+
+/** A desired object, pending. */
+export function desired(object: KubeObject, cluster?: string): DesiredObject {
+  return cluster === undefined ? { object, status: statusPending() } : { cluster, object, status: statusPending() }
+}
+
+export interface TargetOptions {
+  /** The clusters, by name (Cluster.name); the first is the default for objects that name none. */
+  clusters: Cluster | Cluster[]
+  /** Field manager of server-side apply (default "statewright"). */
+  fieldManager?: string
+  /** Take over fields other managers own (default true: the desired state wins). */
+  force?: boolean
+  /** Ownership label key (default "statewright.io/owner") and value (default the field manager). */
+  ownerLabel?: string
+  owner?: string
+  /** Kinds pruned in every cluster, besides those seen in the desired table. */
+  kinds?: KindRef[]
+  /** Namespace pruning is limited to (default: all namespaces). */
+  pruneNamespace?: string
+  /** Concurrent requests of one batch (default 16). */
+  concurrency?: number
+  name?: string
+  metrics?: K8sMetrics
+}
+
+export interface TargetStats {
+  applies: number
+  changed: number
+  deletes: number
+  pruned: number
+  conflicts: number
+  errors: number
+}
+
+export class Target {
+  readonly name: string
+  readonly fieldManager: string
+  readonly ownerLabel: string
+  readonly owner: string
+  readonly stats: TargetStats = { applies: 0, changed: 0, deletes: 0, pruned: 0, conflicts: 0, errors: 0 }
+  private readonly clusters = new Map<string, Cluster>()
+  private readonly defaultCluster: Cluster
+  private readonly force: boolean
+  private readonly concurrency: number
+  private readonly kinds = new Map<string, KindRef>()
+  private readonly lastApplied = new Map<string, string>()
+  private readonly o: TargetOptions
+
+  constructor(opts: TargetOptions) {
+    this.o = opts
+    const list = Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
+    if (list.length === 0) throw new Error('target: no cluster')
+    for (const c of list) this.clusters.set(c.name, c)
+    this.defaultCluster = list[0]
+    this.fieldManager = opts.fieldManager ?? 'statewright'
+    this.force = opts.force ?? true
+    this.ownerLabel = opts.ownerLabel ?? 'statewright.io/owner'
+    this.owner = opts.owner ?? this.fieldManager
+    this.concurrency = opts.concurrency ?? 16
+    this.name = opts.name ?? this.fieldManager
+    for (const k of opts.kinds ?? []) this.kinds.set(groupKind(k), { apiVersion: k.apiVersion, kind: k.kind })
+  }
+
+  /** The reconciler operations (update = apply, delete, prune). */
+  readonly operations: Operations<DesiredObject> = {
+    update: (d, ctx) => this.apply(d, ctx),
+    delete: (d, ctx) => this.delete(d, ctx),
+    prune: (all, ctx) => this.prune(all, ctx),
+  }
+
+  /** Batch operations: the same, `concurrency` at a time. */
+  readonly batchOperations: BatchOperations<DesiredObject> = {
+    updateBatch: (entries, ctx) => this.each(entries, (d) => this.apply(d, ctx)),
+    deleteBatch: (entries, ctx) => this.each(entries, (d) => this.delete(d, ctx)),
+  }
+
+  clusterOf(d: DesiredObject): Cluster {
+    if (d.cluster === undefined) return this.defaultCluster
+    const c = this.clusters.get(d.cluster)
+    if (!c) throw new Error(`${describe(d.object)}: unknown cluster "${d.cluster}" (known: ${[...this.clusters.keys()].join(', ')})`)
+    return c
+  }
+
+  /** Server-side apply. True when the object changed (created or modified) since our last apply. */
+  async apply(d: DesiredObject, ctx?: OpContext): Promise<boolean> {
+    const cluster = this.clusterOf(d)
+    const obj = d.object
+    const what = describe(obj)
+    if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) throw new Error(`${what}: a desired object needs apiVersion, kind and metadata.name`)
+    this.kinds.set(groupKind(obj as KindRef), { apiVersion: obj.apiVersion, kind: obj.kind })
+    const r = await resolveKind(cluster, obj as KindRef)
+    const key = objectKey(cluster.name, obj)
+    let before = this.lastApplied.get(key)
+    if (before === undefined && ctx?.full) {
+      // No record of ours (a restart): read the current version to tell a no-op from a change.
+      try {
+        const cur = await cluster.request({ path: objectPath(r, obj.metadata.name, obj.metadata.namespace), signal: ctx.signal, what })
+        before = cur?.metadata?.resourceVersion
+      } catch (err) {
+        if (!isNotFound(err)) throw err
+      }
+    }
+    const body = this.applyBody(obj)
+    this.stats.applies++
+    let res: KubeObject
+    try {
+      res = await cluster.request({
+        method: 'PATCH',
+        path: objectPath(r, obj.metadata.name, obj.metadata.namespace),
+        query: { fieldManager: this.fieldManager, force: this.force },
+        body,
+        contentType: 'application/apply-patch+yaml',
+        signal: ctx?.signal,
+        what,
+      })
+    } catch (err) {
+      this.stats.errors++
+      this.count(cluster, 'apply', 'error')
+      if (err instanceof ApiError && err.code === 409) {
+        this.stats.conflicts++
+        throw new ApiError(`${what}: apply conflict (field manager "${this.fieldManager}", force ${this.force}): ${conflictFields(err)}`, 409, err.reason, err.status)
+      }
+      throw err
+    }
+    const rv = res?.metadata?.resourceVersion
+    if (rv !== undefined) this.lastApplied.set(key, rv)
+    const changed = rv === undefined || rv !== before
+    if (changed) this.stats.changed++
+    this.count(cluster, 'apply', changed ? 'changed' : 'unchanged')
+    return changed
+  }
+
+  /** What we apply: the object without server-owned metadata, with our ownership label. */
+  private applyBody(obj: KubeObject): KubeObject {
+    const { resourceVersion: _rv, uid: _uid, managedFields: _mf, creationTimestamp: _ct, generation: _g, ...meta } = obj.metadata
+    return { ...obj, metadata: { ...meta, labels: { ...(meta.labels ?? {}), [this.ownerLabel]: this.owner } } }
+  }
+
+  async delete(d: DesiredObject, ctx?: OpContext): Promise<void> {
+    const cluster = this.clusterOf(d)
+    await this.deleteOne(cluster, d.object, ctx?.signal)
+    this.lastApplied.delete(objectKey(cluster.name, d.object))
+  }
+
+  private async deleteOne(cluster: Cluster, obj: KubeObject, signal?: AbortSignal): Promise<boolean> {
+    const what = describe(obj)
+    const r = await resolveKind(cluster, obj as KindRef)
+    this.stats.deletes++
+    try {
+      await cluster.request({
+        method: 'DELETE',
+        path: objectPath(r, String(obj.metadata.name), obj.metadata.namespace),
+        query: { propagationPolicy: 'Background' },
+        signal,
+        what,
+      })
+      this.count(cluster, 'delete', 'deleted')
+      return true
+    } catch (err) {
+      if (isNotFound(err)) {
+        this.count(cluster, 'delete', 'gone')
+        return false
+      }
+      this.stats.errors++
+      this.count(cluster, 'delete', 'error')
+      throw err
+    }
+  }
+
+  /**
+   * Deletes, in every cluster and managed kind, the objects labelled as ours that are not desired.
+   * Throws after trying everything when some failed, naming them.
+   */
+  async prune(all: Iterable<DesiredObject>, ctx?: OpContext): Promise<void> {
+    const want = new Set<string>()
+    for (const d of all) {
+      const c = this.clusterOf(d)
+      want.add(objectKey(c.name, d.object))
+      if (d.object.apiVersion && d.object.kind) this.kinds.set(groupKind(d.object as KindRef), { apiVersion: d.object.apiVersion, kind: d.object.kind })
+    }
+    const failures: string[] = []
+    const stale: Array<{ cluster: Cluster; obj: KubeObject }> = []
+    for (const cluster of this.clusters.values()) {
+      for (const kind of this.kinds.values()) {
+        try {
+          const r = await resolveKind(cluster, kind)
+          let cont: string | undefined
+          do {
+            const page: any = await cluster.request({
+              path: collectionPath(r, this.o.pruneNamespace),
+              query: { labelSelector: `${this.ownerLabel}=${this.owner}`, limit: 500, continue: cont },
+              signal: ctx?.signal,
+              what: `prune list of ${groupKind(kind)}`,
+            })
+            for (const it of page?.items ?? []) {
+              const obj: KubeObject = { ...it, apiVersion: it.apiVersion ?? kind.apiVersion, kind: it.kind ?? kind.kind }
+              if (!want.has(objectKey(cluster.name, obj))) stale.push({ cluster, obj })
+            }
+            cont = page?.metadata?.continue || undefined
+          } while (cont)
+        } catch (err) {
+          failures.push(`cluster ${cluster.name}: ${(err as Error).message}`)
+        }
+      }
+    }
+    const entries: BatchEntry<{ cluster: Cluster; obj: KubeObject }>[] = stale.map((object) => ({ object, revision: 0 }))
+    await this.each(entries, async (s) => {
+      if (await this.deleteOne(s.cluster, s.obj, ctx?.signal)) this.stats.pruned++
+      this.lastApplied.delete(objectKey(s.cluster.name, s.obj))
+    })
+    for (const e of entries) if (e.error !== undefined) failures.push((e.error as Error).message)
+    if (failures.length) throw new Error(`prune: ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`)
+  }
+
+  /** Runs fn over the entries, `concurrency` at a time; failures are set on the entries. */
+  private async each<T>(entries: BatchEntry<T>[], fn: (obj: T) => Promise<unknown>): Promise<void> {
+    let next = 0
+    const worker = async () => {
+      while (next < entries.length) {
+        const e = entries[next++]
+        try {
+          await fn(e.object)
+        } catch (err) {
+          e.error = err
+        }
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(this.concurrency, entries.length) }, worker))
+  }
+
+  private count(cluster: Cluster, op: string, result: string): void {
+    this.o.metrics?.targetOps.inc({ target: this.name, cluster: cluster.name, op, result })
+  }
+}
+
+/** The conflicting fields and their managers, from a 409's Status causes. */
+function conflictFields(err: ApiError): string {
+  const causes: any[] = err.status?.details?.causes ?? []
+  if (causes.length === 0) return err.message
+  return causes.map((c) => `${c.field ?? '?'}: ${c.message ?? c.reason ?? ''}`).join('; ')
+}
