@@ -309,7 +309,7 @@ export class LeaseLock {
     const spec: LeaseSpec = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: h.transitions }
     try {
       const res = await this.cluster.request<LeaseObject>({
-        method: 'PUT', path: leasePath(this.namespace, this.name), body: { ...this.body(spec, h.rv), metadata: { ...this.body(spec, h.rv).metadata, annotations: {} } },
+        method: 'PUT', path: leasePath(this.namespace, this.name), body: this.body(spec, h.rv),
         signal, timeoutMs: this.timeoutMs, what: `release of Lease ${this.namespace}/${this.name}`,
       })
       this.observe(res)
@@ -329,11 +329,10 @@ export class Term implements LeaseTerm {
   readonly startedAt: number
   private readonly ctrl = new AbortController()
   private timer: NodeJS.Timeout | undefined
+  private deadline: number
   /** Why the term ended (once it did). */
   endReason: string | undefined
   endedAt: number | undefined
-  /** The validity deadline at the moment the term ended. */
-  lastValidUntil = 0
 
   constructor(
     private readonly lock: LeaseLock,
@@ -345,6 +344,7 @@ export class Term implements LeaseTerm {
     this.transitions = h.transitions
     this.resourceVersion = h.rv
     this.startedAt = wallNow()
+    this.deadline = h.validUntil
     this.arm()
   }
 
@@ -356,26 +356,26 @@ export class Term implements LeaseTerm {
     return this.endReason !== undefined
   }
 
+  /** While on: the renew deadline; once ended: when acting stopped (the deadline or the end, earlier). */
   validUntil(): number {
-    if (this.ended) return Math.min(this.lastValidUntil, this.endedAt ?? 0)
-    return this.lock.holdingState()?.validUntil ?? 0
+    return this.endedAt === undefined ? this.deadline : Math.min(this.deadline, this.endedAt)
   }
 
   valid(): boolean {
-    return !this.ended && wallNow() < this.validUntil()
+    return this.endReason === undefined && wallNow() < this.deadline
   }
 
-  /** Re-arms the deadline timer after a renewal. */
+  /** Takes the lock's new deadline after a renewal and re-arms the deadline timer. */
   arm(): void {
     if (this.ended) return
+    const h = this.lock.holdingState()
+    if (h && h.transitions === this.transitions) this.deadline = Math.max(this.deadline, h.validUntil)
     clearTimeout(this.timer)
-    const ms = Math.max(0, this.validUntil() - wallNow())
-    this.timer = setTimeout(() => this.onDeadline(this), ms)
+    this.timer = setTimeout(() => this.onDeadline(this), Math.max(0, this.deadline - wallNow()))
   }
 
   end(reason: string): boolean {
     if (this.ended) return false
-    this.lastValidUntil = this.lock.holdingState()?.validUntil ?? 0
     this.endedAt = wallNow()
     this.endReason = reason
     clearTimeout(this.timer)
@@ -436,7 +436,6 @@ export class LeaderElector {
   private readonly ctrl = new AbortController()
   private loop: Promise<void> | undefined
   private term: Term | undefined
-  private termDone: Promise<void> | undefined
   private wakeLeader: (() => void) | undefined
   private lastLeader: string | undefined
   private readonly st = { terms: 0, errors: 0, lastError: undefined as string | undefined }
@@ -547,8 +546,6 @@ export class LeaderElector {
     const term = new Term(this.lock, (t) => { this.endTerm(t, 'renew deadline passed') })
     this.term = term
     this.st.terms++
-    let resolveDone!: () => void
-    this.termDone = new Promise((r) => { resolveDone = r })
     try {
       await this.o.onStartedLeading?.(term)
     } catch (err) {
@@ -556,9 +553,10 @@ export class LeaderElector {
     }
     while (!term.ended && !signal.aborted) {
       await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.retryMs)
-        this.wakeLeader = () => { clearTimeout(t); resolve() }
-        term.signal.addEventListener('abort', this.wakeLeader, { once: true })
+        const wake = () => { clearTimeout(t); term.signal.removeEventListener('abort', wake); resolve() }
+        const t = setTimeout(wake, this.retryMs)
+        this.wakeLeader = wake
+        term.signal.addEventListener('abort', wake)
       })
       this.wakeLeader = undefined
       if (term.ended || signal.aborted) break
@@ -578,7 +576,6 @@ export class LeaderElector {
       this.failed(err as Error)
     }
     if (!signal.aborted) this.lock.drop() // lost or expired: back to candidate; on stop, run() releases
-    resolveDone()
   }
 
   private endTerm(t: Term, reason: string): void {
