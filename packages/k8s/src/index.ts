@@ -15,3 +15,4 @@ export {
   type DesiredObject, type DesiredTable, type TargetOptions, type TargetStats,
 } from './target.ts'
 export { DriftWatcher, holds, targetReconciler, type DriftOptions, type TargetReconcilerOptions } from './drift.ts'
+export * from './events.ts'

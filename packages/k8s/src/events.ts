@@ -1,0 +1,343 @@
+// Kubernetes Events (core/v1) about the objects a controller reconciles, as client-go's recorder does:
+// - aggregation: an event identical to a recent one ({involved object, type, reason, message}) is
+//   not a new Event but a higher `count` and a later `lastTimestamp` on the existing one (merge
+//   PATCH); an Event the server no longer has (expired) is created again;
+// - rate limiting: a token bucket per involved object (default burst 25, one token per 5 minutes,
+//   like client-go's spam filter). A new event without a token is dropped; a repeat without a token
+//   is still counted and its count is written when a token comes (one timer for the recorder);
+// - recording never throws and never blocks the caller: writes are queued, one at a time per Event;
+//   flush() waits for them, close() stops the timer and waits for what is in flight.
+import { isNotFound, type Cluster } from './cluster.ts'
+
+export type EventType = 'Normal' | 'Warning'
+
+/** The object an event is about: a Kubernetes object or a reference to one. */
+export interface InvolvedObject {
+  apiVersion?: string
+  kind?: string
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string }
+}
+
+export interface EventRecorderOptions {
+  cluster: Cluster
+  /** source.component and reportingComponent, e.g. "widget-controller". */
+  component: string
+  /** source.host and reportingInstance (default: $HOSTNAME or the component). */
+  instance?: string
+  /** Tokens per involved object (default 25). */
+  burst?: number
+  /** One token back every this many ms (default 300 000). */
+  refillMs?: number
+  /** An identical event within this window adds to the count (default 10 minutes). */
+  aggregateWindowMs?: number
+  /** Events remembered for aggregation (LRU, default 4096). */
+  cacheSize?: number
+  /** Namespace of Events about cluster-scoped objects (default "default"). */
+  defaultNamespace?: string
+  onError?: (err: Error) => void
+}
+
+export interface EventRecorderStats {
+  /** Events created (POST). */
+  created: number
+  /** Count updates written (PATCH). */
+  updated: number
+  /** Occurrences counted into an existing Event. */
+  aggregated: number
+  /** New events dropped by the rate limit. */
+  dropped: number
+  errors: number
+}
+
+interface Entry {
+  key: string
+  objKey: string
+  namespace: string
+  /** The Event's name on the server (undefined until created). */
+  name: string | undefined
+  involved: Record<string, unknown>
+  type: EventType
+  reason: string
+  message: string
+  count: number
+  /** The count the server has. */
+  written: number
+  first: number
+  last: number
+  busy: Promise<void> | undefined
+}
+
+interface Bucket {
+  tokens: number
+  at: number
+}
+
+/** Kubernetes Time: RFC 3339, seconds precision. */
+function kubeTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
+}
+
+export class EventRecorder {
+  private readonly o: Required<Omit<EventRecorderOptions, 'onError' | 'instance'>> & { instance: string; onError?: (err: Error) => void }
+  private readonly entries = new Map<string, Entry>()
+  private readonly buckets = new Map<string, Bucket>()
+  private readonly dirty = new Set<Entry>()
+  private timer: NodeJS.Timeout | undefined
+  private readonly inflight = new Set<Promise<void>>()
+  private closed = false
+  private seq = 0
+  readonly stats: EventRecorderStats = { created: 0, updated: 0, aggregated: 0, dropped: 0, errors: 0 }
+
+  constructor(o: EventRecorderOptions) {
+    this.o = {
+      cluster: o.cluster,
+      component: o.component,
+      instance: o.instance ?? process.env.HOSTNAME ?? o.component,
+      burst: o.burst ?? 25,
+      refillMs: o.refillMs ?? 300_000,
+      aggregateWindowMs: o.aggregateWindowMs ?? 600_000,
+      cacheSize: o.cacheSize ?? 4096,
+      defaultNamespace: o.defaultNamespace ?? 'default',
+      onError: o.onError,
+    }
+  }
+
+  normal(obj: InvolvedObject, reason: string, message: string): void {
+    this.event(obj, 'Normal', reason, message)
+  }
+
+  warning(obj: InvolvedObject, reason: string, message: string): void {
+    this.event(obj, 'Warning', reason, message)
+  }
+
+  /** Records an event about `obj`. Returns at once; the write happens in the background. */
+  event(obj: InvolvedObject, type: EventType, reason: string, message: string): void {
+    if (this.closed) return
+    const m = obj.metadata ?? {}
+    const objKey = m.uid ? `uid:${m.uid}` : `${obj.apiVersion ?? ''}/${obj.kind ?? ''}/${m.namespace ?? ''}/${m.name ?? ''}`
+    const key = `${objKey}\u0000${type}\u0000${reason}\u0000${message}`
+    const now = Date.now()
+    let e = this.entries.get(key)
+    if (e && now - e.last > this.o.aggregateWindowMs) {
+      this.entries.delete(key)
+      e = undefined
+    }
+    if (e) {
+      // LRU: move to the end
+      this.entries.delete(key)
+      this.entries.set(key, e)
+      e.count++
+      e.last = now
+      this.stats.aggregated++
+      this.schedule(e)
+      return
+    }
+    if (!this.take(objKey, now)) {
+      this.stats.dropped++
+      return
+    }
+    e = {
+      key, objKey, namespace: m.namespace || this.o.defaultNamespace, name: undefined,
+      involved: {
+        apiVersion: obj.apiVersion, kind: obj.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion,
+      },
+      type, reason, message, count: 1, written: 0, first: now, last: now, busy: undefined,
+    }
+    this.entries.set(key, e)
+    while (this.entries.size > this.o.cacheSize) this.entries.delete(this.entries.keys().next().value!)
+    this.write(e, true)
+  }
+
+  /** Resolves when every write started so far (and those it queued) is done. */
+  async flush(): Promise<void> {
+    while (this.inflight.size) await Promise.all([...this.inflight])
+  }
+
+  /** Stops the refill timer and waits for writes in flight; later events are ignored. */
+  async close(): Promise<void> {
+    this.closed = true
+    clearTimeout(this.timer)
+    this.timer = undefined
+    this.dirty.clear()
+    await this.flush()
+  }
+
+  /** Events remembered for aggregation: name, count and whether the server has the latest count. */
+  cached(): Array<{ name: string | undefined; reason: string; message: string; count: number; written: number }> {
+    return [...this.entries.values()].map((e) => ({ name: e.name, reason: e.reason, message: e.message, count: e.count, written: e.written }))
+  }
+
+  // ---- rate limit ----
+
+  private bucket(objKey: string, now: number): Bucket {
+    let b = this.buckets.get(objKey)
+    if (!b) {
+      b = { tokens: this.o.burst, at: now }
+      this.buckets.set(objKey, b)
+      if (this.buckets.size > this.o.cacheSize) this.buckets.delete(this.buckets.keys().next().value!)
+      return b
+    }
+    const refill = Math.floor((now - b.at) / this.o.refillMs)
+    if (refill > 0) {
+      b.tokens = Math.min(this.o.burst, b.tokens + refill)
+      b.at = b.tokens === this.o.burst ? now : b.at + refill * this.o.refillMs
+    }
+    return b
+  }
+
+  private take(objKey: string, now: number): boolean {
+    const b = this.bucket(objKey, now)
+    if (b.tokens <= 0) return false
+    if (b.tokens === this.o.burst) b.at = now
+    b.tokens--
+    return true
+  }
+
+  /** A repeat: write now if a token is available, else when one comes. */
+  private schedule(e: Entry): void {
+    if (e.busy || e.name === undefined) {
+      this.dirty.add(e) // written after the current write
+      return
+    }
+    if (this.take(e.objKey, Date.now())) this.write(e, false)
+    else {
+      this.dirty.add(e)
+      this.arm()
+    }
+  }
+
+  private arm(): void {
+    if (this.timer || this.closed) return
+    const now = Date.now()
+    let next = Infinity
+    for (const e of this.dirty) {
+      if (e.busy || e.name === undefined) continue // handled when its write ends
+      const b = this.bucket(e.objKey, now)
+      next = Math.min(next, b.tokens > 0 ? now : b.at + this.o.refillMs)
+    }
+    if (next === Infinity) return
+    this.timer = setTimeout(() => {
+      this.timer = undefined
+      for (const e of [...this.dirty]) {
+        if (e.busy || e.name === undefined) continue
+        this.dirty.delete(e)
+        if (e.written < e.count) this.schedule(e)
+      }
+      this.arm()
+    }, Math.max(1, next - now))
+  }
+
+  // ---- writes ----
+
+  private write(e: Entry, create: boolean): void {
+    const p = (async () => {
+      try {
+        if (create || e.name === undefined) await this.create(e)
+        else await this.update(e)
+      } catch (err) {
+        this.stats.errors++
+        this.o.onError?.(err as Error)
+        if (e.name === undefined) {
+          // never created: forget it, the next occurrence is a new event
+          if (this.entries.get(e.key) === e) this.entries.delete(e.key)
+          this.dirty.delete(e)
+        }
+      }
+    })()
+    e.busy = p
+    this.inflight.add(p)
+    void p.finally(() => {
+      this.inflight.delete(p)
+      e.busy = undefined
+      if (this.closed || !this.dirty.has(e)) return
+      this.dirty.delete(e)
+      if (e.name !== undefined && e.written < e.count) this.schedule(e)
+    })
+  }
+
+  private async create(e: Entry): Promise<void> {
+    const count = e.count
+    const name = `${String(e.involved.name ?? 'object')}.${(Date.now() * 1000 + (this.seq++ % 1000)).toString(16)}`
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name, namespace: e.namespace },
+      involvedObject: Object.fromEntries(Object.entries(e.involved).filter(([, v]) => v !== undefined)),
+      type: e.type,
+      reason: e.reason,
+      message: e.message,
+      count,
+      firstTimestamp: kubeTime(e.first),
+      lastTimestamp: kubeTime(e.last),
+      source: { component: this.o.component, host: this.o.instance },
+      reportingComponent: this.o.component,
+      reportingInstance: this.o.instance,
+    }
+    await this.o.cluster.request({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events`, body, what: `Event ${e.namespace}/${name}` })
+    e.name = name
+    e.written = count
+    this.stats.created++
+  }
+
+  private async update(e: Entry): Promise<void> {
+    const count = e.count
+    try {
+      await this.o.cluster.request({
+        method: 'PATCH', path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events/${encodeURIComponent(e.name!)}`,
+        body: { count, lastTimestamp: kubeTime(e.last) }, contentType: 'application/merge-patch+json', what: `Event ${e.namespace}/${e.name}`,
+      })
+      e.written = Math.max(e.written, count)
+      this.stats.updated++
+    } catch (err) {
+      if (!isNotFound(err)) throw err
+      await this.create(e) // expired on the server: a new Event with the whole count
+    }
+  }
+}
+
+export interface ReconcileEventsOptions {
+  /** Reason of failure events (Warning), default "ReconcileFailed". */
+  failedReason?: string
+  /** Reason of the event after a failed object reconciled again (Normal), default "Reconciled". */
+  recoveredReason?: string
+}
+
+/**
+ * Events for reconcile failures and recoveries: a Warning per failure (identical ones aggregate into
+ * one Event with a count), one Normal event when an object that failed reconciles again.
+ */
+export class ReconcileEvents {
+  private readonly failing = new Map<string, number>()
+  private readonly failedReason: string
+  private readonly recoveredReason: string
+
+  constructor(readonly recorder: EventRecorder, o: ReconcileEventsOptions = {}) {
+    this.failedReason = o.failedReason ?? 'ReconcileFailed'
+    this.recoveredReason = o.recoveredReason ?? 'Reconciled'
+  }
+
+  private keyOf(obj: InvolvedObject): string {
+    const m = obj.metadata ?? {}
+    return `${obj.apiVersion ?? ''}/${obj.kind ?? ''}/${m.namespace ?? ''}/${m.name ?? ''}`
+  }
+
+  failed(obj: InvolvedObject, err: unknown): void {
+    const k = this.keyOf(obj)
+    this.failing.set(k, (this.failing.get(k) ?? 0) + 1)
+    const msg = err instanceof Error ? err.message : String(err)
+    this.recorder.warning(obj, this.failedReason, msg)
+  }
+
+  succeeded(obj: InvolvedObject): void {
+    const k = this.keyOf(obj)
+    const n = this.failing.get(k)
+    if (n === undefined) return
+    this.failing.delete(k)
+    this.recorder.normal(obj, this.recoveredReason, `reconciled after ${n} failed attempt${n === 1 ? '' : 's'}`)
+  }
+
+  /** Forget an object (deleted). */
+  forget(obj: InvolvedObject): void {
+    this.failing.delete(this.keyOf(obj))
+  }
+}
