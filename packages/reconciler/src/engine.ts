@@ -17,7 +17,7 @@
 import Bottleneck from 'bottleneck'
 import { Query, type Key, type ReadTxn, type WriteTxn } from '@statewright/statedb'
 import type { BatchEntry, OpContext, Resolved } from './config.ts'
-import { RetryQueue } from './retries.ts'
+import { RetryQueue, type RetryKey } from './retries.ts'
 import { errorMessage, statusDone, statusError, type Status, type StatusKind } from './status.ts'
 
 /** One object's pass through an operation. */
@@ -43,9 +43,12 @@ export class StoppedError extends Error {
   override name = 'StoppedError'
 }
 
-/** A string for a primary key, for the retry queue's map (string keys are used as they are). */
-export function keyString(k: Key): string {
-  if (typeof k === 'string') return k
+/**
+ * A Map key for a primary key: strings and numbers are used as they are (no allocation on the hot
+ * path), other keys become a tagged string.
+ */
+export function keyString(k: Key): RetryKey {
+  if (typeof k === 'string' || typeof k === 'number') return k
   return '\u0000' + showPart(k)
 }
 
@@ -96,7 +99,7 @@ export class Engine<Obj> {
     if (l) l.stop({ dropWaitingJobs: true }).catch(() => {})
   }
 
-  key(obj: Obj): string {
+  key(obj: Obj): RetryKey {
     return keyString(this.cfg.primaryKey(obj))
   }
 

@@ -292,6 +292,6 @@ export class Reconciler<Obj> {
   }
 }
 
-function showKey(k: string): string {
-  return k.startsWith('\u0000') ? k.slice(1) : k
+function showKey(k: string | number): string {
+  return typeof k === 'number' ? String(k) : k.startsWith('\u0000') ? k.slice(1) : k
 }

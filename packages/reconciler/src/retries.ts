@@ -12,8 +12,11 @@
 //   still carry the error status `statusId` this reconciler wrote); a delete item holds the deleted
 //   object, because it is no longer in the table. That is what makes failed deletes queryable.
 
+/** A primary key as the queue's map key (see keyString in engine.ts). */
+export type RetryKey = string | number
+
 export interface RetryItem<Obj> {
-  readonly key: string
+  readonly key: RetryKey
   readonly deleted: boolean
   /** Delete items: the deleted object. Update items: undefined. */
   readonly object: Obj | undefined
@@ -35,7 +38,7 @@ export interface RetryOutcome<Obj> {
 }
 
 export class RetryQueue<Obj> {
-  private readonly items = new Map<string, RetryItem<Obj>>()
+  private readonly items = new Map<RetryKey, RetryItem<Obj>>()
   private readonly heap: RetryItem<Obj>[] = []
 
   constructor(
@@ -62,7 +65,7 @@ export class RetryQueue<Obj> {
    * Records a failure of `key` after `previousAttempts` failures (from `take`): schedules a retry,
    * replacing anything queued for the key. Returns the item.
    */
-  fail(key: string, outcome: RetryOutcome<Obj>, previousAttempts: number, now: number): RetryItem<Obj> {
+  fail(key: RetryKey, outcome: RetryOutcome<Obj>, previousAttempts: number, now: number): RetryItem<Obj> {
     const attempts = previousAttempts + 1
     const item: RetryItem<Obj> = {
       key,
@@ -80,14 +83,14 @@ export class RetryQueue<Obj> {
   }
 
   /** Removes the key's item (a newer change is being processed); returns its attempt count (0: none). */
-  take(key: string): number {
+  take(key: RetryKey): number {
     const item = this.items.get(key)
     if (item === undefined) return 0
     this.items.delete(key)
     return item.attempts
   }
 
-  get(key: string): RetryItem<Obj> | undefined {
+  get(key: RetryKey): RetryItem<Obj> | undefined {
     return this.items.get(key)
   }
 
