@@ -108,7 +108,8 @@ export class Engine<Obj> {
   }
 
   context(txn: ReadTxn, full: boolean): OpContext {
-    if (this.ctx.txn !== txn || this.ctx.full !== full) this.ctx = { signal: this.controller.signal, txn, full }
+    const signal = this.controller.signal
+    if (this.ctx.txn !== txn || this.ctx.full !== full || this.ctx.signal !== signal) this.ctx = { signal, txn, full }
     return this.ctx
   }
 
@@ -178,6 +179,19 @@ export class Engine<Obj> {
       const secs = (performance.now() - t0) / 1000
       if (failed < outcomes.length) m.operation(this.cfg.name, op, 'success', secs, outcomes.length - failed)
       if (failed > 0) m.operation(this.cfg.name, op, 'error', failed < outcomes.length ? 0 : secs, failed)
+    }
+  }
+
+  /**
+   * The round was interrupted by stop: its deletes are queued for a retry (the deleted objects are
+   * no longer in the table, and a new change iterator would not see them again). Updates need
+   * nothing: their objects are still pending or in error in the table, which a restart picks up.
+   */
+  requeueDeletes(outcomes: readonly Outcome<Obj>[]): void {
+    const now = Date.now()
+    for (const o of outcomes) {
+      if (!o.deleted) continue
+      this.retries.fail(this.key(o.object), { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: 'interrupted: the reconciler stopped' }, o.attempts, now)
     }
   }
 

@@ -80,17 +80,23 @@ export async function incrementalRound<Obj>(engine: Engine<Obj>, iter: ChangeIte
   }
 
   const ctx = engine.context(txn, false)
-  if (cfg.batchOperations) {
-    // New changes go in batches, deletes first; retries fall back to single operations.
-    await engine.runBatch(deletes, ctx)
-    await engine.runBatch(updates, ctx)
-  } else {
-    for (const o of deletes) await engine.run(o, ctx)
-    for (const o of updates) await engine.run(o, ctx)
+  try {
+    if (cfg.batchOperations) {
+      // New changes go in batches, deletes first; retries fall back to single operations.
+      await engine.runBatch(deletes, ctx)
+      await engine.runBatch(updates, ctx)
+    } else {
+      for (const o of deletes) await engine.run(o, ctx)
+      for (const o of updates) await engine.run(o, ctx)
+    }
+    for (const o of retried) await engine.run(o, ctx)
+    engine.signal.throwIfAborted()
+  } catch (err) {
+    // Stopped mid-round: nothing is written back, but no delete may be lost.
+    engine.requeueDeletes(deletes)
+    engine.requeueDeletes(retried)
+    throw err
   }
-  for (const o of retried) await engine.run(o, ctx)
-
-  engine.signal.throwIfAborted()
   const all = deletes.length === 0 && retried.length === 0 ? updates : deletes.concat(updates, retried)
   const dropped = await engine.commit(all)
   return { objects: deletes.length + updates.length + retried.length, dropped, more, processedRevision, watch }

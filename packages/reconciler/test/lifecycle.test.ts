@@ -114,6 +114,34 @@ test('stop cancels in-flight operations (even ones that ignore the signal) and l
   // The test runner fails this folder if any timer or limiter survived.
 })
 
+test('a delete interrupted by stop is not lost: it is retried after a restart', async () => {
+  const s = setup({ retry: { minMs: 5, maxMs: 5 } })
+  const inDelete = deferred()
+  s.target.hold = (op) => {
+    if (op !== 'delete') return undefined
+    inDelete.resolve()
+    return new Promise<void>(() => {}) // hangs until the reconciler gives up on it
+  }
+  s.rec.start()
+  const rev = await s.insert('a', 1)
+  await s.rec.waitForRevision(rev, { signal: within(2000) })
+  await s.remove('a')
+  await inDelete.promise
+  await s.rec.stop()
+  assert.equal(
+    s.rec.failedDeletes().map((f) => f.object.id),
+    ['a'],
+  )
+  s.target.hold = () => undefined
+  s.rec.start()
+  try {
+    await until(() => s.rec.failedDeletes().length === 0, 2000, 'delete retried after restart')
+    assert.is(s.target.state.has('a'), false)
+  } finally {
+    await s.rec.stop()
+  }
+})
+
 test('objects in error before a restart are retried after it', async () => {
   const s = setup({ retry: { minMs: 60_000, maxMs: 60_000 } })
   let fail = true
