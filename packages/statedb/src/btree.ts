@@ -46,6 +46,11 @@ export function emptyTree<K extends TreeKey, V>(): Tree<K, V> {
 
 /** Index of the first key >= k (keys.length when all are smaller). */
 function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
+  // Two monomorphic searches: `<` on numbers and on strings compile to different code.
+  return typeof k === 'number' ? lowerNumber(keys as unknown as number[], k) : lowerString(keys as unknown as string[], k as string)
+}
+
+function lowerNumber(keys: number[], k: number): number {
   let lo = 0
   let hi = keys.length
   while (lo < hi) {
@@ -54,6 +59,23 @@ function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
     else hi = mid
   }
   return lo
+}
+
+function lowerString(keys: string[], k: string): number {
+  let lo = 0
+  let hi = keys.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (keys[mid]! < k) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** lowerIndex with a first look at the end: appends (revisions, ordered loads) skip the search. */
+function insertIndex<K extends TreeKey>(keys: K[], k: K): number {
+  const n = keys.length
+  return n > 0 && keys[n - 1]! < k ? n : lowerIndex(keys, k)
 }
 
 export function treeGet<K extends TreeKey, V>(root: TreeNode<K, V>, k: K): V | undefined {
@@ -76,6 +98,9 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   size: number
   private owner: Owner = {}
   private old: V | undefined
+  private guard: ((old: V | undefined) => boolean) | undefined
+  /** The last guarded set was refused. */
+  rejected = false
 
   constructor(tree: Tree<K, V>) {
     this.root = tree.root
@@ -86,11 +111,20 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     return treeGet(this.root, k)
   }
 
-  /** Inserts or replaces; returns the value it replaced. */
-  set(k: K, v: V): V | undefined {
+  /**
+   * Inserts or replaces; returns the value it replaced. With a guard, writes only if
+   * guard(current value or undefined) is true; `rejected` tells whether it refused.
+   */
+  set(k: K, v: V, guard?: (old: V | undefined) => boolean): V | undefined {
     this.old = undefined
+    this.guard = guard
+    this.rejected = false
     const root = this.own(this.root)
     const split = this.insert(root, k, v)
+    if (this.rejected) {
+      this.root = root
+      return this.old
+    }
     if (split) {
       this.root = { leaf: false, keys: [lastKey(root), lastKey(split)], children: [root, split], owner: this.owner }
     } else {
@@ -103,13 +137,17 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   /** Removes a key; returns the removed value. Copies nothing when the key is absent. */
   delete(k: K): V | undefined {
     const found = treeGet(this.root, k)
-    if (found === undefined) return undefined
+    if (found !== undefined) this.deletePresent(k)
+    return found
+  }
+
+  /** Removes a key the caller knows is present (one descent instead of two). */
+  deletePresent(k: K): void {
     let root = this.own(this.root)
     this.remove(root, k)
     while (!root.leaf && root.children.length === 1) root = this.own(root.children[0]!)
     this.root = root
     this.size--
-    return found
   }
 
   /** Removes every entry. */
@@ -133,8 +171,14 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   // Inserts below an owned node; returns a new right sibling when the node split.
   private insert(node: TreeNode<K, V>, k: K, v: V): TreeNode<K, V> | undefined {
     if (node.leaf) {
-      const i = lowerIndex(node.keys, k)
-      if (i < node.keys.length && node.keys[i] === k) {
+      const i = insertIndex(node.keys, k)
+      const found = i < node.keys.length && node.keys[i] === k
+      if (this.guard !== undefined && !this.guard(found ? node.vals[i] : undefined)) {
+        this.rejected = true
+        if (found) this.old = node.vals[i]
+        return undefined
+      }
+      if (found) {
         this.old = node.vals[i]
         node.vals[i] = v
         return undefined
@@ -150,11 +194,12 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
       const half = node.keys.length >>> 1
       return { leaf: true, keys: node.keys.splice(half), vals: node.vals.splice(half), owner: this.owner }
     }
-    let i = lowerIndex(node.keys, k)
+    let i = insertIndex(node.keys, k)
     if (i === node.keys.length) i--
     const child = this.own(node.children[i]!)
     node.children[i] = child
     const split = this.insert(child, k, v)
+    if (this.rejected) return undefined
     node.keys[i] = lastKey(child)
     if (!split) return undefined
     node.keys.splice(i + 1, 0, lastKey(split))
@@ -168,6 +213,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   private remove(node: TreeNode<K, V>, k: K): void {
     if (node.leaf) {
       const i = lowerIndex(node.keys, k)
+      if (node.keys[i] !== k) throw new Error('statedb internal error: deleting a key that is not in the tree')
       node.keys.splice(i, 1)
       node.vals.splice(i, 1)
       return

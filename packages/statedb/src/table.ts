@@ -175,11 +175,9 @@ export class Table<Obj> {
    */
   compareAndSwap(txn: WriteTxn, revision: number, obj: Obj): boolean {
     const w = txn.writer(this)
-    const old = w.primary.get(this.schema.primaryKey(obj))
-    if (old === undefined || old.revision !== revision) return false
     if (validating) deepFreeze(obj)
-    w.insert(obj)
-    return true
+    w.insert(obj, revision)
+    return !w.swapFailed
   }
 
   /** Deletes the object with obj's primary key; returns the deleted object. */

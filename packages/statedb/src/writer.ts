@@ -45,10 +45,14 @@ export class TableWriter<Obj> implements TableView<Obj> {
     for (let i = 0; i <= this.secondary.length; i++) this.changed.push(new Set())
   }
 
-  insert(obj: Obj): Entry<Obj> | undefined {
+  /**
+   * Inserts or replaces obj. With `expect`, only if the stored object was last written at that
+   * revision (compare-and-swap): then returns undefined and sets `swapFailed` when it was not.
+   * One descent of the primary tree either way.
+   */
+  insert(obj: Obj, expect?: number): Entry<Obj> | undefined {
     const schema = this.schema
     const pk = schema.primaryKey(obj)
-    const old = this.primary.get(pk)
     const n = this.secondary.length
     let newKeys: string[][] | undefined
     if (n > 0) {
@@ -60,16 +64,20 @@ export class TableWriter<Obj> implements TableView<Obj> {
           for (const k of keys) {
             const holder = this.secondary[i]!.get(k)
             if (holder !== undefined && holder.key !== pk) {
+              if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
               throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
             }
           }
         }
       }
     }
-    const entry = new Entry(obj, ++this.revision, pk)
+    const entry = new Entry(obj, this.revision + 1, pk)
+    const old = expect === undefined ? this.primary.set(pk, entry) : this.primary.set(pk, entry, (cur) => cur !== undefined && cur.revision === expect)
+    if (this.primary.rejected) return this.refuseSwap()
+    this.swapFailed = false
+    this.revision++
     this.dirty = true
-    this.primary.set(pk, entry)
-    if (old !== undefined) this.byRevision.delete(old.revision)
+    if (old !== undefined) this.byRevision.deletePresent(old.revision)
     this.byRevision.set(entry.revision, entry)
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
@@ -79,9 +87,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
       const unique = schema.secondary[i]!.unique
       if (old !== undefined) {
         const oldKeys = schema.secondaryKeys(i, old.object)
-        for (const k of oldKeys) {
+        for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
           if (keys.length === 1 ? keys[0] === k : keys.includes(k)) continue
-          tree.delete(unique ? k : k + KEY_SEPARATOR + pk)
+          tree.deletePresent(unique ? k : k + KEY_SEPARATOR + pk)
           if (changed) changed[i + 1]!.add(k)
         }
       }
@@ -93,6 +101,14 @@ export class TableWriter<Obj> implements TableView<Obj> {
     return old
   }
 
+  /** The last insert with `expect` found another revision (or no object) and wrote nothing. */
+  swapFailed = false
+
+  private refuseSwap(): undefined {
+    this.swapFailed = true
+    return undefined
+  }
+
   delete(obj: Obj): Entry<Obj> | undefined {
     return this.deleteKey(this.schema.primaryKey(obj))
   }
@@ -101,13 +117,14 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
-    this.byRevision.delete(old.revision)
+    this.byRevision.deletePresent(old.revision)
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
     for (let i = 0; i < this.secondary.length; i++) {
       const unique = this.schema.secondary[i]!.unique
-      for (const k of this.schema.secondaryKeys(i, old.object)) {
-        this.secondary[i]!.delete(unique ? k : k + KEY_SEPARATOR + pk)
+      const oldKeys = this.schema.secondaryKeys(i, old.object)
+      for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
+        this.secondary[i]!.deletePresent(unique ? k : k + KEY_SEPARATOR + pk)
         if (changed) changed[i + 1]!.add(k)
       }
     }
