@@ -8,11 +8,11 @@
 // - other parts are tagged: false "\0\x03", true "\0\x04", number "\0\x05"+4 chars, bigint
 //   "\0\x06"+length+digits, bytes "\0\x07"+(bytes+1)+"\0"; a tuple is "\0\x08" + its parts.
 // Invariants:
-// - every tuple part is self-delimiting and never starts with "\0\0", and no whole-key encoding
-//   contains "\0\0" at a part boundary. So a non-unique index can store
-//   `encode(secondary) + "\0\0" + encode(primary)`, and a lookup scans the prefix
-//   `encode(secondary) + "\0\0"`: the key "a" never matches "ab" nor ["a", "b"] (the composite-key
-//   pitfall), and empty keys ("", [], empty bytes) are keys like any other;
+// - every tuple part is self-delimiting and never starts with "\0\0", so no key's encoding followed
+//   by "\0\0" starts another key's: composite keys cannot run into each other (the pitfall cilium
+//   hit twice: "a" matching "ab" or ["a", "b"]). Non-unique indexes do not even need this (they map
+//   each whole encoded key to a bucket, ./buckets.ts), but prefix queries over tuples rely on it;
+// - empty keys ("", [], empty bytes) are keys like any other;
 // - keys of one type keep their order; keys of different types never compare equal (their relative
 //   order is unspecified).
 

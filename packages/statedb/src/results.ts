@@ -40,22 +40,6 @@ export class Results<Obj> implements Iterable<Obj> {
   }
 }
 
-/** Skips entries whose primary key was already yielded (a non-unique index lists an object once per key). */
-export function distinct<Obj>(it: Iterator<Entry<Obj>>): Iterator<Entry<Obj>> {
-  const seen = new Set<string>()
-  return {
-    next() {
-      for (;;) {
-        const r = it.next()
-        if (r.done || !seen.has(r.value.key)) {
-          if (!r.done) seen.add(r.value.key)
-          return r
-        }
-      }
-    },
-  }
-}
-
 // A hand-written iterator (not a generator): full scans are a hot path.
 class ObjectIterator<Obj> implements Iterator<Obj> {
   private readonly result: { done: boolean; value: Obj } = { done: false, value: undefined as Obj }

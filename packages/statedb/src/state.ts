@@ -2,12 +2,13 @@
 //
 // Invariants of a TableState:
 // - `primary` holds one entry per object under its encoded primary key; `byRevision` holds the same
-//   entries under their revisions; each secondary tree holds the same entries under their encoded
-//   secondary keys (a non-unique index: secondary key + '\0' + primary key);
+//   entries under their revisions; a unique secondary index holds them under their encoded
+//   secondary keys, a non-unique one holds buckets (./buckets.ts) under them;
 // - every entry's revision is <= `revision`, and no two live entries share a revision;
 // - a published TableState is never changed: a write transaction builds a new one.
 
 import { emptyTree, type Tree, type TreeKey } from './btree.ts'
+import type { BucketTree } from './buckets.ts'
 
 /** An object as stored: the object, the table revision of its last write, its encoded primary key. */
 export class Entry<Obj> {
@@ -28,14 +29,15 @@ export interface TableView<Obj> {
   readonly revision: number
   readonly primary: Tree<string, Entry<Obj>>
   readonly byRevision: Tree<number, Entry<Obj>>
-  readonly secondary: ReadonlyArray<Tree<string, Entry<Obj>>>
+  /** Per secondary index: entries (unique) or buckets (non-unique) by encoded key. */
+  readonly secondary: ReadonlyArray<Tree<string, Entry<Obj>> | BucketTree<Obj>>
   readonly pendingInit: readonly Initializer[]
 }
 
 export type TableState<Obj> = TableView<Obj>
 
 export function emptyState<Obj>(secondaryCount: number): TableState<Obj> {
-  const secondary: Tree<string, Entry<Obj>>[] = []
+  const secondary: Tree<string, any>[] = []
   for (let i = 0; i < secondaryCount; i++) secondary.push(emptyTree())
   return { revision: 0, primary: emptyTree(), byRevision: emptyTree(), secondary, pendingInit: [] }
 }

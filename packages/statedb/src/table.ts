@@ -8,11 +8,12 @@
 
 import { treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
 import { ChangeIterator, Graveyard } from './changes.ts'
-import { KEY_SEPARATOR, type Key } from './encoding.ts'
+import type { Key } from './encoding.ts'
+import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
 import { StateDBError } from './errors.ts'
 import { REVISION_INDEX, type Index, type Query } from './indexes.ts'
 import { WatchRegistry } from './registry.ts'
-import { distinct, Results } from './results.ts'
+import { Results } from './results.ts'
 import { TableSchema } from './schema.ts'
 import { emptyState, type Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import { ReadTxn, type Txn, type WriteTxn } from './txn.ts'
@@ -254,8 +255,8 @@ export class Table<Obj> {
     return ref
   }
 
-  private treeOf(view: TableView<Obj>, pos: number): Tree<TreeKey, Entry<Obj>> {
-    return (pos < 0 ? view.byRevision : pos === 0 ? view.primary : view.secondary[pos - 1]!) as Tree<TreeKey, Entry<Obj>>
+  private treeOf(view: TableView<Obj>, pos: number): Tree<TreeKey, unknown> {
+    return (pos < 0 ? view.byRevision : pos === 0 ? view.primary : view.secondary[pos - 1]!) as Tree<TreeKey, unknown>
   }
 
   private revisionKey(q: Query<Obj>): number {
@@ -267,10 +268,8 @@ export class Table<Obj> {
     const ref = this.ref(q)
     if (ref.pos < 0) return treeGet(view.byRevision.root, this.revisionKey(q))
     const tree = this.treeOf(view, ref.pos)
-    if (ref.unique) return treeGet(tree.root, q.encoded())
-    const p = q.encoded() + KEY_SEPARATOR
-    const r = new TreeIterator(tree.root, p, p).next()
-    return r.done ? undefined : r.value
+    if (ref.unique) return treeGet(tree.root, q.encoded()) as Entry<Obj> | undefined
+    return bucketFirst(treeGet(tree.root, q.encoded()) as Bucket<Obj> | undefined)
   }
 
   private listIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
@@ -279,23 +278,29 @@ export class Table<Obj> {
       const e = this.first(view, q)
       return (e === undefined ? [] : [e])[Symbol.iterator]()
     }
-    const p = q.encoded() + KEY_SEPARATOR
-    return new TreeIterator(this.treeOf(view, ref.pos).root, p, p)
+    return bucketEntries(treeGet(this.treeOf(view, ref.pos).root, q.encoded()) as Bucket<Obj> | undefined)
   }
 
   private prefixIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
     const ref = this.ref(q)
     if (ref.pos < 0) throw new StateDBError(`table "${this.name}": prefix queries do not apply to the revision index`)
     const p = q.encodedPrefix()
-    const it = new TreeIterator(this.treeOf(view, ref.pos).root, p, p)
-    return ref.unique ? it : distinct(it)
+    const root = this.treeOf(view, ref.pos).root
+    if (ref.unique) return new TreeIterator(root, p, p) as Iterator<Entry<Obj>>
+    return new BucketsIterator<Obj>(root as never, p, p, this.multiKey(ref.pos))
   }
 
   private lowerBoundIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
     const ref = this.ref(q)
     if (ref.pos < 0) return new TreeIterator(view.byRevision.root, this.revisionKey(q))
-    const it = new TreeIterator(this.treeOf(view, ref.pos).root, q.encodedPrefix())
-    return ref.unique ? it : distinct(it)
+    const root = this.treeOf(view, ref.pos).root
+    if (ref.unique) return new TreeIterator(root, q.encodedPrefix()) as Iterator<Entry<Obj>>
+    return new BucketsIterator<Obj>(root as never, q.encodedPrefix(), undefined, this.multiKey(ref.pos))
+  }
+
+  /** Whether objects may have several keys in a secondary index (then scans skip repeats). */
+  private multiKey(pos: number): boolean {
+    return pos > 0 && this.schema.secondary[pos - 1]!.multi !== undefined
   }
 
   private keyWatch(txn: Txn, view: TableView<Obj>, q: Query<Obj>): Watch {

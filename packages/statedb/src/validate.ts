@@ -2,6 +2,7 @@
 // and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
 
 import { TreeIterator, validateTree } from './btree.ts'
+import { validateBuckets, type BucketTree } from './buckets.ts'
 import type { TableSchema } from './schema.ts'
 import type { TableState } from './state.ts'
 
@@ -23,7 +24,12 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
   const t = `table "${schema.name}"`
   validateTree(state.primary, `${t} primary index`)
   validateTree(state.byRevision, `${t} revision index`)
-  state.secondary.forEach((tree, i) => validateTree(tree, `${t} index "${schema.secondary[i]!.name}"`))
+  const pairs = state.secondary.map((tree, i) => {
+    const what = `${t} index "${schema.secondary[i]!.name}"`
+    if (!schema.secondary[i]!.unique) return validateBuckets(tree as BucketTree<Obj>, what)
+    validateTree(tree, what)
+    return tree.size
+  })
   if (state.byRevision.size !== state.primary.size) {
     throw new Error(`${t}: ${state.primary.size} objects but ${state.byRevision.size} revision entries`)
   }
@@ -33,9 +39,9 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
     if (schema.primaryKey(e.object) !== e.key) throw new Error(`${t}: stored object's primary key changed (was it mutated?)`)
     expected = expected.map((n, i) => n + new Set(schema.secondaryKeys(i, e.object)).size)
   }
-  state.secondary.forEach((tree, i) => {
-    if (tree.size !== expected[i]) {
-      throw new Error(`${t} index "${schema.secondary[i]!.name}": ${tree.size} entries, objects give ${expected[i]} keys`)
+  pairs.forEach((n, i) => {
+    if (n !== expected[i]) {
+      throw new Error(`${t} index "${schema.secondary[i]!.name}": ${n} entries, objects give ${expected[i]} keys`)
     }
   })
 }

@@ -8,7 +8,7 @@
 //   someone watches keys of this table; otherwise commit fires every key watch of the table.
 
 import { TreeIterator, TreeWriter } from './btree.ts'
-import { KEY_SEPARATOR } from './encoding.ts'
+import { BucketsWriter } from './buckets.ts'
 import { UniqueConflictError } from './errors.ts'
 import { Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
@@ -17,7 +17,11 @@ export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<string, Entry<Obj>>
   readonly byRevision: TreeWriter<number, Entry<Obj>>
-  readonly secondary: TreeWriter<string, Entry<Obj>>[]
+  /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
+  private readonly writers: Array<TreeWriter<string, Entry<Obj>> | BucketsWriter<Obj>>
+  private readonly uniques: Array<TreeWriter<string, Entry<Obj>> | undefined>
+  /** What reads see: the secondary trees as this transaction has them now. */
+  readonly secondary: TableView<Obj>['secondary']
   pendingInit: readonly Initializer[]
   /** Deleted entries, with the revision of their deletion, in order. */
   readonly deletes: Entry<Obj>[] = []
@@ -35,14 +39,16 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.revision = base.revision
     this.primary = new TreeWriter(base.primary)
     this.byRevision = new TreeWriter(base.byRevision)
-    this.secondary = base.secondary.map((t) => new TreeWriter(t))
+    this.writers = base.secondary.map((t, i) => (schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never)))
+    this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
+    this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
     if (recording) this.startRecording()
   }
 
   startRecording(): void {
     this.changed = []
-    for (let i = 0; i <= this.secondary.length; i++) this.changed.push(new Set())
+    for (let i = 0; i <= this.writers.length; i++) this.changed.push(new Set())
   }
 
   /**
@@ -53,7 +59,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
   insert(obj: Obj, expect?: number): Entry<Obj> | undefined {
     const schema = this.schema
     const pk = schema.primaryKey(obj)
-    const n = this.secondary.length
+    const n = this.writers.length
     let newKeys: string[][] | undefined
     if (n > 0) {
       newKeys = new Array(n)
@@ -62,7 +68,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
         newKeys[i] = keys
         if (schema.secondary[i]!.unique) {
           for (const k of keys) {
-            const holder = this.secondary[i]!.get(k)
+            const holder = this.uniques[i]!.get(k)
             if (holder !== undefined && holder.key !== pk) {
               if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
               throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
@@ -83,18 +89,19 @@ export class TableWriter<Obj> implements TableView<Obj> {
     if (changed) changed[0]!.add(pk)
     for (let i = 0; i < n; i++) {
       const keys = newKeys![i]!
-      const tree = this.secondary[i]!
-      const unique = schema.secondary[i]!.unique
+      const w = this.writers[i]!
       if (old !== undefined) {
         const oldKeys = schema.secondaryKeys(i, old.object)
         for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
           if (keys.length === 1 ? keys[0] === k : keys.includes(k)) continue
-          tree.deletePresent(unique ? k : k + KEY_SEPARATOR + pk)
+          if (w instanceof TreeWriter) w.deletePresent(k)
+          else w.remove(k, pk)
           if (changed) changed[i + 1]!.add(k)
         }
       }
       for (const k of keys) {
-        tree.set(unique ? k : k + KEY_SEPARATOR + pk, entry)
+        if (w instanceof TreeWriter) w.set(k, entry)
+        else w.add(k, entry)
         if (changed) changed[i + 1]!.add(k)
       }
     }
@@ -120,11 +127,12 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.byRevision.deletePresent(old.revision)
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
-    for (let i = 0; i < this.secondary.length; i++) {
-      const unique = this.schema.secondary[i]!.unique
+    for (let i = 0; i < this.writers.length; i++) {
+      const w = this.writers[i]!
       const oldKeys = this.schema.secondaryKeys(i, old.object)
       for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
-        this.secondary[i]!.deletePresent(unique ? k : k + KEY_SEPARATOR + pk)
+        if (w instanceof TreeWriter) w.deletePresent(k)
+        else w.remove(k, pk)
         if (changed) changed[i + 1]!.add(k)
       }
     }
@@ -139,7 +147,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     }
     this.primary.clear()
     this.byRevision.clear()
-    for (const t of this.secondary) t.clear()
+    for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true
   }
@@ -151,7 +159,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
       revision: this.revision,
       primary: this.primary.publish(),
       byRevision: this.byRevision.publish(),
-      secondary: this.secondary.map((t) => t.publish()),
+      secondary: this.writers.map((w) => w.publish()),
       pendingInit: this.pendingInit,
     }
   }
