@@ -63,13 +63,20 @@ export class Objects {
   listJson(t: ResourceType, ns: string | undefined, o: ListOpts): string {
     let snap: Snapshot
     let after: string | undefined
+    // The continue token carries the list's total (counted once, on the first page) and how many
+    // items earlier pages returned, so later pages stop at their limit instead of scanning the rest
+    // of the collection to count remainingItemCount (which made a paginated list quadratic).
+    let total: number | undefined
+    let seen = 0
     if (o.continue) {
-      let tok: { rv: number; start: string }
+      let tok: { rv: number; start: string; total?: number; seen?: number }
       try { tok = JSON.parse(Buffer.from(o.continue, 'base64').toString()) } catch { throw badRequest('continue key is not valid: illegal base64 data') }
       const s = this.snapshots.get(tok.rv)
       if (!s) throw expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.')
       snap = s
       after = tok.start
+      total = tok.total
+      seen = tok.seen ?? 0
     } else snap = this.readAt(o.resourceVersion, o.resourceVersionMatch)
     const items: string[] = []
     const apiVersion = apiVersionOf(t)
@@ -78,15 +85,17 @@ export class Objects {
     let remaining = 0
     for (const [key, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, after, snap)) {
       if (o.matcher && !o.matcher(obj)) continue
-      if (o.limit && items.length >= o.limit) { more = true; remaining++; if (o.selected) break; continue }
+      if (o.limit && items.length >= o.limit) { more = true; if (o.selected || total !== undefined) break; remaining++; continue }
       items.push(objectJson(obj, apiVersion, t.kind))
       last = key
     }
     const meta: Record<string, unknown> = { resourceVersion: String(snap.rv) }
     if (more && last !== undefined) {
       this.keepSnapshot(snap)
-      meta.continue = Buffer.from(JSON.stringify({ rv: snap.rv, start: last })).toString('base64')
-      if (!o.selected) meta.remainingItemCount = remaining
+      if (total === undefined && !o.selected) total = seen + items.length + remaining
+      const tok = o.selected ? { rv: snap.rv, start: last } : { rv: snap.rv, start: last, total, seen: seen + items.length }
+      meta.continue = Buffer.from(JSON.stringify(tok)).toString('base64')
+      if (!o.selected) meta.remainingItemCount = total! - seen - items.length
     }
     return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[${items.join(',')}]}`
   }
