@@ -124,28 +124,65 @@ export class Engine<Obj> {
 
   // ---- calling operations ----
 
-  /** Runs Update or Delete for one outcome; records failure (or `changed`) on it. */
-  async run(o: Outcome<Obj>, ctx: OpContext): Promise<void> {
+  /**
+   * Runs Update or Delete for one outcome; records failure (or `changed`) on it. Returns a promise
+   * only when the operation returned one (or went through the operation limiter): a synchronous
+   * operation costs one call, with no promise, async frame or microtask per object. Callers await
+   * the result only when it is defined.
+   */
+  run(o: Outcome<Obj>, ctx: OpContext): Promise<void> | undefined {
     const m = this.cfg.metrics
     const t0 = m ? performance.now() : 0
+    let r: unknown
     try {
-      let r: unknown = this.opLimiter ? await this.limited(o, ctx) : this.call(o, ctx)
-      if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function') r = await this.race(r as Promise<unknown>)
-      o.changed = r === true
+      r = this.opLimiter ? this.opLimiter.schedule(async () => this.call(o, ctx)) : this.call(o, ctx)
     } catch (err) {
-      if (this.controller.signal.aborted) throw new StoppedError('reconciler stopped')
-      o.error = errorMessage(err)
+      this.failed(o, err)
+      if (m) this.observe(o, t0)
+      return undefined
     }
-    if (m) m.operation(this.cfg.name, o.deleted ? 'delete' : 'update', o.error === undefined ? 'success' : 'error', (performance.now() - t0) / 1000, 1)
+    if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function') return this.settle(o, r as PromiseLike<unknown>, t0)
+    o.changed = r === true
+    if (m) this.observe(o, t0)
+    return undefined
+  }
+
+  /**
+   * Runs the outcomes' operations one after the other, from `from` on. Synchronous operations run
+   * in one pass; from the first operation that returns a promise on, the rest runs after it, and
+   * the promise for the whole is returned (undefined: everything ran synchronously).
+   */
+  runAll(outcomes: readonly Outcome<Obj>[], ctx: OpContext, from = 0): Promise<void> | undefined {
+    for (let i = from; i < outcomes.length; i++) {
+      const p = this.run(outcomes[i]!, ctx)
+      if (p !== undefined) return p.then(() => this.runAll(outcomes, ctx, i + 1))
+    }
+    return undefined
+  }
+
+  /** The asynchronous end of `run`: awaits the operation's promise, or stop. */
+  private async settle(o: Outcome<Obj>, p: PromiseLike<unknown>, t0: number): Promise<void> {
+    try {
+      o.changed = (await this.race(p as Promise<unknown>)) === true
+    } catch (err) {
+      this.failed(o, err)
+    }
+    if (this.cfg.metrics) this.observe(o, t0)
+  }
+
+  /** An operation failed: record it, unless the failure is the reconciler stopping. */
+  private failed(o: Outcome<Obj>, err: unknown): void {
+    if (this.controller.signal.aborted) throw new StoppedError('reconciler stopped')
+    o.error = errorMessage(err)
+  }
+
+  private observe(o: Outcome<Obj>, t0: number): void {
+    this.cfg.metrics!.operation(this.cfg.name, o.deleted ? 'delete' : 'update', o.error === undefined ? 'success' : 'error', (performance.now() - t0) / 1000, 1)
   }
 
   private call(o: Outcome<Obj>, ctx: OpContext): unknown {
     const ops = this.cfg.operations
     return o.deleted ? ops.delete(o.object, ctx) : ops.update(o.object, ctx)
-  }
-
-  private limited(o: Outcome<Obj>, ctx: OpContext): Promise<unknown> {
-    return this.race(this.opLimiter!.schedule(async () => this.call(o, ctx)))
   }
 
   /** Awaits p, or throws StoppedError as soon as the reconciler stops (p may ignore the signal). */
@@ -200,48 +237,66 @@ export class Engine<Obj> {
   /**
    * Writes the outcomes back in one write transaction (see the invariants above) and updates the
    * retry queue. `writeDone(o)` says whether a success needs its done status written (full
-   * reconciliation skips objects that were done already). Returns how many results were dropped.
+   * reconciliation skips objects that were done already; absent: every success is written).
+   * Returns how many results were dropped.
    */
-  async commit(outcomes: readonly Outcome<Obj>[], writeDone: (o: Outcome<Obj>) => boolean = () => true): Promise<number> {
+  async commit(outcomes: readonly Outcome<Obj>[], writeDone?: (o: Outcome<Obj>) => boolean): Promise<number> {
     if (outcomes.length === 0) return 0
-    const { db, table, getObjectStatus, setObjectStatus } = this.cfg
-    const now = Date.now()
+    const { db, table } = this.cfg
+    // The write transaction is taken before the write-back (only when something is written), so
+    // that the write-back itself is one synchronous pass with no await (and no iterator object) per
+    // outcome. Nothing else touches the retry queue meanwhile: the loop runs one step at a time.
     let txn: WriteTxn | undefined
-    let done: Status | undefined
-    let dropped = 0
-    try {
-      for (const o of outcomes) {
-        if (o.deleted) {
-          if (o.error !== undefined) {
-            this.retries.fail(this.key(o.object), { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: o.error }, o.attempts, now)
-          } else if (o.attempts > 0) this.retries.take(this.key(o.object))
-          continue
-        }
-        if (o.error === undefined && !writeDone(o)) {
-          if (o.attempts > 0) this.retries.take(this.key(o.object))
-          continue
-        }
-        txn ??= db.tryWriteTxn(table) ?? (await db.writeTxn(table))
-        const status = o.error === undefined ? (done ??= statusDone()) : statusError(o.error)
-        let written = table.compareAndSwap(txn, o.revision, setObjectStatus(o.object, status))
-        if (!written) {
-          const cur = table.getEntry(txn, this.primaryQuery(o.object))
-          if (cur !== undefined && getObjectStatus(cur.object).id === o.seenStatusId) {
-            table.insert(txn, setObjectStatus(this.cfg.cloneObject(cur.object), status))
-            written = true
-          }
-        }
-        if (!written) {
-          dropped++
-          continue
-        }
-        if (o.error !== undefined) {
-          this.retries.fail(this.key(o.object), { deleted: false, object: o.object, statusId: status.id, revision: o.revision, error: o.error }, o.attempts, now)
-        } else if (o.attempts > 0) this.retries.take(this.key(o.object))
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i]!
+      if (!o.deleted && (o.error !== undefined || writeDone === undefined || writeDone(o))) {
+        txn = db.tryWriteTxn(table) ?? (await db.writeTxn(table))
+        break
       }
+    }
+    try {
+      const dropped = this.writeBack(outcomes, txn, writeDone)
       txn?.commit()
+      return dropped
     } finally {
       txn?.abort()
+    }
+  }
+
+  /** commit's synchronous part: `txn` is defined when some outcome is written. */
+  private writeBack(outcomes: readonly Outcome<Obj>[], txn: WriteTxn | undefined, writeDone: ((o: Outcome<Obj>) => boolean) | undefined): number {
+    const { table, getObjectStatus, setObjectStatus } = this.cfg
+    const now = Date.now()
+    let done: Status | undefined
+    let dropped = 0
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i]!
+      if (o.deleted) {
+        if (o.error !== undefined) {
+          this.retries.fail(this.key(o.object), { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: o.error }, o.attempts, now)
+        } else if (o.attempts > 0) this.retries.take(this.key(o.object))
+        continue
+      }
+      if (o.error === undefined && writeDone !== undefined && !writeDone(o)) {
+        if (o.attempts > 0) this.retries.take(this.key(o.object))
+        continue
+      }
+      const status = o.error === undefined ? (done ??= statusDone()) : statusError(o.error)
+      let written = table.compareAndSwap(txn!, o.revision, setObjectStatus(o.object, status))
+      if (!written) {
+        const cur = table.getEntry(txn!, this.primaryQuery(o.object))
+        if (cur !== undefined && getObjectStatus(cur.object).id === o.seenStatusId) {
+          table.insert(txn!, setObjectStatus(this.cfg.cloneObject(cur.object), status))
+          written = true
+        }
+      }
+      if (!written) {
+        dropped++
+        continue
+      }
+      if (o.error !== undefined) {
+        this.retries.fail(this.key(o.object), { deleted: false, object: o.object, statusId: status.id, revision: o.revision, error: o.error }, o.attempts, now)
+      } else if (o.attempts > 0) this.retries.take(this.key(o.object))
     }
     return dropped
   }

@@ -71,7 +71,8 @@ export async function fullReconciliation<Obj>(engine: Engine<Obj>): Promise<Full
     if (wantsReconcile(s)) continue
     const attempts = engine.retries.size > 0 ? engine.retries.take(engine.key(e.object)) : 0
     const o = engine.updateOutcome(e.object, e.revision, s, attempts)
-    await engine.run(o, ctx)
+    const p = engine.run(o, ctx)
+    if (p !== undefined) await p
     updated++
     chunk.push(o)
     if (chunk.length >= roundSize) await flush()
