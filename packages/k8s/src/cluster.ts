@@ -84,7 +84,7 @@ export class Cluster {
   readonly name: string
   readonly kubeConfig: KubeConfig
   readonly server: URL
-  readonly limiter: Bottleneck | undefined
+  readonly limiter: RateLimiter | undefined
   readonly requestTimeoutMs: number
   private readonly agent: http.Agent
   private readonly isHttps: boolean
@@ -139,17 +139,7 @@ export class Cluster {
       this.agent = new http.Agent({ keepAlive: true, maxSockets })
     }
     const qps = opts.qps ?? 100
-    if (qps > 0 && Number.isFinite(qps)) {
-      const burst = Math.max(1, Math.round(opts.burst ?? qps * 2))
-      // A token bucket: `burst` tokens, refilled by qps × interval every interval.
-      const interval = Math.max(10, Math.round(1000 / qps))
-      this.limiter = new Bottleneck({
-        reservoir: burst,
-        reservoirIncreaseAmount: Math.max(1, Math.round((qps * interval) / 1000)),
-        reservoirIncreaseInterval: interval,
-        reservoirIncreaseMaximum: burst,
-      })
-    }
+    if (qps > 0 && Number.isFinite(qps)) this.limiter = new RateLimiter(qps, Math.max(1, Math.round(opts.burst ?? qps * 2)))
   }
 
   /** Fills TLS options synchronously (client-node's applyHTTPSOptions is synchronous underneath). */
@@ -186,7 +176,7 @@ export class Cluster {
       setMaxListeners(0, signal)
     }
     if (this.closed) throw new ApiError(`cluster ${this.name}: closed`, 0, 'ClusterClosed')
-    if (this.limiter) await this.limiter.schedule(noop)
+    if (this.limiter) await this.limiter.take()
     for (;;) {
       const wait = this.pausedUntil - Date.now()
       if (wait <= 0) return
@@ -206,11 +196,17 @@ export class Cluster {
    * reject with an ApiError.
    */
   async request<T = any>(o: RequestOptions): Promise<T> {
+    const text = await this.requestText(o)
+    return (text.length ? JSON.parse(text) : undefined) as T
+  }
+
+  /** Like request, but resolves with the body as text (for callers that parse it themselves). */
+  async requestText(o: RequestOptions): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       await this.admit(o.signal)
       try {
         const { status, headers, body } = await this.send(o)
-        if (status >= 200 && status < 300) return (body.length ? JSON.parse(body.toString('utf8')) : undefined) as T
+        if (status >= 200 && status < 300) return body.toString('utf8')
         const err = this.toError(o, status, headers, body)
         if (err.retryAfterMs !== undefined && (status === 429 || status >= 500) && attempt < this.maxRetryAfter) {
           this.stats.throttled++
@@ -327,13 +323,54 @@ export class Cluster {
     if (this.closed) return
     this.closed = true
     this.agent.destroy()
-    if (this.limiter) await this.limiter.stop({ dropWaitingJobs: true }).catch(() => {})
-    this.limiter?.disconnect()
+    if (this.limiter) await this.limiter.stop()
   }
 }
 
-function noop(): Promise<void> {
-  return Promise.resolve()
+/**
+ * A token bucket (qps, burst) shared by every request to a cluster. The fast path is synchronous: a
+ * token is there, take it. When the bucket is empty, requests queue in a bottleneck limiter that
+ * releases one every 1000/qps ms (FIFO), each taking a token on release (the bucket may go below
+ * zero, which keeps the fast path closed until the queue is drained and the bucket refilled).
+ */
+export class RateLimiter {
+  private tokens: number
+  private last = performance.now()
+  private waiting = 0
+  private readonly queue: Bottleneck
+
+  constructor(readonly qps: number, readonly burst: number) {
+    this.tokens = burst
+    this.queue = new Bottleneck({ maxConcurrent: 1, minTime: 1000 / qps })
+  }
+
+  private refill(): void {
+    const now = performance.now()
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.qps) / 1000)
+    this.last = now
+  }
+
+  /** Resolves when the request may go. */
+  take(): Promise<void> | void {
+    this.refill()
+    if (this.waiting === 0 && this.tokens >= 1) {
+      this.tokens -= 1
+      return
+    }
+    this.waiting++
+    return this.queue.schedule(async () => {
+      this.refill()
+      if (this.tokens < 1) await sleep(((1 - this.tokens) * 1000) / this.qps)
+      this.refill()
+      this.tokens -= 1
+      this.waiting--
+    })
+  }
+
+  async stop(): Promise<void> {
+    await this.queue.stop({ dropWaitingJobs: true }).catch(() => {})
+    this.queue.disconnect()
+  }
 }
 
 function transportError(method: string, path: string, what: string | undefined, e: Error): ApiError {

@@ -9,6 +9,7 @@ export { Reflector, stripManagedFields, type ReflectorOptions, type ReflectorHea
 export { LineDecoder, parseEvent, type WatchEvent } from './ndjson.ts'
 export { Batcher, type Pending } from './batch.ts'
 export { K8sMetrics } from './metrics.ts'
+export { StringPool, compactObject } from './compact.ts'
 export * from './leader.ts'
 export {
   Target, newDesiredTable, desired, objectKey,

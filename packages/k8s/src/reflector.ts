@@ -18,6 +18,7 @@ import { collectionPath, describe, namespacedName, resolveKind, type KindRef, ty
 import { LineDecoder, parseEvent } from './ndjson.ts'
 import { Batcher, type Pending } from './batch.ts'
 import type { K8sMetrics } from './metrics.ts'
+import { StringPool, compactObject } from './compact.ts'
 
 export interface ReflectorOptions<Obj = KubeObject> {
   cluster: Cluster
@@ -33,7 +34,8 @@ export interface ReflectorOptions<Obj = KubeObject> {
   fieldSelector?: string
   /**
    * Turns a cluster object into the table's objects: one, several (an array), or none. Default: the
-   * object itself (minus metadata.managedFields unless keepManagedFields).
+   * object itself, compacted (compactObject: metadata.managedFields dropped unless keepManagedFields,
+   * repeated metadata strings shared). The object is fresh from JSON.parse: a transform may keep it.
    */
   transform?: (obj: KubeObject) => Obj | Obj[] | undefined | null
   /** The primary key of a table object as a string (default: namespace/name of a Kubernetes object). */
@@ -112,8 +114,10 @@ export class Reflector<Obj = KubeObject> {
     this.o = opts
     this.name = opts.name ?? `${opts.cluster.name}/${opts.kind.kind}`
     this.keyOf = opts.key ?? ((obj: Obj) => namespacedName(obj as unknown as KubeObject))
-    const strip = !opts.keepManagedFields
-    this.transform = opts.transform ?? ((obj) => (strip ? stripManagedFields(obj) : obj) as unknown as Obj)
+    const keep = !!opts.keepManagedFields
+    const pool = new StringPool()
+    // Objects come fresh from JSON.parse and are not shared yet: compact them in place.
+    this.transform = opts.transform ?? ((obj) => compactObject(obj, pool, keep) as unknown as Obj)
     this.sources = opts.transform ? new Map() : undefined
     this.batcher = new Batcher(opts.batchSize ?? 1000, opts.batchDelayMs ?? 10, (b) => this.writeBatch(b))
   }
@@ -232,40 +236,53 @@ export class Reflector<Obj = KubeObject> {
     const r = this.resource!
     this.h.state = 'listing'
     const items: KubeObject[] = []
-    let cont: string | undefined
     let rv: string | undefined
     const limit = this.o.pageSize ?? 500
-    for (;;) {
-      let page: any
+    const fetch = (cont: string | undefined) =>
+      this.o.cluster.requestText({
+        path: collectionPath(r, this.o.namespace),
+        query: { limit, continue: cont, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector },
+        signal: this.ctrl.signal,
+        what: `list ${r.kind}`,
+        timeoutMs: Math.max(this.o.cluster.requestTimeoutMs, 60_000),
+      })
+    // Pages are pipelined: the continue token is read from the head of a page (list metadata comes
+    // before the items), the next page is requested, and this page is parsed while it is on its way.
+    let pending: Promise<string> | undefined = fetch(undefined)
+    let cont: string | undefined
+    while (pending) {
+      let text: string
       try {
-        page = await this.o.cluster.request({
-          path: collectionPath(r, this.o.namespace),
-          query: { limit, continue: cont, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector },
-          signal: this.ctrl.signal,
-          what: `list ${r.kind}`,
-          timeoutMs: Math.max(this.o.cluster.requestTimeoutMs, 60_000),
-        })
+        text = await pending
       } catch (err) {
         if (cont !== undefined && isGone(err)) {
           // The continue token expired: start the list again from the first page.
           items.length = 0
-          cont = undefined
           rv = undefined
+          cont = undefined
+          pending = fetch(undefined)
           continue
         }
         throw err
+      }
+      const early = peekContinue(text)
+      pending = early ? fetch(early) : undefined
+      pending?.catch(() => {}) // handled when awaited
+      const page = JSON.parse(text)
+      cont = page?.metadata?.continue || undefined
+      if (cont !== early) {
+        // The peek was wrong (an unusual server): fall back to sequential pages.
+        pending?.catch(() => {})
+        pending = cont ? fetch(cont) : undefined
       }
       if (rv === undefined) rv = page?.metadata?.resourceVersion
       const kind = r.kind
       const apiVersion = r.apiVersion
       for (const it of page?.items ?? []) {
-        // Items of a list carry no kind/apiVersion on a real server; watch events do.
-        if (it.kind === undefined) it.kind = kind
-        if (it.apiVersion === undefined) it.apiVersion = apiVersion
-        items.push(it)
+        // Items of a list carry no kind/apiVersion on a real server; watch events do. A new object
+        // (not two added properties) keeps its shape compact.
+        items.push(it.kind === undefined || it.apiVersion === undefined ? { apiVersion, kind, ...it } : it)
       }
-      cont = page?.metadata?.continue || undefined
-      if (!cont) break
     }
     await this.batcher.discard() // the list supersedes every buffered event
     await this.replace(items)
@@ -281,6 +298,12 @@ export class Reflector<Obj = KubeObject> {
   private async replace(items: KubeObject[]): Promise<void> {
     const { db, table } = this.o
     await db.write(table, (txn) => {
+      if (!this.sources && !this.o.queryAll && table.count(txn) === 0) {
+        // The first list into an empty table: nothing to compare with or delete.
+        for (const src of items) for (const o of this.outputs(src)) this.put(txn, o)
+        if (!this.h.synced && this.markInitialized) this.markInitialized(txn)
+        return
+      }
       const existing = new Map<string, Obj>()
       for (const obj of this.o.queryAll ? this.o.queryAll(txn) : table.all(txn)) existing.set(this.keyOf(obj), obj)
       const keep = new Set<string>()
@@ -464,6 +487,14 @@ export class Reflector<Obj = KubeObject> {
     if (!m) return
     ;(what === 'up' ? m.reflectorUp : m.reflectorObjects).set(this.labels(), v)
   }
+}
+
+/** The list's continue token, read from the text before its items (undefined when there is none). */
+export function peekContinue(text: string): string | undefined {
+  let end = text.indexOf('"items"')
+  if (end < 0) end = Math.min(text.length, 4096)
+  const m = /"metadata"\s*:\s*\{[^{}]*?"continue"\s*:\s*"([^"\\]*)"/.exec(text.slice(0, end))
+  return m ? m[1] || undefined : undefined
 }
 
 function keepCount(it: Iterable<unknown>): number {

@@ -1,0 +1,210 @@
+// @statewright/k8s benchmarks, side by side with @kubernetes/client-node 1.4.0 in the same run. The
+// test server runs in its own process (this file with SW_K8S_BENCH_CHILD=1, seeded over IPC), so this
+// process holds only the client side (its heap is what bytes/object measures).
+// - ReflectorSync_<n>: a Reflector's initial sync (paginated list into a statedb table) of n
+//   ConfigMaps, objects/s, against makeInformer's start() on the same objects (floor: ratio >= 1.0);
+// - ReflectorMemory_<n>: heap per cached object, reflector table vs informer cache (floor: <= 1.0);
+// - Apply_<n>_c16: desired ConfigMaps applied by a reconciler through a Target (server-side apply,
+//   batches at concurrency 16, shared limiter), objects/s, against KubernetesObjectApi.patch with
+//   PatchStrategy.ServerSideApply at concurrency 16 (floor: ratio >= 0.9).
+//
+//   npm run bench -- k8s [--quick]
+import { fork, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { heapAfterGc, median, type Result, type RunOptions } from './lib/index.ts'
+
+if (process.env.SW_K8S_BENCH_CHILD === 'server') {
+  const { startTestServer } = await import('@statewright/testserver')
+  const s = await startTestServer({ historySize: 1_000 })
+  process.on('message', (m: any) => {
+    if (m.cmd === 'seed') {
+      for (let i = 0; i < m.n; i += 1000) {
+        s.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, Math.min(1000, m.n - i), { namespace: m.namespace, prefix: `${m.prefix}${i}-`, template: { metadata: { labels: { app: 'bench' } }, data: { key: 'value', other: 'some more text' } } })
+      }
+      process.send!({ id: m.id })
+    } else if (m.cmd === 'ns') {
+      s.server.objects.create(s.server.type('v1', 'Namespace'), '', { metadata: { name: m.name } }, { manager: 'bench' })
+      process.send!({ id: m.id })
+    } else if (m.cmd === 'stop') {
+      void s.stop().then(() => process.exit(0))
+    }
+  })
+  process.send!({ ready: true, kubeconfig: s.kubeconfig })
+}
+
+// A client child: one sync (reflector or informer) in a fresh process, to measure heap per object
+// without garbage or caches of other runs: heap after the sync minus heap before, after full GCs.
+if (process.env.SW_K8S_BENCH_CHILD === 'client') {
+  const { kubeconfig, ns, n, which } = JSON.parse(process.env.SW_K8S_BENCH_ARGS!)
+  const c = { kubeconfig } as Child
+  const r = await (which === 'reflector' ? reflectorSync : informerSync)(c, ns, n)
+  process.send!(r)
+  process.exit(0)
+}
+
+async function memoryInChild(c: Child, which: 'reflector' | 'informer', ns: string, n: number): Promise<number> {
+  const proc = fork(fileURLToPath(import.meta.url), [], {
+    env: { ...process.env, SW_K8S_BENCH_CHILD: 'client', SW_K8S_BENCH_ARGS: JSON.stringify({ kubeconfig: c.kubeconfig, ns, n, which }) },
+    execArgv: ['--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const r = await new Promise<any>((resolve, reject) => {
+    proc.on('message', resolve)
+    proc.on('exit', (code) => reject(new Error(`${which} child exited (${code})`)))
+  })
+  return r.bytes
+}
+
+interface Child { proc: ChildProcess; kubeconfig: string; call(m: object): Promise<any> }
+
+async function startChild(): Promise<Child> {
+  const proc = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SW_K8S_BENCH_CHILD: 'server' }, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  let seq = 0
+  const pending = new Map<number, (v: any) => void>()
+  const r = await new Promise<any>((resolve, reject) => {
+    proc.on('message', (m: any) => (m.ready ? resolve(m) : pending.get(m.id)?.(m)))
+    proc.on('exit', (code) => reject(new Error(`server process exited (${code})`)))
+  })
+  return {
+    proc, kubeconfig: r.kubeconfig,
+    call: (m) => new Promise((resolve) => { const id = ++seq; pending.set(id, resolve); proc.send({ ...m, id }) }),
+  }
+}
+
+// Memory per object: heap growth (after full GCs) from before the sync to after it, holding the
+// cache; meaningful in a fresh client child (memoryInChild), where nothing else is collected between.
+async function reflectorSync(c: Child, ns: string, n: number, _warm?: string): Promise<{ rate: number; bytes: number }> {
+  const { DB, Table, defineIndex } = await import('@statewright/statedb')
+  const { Cluster, Reflector, namespacedName } = await import('@statewright/k8s')
+  const cluster = new Cluster({ kubeconfig: c.kubeconfig, qps: 0 })
+  const before = heapAfterGc()
+  const t0 = performance.now()
+  const table = new Table<any>({ name: 'cms', primary: defineIndex<any, string>({ name: 'name', key: namespacedName, unique: true }) })
+  const db = new DB({ tables: [table] })
+  const r = new Reflector({ cluster, db, table, kind: { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true }, namespace: ns })
+  await r.start()
+  await r.waitSynced()
+  const secs = (performance.now() - t0) / 1000
+  const count = table.count(db.readTxn())
+  if (count !== n) throw new Error(`reflector: ${count} objects, want ${n}`)
+  await r.stop()
+  await cluster.close()
+  const bytes = (heapAfterGc() - before) / n
+  if (db.readTxn() === undefined) throw new Error('unreachable') // keeps db (and the table) alive up to here
+  return { rate: n / secs, bytes }
+}
+
+async function informerSync(c: Child, ns: string, n: number, _warm?: string): Promise<{ rate: number; bytes: number }> {
+  const k8s = await import('@kubernetes/client-node')
+  const kc = new k8s.KubeConfig()
+  kc.loadFromString(c.kubeconfig)
+  const core = kc.makeApiClient(k8s.CoreV1Api)
+  const before = heapAfterGc()
+  const t0 = performance.now()
+  const inf = k8s.makeInformer(kc, `/api/v1/namespaces/${ns}/configmaps`, () => core.listNamespacedConfigMap({ namespace: ns }))
+  inf.on('error', () => {})
+  await inf.start()
+  const secs = (performance.now() - t0) / 1000
+  const count = inf.list().length
+  if (count !== n) throw new Error(`informer: ${count} objects, want ${n}`)
+  await inf.stop()
+  const bytes = (heapAfterGc() - before) / n
+  if (inf.list().length !== n) throw new Error('unreachable') // keeps the informer alive up to here
+  return { rate: n / secs, bytes }
+}
+
+function configMap(name: string, ns: string) {
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, labels: { app: 'bench' } }, data: { key: 'value', other: 'some more text' } }
+}
+
+async function applyTarget(c: Child, ns: string, n: number): Promise<number> {
+  const { DB } = await import('@statewright/statedb')
+  const { Cluster, Target, desired, newDesiredTable, targetReconciler } = await import('@statewright/k8s')
+  const cluster = new Cluster({ kubeconfig: c.kubeconfig, qps: 1e6, burst: 1e6 })
+  const d = newDesiredTable()
+  const db = new DB({ tables: [d.table] })
+  const target = new Target({ clusters: cluster, fieldManager: 'bench', concurrency: 16 })
+  const rec = targetReconciler(db, d, target)
+  try {
+    rec.start()
+    const t0 = performance.now()
+    await db.write(d.table, (w) => { for (let i = 0; i < n; i++) d.table.insert(w, desired(configMap(`t-${i}`, ns))) })
+    const signal = AbortSignal.timeout(120_000)
+    for (;;) {
+      const txn = db.readTxn()
+      const [pending, w] = d.table.listWatch(txn, d.statusIndex.kind('pending'))
+      if (pending.first() === undefined) break
+      await w.wait(signal)
+    }
+    const secs = (performance.now() - t0) / 1000
+    const done = d.table.list(db.readTxn(), d.statusIndex.kind('done')).count()
+    if (done !== n) throw new Error(`target: ${done} done of ${n}`)
+    return n / secs
+  } finally {
+    await rec.stop()
+    await cluster.close()
+  }
+}
+
+async function applyRaw(c: Child, ns: string, n: number): Promise<number> {
+  const k8s = await import('@kubernetes/client-node')
+  const kc = new k8s.KubeConfig()
+  kc.loadFromString(c.kubeconfig)
+  const api = k8s.KubernetesObjectApi.makeApiClient(kc)
+  let next = 0
+  const t0 = performance.now()
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    while (next < n) {
+      const i = next++
+      await api.patch(configMap(`r-${i}`, ns), undefined, undefined, 'bench-raw', true, k8s.PatchStrategy.ServerSideApply)
+    }
+  }))
+  return n / ((performance.now() - t0) / 1000)
+}
+
+export async function run(opts: RunOptions): Promise<Result[]> {
+  const n = opts.quick ? 20_000 : 100_000
+  const runs = opts.quick ? 3 : 5
+  const applyN = opts.quick ? 2_000 : 10_000
+  const c = await startChild()
+  const results: Result[] = []
+  try {
+    await c.call({ cmd: 'ns', name: 'sync' })
+    await c.call({ cmd: 'seed', n, namespace: 'sync', prefix: 'cm-' })
+    // warm-up (JIT, discovery, connections) on both sides, then alternate runs
+    await reflectorSync(c, 'sync', n)
+    await informerSync(c, 'sync', n)
+    const refl: Array<{ rate: number; bytes: number }> = []
+    const inf: Array<{ rate: number; bytes: number }> = []
+    for (let i = 0; i < runs; i++) {
+      refl.push(await reflectorSync(c, 'sync', n))
+      inf.push(await informerSync(c, 'sync', n))
+    }
+    const k = `${n / 1000}k`
+    const rRate = median(refl.map((x) => x.rate))
+    const iRate = median(inf.map((x) => x.rate))
+    results.push({ name: `ReflectorSync_${k}`, unit: 'objects/s', value: Math.round(rRate), baseline: 'client-node makeInformer', baselineValue: Math.round(iRate), ratio: rRate / iRate })
+    const rBytes = median([await memoryInChild(c, 'reflector', 'sync', n), await memoryInChild(c, 'reflector', 'sync', n)])
+    const iBytes = median([await memoryInChild(c, 'informer', 'sync', n), await memoryInChild(c, 'informer', 'sync', n)])
+    results.push({ name: `ReflectorMemory_${k}`, unit: 'bytes/object', value: Math.round(rBytes), baseline: 'client-node makeInformer', baselineValue: Math.round(iBytes), ratio: rBytes / iBytes })
+
+    for (const ns of ['warm-t', 'warm-r', 'apply-t', 'apply-r']) await c.call({ cmd: 'ns', name: ns })
+    await applyTarget(c, 'warm-t', 300)
+    await applyRaw(c, 'warm-r', 300)
+    const tRate = await applyTarget(c, 'apply-t', applyN)
+    const rawRate = await applyRaw(c, 'apply-r', applyN)
+    results.push({
+      name: `Apply_${applyN / 1000}k_c16`, unit: 'objects/s', value: Math.round(tRate),
+      baseline: 'client-node KubernetesObjectApi.patch (SSA) c16', baselineValue: Math.round(rawRate), ratio: tRate / rawRate,
+    })
+  } finally {
+    const exited = new Promise((r) => c.proc.once('exit', r))
+    c.proc.send({ cmd: 'stop' })
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())])
+    c.proc.kill()
+  }
+  return results
+}
+
+if (process.env.SW_K8S_BENCH_CHILD === undefined && import.meta.url === `file://${process.argv[1]}`) {
+  console.log(JSON.stringify(await run({ quick: process.argv.includes('--quick') }), null, 2))
+}
