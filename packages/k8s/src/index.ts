@@ -17,3 +17,4 @@ export {
 } from './target.ts'
 export { DriftWatcher, holds, targetReconciler, type DriftOptions, type TargetReconcilerOptions } from './drift.ts'
 export * from './events.ts'
+export * from './sharding.ts'

@@ -305,18 +305,31 @@ export class LeaseLock {
     const h = this.holding
     this.holding = undefined
     if (!h) return false
-    const now = microTime()
-    const spec: LeaseSpec = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: h.transitions }
-    try {
-      const res = await this.cluster.request<LeaseObject>({
-        method: 'PUT', path: leasePath(this.namespace, this.name), body: this.body(spec, h.rv),
-        signal, timeoutMs: this.timeoutMs, what: `release of Lease ${this.namespace}/${this.name}`,
-      })
-      this.observe(res)
-      return true
-    } catch {
-      return false // a conflict means someone else has it already; other errors: it expires by itself
+    let rv = h.rv
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = microTime()
+      const spec: LeaseSpec = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: h.transitions }
+      try {
+        const res = await this.cluster.request<LeaseObject>({
+          method: 'PUT', path: leasePath(this.namespace, this.name), body: this.body(spec, rv),
+          signal, timeoutMs: this.timeoutMs, what: `release of Lease ${this.namespace}/${this.name}`,
+        })
+        this.observe(res)
+        return true
+      } catch (err) {
+        if (!isConflict(err)) return false // it expires by itself
+      }
+      // A conflict: a renewal we gave up on (aborted) may have landed after all. Still ours, same term?
+      try {
+        const cur = await this.cluster.request<LeaseObject>({ path: leasePath(this.namespace, this.name), signal, timeoutMs: this.timeoutMs })
+        this.observe(cur)
+        if (cur.spec?.holderIdentity !== this.identity || (cur.spec.leaseTransitions ?? 0) !== h.transitions) return false
+        rv = String(cur.metadata.resourceVersion)
+      } catch {
+        return false
+      }
     }
+    return false
   }
 }
 
