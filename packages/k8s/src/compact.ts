@@ -58,3 +58,10 @@ export function compactObject<T extends { metadata?: any; apiVersion?: unknown; 
   }
   return obj
 }
+
+/** A copy without metadata.managedFields (most of an object's size, rarely needed). */
+export function stripManagedFields<T extends { metadata?: any }>(obj: T): T {
+  if (!obj.metadata || obj.metadata.managedFields === undefined) return obj
+  const { managedFields: _, ...metadata } = obj.metadata
+  return { ...obj, metadata }
+}

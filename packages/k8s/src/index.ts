@@ -5,11 +5,12 @@ export {
   resolveKind, collectionPath, objectPath, namespacedName, describe, groupKind, splitApiVersion,
   type KubeObject, type KindRef, type ResourceRef,
 } from './gvk.ts'
-export { Reflector, stripManagedFields, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
+export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
 export { LineDecoder, parseEvent, type WatchEvent } from './ndjson.ts'
 export { Batcher, type Pending } from './batch.ts'
 export { K8sMetrics } from './metrics.ts'
-export { StringPool, compactObject } from './compact.ts'
+export { StringPool, compactObject, stripManagedFields } from './compact.ts'
+export { listAll, peekContinue, type ListOptions } from './list.ts'
 export * from './leader.ts'
 export {
   Target, newDesiredTable, desired, objectKey,

@@ -16,6 +16,7 @@ import type { DB, Table, Txn, WriteTxn } from '@statewright/statedb'
 import { ApiError, isGone, type Cluster } from './cluster.ts'
 import { collectionPath, describe, namespacedName, resolveKind, type KindRef, type KubeObject, type ResourceRef } from './gvk.ts'
 import { LineDecoder, parseEvent } from './ndjson.ts'
+import { listAll } from './list.ts'
 import { Batcher, type Pending } from './batch.ts'
 import type { K8sMetrics } from './metrics.ts'
 import { StringPool, compactObject } from './compact.ts'
@@ -235,55 +236,10 @@ export class Reflector<Obj = KubeObject> {
   private async listAndReplace(): Promise<void> {
     const r = this.resource!
     this.h.state = 'listing'
-    const items: KubeObject[] = []
-    let rv: string | undefined
-    const limit = this.o.pageSize ?? 500
-    const fetch = (cont: string | undefined) =>
-      this.o.cluster.requestText({
-        path: collectionPath(r, this.o.namespace),
-        query: { limit, continue: cont, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector },
-        signal: this.ctrl.signal,
-        what: `list ${r.kind}`,
-        timeoutMs: Math.max(this.o.cluster.requestTimeoutMs, 60_000),
-      })
-    // Pages are pipelined: the continue token is read from the head of a page (list metadata comes
-    // before the items), the next page is requested, and this page is parsed while it is on its way.
-    let pending: Promise<string> | undefined = fetch(undefined)
-    let cont: string | undefined
-    while (pending) {
-      let text: string
-      try {
-        text = await pending
-      } catch (err) {
-        if (cont !== undefined && isGone(err)) {
-          // The continue token expired: start the list again from the first page.
-          items.length = 0
-          rv = undefined
-          cont = undefined
-          pending = fetch(undefined)
-          continue
-        }
-        throw err
-      }
-      const early = peekContinue(text)
-      pending = early ? fetch(early) : undefined
-      pending?.catch(() => {}) // handled when awaited
-      const page = JSON.parse(text)
-      cont = page?.metadata?.continue || undefined
-      if (cont !== early) {
-        // The peek was wrong (an unusual server): fall back to sequential pages.
-        pending?.catch(() => {})
-        pending = cont ? fetch(cont) : undefined
-      }
-      if (rv === undefined) rv = page?.metadata?.resourceVersion
-      const kind = r.kind
-      const apiVersion = r.apiVersion
-      for (const it of page?.items ?? []) {
-        // Items of a list carry no kind/apiVersion on a real server; watch events do. A new object
-        // (not two added properties) keeps its shape compact.
-        items.push(it.kind === undefined || it.apiVersion === undefined ? { apiVersion, kind, ...it } : it)
-      }
-    }
+    const { items, resourceVersion: rv } = await listAll(this.o.cluster, r, {
+      namespace: this.o.namespace, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector,
+      pageSize: this.o.pageSize, signal: this.ctrl.signal,
+    })
     await this.batcher.discard() // the list supersedes every buffered event
     await this.replace(items)
     this.rv = rv
@@ -489,25 +445,10 @@ export class Reflector<Obj = KubeObject> {
   }
 }
 
-/** The list's continue token, read from the text before its items (undefined when there is none). */
-export function peekContinue(text: string): string | undefined {
-  let end = text.indexOf('"items"')
-  if (end < 0) end = Math.min(text.length, 4096)
-  const m = /"metadata"\s*:\s*\{[^{}]*?"continue"\s*:\s*"([^"\\]*)"/.exec(text.slice(0, end))
-  return m ? m[1] || undefined : undefined
-}
-
 function keepCount(it: Iterable<unknown>): number {
   let n = 0
   for (const _ of it) n++
   return n
-}
-
-/** A copy without metadata.managedFields (most of an object's size, rarely needed). */
-export function stripManagedFields(obj: KubeObject): KubeObject {
-  if (!obj.metadata || obj.metadata.managedFields === undefined) return obj
-  const { managedFields: _, ...metadata } = obj.metadata
-  return { ...obj, metadata }
 }
 
 function safeDescribe(obj: KubeObject): string {
