@@ -182,8 +182,8 @@ export async function runDemo(opts: DemoOptions = {}): Promise<{ ok: boolean; su
       await settle('fault: compaction -> 410 -> relist')
     }
 
-    await cluster.request({ method: 'DELETE', path: cmPath('site-s10') })
-    await cluster.request({ method: 'PATCH', path: cmPath('site-s11'), body: { data: { title: 'vandalized' } }, contentType: 'application/merge-patch+json' })
+    await cluster.request({ method: 'DELETE', path: cmPath('site-s1') })
+    await cluster.request({ method: 'PATCH', path: cmPath('site-s2'), body: { data: { title: 'vandalized' } }, contentType: 'application/merge-patch+json' })
     await settle('fault: managed objects deleted/edited')
 
     // A stale ConfigMap with our label (say, left by an older version): the full reconciliation prunes it.
