@@ -19,3 +19,5 @@ export {
 export { DriftWatcher, holds, targetReconciler, type DriftOptions, type TargetReconcilerOptions } from './drift.ts'
 export * from './events.ts'
 export * from './sharding.ts'
+export * from './registry.ts'
+export * from './ondemand.ts'

@@ -1,0 +1,284 @@
+// Watch on demand (after Flux's pipeline controller, PR #201): owners (say pipelines) ask to watch
+// targets {cluster, kind, namespace/name}; the first ask for a {cluster, kind} starts one reflector
+// (a cache: its own statedb DB and table) shared by every owner of that cluster and kind; an index
+// from target to owners turns a target's change into "these owners are pending again".
+// - ensureWatch(owner, target) registers the pair, starts the cache if needed and (by default)
+//   resolves once the cache is synced, so get(target) reads it;
+// - setTargets(owner, targets) replaces an owner's whole set (targets it no longer names are
+//   dropped); forget(owner) drops them all (the owner was deleted);
+// - a cache nobody needs any more is stopped after `graceMs` (asked again in the meantime: kept);
+// - changes are delivered per cache, in batches: onChange(owners, targets) is awaited before the
+//   next batch; the initial list counts as changes (owners of existing targets are told once);
+// - stop() stops every reflector and timer; the registry's clusters stay open (it owns them).
+import type { DB as DBType, Index, Table as TableType } from '@statewright/statedb'
+import { DB, Table, defineIndex } from '@statewright/statedb'
+import type { ClusterRegistry } from './registry.ts'
+import { Reflector, type ReflectorHealth, type ReflectorOptions } from './reflector.ts'
+import { namespacedName, type KubeObject } from './gvk.ts'
+
+/** A target: one object of one kind in one cluster. Cluster-scoped kinds have no namespace. */
+export interface TargetRef {
+  cluster: string
+  apiVersion: string
+  kind: string
+  namespace?: string
+  name: string
+}
+
+export interface WatchOnDemandOptions {
+  registry: ClusterRegistry
+  /** Owners whose targets changed (awaited; a throw is reported to onError). */
+  onChange: (owners: string[], targets: TargetRef[]) => void | Promise<void>
+  /** How long an unneeded cache lives on (default 60 000 ms). */
+  graceMs?: number
+  /** Options for every reflector (backoff, page size, metrics, ...). */
+  reflector?: Partial<Omit<ReflectorOptions, 'cluster' | 'db' | 'table' | 'kind' | 'name'>>
+  onError?: (err: Error) => void
+}
+
+export interface CacheInfo {
+  cluster: string
+  apiVersion: string
+  kind: string
+  /** (owner, target) pairs using it. */
+  refs: number
+  /** Set while the cache waits out its grace period. */
+  stopsAt: number | undefined
+  health: ReflectorHealth
+}
+
+interface Cache {
+  key: string
+  cluster: string
+  apiVersion: string
+  kind: string
+  db: DBType
+  table: TableType<KubeObject>
+  byName: Index<KubeObject, string>
+  reflector: Reflector
+  refs: number
+  gc: NodeJS.Timeout | undefined
+  stopsAt: number | undefined
+  ctrl: AbortController
+  loop: Promise<void>
+  stopped: Promise<void> | undefined
+}
+
+export function targetString(t: TargetRef): string {
+  return `${t.cluster}/${t.apiVersion}/${t.kind}/${t.namespace ? t.namespace + '/' : ''}${t.name}`
+}
+
+function cacheKeyOf(t: { cluster: string; apiVersion: string; kind: string }): string {
+  return `${t.cluster}\u0000${t.apiVersion}\u0000${t.kind}`
+}
+
+function objKeyOf(t: { namespace?: string; name: string }): string {
+  return t.namespace ? `${t.namespace}/${t.name}` : t.name
+}
+
+export class WatchOnDemand {
+  private readonly o: WatchOnDemandOptions
+  private readonly graceMs: number
+  private readonly caches = new Map<string, Cache>()
+  /** cacheKey -> objKey -> owner -> target */
+  private readonly owners = new Map<string, Map<string, Map<string, TargetRef>>>()
+  /** owner -> targetString -> target */
+  private readonly byOwner = new Map<string, Map<string, TargetRef>>()
+  private readonly stopping = new Set<Promise<void>>()
+  private stopped = false
+
+  constructor(o: WatchOnDemandOptions) {
+    this.o = o
+    this.graceMs = o.graceMs ?? 60_000
+  }
+
+  /**
+   * Makes sure `owner` hears about changes to `target`, starting the {cluster, kind} cache if
+   * needed. Resolves when the cache is synced (unless waitSynced is false); rejects on abort.
+   */
+  async ensureWatch(owner: string, target: TargetRef, opts: { waitSynced?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+    const cache = this.add(owner, target)
+    if (opts.waitSynced === false) return
+    await cache.reflector.waitSynced(opts.signal)
+  }
+
+  /** Replaces the owner's targets; caches for dropped targets may be torn down after the grace period. */
+  async setTargets(owner: string, targets: TargetRef[], opts: { waitSynced?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+    const want = new Map(targets.map((t) => [targetString(t), t]))
+    for (const [k, t] of [...(this.byOwner.get(owner) ?? [])]) if (!want.has(k)) this.unwatch(owner, t)
+    const caches = targets.map((t) => this.add(owner, t))
+    if (opts.waitSynced === false) return
+    await Promise.all(caches.map((c) => c.reflector.waitSynced(opts.signal)))
+  }
+
+  /** The owner no longer watches the target. */
+  unwatch(owner: string, target: TargetRef): void {
+    const ts = this.byOwner.get(owner)
+    const tk = targetString(target)
+    if (!ts?.has(tk)) return
+    ts.delete(tk)
+    if (ts.size === 0) this.byOwner.delete(owner)
+    const ck = cacheKeyOf(target)
+    const objs = this.owners.get(ck)
+    const os = objs?.get(objKeyOf(target))
+    os?.delete(owner)
+    if (os && os.size === 0) objs!.delete(objKeyOf(target))
+    if (objs && objs.size === 0) this.owners.delete(ck)
+    const cache = this.caches.get(ck)
+    if (cache) {
+      cache.refs--
+      if (cache.refs === 0) this.scheduleGc(cache)
+    }
+  }
+
+  /** Drops every target of the owner. */
+  forget(owner: string): void {
+    for (const t of [...(this.byOwner.get(owner)?.values() ?? [])]) this.unwatch(owner, t)
+  }
+
+  /** The target as cached (undefined when absent or its cache is not synced/started). */
+  get(target: TargetRef): KubeObject | undefined {
+    const c = this.caches.get(cacheKeyOf(target))
+    if (!c) return undefined
+    return c.table.get(c.db.readTxn(), c.byName.query(objKeyOf(target)))
+  }
+
+  /** The targets an owner watches. */
+  targetsOf(owner: string): TargetRef[] {
+    return [...(this.byOwner.get(owner)?.values() ?? [])]
+  }
+
+  /** The owners of a target. */
+  ownersOf(target: TargetRef): string[] {
+    return [...(this.owners.get(cacheKeyOf(target))?.get(objKeyOf(target))?.keys() ?? [])].sort()
+  }
+
+  /** Running caches. */
+  cacheInfo(): CacheInfo[] {
+    return [...this.caches.values()].map((c) => ({
+      cluster: c.cluster, apiVersion: c.apiVersion, kind: c.kind, refs: c.refs, stopsAt: c.stopsAt, health: c.reflector.health(),
+    }))
+  }
+
+  /** Stops every cache and timer. ensureWatch fails afterwards. */
+  async stop(): Promise<void> {
+    this.stopped = true
+    const all = [...this.caches.values()]
+    this.caches.clear()
+    await Promise.all(all.map((c) => this.stopCache(c)))
+    await Promise.all([...this.stopping])
+  }
+
+  // ---- internals ----
+
+  private add(owner: string, target: TargetRef): Cache {
+    if (this.stopped) throw new Error('watch on demand: stopped')
+    if (!target.name) throw new Error(`watch on demand: target ${targetString(target)} has no name`)
+    const ck = cacheKeyOf(target)
+    let cache = this.caches.get(ck)
+    if (!cache) cache = this.startCache(target)
+    const tk = targetString(target)
+    let ts = this.byOwner.get(owner)
+    if (!ts) this.byOwner.set(owner, (ts = new Map()))
+    if (!ts.has(tk)) {
+      ts.set(tk, target)
+      let objs = this.owners.get(ck)
+      if (!objs) this.owners.set(ck, (objs = new Map()))
+      let os = objs.get(objKeyOf(target))
+      if (!os) objs.set(objKeyOf(target), (os = new Map()))
+      os.set(owner, target)
+      cache.refs++
+    }
+    if (cache.gc) {
+      clearTimeout(cache.gc)
+      cache.gc = undefined
+      cache.stopsAt = undefined
+    }
+    return cache
+  }
+
+  private startCache(t: TargetRef): Cache {
+    const cluster = this.o.registry.require(t.cluster)
+    const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true })
+    const tableName = `c_${t.cluster}_${t.kind}_${t.apiVersion}`.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 63)
+    const table = new Table<KubeObject>({ name: tableName, primary: byName })
+    const db = new DB({ tables: [table] })
+    const reflector = new Reflector({
+      ...this.o.reflector, cluster, db, table, kind: { apiVersion: t.apiVersion, kind: t.kind },
+      name: `${t.cluster}/${t.kind}.${t.apiVersion}`,
+      onError: (err) => { this.o.reflector?.onError?.(err); this.o.onError?.(err) },
+    })
+    const ctrl = new AbortController()
+    const cache: Cache = {
+      key: cacheKeyOf(t), cluster: t.cluster, apiVersion: t.apiVersion, kind: t.kind, db, table, byName, reflector,
+      refs: 0, gc: undefined, stopsAt: undefined, ctrl, loop: Promise.resolve(), stopped: undefined,
+    }
+    this.caches.set(cache.key, cache)
+    cache.loop = (async () => {
+      await reflector.start()
+      await this.deliver(cache)
+    })().catch((err) => { if (!ctrl.signal.aborted) this.o.onError?.(err as Error) })
+    return cache
+  }
+
+  /** Turns the cache's table changes into owner notifications, batch by batch. */
+  private async deliver(cache: Cache): Promise<void> {
+    const { db, table, ctrl } = cache
+    const iter = table.changes(db.readTxn())
+    try {
+      while (!ctrl.signal.aborted) {
+        const [batch, watch] = iter.next(db.readTxn())
+        const owners = new Set<string>()
+        const targets: TargetRef[] = []
+        const objs = this.owners.get(cache.key)
+        if (objs) {
+          for (const ch of batch) {
+            const os = objs.get(namespacedName(ch.object))
+            if (!os) continue
+            for (const [owner, target] of os) {
+              owners.add(owner)
+              targets.push(target)
+            }
+          }
+        }
+        if (owners.size) {
+          try {
+            await this.o.onChange([...owners].sort(), targets)
+          } catch (err) {
+            this.o.onError?.(err as Error)
+          }
+        }
+        await watch.wait(ctrl.signal).catch(() => {})
+      }
+    } finally {
+      iter.close()
+    }
+  }
+
+  private scheduleGc(cache: Cache): void {
+    if (cache.gc || this.stopped) return
+    cache.stopsAt = Date.now() + this.graceMs
+    cache.gc = setTimeout(() => {
+      cache.gc = undefined
+      cache.stopsAt = undefined
+      if (cache.refs > 0 || this.caches.get(cache.key) !== cache) return
+      this.caches.delete(cache.key)
+      const p = this.stopCache(cache)
+      this.stopping.add(p)
+      void p.finally(() => this.stopping.delete(p))
+    }, this.graceMs)
+  }
+
+  private stopCache(c: Cache): Promise<void> {
+    if (!c.stopped) {
+      clearTimeout(c.gc)
+      c.gc = undefined
+      c.ctrl.abort(new Error(`cache ${c.cluster}/${c.kind} stopped`))
+      c.stopped = (async () => {
+        await c.loop
+        await c.reflector.stop()
+      })().catch((err) => this.o.onError?.(err as Error))
+    }
+    return c.stopped
+  }
+}

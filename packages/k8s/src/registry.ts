@@ -1,0 +1,119 @@
+// A registry of clusters by name: from kubeconfig text or files (one cluster per context), from a
+// kubeconfig stored in a Secret (Cluster API's `<cluster>-kubeconfig` convention: key `value`), or an
+// existing Cluster. One Cluster per name, hence one keep-alive agent and one rate limiter per cluster
+// shared by every reflector, target and lease on it (client-node would open a socket per request).
+import { readFileSync } from 'node:fs'
+import { KubeConfig } from '@kubernetes/client-node'
+import { Cluster, type ClusterOptions } from './cluster.ts'
+
+export type ClusterDefaults = Omit<ClusterOptions, 'kubeConfig' | 'kubeconfig' | 'name'>
+
+export interface SecretRef {
+  /** Where the Secret is (usually the management cluster). */
+  cluster: Cluster
+  namespace: string
+  name: string
+  /** The data key (default: the first of "value", "value.yaml", "kubeconfig"). */
+  key?: string
+  /** The context to use (default: the kubeconfig's current context). */
+  context?: string
+}
+
+const SECRET_KEYS = ['value', 'value.yaml', 'kubeconfig']
+
+export class ClusterRegistry {
+  private readonly clusters = new Map<string, { cluster: Cluster; owned: boolean }>()
+  private closed = false
+
+  constructor(private readonly defaults: ClusterDefaults = {}) {}
+
+  /** Adds an existing Cluster (not closed by the registry unless `owned`). */
+  add(name: string, cluster: Cluster, owned = false): Cluster {
+    this.put(name, cluster, owned)
+    return cluster
+  }
+
+  /** A cluster from kubeconfig YAML, at `context` (default: the current context). */
+  addKubeconfig(name: string, yaml: string, opts: { context?: string } & ClusterDefaults = {}): Cluster {
+    const kc = new KubeConfig()
+    kc.loadFromString(yaml)
+    return this.fromKubeConfig(name, kc, opts)
+  }
+
+  /**
+   * One cluster per context of a kubeconfig file (default: every context), named after the context.
+   */
+  addKubeconfigFile(path: string, opts: { contexts?: string[] } & ClusterDefaults = {}): Cluster[] {
+    const text = readFileSync(path, 'utf8')
+    const probe = new KubeConfig()
+    probe.loadFromString(text)
+    const contexts = opts.contexts ?? probe.getContexts().map((c) => c.name)
+    return contexts.map((ctx) => this.addKubeconfig(ctx, text, { ...opts, context: ctx }))
+  }
+
+  /** A cluster from a kubeconfig in a Secret. */
+  async addFromSecret(name: string, ref: SecretRef, opts: ClusterDefaults = {}): Promise<Cluster> {
+    const secret = await ref.cluster.request({
+      path: `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/secrets/${encodeURIComponent(ref.name)}`,
+      what: `Secret ${ref.namespace}/${ref.name}`,
+    })
+    const data: Record<string, string> = secret?.data ?? {}
+    const key = ref.key ?? SECRET_KEYS.find((k) => data[k] !== undefined)
+    if (!key || data[key] === undefined) {
+      throw new Error(`Secret ${ref.namespace}/${ref.name} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`)
+    }
+    const yaml = Buffer.from(data[key], 'base64').toString('utf8')
+    return this.addKubeconfig(name, yaml, { ...opts, context: ref.context })
+  }
+
+  get(name: string): Cluster | undefined {
+    return this.clusters.get(name)?.cluster
+  }
+
+  /** The cluster by name; throws when unknown. */
+  require(name: string): Cluster {
+    const c = this.get(name)
+    if (!c) throw new Error(`cluster registry: no cluster named "${name}" (known: ${this.names().join(', ') || 'none'})`)
+    return c
+  }
+
+  names(): string[] {
+    return [...this.clusters.keys()].sort()
+  }
+
+  /** Removes a cluster, closing it if the registry created it. */
+  async remove(name: string): Promise<void> {
+    const e = this.clusters.get(name)
+    if (!e) return
+    this.clusters.delete(name)
+    if (e.owned) await e.cluster.close()
+  }
+
+  /** Closes every cluster the registry created. */
+  async close(): Promise<void> {
+    this.closed = true
+    const all = [...this.clusters.values()]
+    this.clusters.clear()
+    await Promise.all(all.filter((e) => e.owned).map((e) => e.cluster.close()))
+  }
+
+  private fromKubeConfig(name: string, kc: KubeConfig, opts: { context?: string } & ClusterDefaults): Cluster {
+    const { context, ...rest } = opts
+    if (context) {
+      if (!kc.getContextObject(context)) throw new Error(`kubeconfig: no context "${context}"`)
+      kc.setCurrentContext(context)
+    }
+    const cluster = new Cluster({ ...this.defaults, ...rest, kubeConfig: kc, name })
+    this.put(name, cluster, true)
+    return cluster
+  }
+
+  private put(name: string, cluster: Cluster, owned: boolean): void {
+    if (this.closed) throw new Error('cluster registry: closed')
+    if (this.clusters.has(name)) {
+      if (owned) void cluster.close()
+      throw new Error(`cluster registry: "${name}" is already registered (remove it first)`)
+    }
+    this.clusters.set(name, { cluster, owned })
+  }
+}
