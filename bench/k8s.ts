@@ -51,6 +51,7 @@ async function memoryInChild(c: Child, which: 'reflector' | 'informer', ns: stri
     proc.on('message', resolve)
     proc.on('exit', (code) => reject(new Error(`${which} child exited (${code})`)))
   })
+  if (process.env.SW_K8S_BENCH_DEBUG) console.error(which, r)
   return r.bytes
 }
 
