@@ -1,5 +1,5 @@
-// A persistent (copy-on-write) B+tree mapping ordered keys (all strings or all numbers, compared
-// with `<`) to values.
+// A persistent (copy-on-write) B+tree mapping ordered keys to values. Keys are numbers and strings:
+// numbers compare as numbers, strings by code units, and every number sorts before every string.
 //
 // Invariants (checked by `validateTree`):
 // - every leaf is at the same depth; keys within a node are strictly increasing;
@@ -46,36 +46,43 @@ export function emptyTree<K extends TreeKey, V>(): Tree<K, V> {
 
 /** Index of the first key >= k (keys.length when all are smaller). */
 function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
-  // Two monomorphic searches: `<` on numbers and on strings compile to different code.
-  return typeof k === 'number' ? lowerNumber(keys as unknown as number[], k) : lowerString(keys as unknown as string[], k as string)
+  // Two searches, each with one kind of `<` in its loop (they compile to different code).
+  return typeof k === 'number' ? lowerNumber(keys, k) : lowerString(keys, k as string)
 }
 
-function lowerNumber(keys: number[], k: number): number {
+function lowerNumber(keys: TreeKey[], k: number): number {
   let lo = 0
   let hi = keys.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (keys[mid]! < k) lo = mid + 1
+    const x = keys[mid]!
+    if (typeof x === 'number' && x < k) lo = mid + 1 // a string is never below a number
     else hi = mid
   }
   return lo
 }
 
-function lowerString(keys: string[], k: string): number {
+function lowerString(keys: TreeKey[], k: string): number {
   let lo = 0
   let hi = keys.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (keys[mid]! < k) lo = mid + 1
+    const x = keys[mid]!
+    if (typeof x !== 'string' || x < k) lo = mid + 1 // every number is below a string
     else hi = mid
   }
   return lo
+}
+
+/** The key order: numbers before strings. */
+export function less(a: TreeKey, b: TreeKey): boolean {
+  return typeof a === typeof b ? a < b : typeof a === 'number'
 }
 
 /** lowerIndex with a first look at the end: appends (revisions, ordered loads) skip the search. */
 function insertIndex<K extends TreeKey>(keys: K[], k: K): number {
   const n = keys.length
-  return n > 0 && keys[n - 1]! < k ? n : lowerIndex(keys, k)
+  return n > 0 && less(keys[n - 1]!, k) ? n : lowerIndex(keys, k)
 }
 
 export function treeGet<K extends TreeKey, V>(root: TreeNode<K, V>, k: K): V | undefined {
@@ -328,7 +335,7 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
       }
       if (this.i < leaf.keys.length) {
         const key = leaf.keys[this.i]!
-        if (this.prefix !== undefined && !(key as string).startsWith(this.prefix)) {
+        if (this.prefix !== undefined && (typeof key !== 'string' || !key.startsWith(this.prefix))) {
           this.leaf = undefined
           continue
         }
@@ -377,7 +384,7 @@ export function validateTree<K extends TreeKey, V>(tree: Tree<K, V>, what: strin
       if (leafDepth === -1) leafDepth = depth
       else if (leafDepth !== depth) throw new Error(`${what}: leaves at depths ${leafDepth} and ${depth}`)
       for (const key of node.keys) {
-        if (prev !== undefined && !(prev < key)) throw new Error(`${what}: keys out of order`)
+        if (prev !== undefined && !less(prev, key)) throw new Error(`${what}: keys out of order`)
         prev = key
         count++
       }

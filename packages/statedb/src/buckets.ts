@@ -10,10 +10,11 @@
 // bucket being changed is a TreeWriter (it may hold 0 or 1 entries until publish normalizes it).
 
 import { emptyTree, treeGet, TreeIterator, TreeWriter, validateTree, type Tree, type TreeNode } from './btree.ts'
+import type { EncodedKey } from './encoding.ts'
 import { Entry } from './state.ts'
 
-export type Bucket<Obj> = Entry<Obj> | Tree<string, Entry<Obj>>
-export type BucketTree<Obj> = Tree<string, Bucket<Obj>>
+export type Bucket<Obj> = Entry<Obj> | Tree<EncodedKey, Entry<Obj>>
+export type BucketTree<Obj> = Tree<EncodedKey, Bucket<Obj>>
 
 /** The first entry of a bucket, if any. */
 export function bucketFirst<Obj>(b: Bucket<Obj> | undefined): Entry<Obj> | undefined {
@@ -33,12 +34,12 @@ const EMPTY: Iterator<never> = { next: () => ({ done: true, value: undefined }) 
 
 /** Every entry of the buckets from `from` (and under `prefix`), in key order, each object once. */
 export class BucketsIterator<Obj> implements Iterator<Entry<Obj>> {
-  private readonly outer: TreeIterator<string, Bucket<Obj>>
-  private inner: TreeIterator<string, Entry<Obj>> | undefined
-  private readonly seen: Set<string> | undefined
+  private readonly outer: TreeIterator<EncodedKey, Bucket<Obj>>
+  private inner: TreeIterator<EncodedKey, Entry<Obj>> | undefined
+  private readonly seen: Set<EncodedKey> | undefined
 
   /** `distinct`: objects may have several keys (an index defined with `keys`). */
-  constructor(root: TreeNode<string, Bucket<Obj>>, from: string | undefined, prefix: string | undefined, distinct: boolean) {
+  constructor(root: TreeNode<EncodedKey, Bucket<Obj>>, from: EncodedKey | undefined, prefix: string | undefined, distinct: boolean) {
     this.outer = new TreeIterator(root, from, prefix)
     this.seen = distinct ? new Set() : undefined
   }
@@ -76,15 +77,15 @@ export class BucketsIterator<Obj> implements Iterator<Entry<Obj>> {
 
 /** A non-unique index being changed by a write transaction. */
 export class BucketsWriter<Obj> {
-  readonly outer: TreeWriter<string, Bucket<Obj>>
+  readonly outer: TreeWriter<EncodedKey, Bucket<Obj>>
   /** Buckets turned into trees (or changed trees) in this transaction, by secondary key. */
-  private readonly open = new Map<string, TreeWriter<string, Entry<Obj>>>()
+  private readonly open = new Map<EncodedKey, TreeWriter<EncodedKey, Entry<Obj>>>()
 
   constructor(base: BucketTree<Obj>) {
     this.outer = new TreeWriter(base)
   }
 
-  add(sk: string, entry: Entry<Obj>): void {
+  add(sk: EncodedKey, entry: Entry<Obj>): void {
     const w = this.open.get(sk)
     if (w !== undefined) {
       w.set(entry.key, entry)
@@ -94,13 +95,13 @@ export class BucketsWriter<Obj> {
     // One descent when the key is new or holds just this object (the common cases).
     const cur = this.outer.set(sk, entry, (b) => b === undefined || (b instanceof Entry && b.key === pk))
     if (!this.outer.rejected) return
-    const tree = new TreeWriter<string, Entry<Obj>>(cur instanceof Entry ? single(cur) : cur!)
+    const tree = new TreeWriter<EncodedKey, Entry<Obj>>(cur instanceof Entry ? single(cur) : cur!)
     tree.set(pk, entry)
     this.open.set(sk, tree)
     this.outer.set(sk, tree)
   }
 
-  remove(sk: string, pk: string): void {
+  remove(sk: EncodedKey, pk: EncodedKey): void {
     const w = this.open.get(sk)
     if (w !== undefined) {
       w.deletePresent(pk)
@@ -111,7 +112,7 @@ export class BucketsWriter<Obj> {
       this.outer.deletePresent(sk)
       return
     }
-    const tree = new TreeWriter<string, Entry<Obj>>(cur!)
+    const tree = new TreeWriter<EncodedKey, Entry<Obj>>(cur!)
     tree.deletePresent(pk)
     this.open.set(sk, tree)
     this.outer.set(sk, tree)
@@ -134,8 +135,8 @@ export class BucketsWriter<Obj> {
   }
 }
 
-function single<Obj>(e: Entry<Obj>): Tree<string, Entry<Obj>> {
-  const w = new TreeWriter<string, Entry<Obj>>(emptyTree())
+function single<Obj>(e: Entry<Obj>): Tree<EncodedKey, Entry<Obj>> {
+  const w = new TreeWriter<EncodedKey, Entry<Obj>>(emptyTree())
   w.set(e.key, e)
   return w.publish()
 }

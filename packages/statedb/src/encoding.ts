@@ -1,9 +1,10 @@
 // Order-preserving key encoding: index keys become JS strings whose code-unit order (what `<`
 // compares) is the order of the keys.
 //
-// The common case costs nothing: a whole key that is a string without '\0' encodes to itself (no
-// copy, no concatenation; flat strings also compare fastest). Everything else is built from tags that
-// start with '\0', which a string can only contain escaped:
+// The common cases cost nothing: a whole key that is a string without '\0' encodes to itself (no
+// copy, no concatenation; flat strings also compare fastest), and a whole key that is a number stays
+// a number (the trees order numbers natively, before all strings). Everything else is a string built
+// from tags that start with '\0', which a string can only contain escaped:
 // - in strings '\0' becomes "\0\x02"; inside a tuple a string part ends with "\0\x01";
 // - other parts are tagged: false "\0\x03", true "\0\x04", number "\0\x05"+4 chars, bigint
 //   "\0\x06"+length+digits, bytes "\0\x07"+(bytes+1)+"\0"; a tuple is "\0\x08" + its parts.
@@ -18,6 +19,8 @@
 
 export type KeyPart = string | number | bigint | boolean | Uint8Array
 export type Key = KeyPart | readonly KeyPart[]
+/** What an index stores: a number for a whole number key, a string for everything else. */
+export type EncodedKey = string | number
 
 const TAG_FALSE = '\0\x03'
 const TAG_TRUE = '\0\x04'
@@ -96,9 +99,13 @@ function escape(s: string): string {
   return s.indexOf('\0') === -1 ? s : s.replaceAll('\0', '\0\x02')
 }
 
-/** Encodes a whole key. */
-export function encodeKey(key: Key): string {
+/** Encodes a whole key. A number stays a number (the trees order numbers natively, before strings). */
+export function encodeKey(key: Key): EncodedKey {
   if (typeof key === 'string') return escape(key)
+  if (typeof key === 'number') {
+    if (Number.isNaN(key)) throw new KeyError('NaN cannot be a key')
+    return key === 0 ? 0 : key // -0 and 0 are one key
+  }
   if (Array.isArray(key)) {
     let out = TAG_TUPLE
     for (const p of key as readonly KeyPart[]) out += encodePart(p, true)
@@ -111,8 +118,9 @@ export function encodeKey(key: Key): string {
  * Encodes a key for a prefix search: like encodeKey, but a trailing string or byte array is left
  * open, so "ab" finds "abc" and ["a", "b"] finds ["a", "bc"].
  */
-export function encodePrefix(key: Key): string {
+export function encodePrefix(key: Key): EncodedKey {
   if (typeof key === 'string') return escape(key)
+  if (typeof key === 'number') return encodeKey(key)
   if (Array.isArray(key)) {
     const parts = key as readonly KeyPart[]
     let out = TAG_TUPLE

@@ -4,7 +4,7 @@
 // once per write with the order-preserving encoding of ./encoding.ts; queries carry their key and
 // encode it lazily, once.
 
-import { encodeKey, encodePrefix, showKey, type Key } from './encoding.ts'
+import { encodeKey, encodePrefix, showKey, type EncodedKey, type Key } from './encoding.ts'
 
 export const REVISION_INDEX = 'revision'
 
@@ -62,8 +62,8 @@ export function defineIndex<Obj, K extends Key = string>(opts: IndexOptions<Obj,
 }
 
 export class Query<Obj> {
-  private full: string | undefined
-  private open: string | undefined
+  private full: EncodedKey | undefined
+  private open: EncodedKey | undefined
   /** Phantom: ties the query to its object type. */
   declare readonly __obj?: (o: Obj) => void
 
@@ -72,7 +72,7 @@ export class Query<Obj> {
     readonly key: Key,
   ) {}
 
-  /** @internal */ encoded(): string {
+  /** @internal */ encoded(): EncodedKey {
     const full = this.full
     if (full !== undefined) return full
     const key = this.key
@@ -80,7 +80,7 @@ export class Query<Obj> {
     return (this.full = typeof key === 'string' && key.indexOf('\0') === -1 ? key : encodeKey(key))
   }
 
-  /** @internal */ encodedPrefix(): string {
+  /** @internal */ encodedPrefix(): EncodedKey {
     return (this.open ??= encodePrefix(this.key))
   }
 

@@ -6,11 +6,12 @@
 //   and every prefix watch whose prefix starts one of those keys; with nothing registered a commit
 //   only checks that the maps are empty (watches cost nothing until someone asks for one).
 
+import type { EncodedKey } from './encoding.ts'
 import { Watch } from './watch.ts'
 
 export class WatchRegistry {
   /** Per index position (0 = primary, 1.. = secondary): encoded key -> watch. */
-  private readonly keys: Map<string, Watch>[] = []
+  private readonly keys: Map<EncodedKey, Watch>[] = []
   private readonly prefixes: Map<string, Watch>[] = []
   private table: Watch | undefined
   private init: Watch | undefined
@@ -27,7 +28,7 @@ export class WatchRegistry {
     return false
   }
 
-  key(pos: number, key: string): Watch {
+  key(pos: number, key: EncodedKey): Watch {
     const m = this.keys[pos]!
     let w = m.get(key)
     if (!w) m.set(key, (w = new Watch()))
@@ -58,7 +59,7 @@ export class WatchRegistry {
   }
 
   /** Fires the watches of a commit: `changed` per index position, or everything when undefined. */
-  fire(changed: ReadonlyArray<ReadonlySet<string>> | undefined): void {
+  fire(changed: ReadonlyArray<ReadonlySet<EncodedKey>> | undefined): void {
     const t = this.table
     this.table = undefined
     t?.close()
@@ -84,7 +85,7 @@ export class WatchRegistry {
       if (prefixes.size > 0) {
         for (const [p, w] of prefixes) {
           for (const k of touched) {
-            if (k.startsWith(p)) {
+            if (typeof k === 'string' && k.startsWith(p)) {
               prefixes.delete(p)
               w.close()
               break
@@ -96,7 +97,7 @@ export class WatchRegistry {
   }
 }
 
-function fireAll(m: Map<string, Watch>): void {
+function fireAll(m: Map<EncodedKey, Watch>): void {
   const ws = [...m.values()]
   m.clear()
   for (const w of ws) w.close()

@@ -1,6 +1,6 @@
 // A table's schema: its name and indexes, and how an object's keys are computed and encoded.
 
-import { encodeKey, KeyError, showKey, type Key } from './encoding.ts'
+import { encodeKey, KeyError, showKey, type EncodedKey, type Key } from './encoding.ts'
 import { IndexKeyError } from './errors.ts'
 import type { Index } from './indexes.ts'
 
@@ -22,7 +22,7 @@ export class TableSchema<Obj> {
     }
   }
 
-  primaryKey(obj: Obj): string {
+  primaryKey(obj: Obj): EncodedKey {
     const idx = this.primary
     try {
       if (idx.single) return encodeKey(idx.single(obj))
@@ -34,11 +34,11 @@ export class TableSchema<Obj> {
     }
   }
 
-  secondaryKeys(i: number, obj: Obj): string[] {
+  secondaryKeys(i: number, obj: Obj): EncodedKey[] {
     const idx = this.secondary[i]!
     try {
       if (idx.single) return [encodeKey(idx.single(obj))]
-      const out: string[] = []
+      const out: EncodedKey[] = []
       for (const k of idx.multi!(obj)) out.push(encodeKey(k))
       return out
     } catch (err) {
@@ -57,7 +57,7 @@ export class TableSchema<Obj> {
   }
 
   /** The key of index i that encodes to `encoded`, readable. */
-  describeKey(i: number, obj: Obj, encoded: string): string {
+  describeKey(i: number, obj: Obj, encoded: EncodedKey): string {
     const idx = this.secondary[i]!
     const keys = idx.single ? [idx.single(obj)] : [...idx.multi!(obj)]
     const key = keys.find((k) => encodeKey(k) === encoded)

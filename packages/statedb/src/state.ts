@@ -9,13 +9,14 @@
 
 import { emptyTree, type Tree, type TreeKey } from './btree.ts'
 import type { BucketTree } from './buckets.ts'
+import type { EncodedKey } from './encoding.ts'
 
 /** An object as stored: the object, the table revision of its last write, its encoded primary key. */
 export class Entry<Obj> {
   constructor(
     readonly object: Obj,
     readonly revision: number,
-    /** @internal */ readonly key: string,
+    /** @internal */ readonly key: EncodedKey,
   ) {}
 }
 
@@ -27,17 +28,17 @@ export interface Initializer {
 /** What reads need of a table, either from a snapshot or from a write transaction. */
 export interface TableView<Obj> {
   readonly revision: number
-  readonly primary: Tree<string, Entry<Obj>>
+  readonly primary: Tree<EncodedKey, Entry<Obj>>
   readonly byRevision: Tree<number, Entry<Obj>>
   /** Per secondary index: entries (unique) or buckets (non-unique) by encoded key. */
-  readonly secondary: ReadonlyArray<Tree<string, Entry<Obj>> | BucketTree<Obj>>
+  readonly secondary: ReadonlyArray<Tree<EncodedKey, Entry<Obj>> | BucketTree<Obj>>
   readonly pendingInit: readonly Initializer[]
 }
 
 export type TableState<Obj> = TableView<Obj>
 
 export function emptyState<Obj>(secondaryCount: number): TableState<Obj> {
-  const secondary: Tree<string, any>[] = []
+  const secondary: Tree<EncodedKey, any>[] = []
   for (let i = 0; i < secondaryCount; i++) secondary.push(emptyTree())
   return { revision: 0, primary: emptyTree(), byRevision: emptyTree(), secondary, pendingInit: [] }
 }

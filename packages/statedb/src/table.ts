@@ -104,7 +104,9 @@ export class Table<Obj> {
     const view = txn.view(this)
     const ref = this.ref(q)
     if (ref.pos < 0) throw new StateDBError(`table "${this.name}": prefix queries do not apply to the revision index`)
-    const watch = this.isCurrent(txn, view) ? this.watches.prefix(ref.pos, q.encodedPrefix()) : Watch.closed()
+    const p = q.encodedPrefix()
+    // A number is a prefix only of itself: its prefix query is a key query.
+    const watch = typeof p === 'number' ? this.keyWatch(txn, view, q) : this.isCurrent(txn, view) ? this.watches.prefix(ref.pos, p) : Watch.closed()
     return [new Results(() => this.prefixIter(view, q)), watch]
   }
 
@@ -285,6 +287,7 @@ export class Table<Obj> {
     const ref = this.ref(q)
     if (ref.pos < 0) throw new StateDBError(`table "${this.name}": prefix queries do not apply to the revision index`)
     const p = q.encodedPrefix()
+    if (typeof p === 'number') return this.listIter(view, q) // a number is a prefix only of itself
     const root = this.treeOf(view, ref.pos).root
     if (ref.unique) return new TreeIterator(root, p, p) as Iterator<Entry<Obj>>
     return new BucketsIterator<Obj>(root as never, p, p, this.multiKey(ref.pos))

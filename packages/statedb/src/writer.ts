@@ -9,24 +9,25 @@
 
 import { TreeIterator, TreeWriter } from './btree.ts'
 import { BucketsWriter } from './buckets.ts'
+import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
 import { Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
 
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
-  readonly primary: TreeWriter<string, Entry<Obj>>
+  readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
   readonly byRevision: TreeWriter<number, Entry<Obj>>
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
-  private readonly writers: Array<TreeWriter<string, Entry<Obj>> | BucketsWriter<Obj>>
-  private readonly uniques: Array<TreeWriter<string, Entry<Obj>> | undefined>
+  private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter<Obj>>
+  private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
   /** What reads see: the secondary trees as this transaction has them now. */
   readonly secondary: TableView<Obj>['secondary']
   pendingInit: readonly Initializer[]
   /** Deleted entries, with the revision of their deletion, in order. */
   readonly deletes: Entry<Obj>[] = []
   /** Keys touched per index, or undefined when not recording. */
-  changed: Set<string>[] | undefined
+  changed: Set<EncodedKey>[] | undefined
   /** Every key may have changed (deleteAll). */
   changedAll = false
   dirty = false
@@ -60,7 +61,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const schema = this.schema
     const pk = schema.primaryKey(obj)
     const n = this.writers.length
-    let newKeys: string[][] | undefined
+    let newKeys: EncodedKey[][] | undefined
     if (n > 0) {
       newKeys = new Array(n)
       for (let i = 0; i < n; i++) {
@@ -120,7 +121,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     return this.deleteKey(this.schema.primaryKey(obj))
   }
 
-  deleteKey(pk: string): Entry<Obj> | undefined {
+  deleteKey(pk: EncodedKey): Entry<Obj> | undefined {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true

@@ -227,6 +227,27 @@ test('a large random workload keeps every index consistent (validation mode chec
   }
 })
 
+test('number and string primary keys in one table: get, prefix, lowerBound and order', async () => {
+  interface Row {
+    id: number | string
+    group: number
+  }
+  const rid = defineIndex<Row, number | string>({ name: 'id', key: (r) => r.id, unique: true })
+  const rgroup = defineIndex<Row, number>({ name: 'group', key: (r) => r.group })
+  const t = new Table<Row>({ name: 'rows', primary: rid, indexes: [rgroup] })
+  const db = new DB({ tables: [t] })
+  const ids: Array<number | string> = [3, -1, 2.5, 'b', '10', 0, 'a', 100]
+  await db.write(t, (w) => ids.forEach((id, i) => t.insert(w, { id, group: i % 2 })))
+  const r = db.readTxn()
+  assert.equal(t.all(r).toArray().map((x) => x.id), [-1, 0, 2.5, 3, 100, '10', 'a', 'b'])
+  assert.is(t.get(r, rid.query(2.5))?.id, 2.5)
+  assert.is(t.get(r, rid.query('3')), undefined, 'the string "3" is not the number 3')
+  assert.equal(t.prefix(r, rid.query(3)).toArray().map((x) => x.id), [3], 'a number is a prefix only of itself')
+  assert.equal(t.lowerBound(r, rid.query(3)).toArray().map((x) => x.id), [3, 100, '10', 'a', 'b'])
+  assert.equal(t.list(r, rgroup.query(1)).toArray().map((x) => x.id), [-1, 0, 100, 'b'])
+  assert.equal(t.lowerBound(r, rgroup.query(1)).toArray().map((x) => x.id), [-1, 0, 100, 'b'])
+})
+
 test('a commit publishes all tables at once; an abort publishes none', async () => {
   const { db, tables } = setup()
   const [a, b] = tables
