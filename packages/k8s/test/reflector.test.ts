@@ -203,6 +203,25 @@ test('namespace and label selector; transform to several objects drops stale out
   }
 })
 
+test('field selector, and merge into existing objects', async () => {
+  const t = await setup({}, {
+    fieldSelector: 'metadata.name!=hidden',
+    merge: (old, obj) => ({ ...obj, metadata: { ...obj.metadata, annotations: { ...(old.metadata.annotations ?? {}), seen: 'yes' } } }),
+  })
+  try {
+    await create(t.cluster, widget('shown', { v: 1 }))
+    await create(t.cluster, widget('hidden', { v: 1 }))
+    await t.r.start()
+    await t.r.waitSynced(AbortSignal.timeout(5000))
+    assert.equal(t.table.all(t.db.readTxn()).toArray().map((o) => o.metadata.name), ['shown'])
+    await patch(t.cluster, 'shown', { spec: { v: 2 } })
+    await waitTable(t.db, t.table, (x) => (t.table.all(x).first()?.spec as any)?.v === 2, 'v2')
+    assert.is(t.table.all(t.db.readTxn()).first()!.metadata.annotations?.seen, 'yes')
+  } finally {
+    await t.done()
+  }
+})
+
 test('NDJSON lines split anywhere, even inside a UTF-8 character', () => {
   const text = '{"type":"ADDED","object":{"metadata":{"name":"é€"}}}\n\n{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n{"type":"DELETED","object":{}}'
   const bytes = Buffer.from(text)
