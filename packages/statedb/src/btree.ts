@@ -190,7 +190,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
         node.vals[i] = v
         return undefined
       }
-      if (i === node.keys.length) {
+      const appended = i === node.keys.length
+      if (appended) {
         node.keys.push(k)
         node.vals.push(v)
       } else {
@@ -198,8 +199,11 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
         node.vals.splice(i, 0, v)
       }
       if (node.keys.length <= MAX) return undefined
-      const half = node.keys.length >>> 1
-      return { leaf: true, keys: node.keys.splice(half), vals: node.vals.splice(half), owner: this.owner }
+      const cut = splitPoint(node.keys.length, appended)
+      const right: Leaf<K, V> = { leaf: true, keys: node.keys.slice(cut), vals: node.vals.slice(cut), owner: this.owner }
+      node.keys = node.keys.slice(0, cut)
+      node.vals = node.vals.slice(0, cut)
+      return right
     }
     let i = insertIndex(node.keys, k)
     if (i === node.keys.length) i--
@@ -212,8 +216,11 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     node.keys.splice(i + 1, 0, lastKey(split))
     node.children.splice(i + 1, 0, split)
     if (node.keys.length <= MAX) return undefined
-    const half = node.keys.length >>> 1
-    return { leaf: false, keys: node.keys.splice(half), children: node.children.splice(half), owner: this.owner }
+    const cut = splitPoint(node.keys.length, i + 2 === node.keys.length)
+    const right: Branch<K, V> = { leaf: false, keys: node.keys.slice(cut), children: node.children.slice(cut), owner: this.owner }
+    node.keys = node.keys.slice(0, cut)
+    node.children = node.children.slice(0, cut)
+    return right
   }
 
   // Removes k (known to be present) below an owned node, rebalancing children that run low.
@@ -259,6 +266,14 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     node.keys[l] = lastKey(left)
     node.keys[l + 1] = lastKey(right)
   }
+}
+
+// Where an overfull node splits: in half, or, when the insertion was at its end (sequential loads,
+// and always in the revision index), leaving the left node three-quarters full and the right one
+// just above the minimum. Both halves are fresh arrays of their exact size (a spliced array keeps
+// its old capacity, which a published node would carry forever).
+function splitPoint(n: number, appended: boolean): number {
+  return appended ? n - MIN - 1 : n >>> 1
 }
 
 function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
