@@ -222,6 +222,28 @@ test('field selector, and merge into existing objects', async () => {
   }
 })
 
+test('a burst of watch events is written in a few bounded transactions', async () => {
+  const server = await startServer()
+  const cluster = clusterFor(server)
+  const table = objectTable()
+  let commits = 0
+  const db = new DB({ tables: [table], metrics: { writeTxnCommitted: () => { commits++ } } })
+  const r = new Reflector({ cluster, db, table, kind: WIDGET, batchSize: 100, batchDelayMs: 20 })
+  try {
+    await r.start()
+    await r.waitSynced(AbortSignal.timeout(5000))
+    const before = commits
+    server.control.seed(WIDGET, 1000) // 1000 ADDED events in one burst
+    await waitTable(db, table, (x) => table.count(x) === 1000, '1000 widgets')
+    const txns = commits - before
+    assert.ok(txns >= 10 && txns <= 40, `${txns} write transactions for 1000 events (batches of at most 100)`)
+  } finally {
+    await r.stop()
+    await cluster.close()
+    await server.stop()
+  }
+})
+
 test('NDJSON lines split anywhere, even inside a UTF-8 character', () => {
   const text = '{"type":"ADDED","object":{"metadata":{"name":"é€"}}}\n\n{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n{"type":"DELETED","object":{}}'
   const bytes = Buffer.from(text)
