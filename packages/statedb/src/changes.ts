@@ -11,7 +11,7 @@
 
 import { treeGet, TreeIterator } from './btree.ts'
 import { TxnError } from './errors.ts'
-import type { Entry } from './state.ts'
+import type { Entry, TableView } from './state.ts'
 import { ReadTxn } from './txn.ts'
 import { Watch } from './watch.ts'
 
@@ -107,7 +107,7 @@ export class ChangeIterator<Obj> {
   next(txn: ReadTxn): [Iterable<Change<Obj>>, Watch] {
     if (this.closed) throw new TxnError(`change iterator of table "${this.table.name}" is closed`)
     if (!(txn instanceof ReadTxn)) throw new TxnError(`change iterator of table "${this.table.name}": next() takes a read transaction (a snapshot), not a write transaction`)
-    const view = txn.view(this.table as never) as import('./state.ts').TableView<Obj>
+    const view = txn.view(this.table as never) as TableView<Obj>
     const watch = this.table.anyWatch(txn)
     return [{ [Symbol.iterator]: () => this.iterate(view) }, watch]
   }
@@ -122,34 +122,63 @@ export class ChangeIterator<Obj> {
     g.collect()
   }
 
-  private *iterate(view: import('./state.ts').TableView<Obj>): Generator<Change<Obj>> {
-    const tracker = this.tracker
-    const graveyard = this.table.graveyard
-    const upTo = view.revision
-    const live = new TreeIterator(view.byRevision.root, tracker.seen + 1)
-    let l = live.next()
-    let g = graveyard.firstAfter(Math.max(tracker.seen, tracker.floor))
-    let dead = graveyard.at(g)
-    for (;;) {
-      if (this.closed) return
-      const lrev = l.done ? Infinity : l.value.revision
-      const drev = dead === undefined || dead.revision > upTo ? Infinity : dead.revision
-      if (lrev === Infinity && drev === Infinity) break
-      if (lrev < drev) {
-        const e = l.value as Entry<Obj>
-        tracker.seen = e.revision
-        l = live.next()
-        yield { object: e.object, revision: e.revision, deleted: false }
-      } else {
-        const e = dead!
-        tracker.seen = e.revision
-        dead = graveyard.at(++g)
-        const again = treeGet(view.primary.root, e.key)
-        if (again !== undefined && again.revision > e.revision) continue
-        yield { object: e.object, revision: e.revision, deleted: true }
-      }
-    }
-    if (upTo > tracker.seen) tracker.seen = upTo
-    graveyard.collect()
+  private iterate(view: TableView<Obj>): Iterator<Change<Obj>> {
+    return new ChangeCursor(view, this.tracker, this.table.graveyard, () => this.closed)
   }
 }
+
+// Merges the live objects (by revision) and the graveyard up to the snapshot's revision. A
+// hand-written iterator rather than a generator: every change of a busy table passes through here.
+class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
+  private readonly upTo: number
+  private readonly live: TreeIterator<number, Entry<Obj>>
+  private l: IteratorResult<Entry<Obj>>
+  private g: number
+  private dead: Entry<Obj> | undefined
+  private finished = false
+
+  constructor(
+    private readonly view: TableView<Obj>,
+    private readonly tracker: Tracker,
+    private readonly graveyard: Graveyard<Obj>,
+    private readonly isClosed: () => boolean,
+  ) {
+    this.upTo = view.revision
+    this.live = new TreeIterator(view.byRevision.root, tracker.seen + 1)
+    this.l = this.live.next()
+    this.g = graveyard.firstAfter(Math.max(tracker.seen, tracker.floor))
+    this.dead = graveyard.at(this.g)
+  }
+
+  next(): IteratorResult<Change<Obj>> {
+    const tracker = this.tracker
+    for (;;) {
+      if (this.finished || this.isClosed()) return DONE
+      const lrev = this.l.done ? Infinity : this.l.value.revision
+      const dead = this.dead
+      const drev = dead === undefined || dead.revision > this.upTo ? Infinity : dead.revision
+      if (lrev === Infinity && drev === Infinity) {
+        this.finished = true
+        if (this.upTo > tracker.seen) tracker.seen = this.upTo
+        this.graveyard.collect()
+        return DONE
+      }
+      if (lrev < drev) {
+        const e = this.l.value
+        tracker.seen = e.revision
+        this.l = this.live.next()
+        return { done: false, value: { object: e.object, revision: e.revision, deleted: false } }
+      }
+      tracker.seen = dead!.revision
+      this.dead = this.graveyard.at(++this.g)
+      // Deleted, then inserted again before this iterator got here: the insert is the net change.
+      if (this.view.primary.size > 0) {
+        const again = treeGet(this.view.primary.root, dead!.key)
+        if (again !== undefined && again.revision > dead!.revision) continue
+      }
+      return { done: false, value: { object: dead!.object, revision: dead!.revision, deleted: true } }
+    }
+  }
+}
+
+const DONE: IteratorResult<never> = { done: true, value: undefined }
