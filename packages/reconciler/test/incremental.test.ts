@@ -1,6 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { RetryQueue, type BatchOperations } from '@statewright/reconciler'
+import { InMemoryMetrics, RetryQueue, type BatchOperations } from '@statewright/reconciler'
 import { byId, deferred, setup, sleep, until, within, type Obj } from './helpers.ts'
 
 test('a result for an object that changed meanwhile is dropped; the newer version is reconciled', async () => {
@@ -45,6 +45,77 @@ test('own status write-backs do not retrigger the reconciler', async () => {
     await s.rec.waitForRevision(after, { signal: within(2000) })
     assert.is(s.target.count('update'), 50)
     assert.is(s.rec.stats().objects, 50)
+  } finally {
+    await s.rec.stop()
+  }
+})
+
+test('synchronous and asynchronous operations mixed in a round: one at a time, in order, every outcome recorded', async () => {
+  // Synchronous operations run without an await; the first promise (or thenable) holds the rest
+  // of the round back until it settles.
+  const calls: string[] = []
+  let inFlight = 0
+  let maxInFlight = 0
+  const enter = (id: string) => {
+    calls.push(id)
+    maxInFlight = Math.max(maxInFlight, ++inFlight)
+  }
+  const behaviour: Record<string, (id: string) => unknown> = {
+    a: () => undefined,
+    b: async () => {
+      await sleep(2)
+      inFlight--
+    },
+    c: () => {
+      throw new Error('c failed')
+    },
+    d: async () => {
+      await sleep(1)
+      inFlight--
+      throw new Error('d failed')
+    },
+    e: () => true,
+    f: () => ({ then: (ok: (v: unknown) => void) => setTimeout(() => (inFlight--, ok(true)), 1) }),
+    g: () => undefined,
+  }
+  const metrics = new InMemoryMetrics()
+  const s = setup({
+    metrics,
+    retry: { minMs: 60_000, maxMs: 60_000 },
+    operations: {
+      update: (o) => {
+        enter(o.id)
+        let r: unknown
+        try {
+          r = behaviour[o.id]!(o.id)
+        } catch (err) {
+          inFlight--
+          throw err
+        }
+        if (r === null || typeof r !== 'object') inFlight-- // promises and thenables count down when they settle
+        return r as boolean | void | Promise<boolean | void>
+      },
+      delete: () => {},
+    },
+  })
+  s.rec.start()
+  try {
+    const txn = await s.db.writeTxn(s.table)
+    for (const id of Object.keys(behaviour)) s.table.insert(txn, { id, value: 1, status: { kind: 'pending', updatedAt: 0, id: 0 } })
+    const rev = s.table.revision(txn.commit())
+    await s.rec.waitForRevision(rev, { signal: within(2000) })
+    assert.equal(calls, Object.keys(behaviour))
+    assert.is(maxInFlight, 1)
+    const kinds = Object.fromEntries(Object.keys(behaviour).map((id) => [id, s.table.get(s.db.readTxn(), byId.query(id))?.status]))
+    for (const id of ['a', 'b', 'e', 'f', 'g']) assert.is(kinds[id]?.kind, 'done', id)
+    assert.is(kinds.c?.kind, 'error')
+    assert.is(kinds.c?.error, 'c failed')
+    assert.is(kinds.d?.kind, 'error')
+    assert.is(kinds.d?.error, 'd failed')
+    const c = metrics.get(s.rec.name)
+    assert.is(c.operations['update/success'], 5)
+    assert.is(c.operations['update/error'], 2)
+    assert.is(s.rec.failures().length, 2)
   } finally {
     await s.rec.stop()
   }
