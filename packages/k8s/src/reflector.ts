@@ -106,6 +106,7 @@ export class Reflector<Obj = KubeObject> {
   private resource: ResourceRef | undefined
   private rv: string | undefined
   private needList = true
+  private endWatch: (() => void) | undefined
   private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster'> = {
     state: 'new', synced: false, lastSyncAt: undefined, lastEventAt: undefined, resourceVersion: undefined,
     lists: 0, relists: 0, watches: 0, events: 0, errors: 0, lastError: undefined,
@@ -325,10 +326,13 @@ export class Reflector<Obj = KubeObject> {
 
   private async watch(): Promise<void> {
     const r = this.resource!
-    const signal = this.ctrl.signal
     const base = this.o.watchTimeoutSeconds ?? 300
     const timeoutSeconds = Math.floor(base * (1 + Math.random()))
     this.h.state = 'watching'
+    // A failed table write ends the watch early (relistWatch) so that the relist comes at once.
+    const wctrl = new AbortController()
+    this.endWatch = () => wctrl.abort()
+    const signal = AbortSignal.any([this.ctrl.signal, wctrl.signal])
     const res = await this.o.cluster.stream({
       path: collectionPath(r, this.o.namespace),
       query: {
@@ -426,7 +430,8 @@ export class Reflector<Obj = KubeObject> {
       if (!this.o.queryAll) this.gauge('objects', table.count(db.readTxn()))
     } catch (err) {
       this.failed(new Error(`reflector ${this.name}: write of ${batch.size} objects failed: ${(err as Error).message}`))
-      this.needList = true // the table may miss these events: relist to be sure
+      this.needList = true // the table may miss these events: relist to be sure, now
+      this.endWatch?.()
     }
   }
 
