@@ -257,9 +257,8 @@ export class Reflector<Obj = KubeObject> {
     await db.write(table, (txn) => {
       if (!this.sources && !this.o.queryAll && table.count(txn) === 0) {
         // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
-        // key; inserting them in descending order packs statedb's B+tree nodes full (ascending
-        // inserts leave each split node half empty): ~20 bytes less per object, at no cost.
-        for (let i = items.length - 1; i >= 0; i--) for (const o of this.outputs(items[i])) this.put(txn, o)
+        // key, and statedb packs nodes three-quarters full on ascending inserts.
+        for (const item of items) for (const o of this.outputs(item)) this.put(txn, o)
         if (!this.h.synced && this.markInitialized) this.markInitialized(txn)
         return
       }
