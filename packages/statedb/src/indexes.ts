@@ -45,6 +45,24 @@ export class Index<Obj, K extends Key = Key> {
     this.parse = opts.fromString
   }
 
+  /** The object's keys in this index. */
+  keysOf(obj: Obj): K[] {
+    return this.single ? [this.single(obj)] : [...this.multi!(obj)]
+  }
+
+  /** The object's one key (for an index defined with `key`, or a `keys` index giving exactly one). */
+  keyOf(obj: Obj): K {
+    if (this.single) return this.single(obj)
+    const keys = this.keysOf(obj)
+    if (keys.length !== 1) throw new Error(`index "${this.name}": keyOf needs exactly one key, the object has ${keys.length}`)
+    return keys[0]!
+  }
+
+  /** A query for the object's own key in this index (for example, to look up its stored version). */
+  queryOf(obj: Obj): Query<Obj> {
+    return this.query(this.keyOf(obj))
+  }
+
   /** A query for objects whose key equals `key`. */
   query(key: K): Query<Obj> {
     return new Query<Obj>(this.name, key)

@@ -56,6 +56,11 @@ export class Table<Obj> {
     this.empty = emptyState(this.schema.secondary.length)
   }
 
+  /** The primary index (its `keyOf(obj)` gives an object's primary key). */
+  get primary(): Index<Obj, Key> {
+    return this.schema.primary
+  }
+
   /** Names of the indexes, primary first. */
   get indexes(): string[] {
     return [this.schema.primary.name, ...this.schema.secondary.map((i) => i.name)]

@@ -248,6 +248,17 @@ test('number and string primary keys in one table: get, prefix, lowerBound and o
   assert.equal(t.lowerBound(r, rgroup.query(1)).toArray().map((x) => x.id), [-1, 0, 100, 'b'])
 })
 
+test('indexes compute an object\'s keys; queryOf finds its stored version', async () => {
+  const { db, tables } = setup()
+  const [a] = tables
+  const obj = { id: 'k', tags: ['x', 'y'], v: 1 }
+  assert.is(a.primary.keyOf(obj), 'k')
+  assert.equal(byTag.keysOf(obj), ['x', 'y'])
+  assert.throws(() => byTag.keyOf(obj), /index "tag": keyOf needs exactly one key, the object has 2/)
+  await db.write(a, (w) => a.insert(w, obj))
+  assert.is(a.get(db.readTxn(), byId.queryOf({ id: 'k', tags: [], v: 0 })), obj)
+})
+
 test('a commit publishes all tables at once; an abort publishes none', async () => {
   const { db, tables } = setup()
   const [a, b] = tables
