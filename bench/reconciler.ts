@@ -12,10 +12,16 @@
 // Variants: every Update succeeds; 10% of the objects fail once (retried after a 10 ms backoff).
 // Plus the status write-back on its own (compare-and-swap of 1000 objects per transaction) against
 // plain inserts of the same objects.
+//
+// The floor: the statedb work of the reconciler's rounds done by hand and nothing else (change
+// iterator, a clone of each pending object, compare-and-swap of a shared done status, 1000 per write
+// transaction, the same yield between full rounds), with the same writer. Floor / reconciler is what
+// the reconciler's own machinery (operations, retries, health, waits) costs on top of statedb.
 
 import v8 from 'node:v8'
 import { DB, defineIndex, Table } from '@statewright/statedb'
-import { newStatusIndex, Reconciler, statusPending, type Status } from '@statewright/reconciler'
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
+import { newStatusIndex, Reconciler, statusDone, statusPending, type Status } from '@statewright/reconciler'
 import { forceGc, heapAfterGc, median, type Result, type RunOptions } from './lib/index.ts'
 
 interface BenchObject {
@@ -106,6 +112,55 @@ async function reconcilerRun(n: number, failFraction: number): Promise<Figures> 
     if (done !== n) throw new Error(`reconciler bench: ${done} of ${n} done`)
     await rec.stop()
     keep = db // retained: the table with its n objects stays alive for the measurement
+    return db
+  })
+  void keep
+  return { rate: n / r.seconds, allocated: r.allocated, retained: r.retained }
+}
+
+async function floorRun(n: number): Promise<Figures> {
+  let keep: unknown
+  const r = await profiled(n, async () => {
+    const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
+    const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
+    const db = new DB({ tables: [table] })
+    const iter = table.changes(db.readTxn())
+    let reconciled = 0
+    const loop = (async () => {
+      while (reconciled < n) {
+        const [changes, watch] = iter.next(db.readTxn())
+        const objects: Array<{ id: number; status: Status }> = []
+        const revisions: number[] = []
+        for (const c of changes) {
+          if (c.deleted || c.object.status.kind !== 'pending') continue
+          objects.push({ id: c.object.id, status: c.object.status })
+          revisions.push(c.revision)
+          if (objects.length >= BATCH) break
+        }
+        if (objects.length > 0) {
+          const txn = db.tryWriteTxn(table) ?? (await db.writeTxn(table))
+          const done = statusDone()
+          for (let i = 0; i < objects.length; i++) {
+            objects[i]!.status = done
+            if (table.compareAndSwap(txn, revisions[i]!, objects[i]!)) reconciled++
+          }
+          txn.commit()
+        }
+        if (objects.length >= BATCH) await yieldToEventLoop()
+        else if (reconciled < n) await watch.wait()
+      }
+    })()
+    for (let b = 0; b < n; b += BATCH) {
+      const txn = await db.writeTxn(table)
+      const end = Math.min(n, b + BATCH)
+      for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
+      txn.commit()
+    }
+    await loop
+    iter.close()
+    const done = table.list(db.readTxn(), statusIndex.kind('done')).count()
+    if (done !== n) throw new Error(`floor bench: ${done} of ${n} done`)
+    keep = db
     return db
   })
   void keep
@@ -278,6 +333,7 @@ export async function run(opts: RunOptions): Promise<Result[]> {
   // Warm-up (JIT) at a small size, both sides.
   await reconcilerRun(20_000, 0.1)
   await workqueueRun(20_000, 0.1)
+  await floorRun(20_000)
 
   const results: Result[] = []
   for (const [variant, frac] of [['', 0], ['_Fail10pctOnce', 0.1]] as const) {
@@ -293,6 +349,13 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     results.push({ name: `${name}_Allocated`, unit: 'bytes/object', value: m(rec, 'allocated'), baseline: 'workqueue', baselineValue: m(wq, 'allocated') })
     results.push({ name: `${name}_Retained`, unit: 'bytes/object', value: m(rec, 'retained'), baseline: 'workqueue', baselineValue: m(wq, 'retained'), note: 'table (objects, 3 indexes) or Map cache alive' })
   }
+  // The floor, against the reconciler's figures of the first variant.
+  const floor: Figures[] = []
+  for (let i = 0; i < runs; i++) floor.push(await floorRun(n))
+  const recRate = results[0]!.value
+  const recAllocated = results[1]!.value
+  results.push({ name: `Floor_${label}`, unit: 'objects/s', value: median(floor.map((f) => f.rate)), baseline: 'reconciler', baselineValue: recRate, note: 'the same statedb work by hand (changes, clone, CAS done)' })
+  results.push({ name: `Floor_${label}_Allocated`, unit: 'bytes/object', value: median(floor.map((f) => f.allocated)), baseline: 'reconciler', baselineValue: recAllocated })
   const wb = writeBack(opts.quick ? 100_000 : 300_000)
   results.push({ name: 'StatusWriteBack_CAS_1000', unit: 'objects/s', value: wb.cas, baseline: 'Insert_1000', baselineValue: wb.insert, note: 'compare-and-swap of a done status, 1000 per txn' })
   return results
