@@ -228,8 +228,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     if (node.leaf) {
       const i = lowerIndex(node.keys, k)
       if (node.keys[i] !== k) throw new Error('statedb internal error: deleting a key that is not in the tree')
-      node.keys.splice(i, 1)
-      node.vals.splice(i, 1)
+      removeAt(node.keys, i)
+      removeAt(node.vals, i)
       return
     }
     const i = lowerIndex(node.keys, k)
@@ -245,8 +245,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     if (j >= node.children.length) {
       if (child.keys.length > 0) node.keys[i] = lastKey(child)
       else {
-        node.keys.splice(i, 1)
-        node.children.splice(i, 1)
+        removeAt(node.keys, i)
+        removeAt(node.children, i)
       }
       return
     }
@@ -257,8 +257,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     node.children[l + 1] = right
     if (left.keys.length + right.keys.length <= MAX) {
       mergeInto(left, right)
-      node.keys.splice(l + 1, 1)
-      node.children.splice(l + 1, 1)
+      removeAt(node.keys, l + 1)
+      removeAt(node.children, l + 1)
       node.keys[l] = lastKey(left)
       return
     }
@@ -274,6 +274,13 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 // its old capacity, which a published node would carry forever).
 function splitPoint(n: number, appended: boolean): number {
   return appended ? n - MIN - 1 : n >>> 1
+}
+
+// Removes one element in place (splice would allocate an array of the removed elements).
+function removeAt<T>(a: T[], i: number): void {
+  const n = a.length - 1
+  for (let j = i; j < n; j++) a[j] = a[j + 1]!
+  a.pop()
 }
 
 function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {

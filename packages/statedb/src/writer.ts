@@ -79,7 +79,12 @@ export class TableWriter<Obj> implements TableView<Obj> {
       }
     }
     const entry = new Entry(obj, this.revision + 1, pk)
-    const old = expect === undefined ? this.primary.set(pk, entry) : this.primary.set(pk, entry, (cur) => cur !== undefined && cur.revision === expect)
+    let old: Entry<Obj> | undefined
+    if (expect === undefined) old = this.primary.set(pk, entry)
+    else {
+      this.expect = expect
+      old = this.primary.set(pk, entry, this.casGuard)
+    }
     if (this.primary.rejected) return this.refuseSwap()
     this.swapFailed = false
     this.revision++
@@ -111,6 +116,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The last insert with `expect` found another revision (or no object) and wrote nothing. */
   swapFailed = false
+  private expect = 0
+  // One guard for every compare-and-swap of this writer (no closure per call).
+  private readonly casGuard = (cur: Entry<Obj> | undefined): boolean => cur !== undefined && cur.revision === this.expect
 
   private refuseSwap(): undefined {
     this.swapFailed = true
