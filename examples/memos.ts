@@ -105,7 +105,6 @@ async function main(): Promise<number> {
     db,
     table: memos,
     statusIndex,
-    primaryKey: (m) => m.name,
     getObjectStatus: (m) => m.status,
     setObjectStatus: (m, status) => ({ ...m, status }),
     operations: directoryTarget(dir),

@@ -73,10 +73,10 @@ export interface ReconcilerConfig<Obj> {
   /** The table's status index (newStatusIndex / newStatusSetIndex), which the table must have. */
   statusIndex: StatusIndex<Obj>
   /**
-   * The object's key in the table's primary index (same value as the index's key function). Used to
-   * look an object up again and to key the retry queue. Statedb has no public way to compute it.
+   * The object's key in the table's primary index. Used to look an object up again and to key the
+   * retry queue. Default: the primary index's own key function (`table.primary.keyOf`).
    */
-  primaryKey: (obj: Obj) => Key
+  primaryKey?: (obj: Obj) => Key
   /** Reconciler name: metrics label, health, and its name in a status set. Default: the table name. */
   name?: string
   /** Reads this reconciler's status from an object. */
@@ -159,7 +159,7 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
   } catch (err) {
     throw new ConfigError(`${who}: ${(err as Error).message}`)
   }
-  if (!fn(cfg.primaryKey)) throw new ConfigError(`${who}: config.primaryKey(obj) is missing`)
+  if (cfg.primaryKey !== undefined && !fn(cfg.primaryKey)) throw new ConfigError(`${who}: config.primaryKey must be a function`)
   if (!fn(cfg.getObjectStatus)) throw new ConfigError(`${who}: config.getObjectStatus(obj) is missing`)
   if (!fn(cfg.setObjectStatus)) throw new ConfigError(`${who}: config.setObjectStatus(obj, status) is missing`)
   if (cfg.cloneObject !== undefined && !fn(cfg.cloneObject)) throw new ConfigError(`${who}: config.cloneObject must be a function`)
@@ -202,7 +202,7 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
     db: cfg.db,
     table: cfg.table,
     statusIndex: cfg.statusIndex,
-    primaryKey: cfg.primaryKey,
+    primaryKey: cfg.primaryKey ?? ((obj: Obj) => cfg.table.primary.keyOf(obj)),
     name,
     getObjectStatus: cfg.getObjectStatus,
     setObjectStatus: cfg.setObjectStatus,

@@ -125,7 +125,6 @@ export function setup(over: Partial<ReconcilerConfig<Obj>> = {}, target = new Fa
     db: t.db,
     table: t.table,
     statusIndex: t.statusIndex,
-    primaryKey: (o) => o.id,
     getObjectStatus: (o) => o.status,
     setObjectStatus: (o, status) => {
       ;(o as { status: Status }).status = status
