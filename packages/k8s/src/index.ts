@@ -11,6 +11,7 @@ export { Batcher, type Pending } from './batch.ts'
 export { K8sMetrics } from './metrics.ts'
 export { StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'
+export * from './lease.ts'
 export * from './leader.ts'
 export {
   Target, newDesiredTable, desired, objectKey,

@@ -13,7 +13,7 @@
 //   (the others' shares grow) and its shard leases expire (the others take them).
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
-import { LeaseLock, Term, leasePath, wallNow, type LeaseObject, type LeaseTerm } from './leader.ts'
+import { LeaseLock, Term, leasePath, wallNow, type LeaseObject, type LeaseTerm } from './lease.ts'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
 
