@@ -19,6 +19,15 @@ import { emptyState, type Entry, type Initializer, type TableState, type TableVi
 import { ReadTxn, type Txn, type WriteTxn } from './txn.ts'
 import { deepFreeze, validating } from './validate.ts'
 import { Watch } from './watch.ts'
+import { TableWriter } from './writer.ts'
+
+// What a lazy result iterates. A write transaction's trees change in place as it writes, so an
+// iterator over them would skip or repeat entries when the transaction writes while it runs (the
+// usual "for each match: delete it"): it iterates a frozen copy of them instead (what the
+// transaction holds when the iteration starts; later writes copy the nodes they change).
+function stable<Obj>(view: TableView<Obj>): TableView<Obj> {
+  return view instanceof TableWriter && view.dirty ? view.snapshot() : view
+}
 
 export interface TableOptions<Obj> {
   /** Table name: letters, digits, '.', '_', '-', starting with a letter. */
@@ -92,17 +101,17 @@ export class Table<Obj> {
 
   list(txn: Txn, q: Query<Obj>): Results<Obj> {
     const view = txn.view(this)
-    return new Results(() => this.listIter(view, q))
+    return new Results(() => this.listIter(stable(view), q))
   }
 
   listWatch(txn: Txn, q: Query<Obj>): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [new Results(() => this.listIter(view, q)), this.keyWatch(txn, view, q)]
+    return [new Results(() => this.listIter(stable(view), q)), this.keyWatch(txn, view, q)]
   }
 
   prefix(txn: Txn, q: Query<Obj>): Results<Obj> {
     const view = txn.view(this)
-    return new Results(() => this.prefixIter(view, q))
+    return new Results(() => this.prefixIter(stable(view), q))
   }
 
   prefixWatch(txn: Txn, q: Query<Obj>): [Results<Obj>, Watch] {
@@ -112,27 +121,27 @@ export class Table<Obj> {
     const p = q.encodedPrefix()
     // A number is a prefix only of itself: its prefix query is a key query.
     const watch = typeof p === 'number' ? this.keyWatch(txn, view, q) : this.isCurrent(txn, view) ? this.watches.prefix(ref.pos, p) : Watch.closed()
-    return [new Results(() => this.prefixIter(view, q)), watch]
+    return [new Results(() => this.prefixIter(stable(view), q)), watch]
   }
 
   lowerBound(txn: Txn, q: Query<Obj>): Results<Obj> {
     const view = txn.view(this)
-    return new Results(() => this.lowerBoundIter(view, q))
+    return new Results(() => this.lowerBoundIter(stable(view), q))
   }
 
   lowerBoundWatch(txn: Txn, q: Query<Obj>): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [new Results(() => this.lowerBoundIter(view, q)), this.anyWatchOf(txn, view)]
+    return [new Results(() => this.lowerBoundIter(stable(view), q)), this.anyWatchOf(txn, view)]
   }
 
   all(txn: Txn): Results<Obj> {
     const view = txn.view(this)
-    return new Results(() => new TreeIterator(view.primary.root, undefined))
+    return new Results(() => new TreeIterator(stable(view).primary.root, undefined))
   }
 
   allWatch(txn: Txn): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [new Results(() => new TreeIterator(view.primary.root, undefined)), this.anyWatchOf(txn, view)]
+    return [new Results(() => new TreeIterator(stable(view).primary.root, undefined)), this.anyWatchOf(txn, view)]
   }
 
   /** The table's revision in this snapshot: grows with every insert and delete. */

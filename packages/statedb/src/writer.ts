@@ -161,6 +161,20 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.dirty = true
   }
 
+  /**
+   * What the transaction holds now, frozen (for iterators): later writes copy what they change.
+   * Costs O(1) per tree, plus the normalization of the buckets changed since the last freeze.
+   */
+  snapshot(): TableView<Obj> {
+    return {
+      revision: this.revision,
+      primary: this.primary.publish(),
+      byRevision: this.byRevision.publish(),
+      secondary: this.writers.map((w) => w.publish()),
+      pendingInit: this.pendingInit,
+    }
+  }
+
   /** The state this writer built, frozen; the base state when nothing changed. */
   publish(): TableState<Obj> {
     if (!this.dirty) return this.base

@@ -1,0 +1,37 @@
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { DB, defineIndex, Table } from '../src/index.ts'
+
+interface Obj { id: string; tag: string; v: number }
+const byId = defineIndex<Obj, string>({ name: 'id', key: (o) => o.id, unique: true })
+const byTag = defineIndex<Obj, string>({ name: 'tag', key: (o) => o.tag })
+
+function setup() {
+  const t = new Table<Obj>({ name: 'objs', primary: byId, indexes: [byTag] })
+  return { db: new DB({ tables: [t] }), t }
+}
+
+test('deleting every object while iterating all() of the same write transaction', async () => {
+  const { db, t } = setup()
+  await db.write(t, (w) => { for (let i = 0; i < 200; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: i % 2 ? 'odd' : 'even', v: 0 }) })
+  const w = await db.writeTxn(t)
+  t.insert(w, { id: 'zzz', tag: 'z', v: 1 }) // the transaction has written: reads go through its writer
+  let seen = 0
+  for (const o of t.all(w)) { t.delete(w, o); seen++ }
+  assert.is(seen, 201)
+  assert.is(t.count(w), 0)
+  w.commit()
+})
+
+test('updating every object of a bucket while iterating list() of the same write transaction', async () => {
+  const { db, t } = setup()
+  await db.write(t, (w) => { for (let i = 0; i < 200; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: 'x', v: 0 }) })
+  const w = await db.writeTxn(t)
+  t.insert(w, { id: 'zzz', tag: 'x', v: 1 })
+  let seen = 0
+  for (const o of t.list(w, byTag.query('x'))) { t.insert(w, { ...o, tag: 'y' }); seen++ }
+  assert.is(seen, 201)
+  w.commit()
+})
+
+test.run()
