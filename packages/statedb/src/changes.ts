@@ -108,6 +108,10 @@ export class ChangeIterator<Obj> {
     if (this.closed) throw new TxnError(`change iterator of table "${this.table.name}" is closed`)
     if (!(txn instanceof ReadTxn)) throw new TxnError(`change iterator of table "${this.table.name}": next() takes a read transaction (a snapshot), not a write transaction`)
     const view = txn.view(this.table as never) as TableView<Obj>
+    // A snapshot older than the iterator: the deletions between the two were never kept, so objects
+    // read from it could not be followed to their deletion. Nothing to read from it; the (fired)
+    // watch sends the caller to a newer snapshot.
+    if (view.revision < this.tracker.floor) return [NOTHING, Watch.closed()]
     const watch = this.table.anyWatch(txn)
     return [{ [Symbol.iterator]: () => this.iterate(view) }, watch]
   }
@@ -182,3 +186,4 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
 }
 
 const DONE: IteratorResult<never> = { done: true, value: undefined }
+const NOTHING: Iterable<never> = []

@@ -237,7 +237,8 @@ export class Table<Obj> {
 
   /**
    * A change iterator: every current object, then every insert, update and delete after it, in
-   * revision order. Close it when done (a dropped iterator is collected too, later).
+   * revision order. Close it when done (a dropped iterator is collected too, later). It starts at the
+   * latest snapshot: `next()` with a snapshot older than that yields nothing (and a fired watch).
    */
   changes(txn: Txn): ChangeIterator<Obj> {
     const floor = this.currentView(txn).revision

@@ -34,4 +34,21 @@ test('updating every object of a bucket while iterating list() of the same write
   w.commit()
 })
 
+test('a change iterator read first from a snapshot older than itself still reports later deletions', async () => {
+  const { db, t } = setup()
+  await db.write(t, (w) => { t.insert(w, { id: 'a', tag: 'x', v: 0 }); t.insert(w, { id: 'b', tag: 'x', v: 0 }) })
+  const old = db.readTxn()
+  await db.write(t, (w) => { t.delete(w, { id: 'a', tag: 'x', v: 0 }) })
+  const it = t.changes(old)
+  const state = new Map<string, Obj>()
+  const apply = (txn = db.readTxn()) => {
+    const [batch] = it.next(txn)
+    for (const c of batch) c.deleted ? state.delete(c.object.id) : state.set(c.object.id, c.object)
+  }
+  apply(old)
+  apply()
+  assert.equal([...state.keys()].sort(), t.all(db.readTxn()).toArray().map((o) => o.id))
+  it.close()
+})
+
 test.run()
