@@ -172,13 +172,20 @@ export class DB {
       changed = true
     }
     if (changed) this.publish(root)
+    // Every table's deletions are in its graveyard before anything else runs (a watch listener below
+    // may read any table's changes from the new root, or write).
+    for (let id = 0; id < writers.length; id++) {
+      const w = writers[id]
+      if (w === undefined || !w.dirty) continue
+      const graveyard = this.tables[id]!.graveyard
+      graveyard.append(w.deletes)
+      graveyard.collect()
+    }
     this.release(txn, false)
     for (let id = 0; id < writers.length; id++) {
       const w = writers[id]
       if (w === undefined || !w.dirty) continue
       const table = this.tables[id]!
-      table.graveyard.append(w.deletes)
-      table.graveyard.collect()
       if (w.revision !== w.base.revision) {
         const stale = w.changedAll || (w.changed === undefined && table.watches.hasKeyWatches())
         table.watches.fire(stale ? undefined : w.changed)

@@ -51,4 +51,21 @@ test('a change iterator read first from a snapshot older than itself still repor
   it.close()
 })
 
+test('a watch listener that reads another table of the same commit sees that table\'s deletions', async () => {
+  const a = new Table<Obj>({ name: 'a', primary: byId })
+  const b = new Table<Obj>({ name: 'b', primary: byId })
+  const db = new DB({ tables: [a, b] })
+  await db.write([a, b], (w) => { a.insert(w, { id: 'x', tag: '', v: 0 }); b.insert(w, { id: 'y', tag: '', v: 0 }) })
+  const it = b.changes(db.readTxn())
+  const state = new Set<string>()
+  const read = () => { for (const c of it.next(db.readTxn())[0]) c.deleted ? state.delete(c.object.id) : state.add(c.object.id) }
+  read()
+  const [, watch] = a.getWatch(db.readTxn(), byId.query('x'))
+  watch.onClose(read) // synchronous: runs inside the commit below
+  await db.write([a, b], (w) => { a.insert(w, { id: 'x', tag: '', v: 1 }); b.delete(w, { id: 'y', tag: '', v: 0 }) })
+  read()
+  assert.equal([...state], [])
+  it.close()
+})
+
 test.run()
