@@ -7,7 +7,8 @@
 //   write to the object is never overwritten. When the swap fails, the result is still written when
 //   the object's status (this reconciler's) still carries the id the operation saw: then only other
 //   writers' parts of the object changed (another reconciler's status in a status set); the status
-//   goes onto the current object and the operation's mutations of its clone are not kept. Otherwise
+//   goes onto the current object and the operation's mutations of its clone are not kept (never for
+//   id 0, the status of a name absent from a status set, which every version carries). Otherwise
 //   the result is dropped and the newer version is reconciled next (it is pending, or deleted);
 // - every failure is queued for a retry (update: only if its error status was written, since a
 //   dropped result means a newer version supersedes it); every success clears the key's retry;
@@ -285,7 +286,9 @@ export class Engine<Obj> {
       let written = table.compareAndSwap(txn!, o.revision, setObjectStatus(o.object, status))
       if (!written) {
         const cur = table.getEntry(txn!, this.primaryQuery(o.object))
-        if (cur !== undefined && getObjectStatus(cur.object).id === o.seenStatusId) {
+        // Id 0 is the status of a name absent from a status set: every write of the object has it,
+        // so it cannot tell versions apart.
+        if (cur !== undefined && o.seenStatusId !== 0 && getObjectStatus(cur.object).id === o.seenStatusId) {
           table.insert(txn!, setObjectStatus(this.cfg.cloneObject(cur.object), status))
           written = true
         }
