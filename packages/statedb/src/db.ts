@@ -167,7 +167,14 @@ export class DB {
       const w = writers[id]
       if (w === undefined || !w.dirty) continue
       const state = w.publish()
-      if (validating) validateState(w.schema, state)
+      if (validating) {
+        try {
+          validateState(w.schema, state)
+        } catch (err) {
+          this.release(txn) // nothing was published: the transaction ends as aborted
+          throw err
+        }
+      }
       root[id] = state
       changed = true
     }

@@ -1,6 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { DB, defineIndex, Table } from '../src/index.ts'
+import { DB, defineIndex, setValidation, Table } from '../src/index.ts'
 
 interface Obj { id: string; tag: string; v: number }
 const byId = defineIndex<Obj, string>({ name: 'id', key: (o) => o.id, unique: true })
@@ -66,6 +66,26 @@ test('a watch listener that reads another table of the same commit sees that tab
   read()
   assert.equal([...state], [])
   it.close()
+})
+
+test('a commit refused by validation releases the locks (the next writer does not hang)', async () => {
+  let suffix = ''
+  const unstable = defineIndex<Obj, string>({ name: 'id', key: (o) => o.id + suffix, unique: true }) // keys that change
+  const t = new Table<Obj>({ name: 'objs', primary: unstable })
+  const db = new DB({ tables: [t] })
+  setValidation(true)
+  try {
+    const w = await db.writeTxn(t)
+    t.insert(w, { id: 'a', tag: '', v: 0 })
+    suffix = '!'
+    assert.throws(() => w.commit(), /primary key changed/)
+    assert.is(t.count(db.readTxn()), 0, 'nothing published')
+    const next = db.tryWriteTxn(t)
+    assert.ok(next, 'the table is not left locked')
+    next!.abort()
+  } finally {
+    setValidation(false)
+  }
 })
 
 test.run()
