@@ -56,6 +56,8 @@ export class Reconciler<Obj> {
   private wake: (() => void) | undefined
   /** Set by a trigger that came while the loop was not sleeping: the next sleep returns at once. */
   private poked = false
+  /** Set while a stop() is under way. */
+  private stopping: Promise<void> | undefined
   private timer: NodeJS.Timeout | undefined
   private roundLimiter: Bottleneck | undefined
   private fullRequests: FullRequest[] = []
@@ -74,9 +76,13 @@ export class Reconciler<Obj> {
     return this.config.name
   }
 
-  /** Starts the loop. Starting a running reconciler does nothing. */
+  /**
+   * Starts the loop. Starting a running reconciler does nothing; starting one whose stop() has not
+   * resolved yet throws (the old loop is still winding down: await stop() first).
+   */
   start(): this {
     if (this.running) return this
+    if (this.stopping) throw new Error(`reconciler "${this.name}" is stopping: await stop() before start()`)
     this.running = true
     this.waiters.reset()
     this.engine.start()
@@ -93,9 +99,14 @@ export class Reconciler<Obj> {
   }
 
   /** Stops: cancels in-flight operations, ends the loop, clears timers. Resolves when all is stopped. */
-  async stop(): Promise<void> {
-    if (!this.running) return
+  stop(): Promise<void> {
+    if (!this.running) return this.stopping ?? Promise.resolve()
     this.running = false
+    this.stopping = this.stopLoop().finally(() => (this.stopping = undefined))
+    return this.stopping
+  }
+
+  private async stopLoop(): Promise<void> {
     const stopped = new StoppedError(`reconciler "${this.name}" stopped`)
     await this.engine.stop()
     this.wake?.()

@@ -3,7 +3,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { newStatusSetIndex, Reconciler, StatusSet, type Status } from '@statewright/reconciler'
-import { deferred, within } from './helpers.ts'
+import { deferred, setup, within } from './helpers.ts'
 
 interface Route {
   readonly dest: string
@@ -53,6 +53,25 @@ test('a name absent from a status set (id 0) does not let a stale result onto a 
     assert.is(target.get('r'), 2, 'the newer version reached the target')
   } finally {
     await rec.stop()
+  }
+})
+
+test('start() while a stop() is under way is refused; stop resolves and a later start works', async () => {
+  const s = setup()
+  s.rec.start()
+  await s.rec.waitForRevision(await s.insert('a', 1), { signal: within(3000) })
+  const stopping = s.rec.stop()
+  assert.is(s.rec.stop(), stopping, 'a second stop waits for the same')
+  assert.throws(() => s.rec.start(), /is stopping: await stop\(\) before start\(\)/)
+  const outcome = await Promise.race([stopping.then(() => 'stopped'), new Promise((r) => setTimeout(r, 1000, 'hung'))])
+  assert.is(outcome, 'stopped')
+  assert.is(s.db.stats()[0]!.changeIterators, 0, 'the loop closed its change iterator')
+  s.rec.start()
+  try {
+    await s.rec.waitForRevision(await s.insert('b', 2), { signal: within(3000) })
+    assert.is(s.target.state.get('b'), 2)
+  } finally {
+    await s.rec.stop()
   }
 })
 
