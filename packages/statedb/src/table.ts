@@ -260,9 +260,12 @@ export class Table<Obj> {
     return txn.db.readTxn().view(this)
   }
 
-  /** Whether nothing was written to the table since the snapshot (write txns watch the future). */
+  /**
+   * Whether nothing was written to the table since the snapshot. A write transaction's own tables
+   * are current (it holds their locks); the others it reads as they were when it began.
+   */
   private isCurrent(txn: Txn, view: TableView<Obj>): boolean {
-    if (!(txn instanceof ReadTxn)) return true
+    if (!(txn instanceof ReadTxn) && txn.tables.includes(this)) return true
     return this.currentView(txn).revision === view.revision
   }
 

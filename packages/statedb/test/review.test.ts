@@ -88,4 +88,18 @@ test('a commit refused by validation releases the locks (the next writer does no
   }
 })
 
+test('a watch read through a write transaction from a table it did not lock is not stale', async () => {
+  const a = new Table<Obj>({ name: 'a', primary: byId })
+  const b = new Table<Obj>({ name: 'b', primary: byId })
+  const db = new DB({ tables: [a, b] })
+  const w = await db.writeTxn(a)
+  await db.write(b, (wb) => { b.insert(wb, { id: 'y', tag: '', v: 1 }) }) // b changes after w began
+  const [y, keyWatch] = b.getWatch(w, byId.query('y'))
+  const [, anyWatch] = b.allWatch(w)
+  w.abort()
+  assert.is(y, undefined, 'w reads b as it was when w began')
+  assert.ok(keyWatch.closed, 'the key watch has fired: y changed after that')
+  assert.ok(anyWatch.closed, 'the table watch has fired')
+})
+
 test.run()
