@@ -7,7 +7,8 @@
 //   after that iterator was created); with no open iterator nothing is kept at all;
 // - an iterator yields every live object first (in revision order from 0), then every later write
 //   and deletion in revision order, each once. An object deleted and inserted again before the
-//   iterator reached the deletion is seen as the later insert only (the net change).
+//   iterator reached the deletion is seen as the later insert only (the net change); deleted,
+//   inserted and deleted again, as two deletions (consumers treat deletions idempotently).
 
 import { treeGet, TreeIterator } from './btree.ts'
 import { TxnError } from './errors.ts'

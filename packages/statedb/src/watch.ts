@@ -59,7 +59,19 @@ export class Watch {
     this.resolve?.()
     const l = this.listeners
     this.listeners = undefined
-    if (l) for (const fn of l) fn()
+    if (l) {
+      for (const fn of l) {
+        // A throwing listener must not keep the others (or the rest of a commit) from running: its
+        // error is rethrown on its own, like an unhandled error in any callback.
+        try {
+          fn()
+        } catch (err) {
+          queueMicrotask(() => {
+            throw err
+          })
+        }
+      }
+    }
   }
 }
 

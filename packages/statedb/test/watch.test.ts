@@ -168,4 +168,18 @@ test('initialization: not initialized until every initializer is done, with a wa
   assert.ok(t.initialized(snapshotBefore)[1].closed, 'a stale snapshot gets a fired watch')
 })
 
+test('a throwing watch listener does not keep other watches from firing; its error surfaces on its own', async () => {
+  const { db, t } = setup()
+  const [, wa] = t.getWatch(db.readTxn(), byId.query('a'))
+  const [, wall] = t.allWatch(db.readTxn())
+  wa.onClose(() => {
+    throw new Error('listener bug')
+  })
+  const surfaced = new Promise<Error>((resolve) => process.once('uncaughtException', resolve))
+  await db.write(t, (txn) => t.insert(txn, { id: 'a', group: 'g', v: 1 }))
+  assert.ok(wa.closed)
+  assert.ok(wall.closed, 'the commit fired every watch')
+  assert.is((await surfaced).message, 'listener bug')
+})
+
 test.run()
