@@ -14,15 +14,20 @@ test('HTTPS with insecure-skip-tls-verify: one keep-alive agent, bearer token, r
   try {
     assert.ok(server.url.startsWith('https://'))
     server.control.seed(WIDGET, 42)
+    // The watch opens after the list (waitSynced resolves before its answer): delay it so that the
+    // test cannot pass by luck, and wait for the gauge rather than assume it.
+    server.control.delay({ watch: true, ms: 300, count: 1 })
     await r.start()
     await r.waitSynced(AbortSignal.timeout(5000))
     assert.is(table.count(db.readTxn()), 42)
+    const watching = /statewright_k8s_reflector_watching\{reflector="widgets",cluster="[^"]+"\} 1/
+    await waitFor(async () => watching.test(await metrics.registry.metrics()), 'the reflector_watching gauge at 1')
     const log = server.control.requestLog()
     assert.ok(log.every((e) => e.token === server.token), 'every request carries the token')
     const text = await metrics.registry.metrics()
     assert.match(text, /statewright_k8s_reflector_objects\{reflector="widgets",cluster="[^"]+"\} 42/)
     assert.match(text, /statewright_k8s_reflector_lists_total\{reflector="widgets",cluster="[^"]+"\} 1/)
-    assert.match(text, /statewright_k8s_reflector_watching\{reflector="widgets",cluster="[^"]+"\} 1/)
+    assert.match(text, watching)
   } finally {
     await r.stop()
     await cluster.close()
