@@ -63,7 +63,15 @@ export class ClusterRegistry {
       throw new Error(`Secret ${ref.namespace}/${ref.name} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`)
     }
     const yaml = Buffer.from(data[key], 'base64').toString('utf8')
-    return this.addKubeconfig(name, yaml, { ...opts, context: ref.context })
+    const kc = new KubeConfig()
+    try {
+      kc.loadFromString(yaml)
+    } catch (err) {
+      // YAML errors quote the lines around the fault (tokens, keys): keep only the first line.
+      const why = String((err as Error)?.message ?? err).split('\n')[0]
+      throw new Error(`Secret ${ref.namespace}/${ref.name}: key "${key}" is not a valid kubeconfig: ${why}`)
+    }
+    return this.fromKubeConfig(name, kc, { ...opts, context: ref.context })
   }
 
   get(name: string): Cluster | undefined {

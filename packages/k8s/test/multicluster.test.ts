@@ -71,6 +71,30 @@ test('registry: clusters from a kubeconfig file (one per context) and from a Sec
   }
 })
 
+test('registry: a Secret holding a broken kubeconfig is refused without its contents in the error', async () => {
+  const server = await startServer()
+  const registry = new ClusterRegistry({ qps: 0 })
+  try {
+    const local = registry.addKubeconfig('local', server.kubeconfig)
+    // YAML that does not parse, with a credential next to the error (YAML errors quote the lines around it)
+    const broken = 'apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: TOKEN-s3cr3t-value\n  bad: : x\n'
+    await local.request({
+      method: 'POST', path: '/api/v1/namespaces/default/secrets',
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'broken-kubeconfig' }, data: { value: Buffer.from(broken).toString('base64') } },
+    })
+    const err = await registry.addFromSecret('broken', { cluster: local, namespace: 'default', name: 'broken-kubeconfig' }).then(() => undefined, (e: Error) => e)
+    assert.ok(err, 'refused')
+    assert.match(err!.message, /Secret default\/broken-kubeconfig/)
+    assert.not.match(err!.message, /s3cr3t/)
+    assert.not.match(String(err!.stack), /s3cr3t/)
+    assert.not.match(String((err as any).cause?.message ?? ''), /s3cr3t/)
+    assert.equal(registry.names(), ['local'])
+  } finally {
+    await registry.close()
+    await server.stop()
+  }
+})
+
 interface Owner { name: string; status: Status }
 
 test('two clusters, three kinds: owners go back to pending when a watched target changes; shared caches; teardown', async () => {
