@@ -147,13 +147,16 @@ export class Reflector<Obj = KubeObject> {
     this.gauge('up', 0)
   }
 
-  /** Resolves after the first complete list is in the table (rejects on abort). */
+  /** Resolves after the first complete list is in the table (rejects on abort, or when stopped first). */
   async waitSynced(signal?: AbortSignal): Promise<void> {
+    // A stopped reflector never syncs: waiting on its own signal too keeps callers from hanging.
+    const s = signal ? AbortSignal.any([signal, this.ctrl.signal]) : this.ctrl.signal
     for (;;) {
       const [ok, w] = this.o.table.initialized(this.o.db.readTxn())
       if (ok && this.h.synced) return
-      if (ok) await sleep(5, undefined, { signal })
-      else await w.wait(signal)
+      s.throwIfAborted()
+      if (ok) await sleep(5, undefined, { signal: s })
+      else await w.wait(s)
     }
   }
 

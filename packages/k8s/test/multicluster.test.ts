@@ -95,6 +95,28 @@ test('registry: a Secret holding a broken kubeconfig is refused without its cont
   }
 })
 
+test('watch on demand: stop() ends an ensureWatch still waiting for its cache to sync', async () => {
+  const server = await startServer()
+  const registry = new ClusterRegistry({ qps: 0 })
+  registry.addKubeconfig('c', server.kubeconfig)
+  const wod = new WatchOnDemand({ registry, onChange: () => {}, reflector: { backoff: { minMs: 20, maxMs: 100 } } })
+  try {
+    // a kind the cluster does not have: the cache retries and never syncs
+    const pending = wod.ensureWatch('o', { cluster: 'c', apiVersion: 'nope.example.com/v1', kind: 'Nope', namespace: 'default', name: 'x' })
+    let outcome = 'waiting'
+    pending.then(() => { outcome = 'resolved' }, () => { outcome = 'rejected' })
+    await new Promise((r) => setTimeout(r, 100))
+    assert.is(outcome, 'waiting')
+    await wod.stop()
+    await waitUntil(() => outcome !== 'waiting', 'ensureWatch to end after stop()', 2000)
+    assert.is(outcome, 'rejected')
+  } finally {
+    await wod.stop()
+    await registry.close()
+    await server.stop()
+  }
+})
+
 interface Owner { name: string; status: Status }
 
 test('two clusters, three kinds: owners go back to pending when a watched target changes; shared caches; teardown', async () => {
