@@ -201,7 +201,11 @@ export class Reflector<Obj = KubeObject> {
     this.h.lastError = err.message
     this.count('errors')
     this.gauge('up', 0)
-    this.o.onError?.(err)
+    try {
+      this.o.onError?.(err)
+    } catch {
+      // A throwing callback must not stop the loop, abort a batch write or break the batch chain.
+    }
   }
 
   /** One step: a list if needed, then one watch (or one state-of-world pause). Throws on no progress. */

@@ -244,6 +244,31 @@ test('a burst of watch events is written in a few bounded transactions', async (
   }
 })
 
+test('an onError callback that throws does not stop the reflector', async () => {
+  const calls: string[] = []
+  const t = await setup({}, {
+    backoff: { minMs: 10, maxMs: 50 },
+    onError: (err) => { calls.push(err.message); throw new Error('a buggy onError') },
+    transform: (obj) => { if (obj.metadata.name === 'bad') throw new Error('cannot transform'); return obj },
+  })
+  try {
+    const removeFault = t.server.control.fail({ path: '/widgets', watch: false, status: 500, count: 3 })
+    await t.r.start()
+    await t.r.waitSynced(AbortSignal.timeout(10_000))
+    removeFault()
+    assert.ok(calls.length >= 1, 'onError was called for the failed lists')
+    // a failed transform reports from inside a batch write: that batch and later ones still land
+    await create(t.cluster, widget('bad'))
+    await create(t.cluster, widget('good'))
+    await waitTable(t.db, t.table, (txn) => t.table.count(txn) === 1, 'the watch to keep working')
+    await create(t.cluster, widget('later'))
+    await waitTable(t.db, t.table, (txn) => t.table.count(txn) === 2, 'later batches to land')
+    assert.ok(calls.some((m) => /transform of Widget.example.com default\/bad failed/.test(m)))
+  } finally {
+    await t.done()
+  }
+})
+
 test('NDJSON lines split anywhere, even inside a UTF-8 character', () => {
   const text = '{"type":"ADDED","object":{"metadata":{"name":"é€"}}}\n\n{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n{"type":"DELETED","object":{}}'
   const bytes = Buffer.from(text)
