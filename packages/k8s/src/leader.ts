@@ -130,7 +130,11 @@ export class LeaderElector {
   private failed(err: Error): void {
     this.st.errors++
     this.st.lastError = err.message
-    this.o.onError?.(err)
+    try {
+      this.o.onError?.(err)
+    } catch {
+      // A throwing callback must not end the loop: a term would never be stopped.
+    }
   }
 
   private jitter(): number {

@@ -171,6 +171,15 @@ export class WatchOnDemand {
 
   // ---- internals ----
 
+  /** onError, isolated: a throwing callback must not end a delivery loop or a teardown. */
+  private report(err: Error): void {
+    try {
+      this.o.onError?.(err)
+    } catch {
+      // ignored
+    }
+  }
+
   private add(owner: string, target: TargetRef): Cache {
     if (this.stopped) throw new Error('watch on demand: stopped')
     if (!target.name) throw new Error(`watch on demand: target ${targetString(target)} has no name`)
@@ -206,7 +215,7 @@ export class WatchOnDemand {
     const reflector = new Reflector({
       ...this.o.reflector, cluster, db, table, kind: { apiVersion: t.apiVersion, kind: t.kind },
       name: `${t.cluster}/${t.kind}.${t.apiVersion}`,
-      onError: (err) => { this.o.reflector?.onError?.(err); this.o.onError?.(err) },
+      onError: (err) => { this.o.reflector?.onError?.(err); this.report(err) },
     })
     const ctrl = new AbortController()
     const cache: Cache = {
@@ -217,7 +226,7 @@ export class WatchOnDemand {
     cache.loop = (async () => {
       await reflector.start()
       await this.deliver(cache)
-    })().catch((err) => { if (!ctrl.signal.aborted) this.o.onError?.(err as Error) })
+    })().catch((err) => { if (!ctrl.signal.aborted) this.report(err as Error) })
     return cache
   }
 
@@ -245,7 +254,7 @@ export class WatchOnDemand {
           try {
             await this.o.onChange([...owners].sort(), targets)
           } catch (err) {
-            this.o.onError?.(err as Error)
+            this.report(err as Error)
           }
         }
         await watch.wait(ctrl.signal).catch(() => {})
@@ -277,7 +286,7 @@ export class WatchOnDemand {
       c.stopped = (async () => {
         await c.loop
         await c.reflector.stop()
-      })().catch((err) => this.o.onError?.(err as Error))
+      })().catch((err) => this.report(err as Error))
     }
     return c.stopped
   }

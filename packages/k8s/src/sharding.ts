@@ -136,7 +136,11 @@ export class ShardedLeases {
   private failed(err: Error): void {
     this.st.errors++
     this.st.lastError = err.message
-    this.o.onError?.(err)
+    try {
+      this.o.onError?.(err)
+    } catch {
+      // A throwing callback must not end the loop: a term would never be stopped.
+    }
   }
 
   private async run(): Promise<void> {

@@ -109,6 +109,36 @@ test('leaderOnly starts runnables on the leader and stops them when the term end
   }
 })
 
+test('an onError that throws does not keep a leader working past its term', async () => {
+  const server = await startServer()
+  const cluster = clusterFor(server)
+  let running = false
+  const errors: string[] = []
+  const a = new LeaderElector({
+    cluster, namespace: 'kube-system', name: 'throwing', identity: 'a', ...FAST,
+    onStartedLeading: () => { running = true },
+    onStoppedLeading: () => { running = false },
+    onError: (err) => { errors.push(err.message); throw new Error('a buggy onError') },
+  }).start()
+  try {
+    await a.waitLeading(AbortSignal.timeout(5000))
+    assert.ok(running)
+    // renewals fail: the term ends at its deadline and the work must be stopped
+    const removeOutage = server.control.fail({ path: '/leases/', status: 500 })
+    await waitUntil(() => !a.isLeader(), 'the term to end', 3000)
+    await waitUntil(() => !running, 'onStoppedLeading after a failed renewal', 3000)
+    assert.ok(errors.length >= 1)
+    // and the elector campaigns again once the API is back
+    removeOutage()
+    await a.waitLeading(AbortSignal.timeout(5000))
+    assert.ok(running)
+  } finally {
+    await a.stop()
+    await cluster.close()
+    await server.stop()
+  }
+})
+
 test('two candidates racing for a new lease: one wins, one gets a conflict', async () => {
   const server = await startServer()
   const c1 = clusterFor(server)
