@@ -27,7 +27,8 @@ test.before(async () => {
   cli = spawn(process.execPath, [bin, '--tls', '--port', '0', '--kubeconfig', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] })
   cli.stdout!.on('data', (b) => { out += b })
   cli.stderr!.on('data', (b) => { out += b })
-  await waitFor(() => /listening on https:/.test(out), 'the CLI to listen', 15_000)
+  // The CLI prints three lines (URL, kubeconfig, token); stdout may deliver them in separate chunks.
+  await waitFor(() => /listening on https:/.test(out) && /token: .*\n/.test(out), 'the CLI to listen and print its token', 15_000)
 })
 test.after(async () => {
   if (cli && cli.exitCode === null) {
