@@ -282,8 +282,19 @@ export class Engine<Obj> {
         if (o.attempts > 0) this.retries.take(this.key(o.object))
         continue
       }
-      const status = o.error === undefined ? (done ??= statusDone()) : statusError(o.error)
-      let written = table.compareAndSwap(txn!, o.revision, setObjectStatus(o.object, status))
+      let status = o.error === undefined ? (done ??= statusDone()) : statusError(o.error)
+      let written: boolean
+      try {
+        written = table.compareAndSwap(txn!, o.revision, setObjectStatus(o.object, status))
+      } catch (err) {
+        // The operation left its clone unstorable (a unique conflict, a bad key): that is this
+        // object's failure. The error goes onto the stored object as it was read (whose keys are
+        // valid), and the object is retried like any other failure.
+        o.error = `write-back refused: ${errorMessage(err)}`
+        status = statusError(o.error)
+        const cur = table.getEntry(txn!, this.primaryQuery(o.object))
+        written = cur !== undefined && cur.revision === o.revision && table.compareAndSwap(txn!, o.revision, setObjectStatus(this.cfg.cloneObject(cur.object), status))
+      }
       if (!written) {
         const cur = table.getEntry(txn!, this.primaryQuery(o.object))
         // Id 0 is the status of a name absent from a status set: every write of the object has it,
