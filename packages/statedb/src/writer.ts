@@ -177,13 +177,6 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The state this writer built, frozen; the base state when nothing changed. */
   publish(): TableState<Obj> {
-    if (!this.dirty) return this.base
-    return {
-      revision: this.revision,
-      primary: this.primary.publish(),
-      byRevision: this.byRevision.publish(),
-      secondary: this.writers.map((w) => w.publish()),
-      pendingInit: this.pendingInit,
-    }
+    return this.dirty ? this.snapshot() : this.base
   }
 }
