@@ -8,6 +8,7 @@
 // - recording never throws and never blocks the caller: writes are queued, one at a time per Event;
 //   flush() waits for them, close() stops the timer and waits for what is in flight.
 import { isNotFound, type Cluster } from './cluster.ts'
+import { reportError } from './callbacks.ts'
 
 export type EventType = 'Normal' | 'Warning'
 
@@ -236,7 +237,7 @@ export class EventRecorder {
         else await this.update(e)
       } catch (err) {
         this.stats.errors++
-        this.o.onError?.(err as Error)
+        reportError(this.o.onError, err as Error)
         if (e.name === undefined) {
           // never created: forget it, the next occurrence is a new event
           if (this.entries.get(e.key) === e) this.entries.delete(e.key)

@@ -15,6 +15,7 @@ import { DB, Table, defineIndex } from '@statewright/statedb'
 import type { ClusterRegistry } from './registry.ts'
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from './reflector.ts'
 import { namespacedName, type KubeObject } from './gvk.ts'
+import { reportError } from './callbacks.ts'
 
 /** A target: one object of one kind in one cluster. Cluster-scoped kinds have no namespace. */
 export interface TargetRef {
@@ -171,13 +172,8 @@ export class WatchOnDemand {
 
   // ---- internals ----
 
-  /** onError, isolated: a throwing callback must not end a delivery loop or a teardown. */
   private report(err: Error): void {
-    try {
-      this.o.onError?.(err)
-    } catch {
-      // ignored
-    }
+    reportError(this.o.onError, err)
   }
 
   private add(owner: string, target: TargetRef): Cache {

@@ -20,6 +20,7 @@ import { listAll } from './list.ts'
 import { Batcher, type Pending } from './batch.ts'
 import type { K8sMetrics } from './metrics.ts'
 import { StringPool, compactObject } from './compact.ts'
+import { reportError } from './callbacks.ts'
 
 export interface ReflectorOptions<Obj = KubeObject> {
   cluster: Cluster
@@ -201,11 +202,7 @@ export class Reflector<Obj = KubeObject> {
     this.h.lastError = err.message
     this.count('errors')
     this.gauge('up', 0)
-    try {
-      this.o.onError?.(err)
-    } catch {
-      // A throwing callback must not stop the loop, abort a batch write or break the batch chain.
-    }
+    reportError(this.o.onError, err)
   }
 
   /** One step: a list if needed, then one watch (or one state-of-world pause). Throws on no progress. */

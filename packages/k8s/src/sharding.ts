@@ -14,6 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, leasePath, wallNow, type LeaseObject, type LeaseTerm } from './lease.ts'
+import { reportError } from './callbacks.ts'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
 
@@ -136,11 +137,7 @@ export class ShardedLeases {
   private failed(err: Error): void {
     this.st.errors++
     this.st.lastError = err.message
-    try {
-      this.o.onError?.(err)
-    } catch {
-      // A throwing callback must not end the loop: a term would never be stopped.
-    }
+    reportError(this.o.onError, err)
   }
 
   private async run(): Promise<void> {
