@@ -1,18 +1,20 @@
-// Server-side apply and managedFields: per-manager field ownership.
+// Server-side apply and managedFields: per-manager field ownership, after structured-merge-diff.
 // Invariants:
-// - A field path is a list of elements in the FieldsV1 vocabulary: `f:<name>` (map field),
-//   `k:<json>` (item of an associative list, by merge key), `v:<json>` (item of a set list).
 // - Each managedFields entry is one (manager, operation, subresource); entries with no fields are dropped.
 // - Apply: fields another manager owns with a different value conflict (409 with causes) unless
-//   forced, in which case ownership moves; fields this manager applied before and no longer applies are
-//   removed from the object unless someone else owns them. Update: the writer takes the fields whose
-//   value it changed; removed fields leave every manager.
-// - Identity/bookkeeping fields (apiVersion, kind, metadata.name/namespace/uid/resourceVersion/...)
-//   are never owned, as on a real server.
-// Simplifications: custom kinds have atomic lists (no list-map schema), maps are always granular.
+//   forced, in which case ownership moves. Fields this manager applied last time and no longer
+//   applies are removed unless another *applier* still owns them (an Update manager's ownership does
+//   not keep them); a dropped associative-list item goes whole, and a list or map the removal empties
+//   goes too. A removal never leaves an item without its key.
+// - Update (create, replace, patch): the writer takes the fields whose value it changed; fields the
+//   write removed leave every manager.
+// - Lists and maps merge as the kind's schema says (schema.ts).
 import { ApiError } from './status.ts'
-import { deepEqual, clone, mergeKeyFor, SET_LISTS } from './patch.ts'
+import { deepEqual, clone } from './patch.ts'
+import type { FieldSchema } from './schema.ts'
+import { fieldSetOf, fromFieldsV1, getAt, IGNORED_META, itemElement, keyOf, pathString, removePaths, schemaAt, toFieldsV1, topLevelAllowed, type FieldSet, type Path, type Scope } from './fieldset.ts'
 
+export type { Scope }
 export interface ManagedFieldsEntry {
   manager: string
   operation: 'Apply' | 'Update'
@@ -22,146 +24,30 @@ export interface ManagedFieldsEntry {
   fieldsV1: Record<string, any>
   subresource?: string
 }
-type Path = string[]
-export type FieldSet = Map<string, Path>
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v)
-const keyOf = (p: Path) => p.join('\u0000')
-
-const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields', 'selfLink', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generateName'])
-
-export type Scope = 'main' | 'status' | 'all'
-function topLevelAllowed(k: string, scope: Scope): boolean {
-  if (k === 'apiVersion' || k === 'kind') return false
-  if (scope === 'status') return k === 'status'
-  if (scope === 'main') return k !== 'status'
-  return true
-}
-
-/** The set of fields an object sets (leaves, list items and empty containers). */
-export function fieldSetOf(obj: any, scope: Scope): FieldSet {
-  const out: FieldSet = new Map()
-  const add = (p: Path) => out.set(keyOf(p), p)
-  const walk = (v: any, p: Path, field: string) => {
-    if (isObj(v)) {
-      const keys = Object.keys(v)
-      if (keys.length === 0) { add(p); return }
-      for (const k of keys) walk(v[k], [...p, `f:${k}`], k)
-    } else if (Array.isArray(v)) {
-      const key = mergeKeyFor(field, v)
-      if (SET_LISTS.has(field) && v.every((x) => !isObj(x))) {
-        if (v.length === 0) add(p)
-        for (const x of v) add([...p, `v:${JSON.stringify(x)}`])
-      } else if (key && v.length > 0 && v.every((x) => isObj(x) && x[key] !== undefined)) {
-        for (const x of v) {
-          const ip = [...p, `k:${JSON.stringify({ [key]: x[key] })}`]
-          add(ip)
-          for (const k of Object.keys(x)) walk(x[k], [...ip, `f:${k}`], k)
-        }
-      } else add(p) // atomic list
-    } else add(p)
-  }
-  if (!isObj(obj)) return out
-  for (const k of Object.keys(obj)) {
-    if (!topLevelAllowed(k, scope)) continue
-    if (k === 'metadata' && isObj(obj.metadata)) {
-      for (const mk of Object.keys(obj.metadata)) if (!IGNORED_META.has(mk)) walk(obj.metadata[mk], ['f:metadata', `f:${mk}`], mk)
-    } else walk(obj[k], [`f:${k}`], k)
-  }
-  return out
-}
-
-/** Resolves a path in an object; `undefined` when absent. */
-export function getAt(obj: any, p: Path): any {
-  let cur = obj
-  for (const el of p) {
-    if (cur === undefined) return undefined
-    if (el.startsWith('f:')) cur = isObj(cur) ? cur[el.slice(2)] : undefined
-    else if (el.startsWith('k:')) {
-      const k = JSON.parse(el.slice(2)) as Record<string, unknown>
-      cur = Array.isArray(cur) ? cur.find((x) => isObj(x) && Object.entries(k).every(([kk, vv]) => deepEqual(x[kk], vv))) : undefined
-    } else if (el.startsWith('v:')) {
-      const v = JSON.parse(el.slice(2))
-      cur = Array.isArray(cur) && cur.some((x) => deepEqual(x, v)) ? v : undefined
-    } else return undefined
-  }
-  return cur
-}
-
-/** Removes a path from an object in place (no-op when absent). */
-function removeAt(obj: any, p: Path): void {
-  const parent = getAt(obj, p.slice(0, -1))
-  const el = p[p.length - 1]!
-  if (el.startsWith('f:') && isObj(parent)) delete parent[el.slice(2)]
-  else if (Array.isArray(parent)) {
-    const target = getAt(obj, p)
-    const i = el.startsWith('k:') ? parent.indexOf(target) : parent.findIndex((x) => deepEqual(x, target))
-    if (i >= 0) parent.splice(i, 1)
-  }
-}
-
-// ---------- FieldsV1 <-> FieldSet ----------
-export function toFieldsV1(set: FieldSet): Record<string, any> {
-  const root: Record<string, any> = {}
-  const paths = [...set.values()].sort((a, b) => a.length - b.length)
-  const members = new Set(set.keys())
-  for (const p of paths) {
-    let node = root
-    for (const el of p) node = node[el] ??= {}
-  }
-  // a member with children gets ".": {} (FieldsV1's "the node itself is owned")
-  const mark = (node: Record<string, any>, p: Path) => {
-    for (const [el, child] of Object.entries(node)) {
-      if (el === '.') continue
-      const cp = [...p, el]
-      if (Object.keys(child).length > 0) {
-        if (members.has(keyOf(cp))) child['.'] = {}
-        mark(child, cp)
-      }
-    }
-  }
-  mark(root, [])
-  return root
-}
-export function fromFieldsV1(tree: Record<string, any> | undefined): FieldSet {
-  const out: FieldSet = new Map()
-  const walk = (node: Record<string, any>, p: Path) => {
-    const keys = Object.keys(node)
-    if (p.length > 0 && (keys.length === 0 || keys.includes('.'))) out.set(keyOf(p), p)
-    for (const k of keys) if (k !== '.' && isObj(node[k])) walk(node[k], [...p, k])
-  }
-  if (isObj(tree)) walk(tree, [])
-  return out
-}
-
-/** `.spec.containers[name="c"].image`, the way the real server prints a conflicting field. */
-export function pathString(p: Path): string {
-  return p.map((el) => {
-    if (el.startsWith('f:')) return `.${el.slice(2)}`
-    if (el.startsWith('k:')) return `[${Object.entries(JSON.parse(el.slice(2))).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]`
-    if (el.startsWith('v:')) return `[=${el.slice(2)}]`
-    return el
-  }).join('')
-}
 
 // ---------- merging the applied configuration ----------
-function mergeApplied(live: any, applied: any, field: string): any {
+function mergeApplied(live: any, applied: any, s: FieldSchema): any {
   if (isObj(applied)) {
+    if (s.atomicMap) return clone(applied)
     const out: Record<string, any> = isObj(live) ? { ...live } : {}
-    for (const [k, v] of Object.entries(applied)) out[k] = mergeApplied(out[k], v, k)
+    for (const [k, v] of Object.entries(applied)) out[k] = mergeApplied(out[k], v, s.field(k))
     return out
   }
   if (Array.isArray(applied)) {
-    if (SET_LISTS.has(field) && applied.every((x) => !isObj(x))) {
+    const lt = s.list(applied)
+    if (lt.type === 'set') {
       const out = Array.isArray(live) ? [...live] : []
       for (const x of applied) if (!out.some((y) => deepEqual(x, y))) out.push(x)
       return out
     }
-    const key = mergeKeyFor(field, applied)
-    if (key && Array.isArray(live) && applied.every((x) => isObj(x) && x[key] !== undefined)) {
+    if (lt.type === 'map' && Array.isArray(live)) {
+      const el = (x: any) => (isObj(x) ? itemElement(x, lt.keys) : '')
       const out = [...live]
+      const is = s.item()
       for (const item of applied) {
-        const i = out.findIndex((x) => isObj(x) && deepEqual(x[key], item[key]))
-        if (i >= 0) out[i] = mergeApplied(out[i], item, '')
+        const i = out.findIndex((x) => el(x) === el(item))
+        if (i >= 0) out[i] = mergeApplied(out[i], item, is)
         else out.push(clone(item))
       }
       return out
@@ -186,47 +72,68 @@ function finish(entries: Array<{ e: ManagedFieldsEntry; set: FieldSet }>): Manag
 
 export interface ApplyResult { object: any; managedFields: ManagedFieldsEntry[] }
 
+/** Does some proper or improper prefix of `p` belong to `set`? */
+function underAny(p: Path, set: Set<string>): boolean {
+  for (let n = 1; n <= p.length; n++) if (set.has(keyOf(p.slice(0, n)))) return true
+  return false
+}
+
+/**
+ * What an apply removes (structured-merge-diff's prune): the paths of `merged` that the manager
+ * applied last time (`last`) and that lie in or under a path nobody applies any more. Owned by an
+ * applier (anyone's Apply entry, the new configuration included) keeps a path, and with it its
+ * ancestors: owning a field in an item means owning the item.
+ */
+function pruned(merged: any, last: FieldSet, appliers: FieldSet[], scope: Scope, schema: FieldSchema): Path[] {
+  const mergedSet = fieldSetOf(merged, scope, schema)
+  const lastKeys = new Set(last.keys())
+  const gone = new Set<string>()
+  for (const [k, p] of mergedSet) if (!appliers.some((a) => a.has(k)) && underAny(p, lastKeys)) gone.add(k)
+  return [...mergedSet].filter(([k, p]) => lastKeys.has(k) && underAny(p, gone)).map(([, p]) => p)
+}
+
 /**
  * Server-side apply of `applied` by `manager` onto `live` (undefined: create). Returns the new object
  * with managedFields set. Throws a 409 Conflict with causes when other managers own differing fields.
  */
-export function serverSideApply(live: any, applied: any, opts: { manager: string; force: boolean; apiVersion: string; subresource?: string; scope: Scope }): ApplyResult {
-  const { manager, force, apiVersion, subresource, scope } = opts
+export function serverSideApply(live: any, applied: any, opts: { manager: string; force: boolean; apiVersion: string; subresource?: string; scope: Scope; schema: FieldSchema }): ApplyResult {
+  const { manager, force, apiVersion, subresource, scope, schema } = opts
   const base = live ? clone(live) : {}
-  const appliedSet = fieldSetOf(applied, scope)
+  const appliedSet = fieldSetOf(applied, scope, schema)
   const entries = entriesOf(base).map((e) => ({ e, set: fromFieldsV1(e.fieldsV1) }))
   const mine = entries.find((x) => sameSlot(x.e, manager, 'Apply', subresource))
 
   // conflicts: fields another manager owns that this apply would change
   const conflicts: Array<{ manager: string; apiVersion: string; path: Path; sub?: string }> = []
-  const leafKeys = new Set([...appliedSet.keys()].filter((k) => ![...appliedSet.keys()].some((o) => o !== k && o.startsWith(k + '\u0000'))))
+  const appliedKeys = [...appliedSet.keys()]
+  const leafKeys = new Set(appliedKeys.filter((k) => !appliedKeys.some((o) => o !== k && o.startsWith(k + '\u0000'))))
   for (const x of entries) {
     if (x === mine) continue
     for (const [k, p] of x.set) {
       if (!appliedSet.has(k) || !leafKeys.has(k)) continue
       const av = getAt(applied, p), lv = getAt(base, p)
-      // maps are granular: an (empty) map never conflicts, only values inside it do
-      if (isObj(av) || isObj(lv)) continue
+      // a granular map never conflicts as a whole (an applied `{}`), only values inside it do
+      if ((isObj(av) || isObj(lv)) && !schemaAt(schema, p).atomicMap) continue
       if (!deepEqual(av, lv)) conflicts.push({ manager: x.e.manager, apiVersion: x.e.apiVersion, path: p, ...(x.e.subresource ? { sub: x.e.subresource } : {}) })
     }
   }
   if (conflicts.length > 0 && !force) throw applyConflict(conflicts)
   for (const c of conflicts) for (const x of entries) if (x.e.manager === c.manager) x.set.delete(keyOf(c.path))
 
-  // merge, then drop what this manager stopped applying and nobody else owns
-  let obj = mergeApplied(base, stripIgnored(applied, scope), '')
+  // merge, then drop what this manager stopped applying and no applier owns
+  const obj = mergeApplied(base, stripIgnored(applied, scope), schema)
   if (mine) {
-    const removed = [...mine.set.values()].filter((p) => !appliedSet.has(keyOf(p)) && !entries.some((x) => x !== mine && x.set.has(keyOf(p))))
-    removed.sort((a, b) => b.length - a.length)
-    for (const p of removed) removeAt(obj, p)
+    const appliers = [appliedSet, ...entries.filter((x) => x !== mine && x.e.operation === 'Apply').map((x) => x.set)]
+    removePaths(obj, pruned(obj, mine.set, appliers, scope, schema))
   }
   const entry: ManagedFieldsEntry = { manager, operation: 'Apply', apiVersion, time: now(), fieldsType: 'FieldsV1', fieldsV1: {} }
   if (subresource) entry.subresource = subresource
   const others = entries.filter((x) => x !== mine)
+  // what the apply removed leaves every other manager too
+  for (const x of others) for (const [k, p] of x.set) if (getAt(obj, p) === undefined) x.set.delete(k)
   const next = mine ? entries.map((x) => (x === mine ? { e: { ...entry, time: sameSets(mine.set, appliedSet) ? mine.e.time : entry.time }, set: appliedSet } : x)) : [...others, { e: entry, set: appliedSet }]
   const managedFields = finish(next)
-  obj = { ...obj, metadata: { ...(obj.metadata ?? {}), managedFields } }
-  return { object: obj, managedFields }
+  return { object: { ...obj, metadata: { ...(obj.metadata ?? {}), managedFields } }, managedFields }
 }
 
 function sameSets(a: FieldSet, b: FieldSet): boolean {
@@ -265,13 +172,16 @@ function applyConflict(conflicts: Array<{ manager: string; apiVersion: string; p
  * Records a non-apply write (create, update, patch) by `manager`: it takes ownership of every field
  * whose value it changed; fields the write removed leave every manager.
  */
-export function recordUpdate(old: any, next: any, opts: { manager: string; apiVersion: string; subresource?: string; scope: Scope }): ManagedFieldsEntry[] {
-  const { manager, apiVersion, subresource, scope } = opts
+export function recordUpdate(old: any, next: any, opts: { manager: string; apiVersion: string; subresource?: string; scope: Scope; schema: FieldSchema }): ManagedFieldsEntry[] {
+  const { manager, apiVersion, subresource, scope, schema } = opts
   const entries = entriesOf(old).map((e) => ({ e, set: fromFieldsV1(e.fieldsV1) }))
-  const newSet = fieldSetOf(next, scope)
-  const oldSet = old ? fieldSetOf(old, scope) : new Map<string, Path>()
+  const newSet = fieldSetOf(next, scope, schema)
+  const oldSet = old ? fieldSetOf(old, scope, schema) : new Map<string, Path>()
+  // added paths (new items included) and modified leaves: an item whose field changed is not itself modified
+  const inner = new Set<string>()
+  for (const p of newSet.values()) for (let n = 1; n < p.length; n++) inner.add(keyOf(p.slice(0, n)))
   const changed: Path[] = []
-  for (const [k, p] of newSet) if (!oldSet.has(k) || !deepEqual(getAt(next, p), getAt(old, p))) changed.push(p)
+  for (const [k, p] of newSet) if (!oldSet.has(k) || (!inner.has(k) && !deepEqual(getAt(next, p), getAt(old, p)))) changed.push(p)
   const gone = [...oldSet.keys()].filter((k) => !newSet.has(k))
   for (const x of entries) {
     for (const k of gone) x.set.delete(k)

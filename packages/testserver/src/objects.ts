@@ -16,6 +16,7 @@ import { apiVersionOf, typesFromCrd } from './resources.ts'
 import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, success, unsupportedMediaType, expired, type Status } from './status.ts'
 import { deepEqual, clone, mergePatch, jsonPatch, strategicMerge, type PatchKind } from './patch.ts'
 import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
+import { fieldSchemaOf } from './schema.ts'
 import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
 
@@ -187,7 +188,7 @@ export class Objects {
     if (t.generation) meta.generation = 1; else delete meta.generation
     if (t.status) delete obj.status
     obj = this.defaults(t, obj)
-    meta.managedFields = o.managedFields ?? recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all' })
+    meta.managedFields = o.managedFields ?? recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
     if (meta.managedFields.length === 0) delete meta.managedFields
     if (o.dryRun) return obj
     const [stored] = this.store.write(t.storageKey, (put) => put(obj))
@@ -231,13 +232,15 @@ export class Objects {
   }
 
   private apply(t: ResourceType, ns: string, name: string, cur: any, applied: any, o: WriteOpts & { force?: boolean }): any {
-    if (!o.manager || o.manager === '__default__') throw badRequest('PATCH ' + t.resource + ': fieldManager is required for apply requests')
+    if (!o.manager || o.manager === '__default__') {
+      throw invalid('PatchOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }])
+    }
     if (typeof applied !== 'object' || applied === null || Array.isArray(applied)) throw badRequest('error decoding YAML: the apply body must be an object')
     if (!applied.apiVersion || !applied.kind) throw badRequest('apiVersion and kind must be set in an apply configuration')
     this.checkBody(t, ns, applied, name)
     if (applied.metadata?.managedFields !== undefined) throw badRequest('metadata.managedFields must be nil')
     const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
-    const opts = { manager: o.manager, force: !!o.force, apiVersion: apiVersionOf(t), scope, ...(o.subresource ? { subresource: o.subresource } : {}) }
+    const opts = { manager: o.manager, force: !!o.force, apiVersion: apiVersionOf(t), scope, schema: fieldSchemaOf(t), ...(o.subresource ? { subresource: o.subresource } : {}) }
     if (!cur) {
       if (o.subresource) throw notFound(t, name)
       const { object } = serverSideApply(undefined, applied, opts)
@@ -274,7 +277,7 @@ export class Objects {
     if (t.generation && specChanged(cur, next)) meta.generation = (cm.generation ?? 0) + 1
     if (!o.keepManagedFields) {
       const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
-      const mf = recordUpdate(cur, next, { manager: o.manager, apiVersion: apiVersionOf(t), scope, ...(o.subresource ? { subresource: o.subresource } : {}) })
+      const mf = recordUpdate(cur, next, { manager: o.manager, apiVersion: apiVersionOf(t), scope, schema: fieldSchemaOf(t), ...(o.subresource ? { subresource: o.subresource } : {}) })
       if (mf.length) meta.managedFields = mf; else delete meta.managedFields
     } else if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields
     if (sameIgnoringTimes(cur, next)) return this.out(t, cur)

@@ -4,6 +4,7 @@
 // fields (containers by name, ports, env, volumes, conditions by type, ...); other lists are replaced,
 // which is also what a real server does for lists without a patch strategy.
 import { ApiError, badRequest } from './status.ts'
+import { BUILTIN_SET_LISTS, builtinMergeKey } from './schema.ts'
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -105,20 +106,8 @@ export function jsonPatch(doc: any, ops: any): any {
 }
 
 // ---------- strategic merge patch ----------
-/** Merge keys of associative lists, by field name (the last path segment), for built-in kinds. */
-export const MERGE_KEYS: Record<string, string | ((items: any[]) => string)> = {
-  containers: 'name', initContainers: 'name', ephemeralContainers: 'name', env: 'name', volumes: 'name',
-  volumeMounts: 'mountPath', volumeDevices: 'devicePath', imagePullSecrets: 'name', conditions: 'type',
-  ownerReferences: 'uid', hostAliases: 'ip', topologySpreadConstraints: 'topologyKey', resourceClaims: 'name',
-  ports: (items) => (items.some((i) => isObj(i) && 'containerPort' in i) ? 'containerPort' : 'port'),
-}
-/** Primitive lists that merge as sets (patchStrategy: merge on a []string). */
-export const SET_LISTS = new Set(['finalizers'])
-
-export function mergeKeyFor(field: string, items: any[]): string | undefined {
-  const k = MERGE_KEYS[field]
-  return typeof k === 'function' ? k(items) : k
-}
+const SET_LISTS = BUILTIN_SET_LISTS
+const mergeKeyFor = builtinMergeKey
 
 export function strategicMerge(target: any, patch: any): any {
   if (!isObj(patch)) return clone(patch)

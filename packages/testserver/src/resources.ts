@@ -29,6 +29,8 @@ export interface ResourceType {
   storageKey: string
   /** Set for kinds registered through a CustomResourceDefinition: its name. */
   crd?: string
+  /** A custom kind's openAPIV3Schema: server-side apply follows its list and map types. */
+  schema?: Record<string, any>
 }
 
 export interface ResourceTypeInput {
@@ -46,6 +48,8 @@ export interface ResourceTypeInput {
   generation?: boolean
   selectableFields?: string[]
   crd?: string
+  /** openAPIV3Schema (custom kinds): x-kubernetes-list-type/-list-map-keys/-map-type drive apply. */
+  schema?: Record<string, any>
 }
 
 export function typeKey(group: string, version: string, resource: string): string {
@@ -74,6 +78,7 @@ export function makeType(input: ResourceTypeInput): ResourceType {
     storageKey: `${group}/${input.resource}`,
   }
   if (input.crd) t.crd = input.crd
+  if (input.schema) t.schema = input.schema
   return t
 }
 
@@ -169,6 +174,8 @@ export function typesFromCrd(crd: any): ResourceTypeInput[] {
       selectableFields: (v.selectableFields ?? []).map((f: any) => String(f.jsonPath ?? '').replace(/^\./, '')),
       crd: crd.metadata?.name,
     }
+    const schema = v.schema?.openAPIV3Schema ?? spec.validation?.openAPIV3Schema
+    if (schema) input.schema = schema
     out.push(input)
   }
   return out

@@ -24,11 +24,14 @@ test('apply creates (201) with an Apply entry; an identical apply is a no-op', a
   assert.is(again.metadata.resourceVersion, first.metadata.resourceVersion)
 })
 
-test('fieldManager is required for apply (400)', async () => {
+test('fieldManager is required for apply (422 Invalid, as kube-apiserver answers)', async () => {
   const res = await fetch(`${e.server.url}/api/v1/namespaces/default/configmaps/a0`, {
     method: 'PATCH', body: JSON.stringify(cm('a0')), headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
   })
-  assert.is(res.status, 400)
+  assert.is(res.status, 422)
+  const body: any = await res.json()
+  assert.is(body.reason, 'Invalid')
+  assert.is(body.message, 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch')
 })
 
 test('conflict with another applier: 409 with causes; force takes ownership', async () => {
@@ -80,6 +83,68 @@ test('apply to the status subresource records subresource "status"', async () =>
   assert.is(res.status, 200)
   assert.equal(out.status, { replicas: 1 })
   assert.ok(out.metadata.managedFields.some((m: any) => m.manager === 'ctrl' && m.subresource === 'status'))
+})
+
+const applyRaw = async (path: string, body: any, manager: string, force = false) => {
+  const res = await fetch(`${e.server.url}${path}?fieldManager=${manager}${force ? '&force=true' : ''}`, {
+    method: 'PATCH', body: JSON.stringify(body), headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
+  })
+  return { status: res.status, body: await res.json() as any }
+}
+
+test('a keyed item a manager stops applying goes whole, with its nested keyed lists (no husks)', async () => {
+  const pod = (containers: any[]) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'husk', namespace: 'default' }, spec: { containers } })
+  await applyRaw('/api/v1/namespaces/default/pods/husk', pod([{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }, { name: 'b', image: 'y' }]), 'a')
+  const r = await applyRaw('/api/v1/namespaces/default/pods/husk', pod([{ name: 'a', image: 'x' }]), 'a')
+  assert.is(r.status, 200)
+  assert.equal(r.body.spec.containers, [{ name: 'a', image: 'x' }])
+})
+
+async function crd(name: string, plural: string, kind: string, statusSchema: any) {
+  const res = await fetch(`${e.server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+    method: 'POST', headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name },
+      spec: { group: 'ssa.example.com', scope: 'Namespaced', names: { plural, kind },
+        versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: statusSchema } } } }] },
+    }),
+  })
+  assert.is(res.status, 201)
+}
+const condition = (type: string) => ({ type, status: 'True', reason: type, message: type, lastTransitionTime: '2026-01-01T00:00:00Z' })
+
+test('a CRD\'s list-map conditions: dropping one on /status removes it whole, the rest keep their type', async () => {
+  await crd('policies.ssa.example.com', 'policies', 'Policy', {
+    type: 'object', properties: { conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: { type: 'object' } } },
+  })
+  const base = { apiVersion: 'ssa.example.com/v1', kind: 'Policy', metadata: { name: 'p', namespace: 'default' } }
+  await applyRaw('/apis/ssa.example.com/v1/namespaces/default/policies/p', { ...base, spec: { a: 1 } }, 'ctl')
+  const path = '/apis/ssa.example.com/v1/namespaces/default/policies/p/status'
+  await applyRaw(path, { ...base, status: { conditions: [condition('Accepted'), condition('Enforced')] } }, 'ctl')
+  const other = await applyRaw(path, { ...base, status: { conditions: [condition('Ready')] } }, 'other')
+  assert.equal(other.body.status.conditions.map((c: any) => c.type), ['Accepted', 'Enforced', 'Ready'], 'keyed: merged by type')
+  const r = await applyRaw(path, { ...base, status: { conditions: [condition('Accepted')] } }, 'ctl')
+  assert.equal(r.body.status.conditions, [condition('Accepted'), condition('Ready')])
+})
+
+test('a CRD list with no list type is atomic: another manager\'s different list conflicts, force replaces it', async () => {
+  await crd('gizmos.ssa.example.com', 'gizmos', 'Gizmo', { type: 'object', properties: { conditions: { type: 'array', items: { type: 'object' } } } })
+  const base = { apiVersion: 'ssa.example.com/v1', kind: 'Gizmo', metadata: { name: 'g', namespace: 'default' } }
+  await applyRaw('/apis/ssa.example.com/v1/namespaces/default/gizmos/g', { ...base, spec: {} }, 'ctl')
+  const path = '/apis/ssa.example.com/v1/namespaces/default/gizmos/g/status'
+  await applyRaw(path, { ...base, status: { conditions: [condition('Accepted')] } }, 'ctl')
+  const c = await applyRaw(path, { ...base, status: { conditions: [condition('Ready')] } }, 'other')
+  assert.is(c.status, 409)
+  assert.equal(c.body.details.causes.map((x: any) => x.field), ['.status.conditions'])
+  const f = await applyRaw(path, { ...base, status: { conditions: [condition('Ready')] } }, 'other', true)
+  assert.equal(f.body.status.conditions.map((x: any) => x.type), ['Ready'])
+})
+
+test('a keyed item without its key is refused (422) for a CRD list-map', async () => {
+  const base = { apiVersion: 'ssa.example.com/v1', kind: 'Policy', metadata: { name: 'p', namespace: 'default' } }
+  const r = await applyRaw('/apis/ssa.example.com/v1/namespaces/default/policies/p/status', { ...base, status: { conditions: [{ status: 'True' }] } }, 'ctl')
+  assert.is(r.status, 422)
+  assert.match(r.body.message, 'omits key field "type"')
 })
 
 test.run()

@@ -3,7 +3,9 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { parseLabelSelector, matchLabels, makeMatcher } from '../src/selectors.ts'
 import { mergePatch, jsonPatch, strategicMerge } from '../src/patch.ts'
-import { serverSideApply, recordUpdate, fieldSetOf, toFieldsV1, fromFieldsV1, pathString } from '../src/apply.ts'
+import { serverSideApply, recordUpdate } from '../src/apply.ts'
+import { fieldSetOf, toFieldsV1, fromFieldsV1, pathString } from '../src/fieldset.ts'
+import { BUILTIN_SCHEMA } from '../src/schema.ts'
 import { Faults, prng } from '../src/faults.ts'
 import { kubeconfigYaml } from '../src/kubeconfig.ts'
 import { Registry } from '../src/resources.ts'
@@ -69,7 +71,7 @@ test('strategic merge: lists merge by key, $patch directives, set lists', () => 
 })
 
 test('FieldsV1 round trip and path strings', () => {
-  const set = fieldSetOf({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: '1' } }, spec: { containers: [{ name: 'c', image: 'i' }] } }, 'all')
+  const set = fieldSetOf({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: '1' } }, spec: { containers: [{ name: 'c', image: 'i' }] } }, 'all', BUILTIN_SCHEMA)
   const tree = toFieldsV1(set)
   assert.equal(tree, { 'f:metadata': { 'f:labels': { 'f:a': {} } }, 'f:spec': { 'f:containers': { 'k:{"name":"c"}': { '.': {}, 'f:name': {}, 'f:image': {} } } } })
   assert.equal([...fromFieldsV1(tree).keys()].sort(), [...set.keys()].sort())
@@ -77,13 +79,13 @@ test('FieldsV1 round trip and path strings', () => {
 })
 
 test('SSA: conflicts, force, shared ownership, removal of unapplied fields', () => {
-  const a1 = serverSideApply(undefined, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '1' } }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all' })
+  const a1 = serverSideApply(undefined, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '1' } }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
   // B applies the same value of a: shared, no conflict
-  const b1 = serverSideApply(a1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } }, { manager: 'B', force: false, apiVersion: 'v1', scope: 'all' })
+  const b1 = serverSideApply(a1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } }, { manager: 'B', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
   assert.equal(b1.managedFields.map((e) => e.manager), ['A', 'B'])
   // B changes a: conflict with A
   try {
-    serverSideApply(b1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } }, { manager: 'B', force: false, apiVersion: 'v1', scope: 'all' })
+    serverSideApply(b1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } }, { manager: 'B', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
     assert.unreachable('conflict expected')
   } catch (e) {
     assert.instance(e, ApiError)
@@ -91,18 +93,18 @@ test('SSA: conflicts, force, shared ownership, removal of unapplied fields', () 
     assert.is(err.code, 409)
     assert.equal(err.status.details?.causes, [{ reason: 'FieldManagerConflict', message: 'conflict with "A" using v1', field: '.data.a' }])
   }
-  const forced = serverSideApply(b1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } }, { manager: 'B', force: true, apiVersion: 'v1', scope: 'all' })
+  const forced = serverSideApply(b1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } }, { manager: 'B', force: true, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
   assert.is(forced.object.data.a, '2')
   assert.equal(forced.managedFields.find((e) => e.manager === 'A')!.fieldsV1, { 'f:data': { 'f:b': {} } })
   // A stops applying b: removed (nobody else owns it)
-  const a2 = serverSideApply(forced.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: {} }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all' })
+  const a2 = serverSideApply(forced.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: {} }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
   assert.equal(a2.object.data, { a: '2' })
 })
 
 test('Update ownership: the writer takes the fields it changed', () => {
-  const a = serverSideApply(undefined, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all' })
+  const a = serverSideApply(undefined, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
   const next = { ...a.object, data: { a: '2', c: '3' } }
-  const mf = recordUpdate(a.object, next, { manager: 'kubectl-edit', apiVersion: 'v1', scope: 'all' })
+  const mf = recordUpdate(a.object, next, { manager: 'kubectl-edit', apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
   assert.equal(mf.map((e) => [e.manager, e.operation, e.fieldsV1]), [['kubectl-edit', 'Update', { 'f:data': { 'f:a': {}, 'f:c': {} } }]])
 })
 
