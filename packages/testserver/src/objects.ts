@@ -207,6 +207,10 @@ export class Objects {
     const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
     if (!cur) throw notFound(t, name)
     const rv = body.metadata?.resourceVersion
+    if ((rv === undefined || rv === '') && !t.unconditionalUpdate) {
+      // the generic registry's message for a strategy without unconditional updates (kind is the resource)
+      throw invalid(t.resource, t.group, name, [{ reason: 'FieldValueInvalid', message: 'Invalid value: 0x0: must be specified for an update', field: 'metadata.resourceVersion' }])
+    }
     if (rv !== undefined && rv !== '' && rv !== cur.metadata.resourceVersion) throw conflict(t, name)
     return this.commitUpdate(t, cur, clone(body), o, 'Update')
   }

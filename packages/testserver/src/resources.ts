@@ -25,6 +25,11 @@ export interface ResourceType {
   generation: boolean
   /** Extra fields a fieldSelector may use beyond metadata.name / metadata.namespace. */
   selectableFields: string[]
+  /**
+   * A PUT without metadata.resourceVersion overwrites (most built-in kinds). False where the real
+   * strategy forbids it (Lease, every custom kind): such a PUT is 422 Invalid.
+   */
+  unconditionalUpdate: boolean
   /** Storage identity shared by all versions of a kind. */
   storageKey: string
   /** Set for kinds registered through a CustomResourceDefinition: its name. */
@@ -47,6 +52,7 @@ export interface ResourceTypeInput {
   builtin?: boolean
   generation?: boolean
   selectableFields?: string[]
+  unconditionalUpdate?: boolean
   crd?: string
   /** openAPIV3Schema (custom kinds): x-kubernetes-list-type/-list-map-keys/-map-type drive apply. */
   schema?: Record<string, any>
@@ -75,6 +81,7 @@ export function makeType(input: ResourceTypeInput): ResourceType {
     builtin: input.builtin ?? false,
     generation: input.generation ?? !(input.builtin ?? false),
     selectableFields: input.selectableFields ?? [],
+    unconditionalUpdate: input.unconditionalUpdate ?? (input.builtin ?? false),
     storageKey: `${group}/${input.resource}`,
   }
   if (input.crd) t.crd = input.crd
@@ -93,7 +100,7 @@ export const BUILTIN_TYPES: ResourceTypeInput[] = [
   { ...B, version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false, shortNames: ['no'], status: true, selectableFields: ['spec.unschedulable'] },
   { ...B, version: 'v1', resource: 'events', kind: 'Event', shortNames: ['ev'], selectableFields: ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion', 'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type'] },
   { ...B, group: 'events.k8s.io', version: 'v1', resource: 'events', kind: 'Event', shortNames: ['ev'] },
-  { ...B, group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease' },
+  { ...B, group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', unconditionalUpdate: false },
   { ...B, group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', shortNames: ['deploy'], status: true, generation: true, categories: ['all'] },
   { ...B, group: 'apps', version: 'v1', resource: 'statefulsets', kind: 'StatefulSet', shortNames: ['sts'], status: true, generation: true, categories: ['all'] },
   { ...B, group: 'apps', version: 'v1', resource: 'daemonsets', kind: 'DaemonSet', shortNames: ['ds'], status: true, generation: true, categories: ['all'] },

@@ -6,7 +6,8 @@
 //   is safe because delivery is synchronous: every event up to it was already queued on the stream.
 // - Output is buffered per watch and flushed once per tick (one socket write for a burst of events).
 // - Selector transitions follow the real server: an object entering the selection is ADDED, one
-//   leaving it is DELETED (with its new state).
+//   leaving it is DELETED with its previous content (the last state the watcher could select) and the
+//   new resourceVersion, as the apiserver's watch cache sends it.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Store, StoreEvent } from './store.ts'
 import type { ResourceType } from './resources.ts'
@@ -141,7 +142,7 @@ export class WatchHub {
     const before = w.matcher(ev.prev)
     if (now && before) return lineOf('MODIFIED', ev.object)
     if (now) return lineOf('ADDED', ev.object)
-    if (before) return lineOf('DELETED', ev.object)
+    if (before) return lineOf('DELETED', { ...ev.prev, metadata: { ...ev.prev.metadata, resourceVersion: ev.object.metadata.resourceVersion } })
     return undefined
   }
 

@@ -43,6 +43,13 @@ test('replace: stale resourceVersion is 409 Conflict; no-op keeps the version; u
   const unconditional = await e.core.replaceNamespacedConfigMap({ namespace: 'default', name: 'r1', body: { metadata: { name: 'r1' }, data: { a: '4' } } })
   assert.is(unconditional.data!.a, '4')
   assert.is(unconditional.metadata!.uid, c.metadata!.uid, 'uid is immutable')
+  // Lease (and every custom kind) forbids unconditional updates, as their strategies do
+  const co = k8s.KubernetesObjectApi.makeApiClient(e.kc)
+  const lease: any = await co.create({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l1', namespace: 'default' }, spec: { holderIdentity: 'a' } } as any)
+  const body = await rejects(co.replace({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'l1', namespace: 'default' }, spec: { holderIdentity: 'b' } } as any), 422, 'Invalid')
+  assert.is(body.message, 'leases.coordination.k8s.io "l1" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update')
+  const held: any = await co.replace({ ...lease, spec: { holderIdentity: 'b' } })
+  assert.is(held.spec.holderIdentity, 'b', 'with the resourceVersion it is accepted')
   await rejects(e.core.replaceNamespacedConfigMap({ namespace: 'default', name: 'r1', body: { metadata: { name: 'other' } } }), 400, 'BadRequest')
 })
 

@@ -108,15 +108,18 @@ test('sendInitialEvents: ADDED for current objects, then the initial-events-end 
   w.abort()
 })
 
-test('selectors on watch: entering the selection is ADDED, leaving it is DELETED', async () => {
+test('selectors on watch: entering the selection is ADDED, leaving it is DELETED with the previous content and the new version', async () => {
   const w = await watchAll(e.kc, PATH, { resourceVersion: String(e.server.control.resourceVersion()), labelSelector: 'team=a' })
   await mk('sel-1', { team: 'b' })
   await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'sel-1', body: { metadata: { labels: { team: 'a' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
   await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'sel-1', body: { data: { v: '1' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
-  await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'sel-1', body: { metadata: { labels: { team: 'c' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+  const left = await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'sel-1', body: { metadata: { labels: { team: 'c' } }, data: { v: '2' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
   await waitFor(() => w.events.length >= 3, 'transitions')
   assert.equal(w.events.map((x) => x.type), ['ADDED', 'MODIFIED', 'DELETED'])
-  assert.is(w.events[2]!.object.metadata.labels.team, 'c')
+  const deleted = w.events[2]!.object
+  assert.is(deleted.metadata.labels.team, 'a', 'the last state the selector matched')
+  assert.equal(deleted.data, { v: '1' })
+  assert.is(deleted.metadata.resourceVersion, left.metadata!.resourceVersion, 'the version of the change that made it leave')
   w.abort()
 })
 
