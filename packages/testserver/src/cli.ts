@@ -1,5 +1,7 @@
 // CLI: `statewright-testserver --port 6443 --kubeconfig ./kubeconfig` runs a test API server until
-// interrupted (SIGINT/SIGTERM), writing a kubeconfig kubectl can use.
+// interrupted (SIGINT/SIGTERM), writing a kubeconfig kubectl can use. HTTPS by default, with a CA and
+// certificate generated at startup (kubectl never sends a bearer token over plain HTTP);
+// `--insecure-http` serves plain HTTP for clients that accept it (client-node).
 import { parseArgs } from 'node:util'
 import { startTestServer } from './index.ts'
 
@@ -10,7 +12,8 @@ const { values } = parseArgs({
     kubeconfig: { type: 'string' },
     token: { type: 'string' },
     'no-auth': { type: 'boolean', default: false },
-    tls: { type: 'boolean', default: false },
+    'insecure-http': { type: 'boolean', default: false },
+    tls: { type: 'boolean', default: false }, // the default since HTTPS became one; kept so old scripts run
     seed: { type: 'string' },
     'history-size': { type: 'string' },
     'bookmark-interval-ms': { type: 'string' },
@@ -19,7 +22,7 @@ const { values } = parseArgs({
   },
 })
 if (values.help) {
-  console.log(`usage: statewright-testserver [--port N] [--host H] [--kubeconfig FILE] [--token T | --no-auth] [--tls]
+  console.log(`usage: statewright-testserver [--port N] [--host H] [--kubeconfig FILE] [--token T | --no-auth] [--insecure-http]
                              [--seed N] [--history-size N] [--bookmark-interval-ms N] [--name CLUSTER]`)
   process.exit(0)
 }
@@ -31,7 +34,7 @@ if (values.seed) opts.seed = Number(values.seed)
 if (values['history-size']) opts.historySize = Number(values['history-size'])
 if (values['bookmark-interval-ms']) opts.bookmarkIntervalMs = Number(values['bookmark-interval-ms'])
 if (values.name) opts.name = values.name
-if (values.tls) opts.tls = true
+opts.tls = !values['insecure-http']
 const server = await startTestServer(opts)
 const path = server.kubeconfigPath
 console.log(`statewright-testserver listening on ${server.url}`)

@@ -7,6 +7,7 @@ export type Route =
   | { kind: 'discovery'; doc: 'api' | 'apis' | 'version' | 'health' }
   | { kind: 'group'; group: string }
   | { kind: 'resources'; group: string; version: string }
+  | { kind: 'openapi'; group?: string; version?: string }
   | { kind: 'object'; type: ResourceType; namespace?: string; name?: string; subresource?: string }
   | { kind: 'unknown' }
 
@@ -14,6 +15,12 @@ export function route(reg: Registry, path: string): Route {
   const segs = path.split('/').filter((s) => s !== '').map(decodeURIComponent)
   if (segs.length === 1 && segs[0] === 'version') return { kind: 'discovery', doc: 'version' }
   if (segs.length === 1 && (segs[0] === 'healthz' || segs[0] === 'livez' || segs[0] === 'readyz')) return { kind: 'discovery', doc: 'health' }
+  if (segs[0] === 'openapi' && segs[1] === 'v3') {
+    if (segs.length === 2) return { kind: 'openapi' }
+    if (segs[2] === 'api' && segs.length === 4) return { kind: 'openapi', group: '', version: segs[3]! }
+    if (segs[2] === 'apis' && segs.length === 5) return { kind: 'openapi', group: segs[3]!, version: segs[4]! }
+    return { kind: 'unknown' }
+  }
   let group: string, version: string | undefined, rest: string[]
   if (segs[0] === 'api') {
     if (segs.length === 1) return { kind: 'discovery', doc: 'api' }

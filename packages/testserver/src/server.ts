@@ -4,8 +4,7 @@
 // - Faults apply before authentication and handlers, in a deterministic order (see faults.ts).
 // - stop() ends every watch and destroys every socket, so a test process can exit.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
-import { createServer as createHttpsServer } from 'node:https'
-import { readFileSync } from 'node:fs'
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { Socket } from 'node:net'
 import { writeFileSync, rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,10 +16,12 @@ import { WatchHub } from './watch.ts'
 import { Faults, prng, type FailRule, type DelayRule } from './faults.ts'
 import { route } from './routes.ts'
 import { apiGroup, apiGroupList, coreVersions, resourceList, versionInfo } from './discovery.ts'
+import { openApiDocument, openApiIndex } from './openapi.ts'
 import { ApiError, badRequest, methodNotAllowed, pathNotFound, toApiError, tooManyRequests, unauthorized, serviceUnavailable } from './status.ts'
 import { makeMatcher } from './selectors.ts'
 import { patchKindOf } from './patch.ts'
-import { kubeconfigObject, kubeconfigYaml } from './kubeconfig.ts'
+import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
+import { generateTls, type TlsMaterial } from './tls.ts'
 
 export interface TestServerOptions {
   /** Port to listen on; 0 (default) picks a free one. */
@@ -40,8 +41,10 @@ export interface TestServerOptions {
   /** Answer expired watch resumes with HTTP 410 instead of an ERROR event. */
   watchExpiredAsHttp410?: boolean
   /**
-   * Serve HTTPS with the bundled self-signed test certificate (the kubeconfig still skips
-   * verification). Needed for kubectl/client-go, which never send a bearer token over plain HTTP.
+   * Serve HTTPS with a CA and a serving certificate generated at startup, in memory; the kubeconfig
+   * carries the CA. Needed for kubectl/client-go, which never send a bearer token over plain HTTP.
+   * Off by default for the library (client-node is fine with HTTP, and tests start many servers);
+   * the CLI serves HTTPS unless `--insecure-http`.
    */
   tls?: boolean
   /** Kinds to register at start. */
@@ -76,6 +79,8 @@ export class TestServer {
   private port = 0
   private refusing = false
   private kubeconfigFile: string | undefined
+  /** The generated CA and serving certificate (TLS only). */
+  tls: TlsMaterial | undefined
   private tmpDir: string | undefined
   private readonly opts: TestServerOptions
   logLimit = 100_000
@@ -94,10 +99,8 @@ export class TestServer {
       this.objects.create(this.type('v1', 'Namespace'), '', { metadata: { name: ns } }, { manager: 'kube-apiserver' })
     }
     const handler = (req: IncomingMessage, res: ServerResponse) => this.onRequest(req, res)
-    if (opts.tls) {
-      const dir = new URL('../certs/', import.meta.url)
-      this.http = createHttpsServer({ keepAlive: true, requestTimeout: 0, key: readFileSync(new URL('test-key.pem', dir)), cert: readFileSync(new URL('test-cert.pem', dir)) }, handler)
-    } else this.http = createServer({ keepAlive: true, requestTimeout: 0 }, handler)
+    // with TLS, the certificate is set by listen() once generated
+    this.http = opts.tls ? createHttpsServer({ keepAlive: true, requestTimeout: 0 }, handler) : createServer({ keepAlive: true, requestTimeout: 0 }, handler)
     this.http.keepAliveTimeout = 60_000
     this.http.on('connection', (s: Socket) => {
       if (this.refusing) { s.destroy(); return }
@@ -110,6 +113,10 @@ export class TestServer {
   private get host(): string { return this.opts.host ?? '127.0.0.1' }
 
   async listen(port = this.opts.port ?? 0): Promise<void> {
+    if (this.opts.tls && !this.tls) {
+      this.tls = await generateTls([this.host])
+      ;(this.http as HttpsServer).setSecureContext({ key: this.tls.keyPem, cert: this.tls.certPem })
+    }
     await new Promise<void>((resolve, reject) => {
       const onErr = (e: Error) => reject(e)
       this.http.once('error', onErr)
@@ -119,7 +126,11 @@ export class TestServer {
     this.port = typeof addr === 'object' && addr ? addr.port : port
   }
 
-  get kubeconfigOptions() { return { server: this.url, token: this.token ?? 'none', name: this.opts.name ?? `statewright-${this.port}` } }
+  get kubeconfigOptions(): KubeconfigOptions {
+    const o: KubeconfigOptions = { server: this.url, token: this.token ?? 'none', name: this.opts.name ?? `statewright-${this.port}` }
+    if (this.tls) o.caPem = this.tls.caPem
+    return o
+  }
   get kubeconfig(): string { return kubeconfigYaml(this.kubeconfigOptions) }
   get kubeconfigObject(): Record<string, unknown> { return kubeconfigObject(this.kubeconfigOptions) }
   get kubeconfigPath(): string {
@@ -210,6 +221,11 @@ export class TestServer {
       if (r.kind === 'discovery') {
         if (r.doc === 'health') return this.sendJson(res, 200, '"ok"')
         return ok(r.doc === 'version' ? versionInfo() : r.doc === 'api' ? coreVersions(`${this.host}:${this.port}`) : apiGroupList(this.registry))
+      }
+      if (r.kind === 'openapi') {
+        const doc = r.version === undefined ? openApiIndex(this.registry) : openApiDocument(this.registry, r.group ?? '', r.version)
+        if (!doc) throw pathNotFound()
+        return ok(doc)
       }
       const doc = r.kind === 'group' ? apiGroup(this.registry, r.group) : resourceList(this.registry, r.group, r.version)
       if (!doc) throw pathNotFound()

@@ -1,9 +1,10 @@
-// kubectl against the CLI-started server (TLS: kubectl never sends a bearer token over plain HTTP).
-// Skips when kubectl is not on PATH.
+// kubectl against the CLI-started server with exactly the kubeconfig the CLI writes (HTTPS by
+// default, the generated CA in the kubeconfig: kubectl verifies the server and sends the token).
+// kubectl is required: without it these tests fail and name the install command.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { spawn, execFile, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { waitFor } from './helpers.ts'
@@ -21,10 +22,15 @@ function kubectl(...args: string[]): Promise<{ code: number; stdout: string; std
     })
   })
 }
+async function ok(...args: string[]): Promise<string> {
+  const r = await kubectl(...args)
+  assert.is(r.code, 0, `kubectl ${args.join(' ')}: ${r.stderr}`)
+  return r.stdout
+}
 
 test.before(async () => {
   const bin = new URL('../bin/statewright-testserver.mjs', import.meta.url).pathname
-  cli = spawn(process.execPath, [bin, '--tls', '--port', '0', '--kubeconfig', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] })
+  cli = spawn(process.execPath, [bin, '--port', '0', '--kubeconfig', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] })
   cli.stdout!.on('data', (b) => { out += b })
   cli.stderr!.on('data', (b) => { out += b })
   // The CLI prints three lines (URL, kubeconfig, token); stdout may deliver them in separate chunks.
@@ -39,57 +45,63 @@ test.after(async () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-test('CLI prints its URL, kubeconfig and token; answers /version', async () => {
-  assert.match(out, `kubeconfig: ${kubeconfig}`)
-  assert.match(out, 'token: statewright-test-token')
+test('kubectl is installed (these tests need it: apt-get install -y kubernetes-client)', () => {
+  assert.ok(hasKubectl, 'kubectl is not on PATH: install it with `apt-get install -y kubernetes-client`')
 })
 
-const kt = hasKubectl ? test : test.skip
+test('the CLI serves HTTPS and writes a kubeconfig that carries its CA, not insecure-skip-tls-verify', () => {
+  assert.match(out, `kubeconfig: ${kubeconfig}`)
+  assert.match(out, 'token: statewright-test-token')
+  const text = readFileSync(kubeconfig, 'utf8')
+  assert.match(text, 'certificate-authority-data:')
+  assert.not.match(text, 'insecure-skip-tls-verify')
+  assert.match(text, /server: https:\/\/127\.0\.0\.1:\d+/)
+})
 
-kt('kubectl get / create / delete', async () => {
-  const ns = await kubectl('get', 'namespaces', '-o', 'name')
-  assert.is(ns.code, 0, ns.stderr)
-  assert.match(ns.stdout, 'namespace/default')
-  const c = await kubectl('create', 'configmap', 'k1', '--from-literal=a=b')
-  assert.is(c.code, 0, c.stderr)
-  const g = await kubectl('get', 'configmap', 'k1', '-o', 'jsonpath={.data.a}')
-  assert.is(g.stdout, 'b')
-  const d = await kubectl('delete', 'configmap', 'k1')
-  assert.is(d.code, 0, d.stderr)
-  const gone = await kubectl('get', 'configmap', 'k1')
+test('kubectl create namespace, create, apply --server-side, get -l, delete with the CLI\'s kubeconfig', async () => {
+  assert.match(await ok('create', 'namespace', 'x'), 'namespace/x created')
+  await ok('create', 'configmap', 'k1', '-n', 'x', '--from-literal=a=b')
+  assert.is(await ok('get', 'configmap', 'k1', '-n', 'x', '-o', 'jsonpath={.data.a}'), 'b')
+  const file = join(dir, 'ssa.yaml')
+  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k2\n  namespace: x\n  labels:\n    team: blue\ndata:\n  key: one\n')
+  assert.match(await ok('apply', '--server-side', '-f', file), 'serverside-applied')
+  const rv1 = await ok('get', 'cm', 'k2', '-n', 'x', '-o', 'jsonpath={.metadata.resourceVersion}')
+  await ok('apply', '--server-side', '-f', file)
+  assert.is(await ok('get', 'cm', 'k2', '-n', 'x', '-o', 'jsonpath={.metadata.resourceVersion}'), rv1, 'identical apply is a no-op')
+  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k2\n  namespace: x\ndata:\n  key: two\n')
+  const c = await kubectl('apply', '--server-side', '--field-manager=other', '-f', file)
+  assert.is.not(c.code, 0)
+  assert.match(c.stderr, 'conflict')
+  await ok('apply', '--server-side', '--field-manager=other', '--force-conflicts', '-f', file)
+  assert.is(await ok('get', 'cm', 'k2', '-n', 'x', '-o', 'jsonpath={.data.key}'), 'two')
+  assert.is((await ok('get', 'cm', '-n', 'x', '-l', 'team=blue', '-o', 'name')).trim(), 'configmap/k2')
+  assert.match(await ok('delete', 'configmap', 'k1', '-n', 'x'), 'deleted')
+  const gone = await kubectl('get', 'configmap', 'k1', '-n', 'x')
   assert.is.not(gone.code, 0)
   assert.match(gone.stderr, 'NotFound')
 })
 
-kt('kubectl apply --server-side: create, no-op, conflict, force-conflicts', async () => {
-  const file = join(dir, 'cm.yaml')
-  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k2\ndata:\n  key: one\n')
-  // --validate=false: the server has no OpenAPI documents for kubectl's client-side validation
-  const a = await kubectl('apply', '--server-side', '--validate=false', '-f', file)
-  assert.is(a.code, 0, a.stderr)
-  assert.match(a.stdout, 'serverside-applied')
-  const rv1 = (await kubectl('get', 'cm', 'k2', '-o', 'jsonpath={.metadata.resourceVersion}')).stdout
-  await kubectl('apply', '--server-side', '--validate=false', '-f', file)
-  const rv2 = (await kubectl('get', 'cm', 'k2', '-o', 'jsonpath={.metadata.resourceVersion}')).stdout
-  assert.is(rv2, rv1, 'identical apply is a no-op')
-  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k2\ndata:\n  key: two\n')
-  const c = await kubectl('apply', '--server-side', '--validate=false', '--field-manager=other', '-f', file)
-  assert.is.not(c.code, 0)
-  assert.match(c.stderr, 'conflict')
-  const f = await kubectl('apply', '--server-side', '--validate=false', '--field-manager=other', '--force-conflicts', '-f', file)
-  assert.is(f.code, 0, f.stderr)
-  assert.is((await kubectl('get', 'cm', 'k2', '-o', 'jsonpath={.data.key}')).stdout, 'two')
+test('kubectl apply (client-side) validates against /openapi/v3 without --validate=false; explain configmap', async () => {
+  const file = join(dir, 'csa.yaml')
+  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k4\n  namespace: x\ndata:\n  key: one\n')
+  assert.match(await ok('apply', '-f', file), 'configmap/k4 created')
+  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k4\n  namespace: x\ndata:\n  key: two\n')
+  assert.match(await ok('apply', '-f', file), 'configmap/k4 configured')
+  assert.is(await ok('get', 'cm', 'k4', '-n', 'x', '-o', 'jsonpath={.data.key}'), 'two')
+  const explain = await ok('explain', 'configmap')
+  assert.match(explain, 'KIND:       ConfigMap')
+  assert.match(explain, /data\s+<map\[string\]string>/)
+  assert.match(await ok('explain', 'configmap.metadata.labels'), 'labels')
 })
 
-kt('kubectl get --watch sees a change', async () => {
-  const w = spawn('kubectl', ['get', 'configmaps', '--watch', '-o', 'name'], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] })
+test('kubectl get -w sees an update', async () => {
+  const w = spawn('kubectl', ['get', 'configmap', 'k2', '-n', 'x', '--watch', '-o', 'jsonpath={.data.key}{"\\n"}'], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] })
   let seen = ''
   w.stdout.on('data', (b) => { seen += b })
   try {
-    await waitFor(() => seen.includes('configmap/k2'), 'initial listing', 10_000)
-    const c = await kubectl('create', 'configmap', 'k3')
-    assert.is(c.code, 0, c.stderr)
-    await waitFor(() => seen.includes('configmap/k3'), 'watched creation', 10_000)
+    await waitFor(() => seen.includes('two'), 'the initial state', 10_000)
+    await ok('patch', 'configmap', 'k2', '-n', 'x', '--type=merge', '-p', '{"data":{"key":"three"}}')
+    await waitFor(() => seen.includes('three'), 'the watched update', 10_000)
   } finally {
     const exited = new Promise((r) => w.once('exit', r))
     w.kill('SIGTERM')

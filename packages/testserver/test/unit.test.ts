@@ -8,6 +8,7 @@ import { fieldSetOf, toFieldsV1, fromFieldsV1, pathString } from '../src/fieldse
 import { BUILTIN_SCHEMA } from '../src/schema.ts'
 import { Faults, prng } from '../src/faults.ts'
 import { kubeconfigYaml } from '../src/kubeconfig.ts'
+import { KubeConfig } from '@kubernetes/client-node'
 import { Registry } from '../src/resources.ts'
 import { route } from '../src/routes.ts'
 import { ApiError } from '../src/status.ts'
@@ -127,11 +128,19 @@ test('faults: the same seed gives the same decisions; count limits hits', () => 
   assert.ok(r() >= 0 && r() < 1)
 })
 
-test('kubeconfig: skip-verify cluster and token user', () => {
-  const y = kubeconfigYaml({ server: 'http://127.0.0.1:1', token: 'tok', name: 'c1' })
-  assert.match(y, 'insecure-skip-tls-verify: true')
-  assert.match(y, 'token: "tok"')
-  assert.match(y, 'current-context: "c1"')
+test('kubeconfig: skip-verify cluster over HTTP, the CA over HTTPS; names with YAML syntax stay valid', () => {
+  const load = (y: string) => { const kc = new KubeConfig(); kc.loadFromString(y); return kc }
+  const plain = load(kubeconfigYaml({ server: 'http://127.0.0.1:1', token: 'tok', name: 'c1' }))
+  assert.is(plain.getCurrentCluster()!.skipTLSVerify, true)
+  assert.is(plain.getCurrentUser()!.token, 'tok')
+  const odd = 'east: prod #1 "quoted" - [x]'
+  const kc = load(kubeconfigYaml({ server: 'https://127.0.0.1:2', token: 't: #x', name: odd, namespace: 'ns: #y', caPem: '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n' }))
+  assert.is(kc.getCurrentContext(), odd)
+  assert.is(kc.getCurrentCluster()!.name, odd)
+  assert.is(kc.getCurrentUser()!.token, 't: #x')
+  assert.is(kc.getContextObject(odd)!.namespace, 'ns: #y')
+  assert.is(kc.getCurrentCluster()!.skipTLSVerify, false)
+  assert.match(Buffer.from(kc.getCurrentCluster()!.caData!, 'base64').toString(), 'BEGIN CERTIFICATE')
 })
 
 test('routing: namespaced, cluster-scoped, subresources, unknown', () => {
