@@ -1,4 +1,6 @@
 // PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch.
+// JSON patch and merge patch stay our own (small, no dependency) and are held to the public
+// json-patch test suite and RFC 7386's examples (test/patch-suites.test.ts).
 // Invariants: inputs are never mutated (every function returns fresh values); a malformed patch is
 // a 400/422 ApiError, never a 500. Strategic merge knows the merge keys of the common built-in list
 // fields (containers by name, ports, env, volumes, conditions by type, ...); other lists are replaced,
@@ -52,10 +54,12 @@ function patchFail(msg: string): ApiError {
 export function jsonPatch(doc: any, ops: any): any {
   if (!Array.isArray(ops)) throw badRequest('json patch must be an array of operations')
   let root = clone(doc)
+  // RFC 6901: an array index is 0 or digits without a leading zero ("-" only where add allows it)
+  const index = (seg: string): number => (/^(0|[1-9][0-9]*)$/.test(seg) ? Number(seg) : NaN)
   const get = (path: string[]): any => {
     let cur = root
     for (const seg of path) {
-      if (Array.isArray(cur)) cur = cur[Number(seg)]
+      if (Array.isArray(cur)) cur = cur[index(seg)]
       else if (isObj(cur)) cur = Object.prototype.hasOwnProperty.call(cur, seg) ? cur[seg] : undefined
       else return undefined
       if (cur === undefined) return undefined
@@ -72,16 +76,16 @@ export function jsonPatch(doc: any, ops: any): any {
     if (path.length === 0) { root = value; return }
     const [parent, key] = parentOf(path, op)
     if (Array.isArray(parent)) {
-      const i = key === '-' ? parent.length : Number(key)
-      if (!Number.isInteger(i) || i < 0 || i > parent.length) throw patchFail(`${op} operation does not apply: index out of range: ${key}`)
+      const i = key === '-' ? parent.length : index(key)
+      if (!Number.isInteger(i) || i > parent.length) throw patchFail(`${op} operation does not apply: index out of range: ${key}`)
       parent.splice(i, 0, value)
     } else parent[key] = value
   }
   const remove = (path: string[], op: string): any => {
     const [parent, key] = parentOf(path, op)
     if (Array.isArray(parent)) {
-      const i = Number(key)
-      if (!Number.isInteger(i) || i < 0 || i >= parent.length) throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
+      const i = index(key)
+      if (!Number.isInteger(i) || i >= parent.length) throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
       return parent.splice(i, 1)[0]
     }
     if (!Object.prototype.hasOwnProperty.call(parent, key)) throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
@@ -92,10 +96,13 @@ export function jsonPatch(doc: any, ops: any): any {
   for (const o of ops) {
     if (!isObj(o) || typeof o.op !== 'string' || typeof o.path !== 'string') throw badRequest('json patch operation needs "op" and "path"')
     const path = parsePointer(o.path)
+    if ((o.op === 'add' || o.op === 'replace' || o.op === 'test') && !('value' in o)) throw patchFail(`${o.op} operation needs a "value"`)
     switch (o.op) {
       case 'add': add(path, clone(o.value), 'add'); break
       case 'remove': remove(path, 'remove'); break
-      case 'replace': remove(path, 'replace'); add(path, clone(o.value), 'replace'); break
+      case 'replace':
+        if (path.length === 0) { root = clone(o.value); break }
+        remove(path, 'replace'); add(path, clone(o.value), 'replace'); break
       case 'move': { const v = remove(parsePointer(o.from), 'move'); add(path, v, 'move'); break }
       case 'copy': { const v = get(parsePointer(o.from)); if (v === undefined) throw patchFail(`copy operation does not apply: doc is missing from path: "${o.from}"`); add(path, clone(v), 'copy'); break }
       case 'test': { const v = get(path); if (!deepEqual(v, o.value)) throw patchFail(`testing value ${o.path} failed`); break }
