@@ -13,6 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import pRetry from 'p-retry'
 import type { DB, Table, Txn, WriteTxn } from '@statewright/statedb'
+import { markSensitive } from '@statewright/statedb'
 import { ApiError, isGone, type Cluster } from './cluster.ts'
 import { collectionPath, describe, namespacedName, resolveKind, type KindRef, type KubeObject, type ResourceRef } from './gvk.ts'
 import { LineDecoder, parseEvent } from './ndjson.ts'
@@ -47,6 +48,11 @@ export interface ReflectorOptions<Obj = KubeObject> {
   /** The table objects this reflector owns, for relists (default: the whole table). */
   queryAll?: (txn: Txn) => Iterable<Obj>
   keepManagedFields?: boolean
+  /**
+   * Mark what this reflector stores as sensitive (statedb's markSensitive): inspection then redacts
+   * its `data`/`stringData` whatever a transform made of it. Default: true for core Secrets.
+   */
+  sensitive?: boolean
   /** Objects per list page (default 500). */
   pageSize?: number
   /** Most objects per write transaction (default 1000). */
@@ -93,6 +99,11 @@ class Relist extends Error {
   override name = 'Relist'
 }
 
+function markAll<T>(out: T | T[] | undefined | null): T | T[] | undefined | null {
+  for (const o of Array.isArray(out) ? out : [out]) if (typeof o === 'object' && o !== null) markSensitive(o)
+  return out
+}
+
 export class Reflector<Obj = KubeObject> {
   readonly name: string
   private readonly o: ReflectorOptions<Obj>
@@ -120,7 +131,9 @@ export class Reflector<Obj = KubeObject> {
     const keep = !!opts.keepManagedFields
     const pool = new StringPool()
     // Objects come fresh from JSON.parse and are not shared yet: compact them in place.
-    this.transform = opts.transform ?? ((obj) => compactObject(obj, pool, keep) as unknown as Obj)
+    const transform = opts.transform ?? ((obj) => compactObject(obj, pool, keep) as unknown as Obj)
+    const sensitive = opts.sensitive ?? (opts.kind.kind === 'Secret' && opts.kind.apiVersion === 'v1')
+    this.transform = sensitive ? (obj) => markAll(transform(obj)) : transform
     this.sources = opts.transform ? new Map() : undefined
     this.batcher = new Batcher(opts.batchSize ?? 1000, opts.batchDelayMs ?? 10, (b) => this.writeBatch(b))
   }

@@ -7,7 +7,9 @@
 //   GET /dump                                     every table
 //
 // Nothing here writes. Objects pass through `redact` before they leave the process; the default
-// redactor hides the data of Kubernetes Secrets.
+// redactor hides, at any depth, the `data` and `stringData` of Kubernetes Secrets (`kind: Secret`,
+// wrapped in a desired object or not) and of any object marked sensitive (`markSensitive`, which the
+// k8s layer uses for what it reflects from Secrets, whatever a transform made of them).
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { DB } from './db.ts'
@@ -16,15 +18,49 @@ import type { ReadTxn } from './txn.ts'
 
 export type Redactor = (table: string, obj: unknown) => unknown
 
-/** Hides `data` and `stringData` of objects of kind Secret. */
-export const redactSecrets: Redactor = (_table, obj) => {
-  if (obj && typeof obj === 'object' && (obj as { kind?: unknown }).kind === 'Secret') {
-    const o = { ...(obj as Record<string, unknown>) }
-    for (const f of ['data', 'stringData']) if (f in o) o[f] = '(redacted)'
-    return o
-  }
+/** Marks an object's `data`/`stringData` as secret (an enumerable symbol: spreads keep it, JSON never shows it). */
+export const SENSITIVE: unique symbol = Symbol.for('statewright.sensitive') as any
+export function markSensitive<T extends object>(obj: T): T {
+  ;(obj as Record<symbol, unknown>)[SENSITIVE] = true
   return obj
 }
+
+const REDACTED = '(redacted)'
+const isSecretLike = (o: Record<string | symbol, unknown>) =>
+  o[SENSITIVE] === true || (o.kind === 'Secret' && (o.apiVersion === undefined || o.apiVersion === 'v1'))
+
+function redactDeep(v: unknown, seen: WeakSet<object>): unknown {
+  if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v)) return v
+  if (seen.has(v)) return '(circular)'
+  seen.add(v)
+  try {
+    if (Array.isArray(v)) {
+      let out: unknown[] | undefined
+      v.forEach((x, i) => {
+        const r = redactDeep(x, seen)
+        if (r !== x) (out ??= [...v])[i] = r
+      })
+      return out ?? v
+    }
+    const o = v as Record<string | symbol, unknown>
+    const secret = isSecretLike(o)
+    let out: Record<string, unknown> | undefined
+    for (const k of Object.keys(o)) {
+      const r = secret && (k === 'data' || k === 'stringData') ? REDACTED : redactDeep(o[k], seen)
+      if (r !== o[k]) (out ??= { ...(o as Record<string, unknown>) })[k] = r
+    }
+    return out ?? v
+  } finally {
+    seen.delete(v)
+  }
+}
+
+/**
+ * The default redactor: hides `data` and `stringData` of every Kubernetes Secret and every object
+ * marked sensitive, at any depth (a Secret inside a desired object, in a list, ...). Returns the
+ * object itself when nothing in it is secret.
+ */
+export const redactSecrets: Redactor = (_table, obj) => redactDeep(obj, new WeakSet())
 
 export function dump(db: DB, opts: { txn?: ReadTxn; redact?: Redactor } = {}): Record<string, unknown> {
   const txn = opts.txn ?? db.readTxn()
