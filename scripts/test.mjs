@@ -25,7 +25,7 @@ function runFolder(dir) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(root, 'node_modules/uvu/bin.js'), dir, '\\.test\\.ts$'],
+      ['--conditions=@statewright/source', '--import', 'tsx', join(root, 'node_modules/uvu/bin.js'), dir, '\\.test\\.ts$'],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } },
     )
     let out = ''

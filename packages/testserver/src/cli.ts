@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // CLI: `statewright-testserver --port 6443 --kubeconfig ./kubeconfig` runs a test API server until
 // interrupted (SIGINT/SIGTERM), writing a kubeconfig kubectl can use.
 import { parseArgs } from 'node:util'
