@@ -5,28 +5,16 @@
 // "packaging: N passed, N failed" (scripts/test.mjs adds it to its own); exit status 1 on any failure.
 //
 //   node scripts/check-packages.mjs [--keep]     (--keep: leave the temp dir for a look)
-import { execFile, spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { promisify } from 'node:util'
+import { PACKAGES as PKGS, installProject, manifest as manifestOf, npmEnv, packAll, peerSpecs, root, run } from './packaging/project.mjs'
 
-const root = new URL('..', import.meta.url).pathname
 const here = join(root, 'scripts/packaging')
 const keep = process.argv.includes('--keep')
 const tmp = mkdtempSync(join(tmpdir(), 'statewright-pack-'))
 const t0 = Date.now()
-const exec = promisify(execFile)
-const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }
-
-/** Runs a command; on failure the error carries its output. */
-async function run(cmd, args, opts = {}) {
-  try {
-    return await exec(cmd, args, { maxBuffer: 64 << 20, env: npmEnv, ...opts })
-  } catch (e) {
-    throw new Error(`${cmd} ${args.join(' ')} failed (${e.code ?? e.signal})\n${e.stdout ?? ''}${e.stderr ?? ''}`.trimEnd())
-  }
-}
 const npm = (args, cwd) => run('npm', args, { cwd })
 const nodeIn = (cwd, args, timeout = 60_000) => run(process.execPath, args, { cwd, timeout })
 
@@ -52,9 +40,8 @@ async function check(name, what, fn, needs = []) {
   }
 }
 
-const PKGS = ['statedb', 'reconciler', 'k8s', 'testserver']
-const manifest = (p) => JSON.parse(readFileSync(join(root, 'packages', p, 'package.json'), 'utf8'))
-const tarballs = {} // package dir name -> { file, files: [paths] }
+const manifest = (p) => manifestOf(join(root, 'packages', p))
+let tarballs = {} // package dir name -> { file, files: [paths], size, unpackedSize }
 
 console.log(`packaging check in ${tmp}`)
 
@@ -64,13 +51,7 @@ await check('build', 'npm run build (tsc -b) emits dist/ for every package', asy
 })
 
 await check('pack', 'npm pack every package into a temp dir', async () => {
-  mkdirSync(join(tmp, 'tarballs'))
-  const { stdout } = await npm(['pack', '--workspaces', '--json', '--pack-destination', join(tmp, 'tarballs')], root)
-  for (const t of JSON.parse(stdout)) {
-    const p = PKGS.find((x) => t.name === `@statewright/${x}`)
-    if (p) tarballs[p] = { file: join(tmp, 'tarballs', t.filename), files: t.files.map((f) => f.path), size: t.size }
-  }
-  for (const p of PKGS) if (!tarballs[p]) throw new Error(`no tarball for @statewright/${p}`)
+  tarballs = await packAll(join(tmp, 'tarballs'))
 }, ['build'])
 
 await check('contents', 'no tarball holds test/, bench/, keys or certificates; each has dist, src, README.md, LICENSE, CHANGELOG.md', async () => {
@@ -87,17 +68,13 @@ await check('contents', 'no tarball holds test/, bench/, keys or certificates; e
 
 const consumer = join(tmp, 'consumer')
 const peerRange = manifest('k8s').peerDependencies['@kubernetes/client-node']
-const promRange = manifest('k8s').peerDependencies['prom-client']
 const rootDev = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).devDependencies
 
 await check('install', 'a consumer project outside the workspace installs the tarballs and their peers', async () => {
-  mkdirSync(consumer)
-  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2))
-  await npm(['install', '--prefer-offline', ...PKGS.map((p) => tarballs[p].file),
-    `@kubernetes/client-node@${peerRange}`, `prom-client@${promRange}`, `@types/node@${rootDev['@types/node']}`,
+  await installProject(consumer, [...PKGS.map((p) => tarballs[p].file), ...peerSpecs(), `@types/node@${rootDev['@types/node']}`,
     // client-node's own .d.ts import 'ws' (through isomorphic-ws) without depending on @types/ws:
     // any strict consumer of client-node without skipLibCheck needs it, whatever our packages do.
-    '@types/ws@^8'], consumer)
+    '@types/ws@^8'])
   for (const f of ['consumer.mjs', 'consumer.ts']) cpSync(join(here, f), join(consumer, f))
   for (const p of PKGS) {
     const readme = readFileSync(join(root, 'packages', p, 'README.md'), 'utf8').match(/```js\n([\s\S]*?)```/)
@@ -156,10 +133,7 @@ await check('bin', 'npx statewright-testserver --kubeconfig f starts from the ta
 
 const bare = join(tmp, 'no-peers')
 await check('missing-peers', 'without peers (--legacy-peer-deps): reconciler works without prom-client; importing k8s names the missing package and the install command; types need no prom-client', async () => {
-  mkdirSync(bare)
-  writeFileSync(join(bare, 'package.json'), JSON.stringify({ name: 'no-peers', private: true, type: 'module' }, null, 2))
-  await npm(['install', '--prefer-offline', '--legacy-peer-deps', ...['statedb', 'reconciler', 'k8s'].map((p) => tarballs[p].file),
-    `@types/node@${rootDev['@types/node']}`], bare)
+  await installProject(bare, [...['statedb', 'reconciler', 'k8s'].map((p) => tarballs[p].file), `@types/node@${rootDev['@types/node']}`], ['--legacy-peer-deps'])
   for (const peer of ['@kubernetes/client-node', 'prom-client']) {
     if (existsSync(join(bare, 'node_modules', peer))) throw new Error(`${peer} got installed; the check needs it absent`)
   }
@@ -183,6 +157,14 @@ await check('engines', "npm warns (EBADENGINE) when installing on a Node below t
   const { stdout, stderr } = await nodeIn(bare, ['--import', fakeOld, npmCli, 'install', '--dry-run', '--prefer-offline', '--legacy-peer-deps', tarballs.statedb.file])
   if (!/EBADENGINE/.test(stdout + stderr)) throw new Error(`no EBADENGINE warning:\n${stdout}${stderr}`)
 }, ['install', 'missing-peers'])
+
+await check('publish', 'npm publish --dry-run --workspaces publishes every package as packed, with no manifest npm would correct', async () => {
+  // npm silently "corrects" (e.g. drops a bin it finds invalid) only when publishing, not when packing.
+  const { stdout, stderr } = await npm(['publish', '--dry-run', '--workspaces', '--ignore-scripts'], root)
+  const text = stdout + stderr
+  if (/auto-corrected|errors corrected/.test(text)) throw new Error(text.split('\n').filter((l) => /warn/.test(l)).join('\n'))
+  for (const p of PKGS) if (!text.includes(`@statewright/${p}@`)) throw new Error(`@statewright/${p} not in the dry run:\n${text}`)
+}, ['pack'])
 
 await check('publint', 'publint reports no errors', async () => {
   const { publint } = await import('publint')
