@@ -45,7 +45,7 @@ if (process.env.SW_K8S_BENCH_CHILD === 'client') {
 async function memoryInChild(c: Child, which: 'reflector' | 'informer', ns: string, n: number): Promise<number> {
   const proc = fork(fileURLToPath(import.meta.url), [], {
     env: { ...process.env, SW_K8S_BENCH_CHILD: 'client', SW_K8S_BENCH_ARGS: JSON.stringify({ kubeconfig: c.kubeconfig, ns, n, which }) },
-    execArgv: ['--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: ['--conditions=@statewright/source', '--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const r = await new Promise<any>((resolve, reject) => {
     proc.on('message', resolve)
@@ -58,7 +58,7 @@ async function memoryInChild(c: Child, which: 'reflector' | 'informer', ns: stri
 interface Child { proc: ChildProcess; kubeconfig: string; call(m: object): Promise<any> }
 
 async function startChild(): Promise<Child> {
-  const proc = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SW_K8S_BENCH_CHILD: 'server' }, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const proc = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SW_K8S_BENCH_CHILD: 'server' }, execArgv: ['--conditions=@statewright/source', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   let seq = 0
   const pending = new Map<number, (v: any) => void>()
   const r = await new Promise<any>((resolve, reject) => {

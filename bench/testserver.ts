@@ -7,7 +7,7 @@
 //   seeded objects (floor: 100k/s);
 // - List_100k: one GET of 100k ConfigMaps in a namespace (raw HTTP + JSON.parse), objects/s and ms.
 //
-//   npm run bench -- testserver [--quick]          (or standalone: node --import tsx bench/testserver.ts [--quick])
+//   npm run bench -- testserver [--quick]          (or standalone: node --conditions=@statewright/source --import tsx bench/testserver.ts [--quick])
 import { fork, type ChildProcess } from 'node:child_process'
 import { Agent, request } from 'node:http'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -40,7 +40,7 @@ if (process.env.SW_TESTSERVER_BENCH_CHILD === '1') {
 interface Child { proc: ChildProcess; url: string; token: string; kubeconfig: string; call(m: object): Promise<any> }
 
 async function startChild(): Promise<Child> {
-  const proc = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SW_TESTSERVER_BENCH_CHILD: '1' }, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const proc = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SW_TESTSERVER_BENCH_CHILD: '1' }, execArgv: ['--conditions=@statewright/source', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   let seq = 0
   const pending = new Map<number, (v: any) => void>()
   const ready = new Promise<any>((resolve, reject) => {
@@ -176,7 +176,7 @@ export async function run(opts: RunOptions): Promise<Result[]> {
   }
 }
 
-// Standalone: node --import tsx bench/testserver.ts [--quick]
+// Standalone: node --conditions=@statewright/source --import tsx bench/testserver.ts [--quick]
 if (process.env.SW_TESTSERVER_BENCH_CHILD !== '1' && process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const results = await run({ quick: process.argv.includes('--quick') })
   for (const r of results) console.log(`${r.name.padEnd(32)} ${r.value.toFixed(1).padStart(12)} ${r.unit}${r.baselineValue ? `   vs ${r.baseline} ${r.baselineValue.toFixed(1)} (ratio ${(r.value / r.baselineValue).toFixed(2)})` : ''}`)

@@ -1,6 +1,6 @@
 // Memos: a reconciler that keeps the files of a directory in line with a table (cilium's "memos").
 //
-//   node --import tsx examples/memos.ts
+//   node --conditions=@statewright/source --import tsx examples/memos.ts
 //
 // Each row of the `memos` table is a file: its name and its content. Inserting or changing a row
 // writes the file, deleting a row removes it, and stray files are pruned once the table has been

@@ -1,5 +1,5 @@
 // A tour of @statewright/statedb: tables, indexes, transactions, snapshots, watches, change
-// iterators and initialization. Run: node --import tsx examples/statedb-tour.ts
+// iterators and initialization. Run: node --conditions=@statewright/source --import tsx examples/statedb-tour.ts
 // (docs/statedb.md walks through it; test/examples.test.ts runs it.)
 
 import { byRevision, DB, defineIndex, Table } from '@statewright/statedb'

@@ -2,7 +2,9 @@
 // Runs every package's uvu tests (and the top-level test/ folder), each folder in its own Node
 // process, and prints one closing line: "N passed, N failed" (", N skipped" when some are).
 // A folder whose process does not exit by itself after its tests finished counts as a failure:
-// tests must leave no timer, socket or server behind.
+// tests must leave no timer, socket or server behind. Test processes run from src/ (the
+// "@statewright/source" export condition, docs/packaging.md); the packed-package check at the end
+// runs the built dist/ from tarballs. `node scripts/test.mjs packaging` runs that check alone.
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -25,7 +27,7 @@ function runFolder(dir) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(root, 'node_modules/uvu/bin.js'), dir, '\\.test\\.ts$'],
+      ['--conditions=@statewright/source', '--import', 'tsx', join(root, 'node_modules/uvu/bin.js'), dir, '\\.test\\.ts$'],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } },
     )
     let out = ''
@@ -68,12 +70,33 @@ function runFolder(dir) {
   })
 }
 
+function checkPackages() {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(root, 'scripts/check-packages.mjs')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout.on('data', (b) => { process.stdout.write(b); out += b })
+    child.on('exit', (code) => {
+      const m = out.match(/^packaging: (\d+) passed, (\d+) failed/m)
+      if (!m) resolve({ passed: 0, failed: 1, note: `packaging: scripts/check-packages.mjs exited with code ${code} before reporting` })
+      else resolve({ passed: Number(m[1]), failed: Number(m[2]) + (code !== 0 && m[2] === '0' ? 1 : 0), note: code !== 0 ? 'packaging: see the FAIL lines above' : '' })
+    })
+  })
+}
+
 let passed = 0, failed = 0, skipped = 0
 const notes = []
 for (const dir of selected) {
   console.log(`\n=== ${dir}`)
   const r = await runFolder(dir)
   passed += r.passed; failed += r.failed; skipped += r.skipped
+  if (r.note) notes.push(r.note)
+}
+// The packed-package check (build, pack, install in a consumer outside the workspace): its
+// "packaging: N passed, N failed" line adds to the closing one. Runs unless a filter excludes it.
+if (!only.length || only.includes('packaging')) {
+  console.log('\n=== packaging (scripts/check-packages.mjs)')
+  const r = await checkPackages()
+  passed += r.passed; failed += r.failed
   if (r.note) notes.push(r.note)
 }
 console.log('')

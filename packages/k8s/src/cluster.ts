@@ -11,7 +11,7 @@ import https from 'node:https'
 import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Bottleneck from 'bottleneck'
-import { KubeConfig } from '@kubernetes/client-node'
+import { KubeConfig } from './clientnode.ts'
 
 export interface ClusterOptions {
   /** A loaded KubeConfig; or give `kubeconfig` (YAML text); default: KubeConfig.loadFromDefault(). */

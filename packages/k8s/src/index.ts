@@ -8,7 +8,7 @@ export {
 export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
 export { LineDecoder, parseEvent, type WatchEvent } from './ndjson.ts'
 export { Batcher, type Pending } from './batch.ts'
-export { K8sMetrics } from './metrics.ts'
+export { K8sMetrics, type CounterLike, type GaugeLike } from './metrics.ts'
 export { StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'
 export * from './lease.ts'

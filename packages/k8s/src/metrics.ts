@@ -1,20 +1,51 @@
 // Prometheus metrics (prom-client) for reflectors and targets. One K8sMetrics per registry: every
 // reflector and target of the process shares it, labelled by name and cluster.
-import { Counter, Gauge, Registry } from 'prom-client'
+//
+// prom-client is an optional peer dependency: it is required when a K8sMetrics is built, never at
+// import, so the package works without it (reflectors and targets without `metrics`). No public type
+// names a prom-client type, so a consumer without prom-client still type-checks our .d.ts.
+import { createRequire } from 'node:module'
+import type * as PromClient from 'prom-client'
+import type { PromRegistry } from '@statewright/reconciler'
+
+type Labels<L extends string> = Partial<Record<L, string | number>>
+/** The part of a prom-client Counter the reflectors and targets use. */
+export interface CounterLike<L extends string> { inc(labels: Labels<L>, value?: number): void }
+/** The part of a prom-client Gauge the reflectors and targets use. */
+export interface GaugeLike<L extends string> { set(labels: Labels<L>, value: number): void }
+
+const requireHere = createRequire(import.meta.url)
+
+function loadPromClient(): typeof PromClient {
+  try {
+    return requireHere('prom-client') as typeof PromClient
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((e as Error).message).includes("'prom-client'")) throw e
+    throw new Error(
+      'K8sMetrics needs prom-client, an optional peer dependency of @statewright/k8s that is not installed. ' +
+        'Install it with: npm install prom-client@^15.1.3 (or leave `metrics` unset)',
+      { cause: e },
+    )
+  }
+}
 
 export class K8sMetrics {
-  readonly registry: Registry
-  readonly reflectorObjects: Gauge<'reflector' | 'cluster'>
-  readonly reflectorEvents: Counter<'reflector' | 'cluster' | 'type'>
-  readonly reflectorRelists: Counter<'reflector' | 'cluster'>
-  readonly reflectorErrors: Counter<'reflector' | 'cluster'>
-  readonly reflectorLastSync: Gauge<'reflector' | 'cluster'>
-  readonly reflectorUp: Gauge<'reflector' | 'cluster'>
-  readonly targetOps: Counter<'target' | 'cluster' | 'op' | 'result'>
+  /** The prom-client Registry the metrics are in (`await registry.metrics()` for a /metrics page). */
+  readonly registry: PromRegistry
+  readonly reflectorObjects: GaugeLike<'reflector' | 'cluster'>
+  readonly reflectorEvents: CounterLike<'reflector' | 'cluster' | 'type'>
+  readonly reflectorRelists: CounterLike<'reflector' | 'cluster'>
+  readonly reflectorErrors: CounterLike<'reflector' | 'cluster'>
+  readonly reflectorLastSync: GaugeLike<'reflector' | 'cluster'>
+  readonly reflectorUp: GaugeLike<'reflector' | 'cluster'>
+  readonly targetOps: CounterLike<'target' | 'cluster' | 'op' | 'result'>
 
-  constructor(registry: Registry = new Registry(), prefix = 'statewright_k8s_') {
-    this.registry = registry
-    const r = [registry]
+  /** `registry`: a prom-client Registry (default: a new one). */
+  constructor(registry?: PromRegistry, prefix = 'statewright_k8s_') {
+    const { Counter, Gauge, Registry } = loadPromClient()
+    const reg = (registry as PromClient.Registry | undefined) ?? new Registry()
+    this.registry = reg
+    const r = [reg]
     this.reflectorObjects = new Gauge({ name: `${prefix}reflector_objects`, help: 'Objects in the reflector table after the last write', labelNames: ['reflector', 'cluster'], registers: r })
     this.reflectorEvents = new Counter({ name: `${prefix}reflector_events_total`, help: 'Watch events received', labelNames: ['reflector', 'cluster', 'type'], registers: r })
     this.reflectorRelists = new Counter({ name: `${prefix}reflector_lists_total`, help: 'Complete lists (initial, after 410, state-of-world)', labelNames: ['reflector', 'cluster'], registers: r })

@@ -3,7 +3,7 @@
 // existing Cluster. One Cluster per name, hence one keep-alive agent and one rate limiter per cluster
 // shared by every reflector, target and lease on it (client-node would open a socket per request).
 import { readFileSync } from 'node:fs'
-import { KubeConfig } from '@kubernetes/client-node'
+import { KubeConfig } from './clientnode.ts'
 import { Cluster, type ClusterOptions } from './cluster.ts'
 
 export type ClusterDefaults = Omit<ClusterOptions, 'kubeConfig' | 'kubeconfig' | 'name'>

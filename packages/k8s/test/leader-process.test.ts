@@ -14,7 +14,7 @@ const CHILD = fileURLToPath(new URL('./leader-child.ts', import.meta.url))
 interface Proc { id: string; child: ChildProcess; lines: any[]; exited: boolean }
 
 function startChild(id: string, kubeconfig: string): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify({ kubeconfig, identity: id, lease: 'procs', ...FAST })], {
+  const child = spawn(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', CHILD, JSON.stringify({ kubeconfig, identity: id, lease: 'procs', ...FAST })], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const p: Proc = { id, child, lines: [], exited: false }

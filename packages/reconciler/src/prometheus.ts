@@ -13,12 +13,46 @@
 //
 // The default prefix is "statewright". Metrics go to the given registry (default: prom-client's
 // global one); two PrometheusMetrics on one registry need different prefixes.
+//
+// prom-client is an optional peer dependency: it is loaded when the first PrometheusMetrics is built,
+// never at import, so the package works without it (InMemoryMetrics, or no metrics). For the same
+// reason no public type here names a prom-client type (a consumer without prom-client must still
+// type-check our .d.ts without skipLibCheck): the registry is described by the little we need.
 
-import { Counter, Gauge, Histogram, register as globalRegistry, type Registry } from 'prom-client'
+import { createRequire } from 'node:module'
+import type * as PromClient from 'prom-client'
 import type { Metrics, OperationName, OperationResult } from './metrics.ts'
 
+/** A prom-client (15.x) `Registry`, described by what callers use: `metrics()` for a /metrics page. */
+export interface PromRegistry {
+  metrics(): Promise<string>
+  readonly contentType: string
+}
+
+const requireHere = createRequire(import.meta.url)
+let promClient: typeof PromClient | undefined
+
+/**
+ * prom-client, required on first use. `forWhat` names the class in the error a user without
+ * prom-client gets, with the command that fixes it.
+ */
+function loadPromClient(forWhat: string): typeof PromClient {
+  if (promClient) return promClient
+  try {
+    return (promClient = requireHere('prom-client') as typeof PromClient)
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((e as Error).message).includes("'prom-client'")) throw e
+    throw new Error(
+      `${forWhat} needs prom-client, an optional peer dependency that is not installed. ` +
+        'Install it with: npm install prom-client@^15.1.3 (or use InMemoryMetrics / no metrics)',
+      { cause: e },
+    )
+  }
+}
+
 export interface PrometheusMetricsOptions {
-  registry?: Registry
+  /** A prom-client `Registry` (default: prom-client's global `register`). */
+  registry?: PromRegistry
   prefix?: string
   /** Histogram buckets for operation durations, seconds. */
   buckets?: number[]
@@ -27,19 +61,21 @@ export interface PrometheusMetricsOptions {
 const DEFAULT_BUCKETS = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60]
 
 export class PrometheusMetrics implements Metrics {
-  readonly reconcileTotal: Counter<'reconciler' | 'operation' | 'result'>
-  readonly reconcileErrors: Counter<'reconciler' | 'operation'>
-  readonly reconcileTime: Histogram<'reconciler' | 'operation'>
-  readonly currentErrors: Gauge<'reconciler'>
-  readonly retryQueueDepth: Gauge<'reconciler'>
-  readonly pruneTotal: Counter<'reconciler'>
-  readonly pruneErrors: Counter<'reconciler'>
-  readonly outOfSync: Counter<'reconciler'>
-  readonly fullTime: Histogram<'reconciler'>
+  // private: their prom-client types must not reach the .d.ts (see the top of the file)
+  private readonly reconcileTotal: PromClient.Counter<'reconciler' | 'operation' | 'result'>
+  private readonly reconcileErrors: PromClient.Counter<'reconciler' | 'operation'>
+  private readonly reconcileTime: PromClient.Histogram<'reconciler' | 'operation'>
+  private readonly currentErrors: PromClient.Gauge<'reconciler'>
+  private readonly retryQueueDepth: PromClient.Gauge<'reconciler'>
+  private readonly pruneTotal: PromClient.Counter<'reconciler'>
+  private readonly pruneErrors: PromClient.Counter<'reconciler'>
+  private readonly outOfSync: PromClient.Counter<'reconciler'>
+  private readonly fullTime: PromClient.Histogram<'reconciler'>
 
   constructor(opts: PrometheusMetricsOptions = {}) {
+    const { Counter, Gauge, Histogram, register } = loadPromClient('PrometheusMetrics')
     const p = opts.prefix ?? 'statewright'
-    const registers = [opts.registry ?? globalRegistry]
+    const registers = [(opts.registry as PromClient.Registry | undefined) ?? register]
     const buckets = opts.buckets ?? DEFAULT_BUCKETS
     this.reconcileTotal = new Counter({
       name: `${p}_reconcile_total`,

@@ -8,7 +8,7 @@ const root = fileURLToPath(new URL('../../..', import.meta.url))
 
 test('examples/memos.ts runs to a summary in sync, by itself', async () => {
   const out = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', 'examples/memos.ts'], { cwd: root, timeout: 30_000 }, (err, stdout, stderr) =>
+    execFile(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', 'examples/memos.ts'], { cwd: root, timeout: 30_000 }, (err, stdout, stderr) =>
       err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout),
     )
   })

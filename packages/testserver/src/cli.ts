@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 // CLI: `statewright-testserver --port 6443 --kubeconfig ./kubeconfig` runs a test API server until
 // interrupted (SIGINT/SIGTERM), writing a kubeconfig kubectl can use. HTTPS by default, with a CA and
 // certificate generated at startup (kubectl never sends a bearer token over plain HTTP);

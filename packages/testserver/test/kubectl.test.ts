@@ -29,8 +29,9 @@ async function ok(...args: string[]): Promise<string> {
 }
 
 test.before(async () => {
-  const bin = new URL('../bin/statewright-testserver.mjs', import.meta.url).pathname
-  cli = spawn(process.execPath, [bin, '--port', '0', '--kubeconfig', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] })
+  // The CLI from source (the published bin is dist/cli.js; scripts/check-packages.mjs runs that one).
+  const cliSrc = new URL('../src/cli.ts', import.meta.url).pathname
+  cli = spawn(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', cliSrc, '--port', '0', '--kubeconfig', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] })
   cli.stdout!.on('data', (b) => { out += b })
   cli.stderr!.on('data', (b) => { out += b })
   // The CLI prints three lines (URL, kubeconfig, token); stdout may deliver them in separate chunks.
