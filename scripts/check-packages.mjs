@@ -122,9 +122,9 @@ await check('bin', 'npx statewright-testserver --kubeconfig f starts from the ta
       child.stderr.on('data', (b) => { out += b })
       void exited.then((c) => { clearTimeout(timer); reject(new Error(`exited (${c}) before listening; output:\n${out}`)) })
     })
-    if (!/listening on http:\/\/127\.0\.0\.1:\d+/.test(out)) throw new Error(`unexpected output:\n${out}`)
+    if (!/listening on https:\/\/127\.0\.0\.1:\d+/.test(out)) throw new Error(`unexpected output:\n${out}`)
     const text = readFileSync(kubeconfig, 'utf8')
-    if (!/kind: Config/.test(text) || !/server: "?http:\/\/127\.0\.0\.1:\d+/.test(text)) throw new Error(`kubeconfig looks wrong:\n${text}`)
+    if (!/kind: Config/.test(text) || !/server: "?https:\/\/127\.0\.0\.1:\d+/.test(text) || !/certificate-authority-data: /.test(text)) throw new Error(`kubeconfig looks wrong:\n${text}`)
   } finally {
     if (child.exitCode === null) process.kill(-child.pid, 'SIGTERM') // npx and the node it started
     await exited

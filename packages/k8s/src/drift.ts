@@ -1,27 +1,52 @@
 // Drift repair: a reflector mirrors the objects we manage (selected by our ownership label) into an
 // observed table; this watcher follows that table's changes and, when a managed object was deleted
 // or no longer holds what we applied, marks its desired object pending again, so the reconciler
-// repairs it at once instead of at the next full reconciliation.
+// repairs it instead of waiting for the next full reconciliation.
 // Invariants: only desired objects that are done are touched (pending and failing ones are already
-// being worked on); the mark is a compare-and-swap against the revision read, so a newer write of
-// the desired object always wins; a check compares only the fields we apply (others may add fields).
+// being worked on); the mark is made inside a write transaction that reads the desired object, so a
+// newer write of it always wins; a check compares only the fields we apply (others may add fields).
+// Repairs are paced per object (repairs.ts): the first at once, then exponential backoff while the
+// object keeps drifting, so a second writer that reverts us is not answered at full speed forever;
+// such a fight is reported (health, metrics, onFight, a Warning Event naming the other manager).
+// An object that holds what we want again before its repair is due is not repaired.
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Reconciler, statusPending, type ReconcilerConfig } from '@statewright/reconciler'
 import type { ChangeIterator, DB, Table } from '@statewright/statedb'
 import type { KubeObject } from './gvk.ts'
+import type { EventRecorder } from './events.ts'
+import type { K8sMetrics } from './metrics.ts'
+import { RepairPacer, otherManager, type Fight, type RepairPacing } from './repairs.ts'
 import { objectKey, type DesiredObject, type DesiredTable, type Target } from './target.ts'
 
 export interface DriftOptions {
   db: DB
-  /** The reflected managed objects (one cluster; any kinds). */
+  /** The reflected managed objects (one cluster; any kinds). Reflect with keepManagedFields to name the other writer of a fight. */
   observed: Table<KubeObject>
   desired: DesiredTable
   /** Name of the cluster the observed table mirrors (default: the desired objects' default ""). */
   cluster?: string
   /** Also match desired objects that name no cluster (default true when `cluster` is given). */
   matchDefaultCluster?: boolean
+  /** Backoff between repairs of one object and when that is a fight (defaults in RepairPacing). */
+  pacing?: RepairPacing
+  /** Our field manager: a fight names the last *other* manager of the object. */
+  fieldManager?: string
+  /** Warning Events (reason FightingWriter) on objects another writer keeps reverting. */
+  events?: EventRecorder
+  metrics?: K8sMetrics
   /** Called for each desired object marked pending (for logs and demos). */
   onDrift?: (d: DesiredObject, reason: 'deleted' | 'modified') => void
+  /** Called when a fight starts. */
+  onFight?: (f: Fight) => void
 }
+
+export interface DriftHealth {
+  level: 'ok' | 'degraded'
+  message: string
+  fights: Fight[]
+}
+
+interface Waiting { object: KubeObject; reason: 'deleted' | 'modified' }
 
 export class DriftWatcher {
   /** Desired objects marked pending because of drift. */
@@ -29,8 +54,13 @@ export class DriftWatcher {
   private ctrl = new AbortController()
   private loop: Promise<void> | undefined
   private iter: ChangeIterator<KubeObject> | undefined
+  private readonly pacer: RepairPacer
+  /** Drifted objects whose repair is not due yet, by desired key. */
+  private readonly waiting = new Map<string, Waiting>()
 
-  constructor(private readonly o: DriftOptions) {}
+  constructor(private readonly o: DriftOptions) {
+    this.pacer = new RepairPacer(o.pacing)
+  }
 
   start(): this {
     if (this.loop) return this
@@ -44,6 +74,16 @@ export class DriftWatcher {
     await this.loop
   }
 
+  /** Objects another writer keeps reverting (fights in progress). */
+  fights(): Fight[] { return this.pacer.fights() }
+
+  health(): DriftHealth {
+    const fights = this.fights()
+    if (fights.length === 0) return { level: 'ok', message: `${this.repairs} repairs`, fights }
+    const first = fights.slice(0, 3).map((f) => `${f.key} (${f.repairs} repairs, other writer ${f.otherManager ?? 'unknown'})`).join('; ')
+    return { level: 'degraded', message: `${fights.length} objects fought over: ${first}`, fights }
+  }
+
   private async run(iter: ChangeIterator<KubeObject>): Promise<void> {
     const { db, desired } = this.o
     const signal = this.ctrl.signal
@@ -51,35 +91,66 @@ export class DriftWatcher {
     if (this.o.cluster !== undefined && this.o.matchDefaultCluster !== false) clusters.push('')
     while (!signal.aborted) {
       const [batch, watch] = iter.next(db.readTxn())
-      const drifted: Array<{ key: string; revision: number; reason: 'deleted' | 'modified' }> = []
       const txn = db.readTxn()
       for (const { object, deleted } of batch) {
         for (const c of clusters) {
           const key = objectKey(c, object)
-          const e = desired.table.getEntry(txn, desired.byKey.query(key))
-          if (!e || e.object.status.kind !== 'done') continue
-          if (deleted) drifted.push({ key, revision: e.revision, reason: 'deleted' })
-          else if (!holds(object, e.object.object)) drifted.push({ key, revision: e.revision, reason: 'modified' })
+          const e = desired.table.get(txn, desired.byKey.query(key))
+          if (!e) continue
+          if (!deleted && holds(object, e.object)) { this.waiting.delete(key); continue }
+          if (e.status.kind === 'done') this.waiting.set(key, { object, reason: deleted ? 'deleted' : 'modified' })
         }
       }
-      if (drifted.length) {
-        await db.write(desired.table, (w) => {
-          for (const d of drifted) {
-            const cur = desired.table.get(w, desired.byKey.query(d.key))
-            if (!cur) continue
-            if (desired.table.compareAndSwap(w, d.revision, { ...cur, status: statusPending() })) {
-              this.repairs++
-              this.o.onDrift?.(cur, d.reason)
-            }
-          }
-        })
-      }
+      const next = await this.repairDue()
+      const round = new AbortController()
+      const both = AbortSignal.any([signal, round.signal])
       try {
-        await watch.wait(signal)
+        await Promise.race([watch.wait(both), ...(next === undefined ? [] : [sleep(Math.max(0, next - Date.now()), undefined, { signal: both })])])
       } catch {
-        return
+        if (signal.aborted) return
+      } finally {
+        round.abort()
       }
     }
+  }
+
+  /** Marks pending every waiting object whose repair is due; returns when the next one is due. */
+  private async repairDue(): Promise<number | undefined> {
+    if (this.waiting.size === 0) return undefined
+    const { db, desired } = this.o
+    const now = Date.now()
+    const due: string[] = []
+    let next: number | undefined
+    for (const key of this.waiting.keys()) {
+      const at = this.pacer.dueAt(key)
+      if (at <= now) due.push(key)
+      else next = next === undefined ? at : Math.min(next, at)
+    }
+    if (due.length === 0) return next
+    const fights: Array<{ fight: Fight; object: KubeObject }> = []
+    await db.write(desired.table, (w) => {
+      for (const key of due) {
+        const waiting = this.waiting.get(key)!
+        this.waiting.delete(key)
+        const cur = desired.table.get(w, desired.byKey.query(key))
+        if (!cur || cur.status.kind !== 'done') continue
+        desired.table.insert(w, { ...cur, status: statusPending() })
+        this.repairs++
+        this.o.metrics?.driftRepairs.inc({ cluster: this.o.cluster ?? '' })
+        const fight = this.pacer.repaired(key, waiting.reason === 'modified' ? otherManager(waiting.object, this.o.fieldManager) : undefined)
+        if (fight) fights.push({ fight, object: waiting.object })
+        this.o.onDrift?.(cur, waiting.reason)
+      }
+    })
+    for (const { fight, object } of fights) this.reportFight(fight, object)
+    this.o.metrics?.driftFights.set({ cluster: this.o.cluster ?? '' }, this.pacer.fights().length)
+    return next
+  }
+
+  private reportFight(f: Fight, object: KubeObject): void {
+    this.o.onFight?.(f)
+    const who = f.otherManager ? `field manager "${f.otherManager}"` : 'another writer'
+    this.o.events?.warning(object, 'FightingWriter', `${who} keeps reverting what ${this.o.fieldManager ? `"${this.o.fieldManager}"` : 'this controller'} applies: ${f.repairs} repairs within the fight window; repairs are backed off`)
   }
 }
 

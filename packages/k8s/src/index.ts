@@ -17,7 +17,8 @@ export {
   Target, newDesiredTable, desired, objectKey,
   type DesiredObject, type DesiredTable, type TargetOptions, type TargetStats,
 } from './target.ts'
-export { DriftWatcher, holds, targetReconciler, type DriftOptions, type TargetReconcilerOptions } from './drift.ts'
+export { DriftWatcher, holds, targetReconciler, type DriftOptions, type DriftHealth, type TargetReconcilerOptions } from './drift.ts'
+export { type Fight, type RepairPacing } from './repairs.ts'
 export * from './events.ts'
 export * from './sharding.ts'
 export * from './registry.ts'

@@ -39,6 +39,8 @@ export class K8sMetrics {
   readonly reflectorLastSync: GaugeLike<'reflector' | 'cluster'>
   readonly reflectorUp: GaugeLike<'reflector' | 'cluster'>
   readonly targetOps: CounterLike<'target' | 'cluster' | 'op' | 'result'>
+  readonly driftRepairs: CounterLike<'cluster'>
+  readonly driftFights: GaugeLike<'cluster'>
 
   /** `registry`: a prom-client Registry (default: a new one). */
   constructor(registry?: PromRegistry, prefix = 'statewright_k8s_') {
@@ -52,6 +54,8 @@ export class K8sMetrics {
     this.reflectorErrors = new Counter({ name: `${prefix}reflector_errors_total`, help: 'Failed lists and watches', labelNames: ['reflector', 'cluster'], registers: r })
     this.reflectorLastSync = new Gauge({ name: `${prefix}reflector_last_sync_seconds`, help: 'Unix time of the last complete list', labelNames: ['reflector', 'cluster'], registers: r })
     this.reflectorUp = new Gauge({ name: `${prefix}reflector_watching`, help: '1 while the reflector is synced and watching', labelNames: ['reflector', 'cluster'], registers: r })
+    this.driftRepairs = new Counter({ name: `${prefix}drift_repairs_total`, help: 'Managed objects marked for repair after an external edit or delete', labelNames: ['cluster'], registers: r })
+    this.driftFights = new Gauge({ name: `${prefix}drift_fights`, help: 'Managed objects another writer keeps reverting (repairs backed off)', labelNames: ['cluster'], registers: r })
     this.targetOps = new Counter({ name: `${prefix}target_operations_total`, help: 'Target operations (apply, delete, prune) by result', labelNames: ['target', 'cluster', 'op', 'result'], registers: r })
   }
 }

@@ -1,0 +1,105 @@
+// Pacing of drift repairs per object, and fight detection.
+// Invariants:
+// - The first repair of an object is immediate; each further repair while the object keeps drifting
+//   waits twice as long as the one before (minMs, 2·minMs, ... up to maxMs). An object that has not
+//   drifted for `windowMs` starts over.
+// - More than `fightRepairs` repairs within `windowMs` is a fight: reported once when it starts
+//   (with the other writer's name), and over when the object stays quiet for `windowMs`.
+// - Time comes from `now()` only, so tests and the pacing agree on it.
+
+export interface RepairPacing {
+  /** Delay before the second repair of a drifting object (default 1000 ms); doubles each time. */
+  minMs?: number
+  /** Longest delay between two repairs of one object (default 300 000 ms). */
+  maxMs?: number
+  /** Repairs within this window count towards a fight; quiet for this long resets (default 60 000 ms). */
+  windowMs?: number
+  /** More repairs than this within the window is a fight (default 5). */
+  fightRepairs?: number
+}
+
+export interface Fight {
+  /** The desired object's key (cluster|group|kind|namespace|name). */
+  key: string
+  /** Unix ms when the fight was detected. */
+  since: number
+  /** Repairs within the window. */
+  repairs: number
+  /** The other writer: the last field manager other than ours in managedFields, if known. */
+  otherManager: string | undefined
+}
+
+interface State {
+  times: number[]
+  fight: Fight | undefined
+}
+
+export class RepairPacer {
+  private readonly minMs: number
+  private readonly maxMs: number
+  private readonly windowMs: number
+  private readonly fightRepairs: number
+  private readonly states = new Map<string, State>()
+
+  constructor(p: RepairPacing = {}, private readonly now: () => number = Date.now) {
+    this.minMs = p.minMs ?? 1000
+    this.maxMs = p.maxMs ?? 300_000
+    this.windowMs = p.windowMs ?? 60_000
+    this.fightRepairs = p.fightRepairs ?? 5
+  }
+
+  private state(key: string): State {
+    let s = this.states.get(key)
+    if (!s) this.states.set(key, (s = { times: [], fight: undefined }))
+    const cutoff = this.now() - this.windowMs
+    // quiet for a whole window: start over
+    if (s.times.length && s.times[s.times.length - 1]! < cutoff) { s.times = []; s.fight = undefined }
+    while (s.times.length && s.times[0]! < cutoff) s.times.shift()
+    return s
+  }
+
+  /** Unix ms at which the next repair of `key` may run (now or later). */
+  dueAt(key: string): number {
+    const s = this.state(key)
+    const n = s.times.length
+    if (n === 0) return this.now()
+    const delay = Math.min(this.maxMs, this.minMs * 2 ** (n - 1))
+    return s.times[n - 1]! + delay
+  }
+
+  /** Records a repair of `key`; returns the fight when this repair starts one. */
+  repaired(key: string, otherManager: string | undefined): Fight | undefined {
+    const s = this.state(key)
+    s.times.push(this.now())
+    if (s.fight) {
+      s.fight.repairs = s.times.length
+      if (otherManager) s.fight.otherManager = otherManager
+      return undefined
+    }
+    if (s.times.length <= this.fightRepairs) return undefined
+    s.fight = { key, since: this.now(), repairs: s.times.length, otherManager }
+    return s.fight
+  }
+
+  /** Fights going on now (objects that drifted more than the limit within the window). */
+  fights(): Fight[] {
+    const out: Fight[] = []
+    for (const [key, s] of this.states) {
+      const cur = this.state(key)
+      if (cur.times.length === 0) this.states.delete(key)
+      else if (s.fight) out.push({ ...s.fight })
+    }
+    return out
+  }
+}
+
+/** The last field manager other than `ours` to write the object, from its managedFields. */
+export function otherManager(obj: { metadata?: { [k: string]: unknown } } | undefined, ours: string | undefined): string | undefined {
+  const entries = (obj?.metadata?.managedFields ?? []) as Array<{ manager?: string; time?: string }>
+  let best: { manager?: string; time?: string } | undefined
+  for (const e of entries) {
+    if (!e.manager || e.manager === ours) continue
+    if (!best || (e.time ?? '') >= (best.time ?? '')) best = e
+  }
+  return best?.manager
+}
