@@ -63,6 +63,8 @@ export interface ReflectorOptions<Obj = KubeObject> {
   watchTimeoutSeconds?: number
   /** Backoff after failures (default 100 ms doubling up to 30 s, randomized). */
   backoff?: { minMs?: number; maxMs?: number }
+  /** Readiness is lost when lists and watches have failed for this long without a success (default 15 000 ms). */
+  lostAfterMs?: number
   /** State-of-world mode: no watch; a full list every intervalMs replaces the table. */
   stateOfWorld?: { intervalMs: number }
   metrics?: K8sMetrics
@@ -78,6 +80,12 @@ export interface ReflectorHealth {
   state: ReflectorState
   /** The first complete list is in the table. */
   synced: boolean
+  /**
+   * Readiness: synced, not stopped, and its watch not lost (lists and watches failing for
+   * `lostAfterMs` without a success). A routine watch restart, a relist after 410 or a brief
+   * failure keeps it ready: the table stays complete and catches up.
+   */
+  ready: boolean
   /** Unix ms of the last complete list. */
   lastSyncAt: number | undefined
   /** Unix ms of the last watch event or bookmark. */
@@ -119,7 +127,9 @@ export class Reflector<Obj = KubeObject> {
   private rv: string | undefined
   private needList = true
   private endWatch: (() => void) | undefined
-  private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster'> = {
+  /** Unix ms of the first failure since the last successful list or watch (readiness). */
+  private failingSince: number | undefined
+  private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster' | 'ready'> = {
     state: 'new', synced: false, lastSyncAt: undefined, lastEventAt: undefined, resourceVersion: undefined,
     lists: 0, relists: 0, watches: 0, events: 0, errors: 0, lastError: undefined,
   }
@@ -181,7 +191,9 @@ export class Reflector<Obj = KubeObject> {
       objects = 0
       for (const _ of this.o.queryAll(txn)) objects++
     } else objects = this.o.table.count(txn)
-    return { name: this.name, cluster: this.o.cluster.name, ...this.h, resourceVersion: this.rv, objects }
+    const lost = this.failingSince !== undefined && Date.now() - this.failingSince >= (this.o.lostAfterMs ?? 15_000)
+    const ready = this.h.synced && this.h.state !== 'stopped' && !lost
+    return { name: this.name, cluster: this.o.cluster.name, ...this.h, ready, resourceVersion: this.rv, objects }
   }
 
   // ---- the loop ----
@@ -211,6 +223,7 @@ export class Reflector<Obj = KubeObject> {
   }
 
   private failed(err: Error): void {
+    this.failingSince ??= Date.now()
     this.h.errors++
     this.h.lastError = err.message
     this.count('errors')
@@ -317,6 +330,7 @@ export class Reflector<Obj = KubeObject> {
       if (!this.h.synced && this.markInitialized) this.markInitialized(txn)
     })
     this.h.synced = true
+    this.failingSince = undefined
     this.gauge('objects', this.o.queryAll ? keepCount(this.o.queryAll(db.readTxn())) : table.count(db.readTxn()))
   }
 
@@ -360,6 +374,7 @@ export class Reflector<Obj = KubeObject> {
       deadlineMs: timeoutSeconds * 1000 + 30_000,
     })
     this.h.watches++
+    this.failingSince = undefined
     this.gauge('up', 1)
     const started = Date.now()
     let progressed = false

@@ -29,6 +29,7 @@ test('initial sync, then adds, updates and deletes', async () => {
     const h = r.health()
     assert.is(h.state, 'watching')
     assert.ok(h.synced)
+    assert.ok(h.ready)
     assert.is(h.lists, 1)
     assert.is(h.objects, 1234)
     assert.ok(h.events >= 3, `events ${h.events}`)
@@ -38,6 +39,7 @@ test('initial sync, then adds, updates and deletes', async () => {
     assert.ok(Number(w.query.timeoutSeconds) >= 300 && Number(w.query.timeoutSeconds) < 600)
     await r.stop()
     assert.is(r.health().state, 'stopped')
+    assert.is(r.health().ready, false, 'a stopped reflector is not ready')
     void diffState
   } finally {
     await cluster.close()
@@ -143,6 +145,31 @@ test('recovers from 5xx lists, refused connections, 429 Retry-After, resets and 
     const h = t.r.health()
     assert.is(h.state, 'watching')
     assert.ok(h.watches >= 4, `watches ${h.watches} ${JSON.stringify(h)} ${JSON.stringify(t.server.control.requestLog().filter((e) => e.method === 'GET').map((e) => [e.status, e.watch, e.query.resourceVersion]))} ${errors.join('\n')}`)
+  } finally {
+    await t.done()
+  }
+})
+
+test('readiness: lost while the watch cannot be re-established, back once it is; a routine watch restart keeps it', async () => {
+  const t = await setup({}, { backoff: { minMs: 20, maxMs: 50 }, lostAfterMs: 300 })
+  try {
+    await t.r.start()
+    await t.r.waitSynced(AbortSignal.timeout(5000))
+    await waitFor(() => t.r.health().ready && t.server.control.watchCount() === 1, 'ready and watching')
+    await create(t.cluster, widget('w1', { size: 1 }))
+    await waitTable(t.db, t.table, (txn) => t.table.count(txn) === 1, 'the watch to deliver an event')
+    const states: boolean[] = []
+    const sample = setInterval(() => states.push(t.r.health().ready), 1)
+    t.server.control.closeWatches() // a routine end of a watch that delivered: it resumes from its resourceVersion
+    await waitFor(() => t.server.control.watchCount() === 1 && t.r.health().watches >= 2, 'the watch to resume')
+    clearInterval(sample)
+    assert.ok(states.every(Boolean), 'ready through a routine watch restart')
+    const heal = t.server.control.fail({ watch: true, status: 500 })
+    t.server.control.closeWatches()
+    await waitFor(() => !t.r.health().ready, 'unready while the watch fails')
+    assert.is(t.r.health().state, 'backoff')
+    heal()
+    await waitFor(() => t.r.health().ready, 'ready again')
   } finally {
     await t.done()
   }

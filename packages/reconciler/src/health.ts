@@ -1,4 +1,9 @@
-// Health: ok ("N objects") or degraded ("N errors: first messages", or a failed prune), observable.
+// Health: ok ("N objects") or degraded ("N errors: first messages", or a failed prune), observable;
+// and readiness, which is not the same thing.
+//
+// A per-object error makes health degraded (with the count and the last few failing keys) but never
+// unready: readiness depends only on the reconciler being started, its table initialized and its
+// loop alive. So a readiness probe does not flap while one object fails and is retried.
 //
 // Invariants: listeners are called only when the level or the message changes, synchronously at
 // the end of the round that changed it, and a listener that throws does not stop the others (its
@@ -6,9 +11,22 @@
 
 export type HealthLevel = 'ok' | 'degraded' | 'stopped'
 
+/** An object failing now: its key, its error, and whether it is a delete. */
+export interface FailingObject {
+  readonly key: string
+  readonly error: string
+  readonly deleted: boolean
+}
+
 export interface Health {
   readonly level: HealthLevel
   readonly message: string
+  /** Started, table initialized and its initial objects acted on, loop alive. Object errors do not count. */
+  readonly ready: boolean
+  /** Why not ready (absent when ready). */
+  readonly notReady?: string
+  /** The first few failing objects (HEALTH_MESSAGES of them), with keys. */
+  readonly failing: readonly FailingObject[]
   /** Objects in the table at the last round. */
   readonly objects: number
   /** Objects failing now (updates in error and deletes that have not reached the target). */
@@ -27,6 +45,9 @@ export interface HealthInput {
   errors: number
   messages: readonly string[]
   pruneError: string | undefined
+  failing?: readonly FailingObject[]
+  /** Undefined when ready, else why not. */
+  notReady: string | undefined
 }
 
 export function describeHealth(h: HealthInput): { level: HealthLevel; message: string } {
@@ -38,7 +59,7 @@ export function describeHealth(h: HealthInput): { level: HealthLevel; message: s
 }
 
 export class HealthReporter {
-  private value: Health = { level: 'ok', message: 'starting', objects: 0, errors: 0, updatedAt: Date.now() }
+  private value: Health = { level: 'ok', message: 'starting', ready: false, notReady: 'not started', failing: [], objects: 0, errors: 0, updatedAt: Date.now() }
   private readonly listeners = new Set<(h: Health) => void>()
 
   get current(): Health {
@@ -53,17 +74,21 @@ export class HealthReporter {
 
   update(input: HealthInput): void {
     const { level, message } = describeHealth(input)
-    this.set({ level, message, objects: input.objects, errors: input.errors, pruneError: input.pruneError, updatedAt: Date.now() })
+    const next: Health = {
+      level, message, ready: input.notReady === undefined, failing: input.failing ?? [],
+      objects: input.objects, errors: input.errors, pruneError: input.pruneError, updatedAt: Date.now(),
+    }
+    this.set(input.notReady === undefined ? next : { ...next, notReady: input.notReady })
   }
 
   stopped(): void {
-    this.set({ ...this.value, level: 'stopped', message: 'stopped', updatedAt: Date.now() })
+    this.set({ ...this.value, level: 'stopped', message: 'stopped', ready: false, notReady: 'stopped', updatedAt: Date.now() })
   }
 
   private set(next: Health): void {
     const prev = this.value
     this.value = next
-    if (prev.level === next.level && prev.message === next.message) return
+    if (prev.level === next.level && prev.message === next.message && prev.ready === next.ready) return
     for (const fn of this.listeners) {
       try {
         fn(next)

@@ -30,7 +30,7 @@ export {
 export { StoppedError } from './engine.ts'
 export type { FullReport } from './full.ts'
 export { RetryQueue, type RetryItem } from './retries.ts'
-export { describeHealth, type Health, type HealthLevel } from './health.ts'
+export { describeHealth, type Health, type HealthLevel, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'
 export { waitForReconciliation, type WaitOptions } from './wait.ts'

@@ -17,7 +17,7 @@ import type { ChangeIterator, Watch } from '@statewright/statedb'
 import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
 import { Engine, StoppedError } from './engine.ts'
 import { fullReconciliation, markForRefresh, RefreshBudget, type FullReport } from './full.ts'
-import { HEALTH_MESSAGES, HealthReporter, type Health } from './health.ts'
+import { HEALTH_MESSAGES, HealthReporter, type FailingObject, type Health } from './health.ts'
 import { incrementalRound } from './incremental.ts'
 import { RevisionWaiters } from './wait.ts'
 
@@ -62,6 +62,8 @@ export class Reconciler<Obj> {
   private roundLimiter: Bottleneck | undefined
   private fullRequests: FullRequest[] = []
   private nextFullAt = Infinity
+  /** A round has acted on the initialized table (readiness). */
+  private initialRoundDone = false
   private nextRefreshAt = Infinity
   private lastPruneError: string | undefined
   private lastFull: FullReport | undefined
@@ -84,6 +86,7 @@ export class Reconciler<Obj> {
     if (this.running) return this
     if (this.stopping) throw new Error(`reconciler "${this.name}" is stopping: await stop() before start()`)
     this.running = true
+    this.initialRoundDone = false
     this.waiters.reset()
     this.engine.start()
     const rounds = this.config.rateLimit.rounds
@@ -216,7 +219,10 @@ export class Reconciler<Obj> {
           this.nextRefreshAt = now + Math.min(this.config.refreshIntervalMs, 1000)
         }
 
+        // ready once a round has acted on a table that was initialized when the round began
+        const initializedBefore = this.initialRoundDone || table.initialized(db.readTxn())[0]
         const r = await incrementalRound(this.engine, iter, startRevision)
+        if (initializedBefore) this.initialRoundDone = true
         this.counters.rounds++
         this.counters.objects += r.objects
         this.counters.dropped += r.dropped
@@ -230,6 +236,12 @@ export class Reconciler<Obj> {
           continue
         }
         watches.push(r.watch)
+        if (!this.initialRoundDone) {
+          // not ready yet: wake when the table is initialized (that writes no object), then run a round
+          const [initialized, initWatch] = table.initialized(db.readTxn())
+          if (initialized) continue
+          watches.push(initWatch)
+        }
         await this.sleep(watches, Math.min(nextRetry ?? Infinity, fullAt, this.nextRefreshAt))
       }
     } catch (err) {
@@ -237,7 +249,8 @@ export class Reconciler<Obj> {
         // A bug or a statedb failure: report it loudly rather than spin.
         console.error(`reconciler "${this.name}" loop failed:`, err)
         this.running = false
-        this.healthReporter.update({ objects: 0, errors: 1, messages: [`loop failed: ${(err as Error)?.message ?? err}`], pruneError: this.lastPruneError })
+        const msg = `loop failed: ${(err as Error)?.message ?? err}`
+        this.healthReporter.update({ objects: 0, errors: 1, messages: [msg], pruneError: this.lastPruneError, notReady: msg })
       }
     }
   }
@@ -261,12 +274,16 @@ export class Reconciler<Obj> {
   private report(): void {
     const retries = this.engine.retries
     const messages: string[] = []
+    const failing: FailingObject[] = []
     for (const i of retries.values()) {
       if (messages.length >= HEALTH_MESSAGES) break
-      messages.push(`${i.deleted ? 'delete ' : ''}${showKey(i.key)}: ${i.error}`)
+      const key = showKey(i.key)
+      messages.push(`${i.deleted ? 'delete ' : ''}${key}: ${i.error}`)
+      failing.push({ key, error: i.error, deleted: i.deleted })
     }
     const objects = this.config.table.count(this.config.db.readTxn())
-    this.healthReporter.update({ objects, errors: retries.size, messages, pruneError: this.lastPruneError })
+    const notReady = this.initialRoundDone ? undefined : `table "${this.config.table.name}" not initialized yet`
+    this.healthReporter.update({ objects, errors: retries.size, messages, failing, pruneError: this.lastPruneError, notReady })
     this.config.metrics?.state(this.name, retries.size, retries.size)
   }
 

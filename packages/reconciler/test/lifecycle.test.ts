@@ -33,6 +33,44 @@ test('health: ok with the object count, degraded with error count and first mess
   assert.is(s.rec.health.level, 'stopped')
 })
 
+test('readiness: not before the table is initialized; never lost to object errors (degraded, with keys); lost on stop', async () => {
+  const s = setup({ retry: { minMs: 10, maxMs: 10 } })
+  const wtxn = await s.db.writeTxn(s.table)
+  const markInitialized = s.table.registerInitializer(wtxn, 'loader')
+  wtxn.commit()
+  const seen: Health[] = []
+  s.rec.onHealth((h) => seen.push(h))
+  s.target.failUpdate = (o) => (o.id.startsWith('bad') ? new Error(`cannot write ${o.id}`) : undefined)
+  s.rec.start()
+  try {
+    let rev = await s.insert('good', 1)
+    await s.rec.waitForRevision(rev, { signal: within(2000) })
+    assert.is(s.rec.health.ready, false, 'not ready while the table is not initialized')
+    assert.match(s.rec.health.notReady ?? '', 'not initialized')
+    const init = await s.db.writeTxn(s.table)
+    markInitialized(init)
+    init.commit()
+    await until(() => s.rec.health.ready, 2000, 'ready after initialization')
+    for (const id of ['bad1', 'bad2', 'bad3', 'bad4']) rev = await s.insert(id, 1)
+    await s.rec.waitForRevision(rev, { signal: within(2000) })
+    await until(() => s.rec.health.errors === 4, 2000, 'four failing')
+    const h = s.rec.health
+    assert.is(h.level, 'degraded')
+    assert.is(h.ready, true, 'object errors do not make it unready')
+    assert.equal(h.failing.map((f) => [f.key, f.error]), [['bad1', 'cannot write bad1'], ['bad2', 'cannot write bad2'], ['bad3', 'cannot write bad3']])
+    // retries keep failing for a while: readiness never flaps
+    const before = seen.length
+    await until(() => s.target.count('update', 'bad1', false) >= 3, 2000, 'retries')
+    assert.ok(seen.slice(before).every((x) => x.ready), 'ready through every retry')
+  } finally {
+    await s.rec.stop()
+  }
+  assert.is(s.rec.health.ready, false)
+  assert.is(s.rec.health.notReady, 'stopped')
+  const readiness = seen.map((h) => h.ready).filter((r, i, a) => i === 0 || a[i - 1] !== r)
+  assert.equal(readiness, [false, true, false], 'unready -> ready -> stopped, no flapping')
+})
+
 test('waitForReconciliation resolves when nothing is pending and reports objects in error', async () => {
   const s = setup({ retry: { minMs: 60_000, maxMs: 60_000 } })
   s.target.failUpdate = (o) => (o.id === 'bad' ? new Error('rejected') : undefined)
