@@ -4,7 +4,10 @@
 //   PATCH); an Event the server no longer has (expired) is created again;
 // - rate limiting: a token bucket per involved object (default burst 25, one token per 5 minutes,
 //   like client-go's spam filter). A new event without a token is dropped; a repeat without a token
-//   is still counted and its count is written when a token comes (one timer for the recorder);
+//   is still counted and its count is written when a token comes (one timer for the recorder).
+//   This is a counter per object, not a limiter: it decides to drop or to aggregate and never
+//   queues work, which is what bottleneck (a scheduler of jobs, one timer per limiter) would do;
+//   thousands of objects share one timer here;
 // - recording never throws and never blocks the caller: writes are queued, one at a time per Event;
 //   flush() waits for them, close() stops the timer and waits for what is in flight.
 import { isNotFound, type Cluster } from './cluster.ts'
