@@ -29,7 +29,7 @@ test('runner output: plain text off a terminal, failures with file, name and dif
     assert.match(out, /Actual:[\s\S]*"n":.1[\s\S]*Expected:[\s\S]*"n":.2/)
     assert.match(out, new RegExp(`${join(dir, 'a')}\\s+1 passed, 0 failed`))
     assert.match(out, new RegExp(`${join(dir, 'b')}\\s+0 passed, 1 failed`))
-    assert.match(out, /\n1 passed, 1 failed\n$/)
+    assert.match(r.stdout, /\n1 passed, 1 failed\n$/, `stderr: ${r.stderr}`)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
