@@ -1,0 +1,197 @@
+// derive: incremental table -> table with joins, deletes, initialization, per-object errors with
+// backoff, and cost proportional to the change (fn calls counted). A randomized test compares the
+// output table with a plain recomputation over Maps after every step.
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import fc from 'fast-check'
+import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
+import { derive, type Derivation } from '@statewright/controller'
+
+setValidation(true)
+
+interface Site { name: string; team: string; replicas: number }
+interface Team { name: string; owner: string }
+interface Out { name: string; site: string; owner: string; replicas: number }
+const siteName = defineIndex<Site, string>({ name: 'name', key: (s) => s.name, unique: true })
+const teamName = defineIndex<Team, string>({ name: 'name', key: (t) => t.name, unique: true })
+const outName = defineIndex<Out, string>({ name: 'name', key: (o) => o.name, unique: true })
+
+function tables() {
+  const sites = new Table<Site>({ name: 'sites', primary: siteName })
+  const teams = new Table<Team>({ name: 'teams', primary: teamName })
+  const out = new Table<Out>({ name: 'out', primary: outName })
+  const db = new DB({ tables: [sites, teams, out] })
+  return { sites, teams, out, db }
+}
+type T = ReturnType<typeof tables>
+
+/** One output per replica, joined with the site's team for its owner; replicas < 0 throws. */
+function start(t: T, extra: Partial<Parameters<typeof derive<Site, Out>>[0]> = {}): Promise<Derivation<Site, Out>> {
+  return derive<Site, Out>({
+    db: t.db, from: t.sites, joins: [t.teams], to: t.out, retry: { minMs: 5, maxMs: 20 },
+    fn: (s, ctx) => {
+      if (s.replicas < 0) throw new Error(`replicas must not be negative (${s.replicas})`)
+      const owner = ctx.get(t.teams, teamName.query(s.team))?.owner ?? 'nobody'
+      return Array.from({ length: s.replicas }, (_, i) => ({ name: `${s.name}-${i}`, site: s.name, owner, replicas: s.replicas }))
+    },
+    ...extra,
+  })
+}
+const settle = (t: T, d: Derivation<any, any>) => d.waitFor(t.db.readTxn(), AbortSignal.timeout(5000))
+const names = (t: T) => t.out.all(t.db.readTxn()).toArray().map((o) => `${o.name}:${o.owner}`).sort()
+
+test('derives, joins, deletes; fn runs only for what a change touches', async () => {
+  const t = tables()
+  await t.db.write([t.sites, t.teams], (w) => {
+    t.teams.insert(w, { name: 'a', owner: 'alice' })
+    for (let i = 0; i < 50; i++) t.sites.insert(w, { name: `s${i}`, team: i % 2 ? 'a' : 'b', replicas: 1 })
+  })
+  const d = await start(t)
+  try {
+    await settle(t, d)
+    assert.is(d.runs, 50)
+    assert.is(t.out.count(t.db.readTxn()), 50)
+    assert.is(t.out.get(t.db.readTxn(), outName.query('s1-0'))!.owner, 'alice')
+    // one site changes: one run
+    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 's3', team: 'a', replicas: 3 }) })
+    await settle(t, d)
+    assert.is(d.runs, 51)
+    assert.equal(names(t).filter((n) => n.startsWith('s3-')), ['s3-0:alice', 's3-1:alice', 's3-2:alice'])
+    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 's3', team: 'a', replicas: 1 }) })
+    await settle(t, d)
+    assert.equal(names(t).filter((n) => n.startsWith('s3-')), ['s3-0:alice'], 'outputs no longer produced are deleted')
+    // a joined object changes: only its 25 readers run again
+    await t.db.write(t.teams, (w) => { t.teams.insert(w, { name: 'a', owner: 'ann' }) })
+    await settle(t, d)
+    assert.is(d.runs, 52 + 25)
+    assert.is(t.out.get(t.db.readTxn(), outName.query('s1-0'))!.owner, 'ann')
+    // a team that did not exist appears: its readers (who got "nobody") run again
+    await t.db.write(t.teams, (w) => { t.teams.insert(w, { name: 'b', owner: 'bob' }) })
+    await settle(t, d)
+    assert.is(d.runs, 77 + 25)
+    assert.is(t.out.get(t.db.readTxn(), outName.query('s0-0'))!.owner, 'bob')
+    // an unrelated team: nothing runs
+    await t.db.write(t.teams, (w) => { t.teams.insert(w, { name: 'zzz', owner: 'z' }) })
+    await settle(t, d)
+    assert.is(d.runs, 102)
+    // a deleted input takes its outputs
+    await t.db.write(t.sites, (w) => { t.sites.delete(w, { name: 's0' } as Site) })
+    await settle(t, d)
+    assert.is(t.out.get(t.db.readTxn(), outName.query('s0-0')), undefined)
+    assert.is(d.runs, 102, 'a delete needs no run')
+  } finally {
+    await d.stop()
+  }
+})
+
+test('to is initialized only once every from table is, and after a round derived from them', async () => {
+  const t = tables()
+  const w = await t.db.writeTxn(t.sites)
+  const done = t.sites.registerInitializer(w, 'sites-loader')
+  t.sites.insert(w, { name: 'x', team: 'a', replicas: 2 })
+  w.commit()
+  const d = await start(t)
+  try {
+    await settle(t, d)
+    assert.is(t.out.initialized(t.db.readTxn())[0], false)
+    assert.is(d.health().ready, false)
+    const [, initWatch] = t.out.initialized(t.db.readTxn())
+    await t.db.write(t.sites, (w2) => done(w2))
+    await initWatch.wait(AbortSignal.timeout(5000))
+    assert.is(t.out.count(t.db.readTxn()), 2, 'the outputs are there when to says initialized')
+    assert.is(d.health().ready, true)
+  } finally {
+    await d.stop()
+  }
+})
+
+test('a throwing fn is a per-object error (errors table, health), retried with backoff, never stopping the rest', async () => {
+  const t = tables()
+  await t.db.write(t.sites, (w) => {
+    t.sites.insert(w, { name: 'good', team: 'a', replicas: 1 })
+    t.sites.insert(w, { name: 'bad', team: 'a', replicas: -1 })
+  })
+  const d = await start(t)
+  try {
+    await settle(t, d)
+    const errs = d.failures()
+    assert.equal(errs.map((e) => [e.input, e.error]), [['sites bad', 'replicas must not be negative (-1)']])
+    const [, w] = d.errors.allWatch(t.db.readTxn())
+    await w.wait(AbortSignal.timeout(5000)) // a retry rewrites the row with more attempts
+    assert.ok(d.failures()[0]!.attempts >= 2, 'retried')
+    assert.is(d.health().level, 'degraded')
+    assert.match(d.health().message, 'sites bad: replicas must not be negative')
+    assert.is(d.health().ready, true, 'an object error does not make it unready')
+    assert.equal(names(t), ['good-0:nobody'])
+    // the input is fixed: the error goes and its outputs appear
+    await t.db.write(t.sites, (w2) => { t.sites.insert(w2, { name: 'bad', team: 'a', replicas: 1 }) })
+    await settle(t, d)
+    assert.equal(d.failures(), [])
+    assert.is(d.health().level, 'ok')
+    assert.equal(names(t), ['bad-0:nobody', 'good-0:nobody'])
+  } finally {
+    await d.stop()
+  }
+})
+
+test('an output validate refuses is a per-object error naming the input; earlier outputs stay', async () => {
+  const t = tables()
+  await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'v', team: 'a', replicas: 1 }) })
+  const d = await start(t, { validate: (o) => (o.replicas > 2 ? `${o.name}: at most 2 replicas` : undefined) })
+  try {
+    await settle(t, d)
+    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'v', team: 'a', replicas: 3 }) })
+    await settle(t, d)
+    assert.equal(d.failures().map((e) => [e.input, e.error]), [['sites v', 'output refused: v-0: at most 2 replicas']])
+    assert.equal(names(t), ['v-0:nobody'], 'the last good outputs stay')
+  } finally {
+    await d.stop()
+  }
+})
+
+test('reading a table not declared in joins is an error naming it', async () => {
+  const t = tables()
+  await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'j', team: 'a', replicas: 1 }) })
+  const d = await start(t, { joins: [] })
+  try {
+    await settle(t, d)
+    assert.match(d.failures()[0]!.error, 'fn read table "teams", which is not in `joins`')
+  } finally {
+    await d.stop()
+  }
+})
+
+test('randomized: after every step the output equals a from-scratch computation over Maps', async () => {
+  await fc.assert(fc.asyncProperty(
+    fc.array(fc.oneof(
+      fc.record({ op: fc.constant('site' as const), name: fc.constantFrom('a', 'b', 'c', 'd'), team: fc.constantFrom('x', 'y'), replicas: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({ op: fc.constant('unsite' as const), name: fc.constantFrom('a', 'b', 'c', 'd') }),
+      fc.record({ op: fc.constant('team' as const), name: fc.constantFrom('x', 'y'), owner: fc.constantFrom('o1', 'o2') }),
+      fc.record({ op: fc.constant('unteam' as const), name: fc.constantFrom('x', 'y') }),
+    ), { minLength: 1, maxLength: 25 }),
+    async (ops) => {
+      const t = tables()
+      const sites = new Map<string, Site>()
+      const teams = new Map<string, Team>()
+      const d = await start(t)
+      try {
+        for (const o of ops) {
+          await t.db.write([t.sites, t.teams], (w) => {
+            if (o.op === 'site') { const s = { name: o.name, team: o.team, replicas: o.replicas }; sites.set(o.name, s); t.sites.insert(w, s) }
+            if (o.op === 'unsite') { sites.delete(o.name); t.sites.delete(w, { name: o.name } as Site) }
+            if (o.op === 'team') { const x = { name: o.name, owner: o.owner }; teams.set(o.name, x); t.teams.insert(w, x) }
+            if (o.op === 'unteam') { teams.delete(o.name); t.teams.delete(w, { name: o.name } as Team) }
+          })
+          await settle(t, d)
+          const want: string[] = []
+          for (const s of sites.values()) for (let i = 0; i < s.replicas; i++) want.push(`${s.name}-${i}:${teams.get(s.team)?.owner ?? 'nobody'}`)
+          assert.equal(names(t), want.sort())
+        }
+      } finally {
+        await d.stop()
+      }
+    },
+  ), { numRuns: 60 })
+})
+
+test.run()
