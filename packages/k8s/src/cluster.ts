@@ -31,6 +31,18 @@ export interface ClusterOptions {
   maxRetryAfter?: number
   /** User-Agent header (default "statewright/0.1"). */
   userAgent?: string
+  /** Called when each request is answered (code 0: no answer); for REST client metrics. Must not throw. */
+  onResponse?: (r: RequestRecord) => void
+}
+
+/** One answered request, as client-go's REST client metrics see it. */
+export interface RequestRecord {
+  method: string
+  /** HTTP status, 0 for a transport error. */
+  code: number
+  host: string
+  seconds: number
+  watch: boolean
 }
 
 export interface RequestOptions {
@@ -90,6 +102,7 @@ export class Cluster {
   private readonly isHttps: boolean
   private readonly maxRetryAfter: number
   private readonly userAgent: string
+  private readonly responseListeners = new Set<(r: RequestRecord) => void>()
   private auth: AuthSnapshot | undefined
   private authPending: Promise<AuthSnapshot> | undefined
   private pausedUntil = 0
@@ -119,6 +132,7 @@ export class Cluster {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 30_000
     this.maxRetryAfter = opts.maxRetryAfter ?? 10
     this.userAgent = opts.userAgent ?? 'statewright/0.1'
+    if (opts.onResponse) this.responseListeners.add(opts.onResponse)
     const maxSockets = opts.maxSockets ?? 64
     if (this.isHttps) {
       // TLS material comes from the kubeconfig (client-node reads files and inline data).
@@ -239,16 +253,20 @@ export class Cluster {
         signal: o.signal,
       })
       this.stats.requests++
+      const started = performance.now()
+      const record = (code: number) => this.record('GET', code, started, true)
       const deadline = setTimeout(() => req.destroy(new ApiError(`watch ${u.pathname}: no end after ${o.deadlineMs} ms`, 0, 'Timeout')), o.deadlineMs)
       deadline.unref()
       req.on('close', () => clearTimeout(deadline))
       req.on('error', (e) => {
         clearTimeout(deadline)
         this.stats.errors++
+        record(0)
         reject(transportError('GET', u.pathname, o.what, e))
       })
       req.on('response', (res) => {
         const status = res.statusCode ?? 0
+        record(status)
         if (status >= 200 && status < 300) {
           resolve(res)
           return
@@ -278,6 +296,7 @@ export class Cluster {
       headers['Content-Length'] = payload.length
     }
     this.stats.requests++
+    const started = performance.now()
     const timeoutMs = o.timeoutMs ?? this.requestTimeoutMs
     return new Promise((resolve, reject) => {
       const req = (this.isHttps ? https : http).request(u, { method, agent: this.agent, headers, signal: o.signal })
@@ -285,9 +304,11 @@ export class Cluster {
       timer.unref()
       req.on('error', (e) => {
         clearTimeout(timer)
+        this.record(method, 0, started, false)
         reject(transportError(method, u.pathname, o.what, e))
       })
       req.on('response', (res) => {
+        this.record(method, res.statusCode ?? 0, started, false)
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
         res.on('error', (e) => {
@@ -301,6 +322,24 @@ export class Cluster {
       })
       req.end(payload)
     })
+  }
+
+  /** Calls fn when each request is answered (REST client metrics). Returns the unsubscribe function. */
+  onResponse(fn: (r: RequestRecord) => void): () => void {
+    this.responseListeners.add(fn)
+    return () => { this.responseListeners.delete(fn) }
+  }
+
+  private record(method: string, code: number, started: number, watch: boolean): void {
+    if (this.responseListeners.size === 0) return
+    const r: RequestRecord = { method, code, host: this.server.host, seconds: (performance.now() - started) / 1000, watch }
+    for (const fn of this.responseListeners) {
+      try {
+        fn(r)
+      } catch {
+        // a metrics hook must never break a request
+      }
+    }
   }
 
   private toError(o: RequestOptions, code: number, headers: http.IncomingHttpHeaders, body: Buffer): ApiError {

@@ -1,6 +1,6 @@
 // @statewright/k8s: mirror a Kubernetes cluster into statedb tables (reflectors) and drive a cluster
 // from a table of desired objects (targets for the reconciler). The one public face of the package.
-export { Cluster, ApiError, isNotFound, isConflict, isGone, type ClusterOptions, type RequestOptions } from './cluster.ts'
+export { Cluster, ApiError, isNotFound, isConflict, isGone, type ClusterOptions, type RequestOptions, type RequestRecord } from './cluster.ts'
 export {
   resolveKind, collectionPath, objectPath, namespacedName, describe, groupKind, splitApiVersion,
   type KubeObject, type KindRef, type ResourceRef,

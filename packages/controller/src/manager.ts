@@ -1,0 +1,367 @@
+// The Manager: one object that owns a controller's parts and runs them, as controller-runtime's does.
+// It owns the DB, the cluster client, reflectors (watch), derivations into one desired table, the
+// Target that applies that table (server-side apply, prune of what it owns), the reconciler driving
+// it, drift repair of what it owns, Events, optional leader election, and one HTTP server.
+// Invariants:
+// - Parts are declared before start(); start() runs them once (a second start throws) and fails
+//   fast (a port in use) before anything touches the cluster.
+// - With leader election, reflectors run on every replica (warm caches); derivations, the reconciler,
+//   drift repair and leaderOnly parts run only during a term.
+// - Readiness never depends on an object's error: only on initialization, stopped parts and lost
+//   watches. Object errors show as degraded health with counts and examples (/statusz).
+// - stop() is graceful and idempotent: intake stops first, in-flight applies get until the deadline,
+//   then everything stops and the Lease is released. SIGTERM and SIGINT call it.
+import { DB, Table, defineIndex } from '@statewright/statedb'
+import { Reconciler, type BatchEntry, type Health, type PromRegistry } from '@statewright/reconciler'
+import {
+  Cluster, DriftWatcher, EventRecorder, K8sMetrics, LeaderElector, Reflector, Target, desired, leaderOnly, namespacedName, newDesiredTable,
+  type DesiredObject, type DesiredTable, type KindRef, type KubeObject, type RepairPacing, type ReflectorOptions,
+} from '@statewright/k8s'
+import { Derivation, type DeriveContext } from './derive.ts'
+import { ManagerServer, type HttpOptions } from './http.ts'
+import { createLogger, type Logger } from './logging.ts'
+import { ControllerMetrics, loadPromClient } from './metrics.ts'
+
+/** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
+export interface Component {
+  readonly name: string
+  start(): void | Promise<unknown>
+  stop(): Promise<void>
+  /** Readiness and health; absent: always ready. */
+  health?(): ComponentHealth
+  /** Runs only while this replica leads (default false). */
+  leaderOnly?: boolean
+  /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
+  converged?(signal: AbortSignal): Promise<void>
+}
+
+export interface ComponentHealth {
+  ready: boolean
+  level: 'ok' | 'degraded' | 'stopped'
+  message: string
+  /** Object errors, a few, with keys. */
+  failing?: ReadonlyArray<{ key: string; error: string }>
+}
+
+export interface ManagerOptions {
+  /** The controller's name: field manager, owner label value, Event source, metrics label. */
+  name: string
+  /** The cluster (default: KUBECONFIG or in-cluster config). A given cluster is not closed by stop(). */
+  cluster?: Cluster
+  /** The HTTP server (default port 8080 on 127.0.0.1); false: none. */
+  http?: HttpOptions | false
+  logger?: Logger
+  /** A prom-client Registry for every metric (default: a new one when prom-client is installed). */
+  registry?: PromRegistry
+  /** Run the leader-only parts only while holding this Lease. */
+  leaderElection?: { namespace: string; name?: string; identity?: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number }
+  /** Stop gracefully on SIGTERM/SIGINT, then exit (default true). */
+  handleSignals?: boolean
+  /** How long stop() lets in-flight applies finish (default 30 000 ms). */
+  shutdownTimeoutMs?: number
+  /** Backoff of failing applies (default 100 ms doubling up to 60 s). */
+  retry?: { minMs?: number; maxMs?: number }
+  /** Pacing of drift repairs and fight detection. */
+  drift?: RepairPacing
+  /** Full reconciliation (with prune) every this many ms (default 300 000; 0: never). */
+  fullReconciliationIntervalMs?: number
+  /** Limit pruning to one namespace (default: every namespace). */
+  pruneNamespace?: string
+}
+
+export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields'> {
+  /** The table's name (default: the kind, lower case, plural-ish: "sites"). */
+  name?: string
+}
+
+export interface ManagedDeriveOptions<In> {
+  name?: string
+  from: Table<In> | ReadonlyArray<Table<In>>
+  joins?: ReadonlyArray<Table<any>>
+  /** The objects this input wants in the cluster (applied by server-side apply, pruned when gone). */
+  fn: (input: In, ctx: DeriveContext) => KubeObject | readonly KubeObject[] | undefined | null
+  /** Kinds this derivation produces: pruned and watched for drift (like controller-runtime's Owns). */
+  owns?: KindRef[]
+}
+
+const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true })
+const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'PersistentVolume', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'StorageClass', 'PriorityClass', 'GatewayClass'])
+
+export class Manager {
+  readonly name: string
+  readonly db = new DB()
+  readonly cluster: Cluster
+  readonly logger: Logger
+  readonly desired: DesiredTable
+  readonly target: Target
+  readonly reconciler: Reconciler<DesiredObject>
+  readonly events: EventRecorder
+  readonly registry: PromRegistry | undefined
+  /** Reflectors, by table name. */
+  readonly reflectors = new Map<string, Reflector<KubeObject>>()
+  /** What each reflector reflects, by table name (waitForConvergence lists the same). */
+  readonly watched = new Map<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions }>()
+  readonly derivations: Derivation<any, DesiredObject>[] = []
+  readonly drift: DriftWatcher[] = []
+  readonly components: Component[] = []
+  private readonly o: ManagerOptions
+  private readonly ownsCluster: boolean
+  private readonly owned = new Map<string, KindRef>()
+  private readonly metrics: ControllerMetrics | undefined
+  private readonly k8sMetrics: K8sMetrics | undefined
+  private readonly server: ManagerServer | undefined
+  private elector: LeaderElector | undefined
+  private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new'
+  private stopping: Promise<void> | undefined
+  private leading = false
+  private url_: string | undefined
+  private readonly offSignals: Array<() => void> = []
+  private offMetrics: (() => void) | undefined
+
+  constructor(o: ManagerOptions) {
+    if (!o.name) throw new Error('Manager: `name` is required (field manager and owner label value)')
+    this.o = o
+    this.name = o.name
+    this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
+    this.registry = o.registry ?? (loadPromClient() ? new (loadPromClient()!.Registry)() : undefined)
+    this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
+    this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
+    this.ownsCluster = !o.cluster
+    this.cluster = o.cluster ?? new Cluster()
+    if (this.metrics) this.offMetrics = this.cluster.onResponse(this.metrics.request)
+    this.desired = newDesiredTable('desired')
+    this.db.register(this.desired.table)
+    this.target = new Target({ clusters: this.cluster, fieldManager: o.name, ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}) })
+    this.events = new EventRecorder({ cluster: this.cluster, component: o.name, onError: (err) => this.logger.warn({ err }, 'event not recorded') })
+    this.reconciler = this.makeReconciler()
+    if (o.http !== false) {
+      this.server = new ManagerServer(o.http ?? {}, {
+        db: this.db, registry: this.registry,
+        live: () => this.state === 'running' || this.state === 'starting',
+        ready: () => this.readiness(),
+        status: () => this.status(),
+      })
+    }
+  }
+
+  /** Reflects a kind into a new table (call before start). */
+  watch(kind: KindRef, opts: WatchOptions = {}): Table<KubeObject> {
+    this.notStarted('watch')
+    const name = opts.name ?? `${kind.kind.toLowerCase()}s`
+    const table = new Table<KubeObject>({ name, primary: byName })
+    this.db.register(table)
+    const log = this.logger.child({ reflector: name, cluster: this.cluster.name })
+    const { name: _n, ...ropts } = opts
+    this.watched.set(name, { kind, table, options: opts })
+    this.reflectors.set(name, new Reflector({
+      cluster: this.cluster, db: this.db, table, kind, name, ...ropts, ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
+      onError: (err) => log.warn({ err: err.message }, 'list/watch failed; retrying with backoff'),
+    }))
+    return table
+  }
+
+  /** Derives desired objects from tables: what `fn` returns is applied, and deleted when no longer returned. */
+  derive<In>(o: ManagedDeriveOptions<In>): Derivation<In, DesiredObject> {
+    this.notStarted('derive')
+    for (const k of o.owns ?? []) {
+      const id = `${k.apiVersion}/${k.kind}`
+      if (this.owned.has(id)) continue
+      this.owned.set(id, k)
+      this.watchOwned(k)
+    }
+    const d = new Derivation<In, DesiredObject>({
+      db: this.db, from: o.from, to: this.desired.table, logger: this.logger,
+      ...(o.name ? { name: o.name } : {}), ...(o.joins ? { joins: o.joins } : {}),
+      fn: (input, ctx) => {
+        const r = o.fn(input, ctx)
+        const objs = r === undefined || r === null ? [] : Array.isArray(r) ? (r as readonly KubeObject[]) : [r as KubeObject]
+        return objs.map((obj) => desired(obj))
+      },
+      validate: (out) => {
+        const m = out.object?.metadata
+        if (!out.object?.apiVersion || !out.object?.kind) return 'the object has no apiVersion or kind'
+        if (!m?.name) return `the ${out.object.kind} has no metadata.name`
+        if (!m.namespace && !CLUSTER_SCOPED.has(out.object.kind)) return `the ${out.object.kind} "${m.name}" has no metadata.namespace`
+        return undefined
+      },
+      equals: (a, b) => JSON.stringify(a.object) === JSON.stringify(b.object),
+    })
+    this.derivations.push(d)
+    return d
+  }
+
+  /** Adds a part with a lifecycle (started by start(), stopped by stop()). */
+  add(c: Component): void {
+    this.notStarted('add')
+    this.components.push(c)
+  }
+
+  /** The HTTP server's base URL once started. */
+  get url(): string | undefined { return this.url_ }
+
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
+    this.state = 'starting'
+    try {
+      if (this.server) this.url_ = await this.server.listen()
+      for (const r of this.reflectors.values()) await r.start()
+      const leaderParts: Array<{ name: string; start(): unknown; stop(): Promise<void> }> = [...this.derivations, this.reconciler, ...this.drift.map((d, i) => ({ name: `drift-${i}`, start: () => d.start(), stop: () => d.stop() })), ...this.components.filter((c) => c.leaderOnly)]
+      for (const c of this.components.filter((c) => !c.leaderOnly)) await c.start()
+      const le = this.o.leaderElection
+      if (le) {
+        const parts = leaderOnly(...leaderParts.map((p) => ({
+          start: () => { void Promise.resolve(p.start()).catch((err) => this.logger.error({ err, part: p.name }, 'a part failed to start')) },
+          stop: () => p.stop(),
+        })))
+        this.metrics?.leading(this.name, false)
+        this.elector = new LeaderElector({
+          cluster: this.cluster, namespace: le.namespace, name: le.name ?? this.name,
+          ...(le.identity ? { identity: le.identity } : {}), ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
+          ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}), ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+          onStartedLeading: (term) => {
+            this.leading = true
+            this.metrics?.leading(this.name, true)
+            this.logger.info({}, 'started leading')
+            return parts.onStartedLeading!(term)
+          },
+          onStoppedLeading: async (term, reason) => {
+            this.leading = false
+            this.metrics?.leading(this.name, false)
+            this.logger.info({ reason }, 'stopped leading')
+            await parts.onStoppedLeading!(term, reason)
+          },
+          onNewLeader: (id) => this.logger.info({ leader: id }, 'new leader'),
+          onError: (err) => this.logger.warn({ err: err.message }, 'leader election request failed'),
+        })
+        this.elector.start()
+      } else {
+        for (const p of leaderParts) await p.start()
+        this.leading = true
+        this.metrics?.leading(this.name, true)
+      }
+      if (this.o.handleSignals !== false) this.trapSignals()
+      this.state = 'running'
+      this.logger.info({ url: this.url_, leaderElection: !!le }, 'manager started')
+    } catch (err) {
+      this.logger.error({ err }, 'manager failed to start')
+      await this.stop().catch(() => {})
+      throw err
+    }
+  }
+
+  /** Stops gracefully (idempotent): intake first, in-flight applies until the deadline, then the rest. */
+  stop(): Promise<void> {
+    if (this.state === 'new') { this.state = 'stopped'; return Promise.resolve() }
+    this.stopping ??= this.shutdown()
+    return this.stopping
+  }
+
+  private async shutdown(): Promise<void> {
+    this.state = 'stopping'
+    this.logger.info({}, 'manager stopping')
+    for (const off of this.offSignals.splice(0)) off()
+    for (const r of this.reflectors.values()) await r.stop()
+    for (const d of this.derivations) await d.stop()
+    if (this.reconciler.isRunning) {
+      const rev = this.desired.table.revision(this.db.readTxn())
+      const deadline = AbortSignal.timeout(this.o.shutdownTimeoutMs ?? 30_000)
+      await this.reconciler.waitForRevision(rev, { signal: deadline }).catch(() => this.logger.warn({}, 'shutdown deadline passed with applies in flight'))
+    }
+    if (this.elector) await this.elector.stop() // stops the leader-only parts (awaited) and releases the Lease
+    await this.reconciler.stop()
+    for (const d of this.drift) await d.stop()
+    for (const c of this.components) await c.stop()
+    await this.events.close()
+    await this.server?.close()
+    this.offMetrics?.()
+    if (this.ownsCluster) await this.cluster.close()
+    this.state = 'stopped'
+    this.logger.info({}, 'manager stopped')
+  }
+
+  // ---- health ----
+
+  /** Ready: every part initialized and running, no watch lost. Object errors do not count. */
+  readiness(): { ready: boolean; reasons: string[] } {
+    const reasons: string[] = []
+    if (this.state !== 'running') reasons.push(`manager is ${this.state}`)
+    for (const [name, r] of this.reflectors) { const h = r.health(); if (!h.ready) reasons.push(`reflector ${name}: ${h.synced ? `watch lost (${h.lastError ?? h.state})` : 'not synced yet'}`) }
+    const leaderParts = this.elector ? this.elector.status().leading : true
+    if (leaderParts) {
+      for (const d of this.derivations) { const h = d.health(); if (!h.ready) reasons.push(`derivation ${d.name}: not initialized`) }
+      const h = this.reconciler.health
+      if (!h.ready) reasons.push(`reconciler ${this.name}: ${h.notReady ?? 'not ready'}`)
+    }
+    for (const c of this.components) {
+      if (c.leaderOnly && !leaderParts) continue
+      const h = c.health?.()
+      if (h && !h.ready) reasons.push(`${c.name}: ${h.message}`)
+    }
+    return { ready: reasons.length === 0, reasons }
+  }
+
+  /** Everything /statusz shows: each part's health, object errors with examples. */
+  status(): Record<string, unknown> {
+    const rec: Health = this.reconciler.health
+    return {
+      name: this.name, state: this.state, ...this.readiness(),
+      leader: this.elector ? this.elector.status() : { leading: this.leading },
+      reflectors: [...this.reflectors.values()].map((r) => r.health()),
+      derivations: this.derivations.map((d) => ({ name: d.name, ...d.health() })),
+      reconciler: { name: this.name, level: rec.level, message: rec.message, ready: rec.ready, errors: rec.errors, failing: rec.failing },
+      drift: this.drift.map((d) => d.health()),
+      components: this.components.map((c) => ({ name: c.name, ...(c.health?.() ?? { ready: true, level: 'ok', message: '' }) })),
+    }
+  }
+
+  // ---- wiring ----
+
+  private makeReconciler(): Reconciler<DesiredObject> {
+    const log = this.logger.child({ reconciler: this.name })
+    const ops = this.target.operations
+    const batch = this.target.batchOperations
+    const describe = (d: DesiredObject) => `${d.object.kind} ${d.object.metadata.namespace ? `${d.object.metadata.namespace}/` : ''}${d.object.metadata.name}`
+    const logFailed = (what: string, entries: BatchEntry<DesiredObject>[]) => {
+      for (const e of entries) if (e.error !== undefined) log.warn({ object: describe(e.object), err: (e.error as Error)?.message ?? String(e.error) }, `${what} failed; will retry with backoff`)
+    }
+    return new Reconciler<DesiredObject>({
+      name: this.name, db: this.db, table: this.desired.table, statusIndex: this.desired.statusIndex, primaryKey: this.desired.primaryKey,
+      getObjectStatus: (d) => d.status, setObjectStatus: (d, status) => ({ ...d, status }),
+      operations: ops,
+      batchOperations: {
+        updateBatch: async (entries, ctx) => { await batch.updateBatch(entries, ctx); logFailed('apply', entries) },
+        deleteBatch: async (entries, ctx) => { await batch.deleteBatch(entries, ctx); logFailed('delete', entries) },
+      },
+      retry: { minMs: this.o.retry?.minMs ?? 100, maxMs: this.o.retry?.maxMs ?? 60_000, jitter: 0.2 },
+      fullReconciliationIntervalMs: this.o.fullReconciliationIntervalMs ?? 300_000,
+      ...(this.metrics ? { metrics: this.metrics } : {}),
+    })
+  }
+
+  /** A reflector of an owned kind (selected by our owner label) and drift repair over it. */
+  private watchOwned(kind: KindRef): void {
+    const observed = this.watch(kind, { name: `owned-${kind.kind.toLowerCase()}s`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true })
+    const log = this.logger.child({ drift: kind.kind })
+    this.drift.push(new DriftWatcher({
+      db: this.db, observed, desired: this.desired, fieldManager: this.name, events: this.events,
+      ...(this.o.drift ? { pacing: this.o.drift } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
+      onDrift: (d, reason) => log.info({ object: `${d.object.metadata.namespace ?? ''}/${d.object.metadata.name}`, reason }, 'managed object drifted; repairing'),
+      onFight: (f) => log.warn({ object: f.key, otherManager: f.otherManager, repairs: f.repairs }, 'another writer keeps reverting this object; repairs are backed off'),
+    }))
+  }
+
+  private trapSignals(): void {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+      const on = () => {
+        this.logger.info({ signal: sig }, 'signal received; stopping')
+        void this.stop().then(() => process.exit(0), (err) => { this.logger.error({ err }, 'stop failed'); process.exit(1) })
+      }
+      process.once(sig, on)
+      this.offSignals.push(() => process.off(sig, on))
+    }
+  }
+
+  private notStarted(what: string): void {
+    if (this.state !== 'new') throw new Error(`Manager "${this.name}": ${what}() must be called before start()`)
+  }
+}

@@ -1,0 +1,90 @@
+// waitForConvergence: the end-to-end wait for tests. It returns only when
+// 1. every reflector holds what the API server had when the call was made (a fresh list per
+//    reflector: every listed object at its version or newer, nothing the list no longer has);
+// 2. every derivation has derived from those tables;
+// 3. the reconciler has acted on the resulting desired objects (applied, deleted, or failed and
+//    queued for retry), deletes included; and every component with `converged` says so.
+// On timeout it throws, listing what is still pending per table with each object's last error.
+import { listAll, resolveKind, namespacedName, type KubeObject } from '@statewright/k8s'
+import { waitForReconciliation } from '@statewright/reconciler'
+import type { Manager } from './manager.ts'
+
+export interface ConvergenceOptions {
+  /** ms (default 30 000). */
+  timeout?: number
+  signal?: AbortSignal
+}
+
+export interface ConvergenceResult {
+  /** Desired objects in error (acted on, failing, being retried). */
+  errors: Array<{ object: string; error: string }>
+}
+
+/** Versions compare as numbers when they are (the test server's and etcd's are); else by equality. */
+function atLeast(have: string | undefined, want: string | undefined): boolean {
+  if (have === undefined || want === undefined) return have === want
+  if (/^\d+$/.test(have) && /^\d+$/.test(want)) return BigInt(have) >= BigInt(want)
+  return have === want
+}
+
+export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {}): Promise<ConvergenceResult> {
+  const timeout = o.timeout ?? 30_000
+  const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout)
+  let phase = 'listing the server'
+  const pending: string[] = []
+  try {
+    // 1. reflectors against a fresh list of the same selection
+    const lists = await Promise.all([...m.watched].map(async ([name, w]) => {
+      const r = await resolveKind(m.cluster, w.kind)
+      const opts = w.options
+      const { items, resourceVersion } = await listAll(m.cluster, r, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, signal })
+      return { name, table: w.table, want: new Map(items.map((i: KubeObject) => [namespacedName(i), String(i.metadata.resourceVersion)])), listRv: resourceVersion }
+    }))
+    phase = 'reflectors catching up'
+    for (const l of lists) {
+      for (;;) {
+        const txn = m.db.readTxn()
+        pending.length = 0
+        for (const [key, rv] of l.want) {
+          const have = l.table.get(txn, l.table.primary.query(key))
+          if (!have || !atLeast(String(have.metadata.resourceVersion), rv)) pending.push(`${l.name} ${key}: ${have ? `at ${have.metadata.resourceVersion}, server has ${rv}` : 'missing'}`)
+        }
+        for (const obj of l.table.all(txn)) {
+          const key = namespacedName(obj)
+          if (!l.want.has(key) && !atLeast(String(obj.metadata.resourceVersion), String(Number(l.listRv ?? 0) + 1))) pending.push(`${l.name} ${key}: deleted on the server, still in the table`)
+        }
+        if (pending.length === 0) break
+        const [, w] = l.table.allWatch(txn)
+        await w.wait(signal)
+      }
+    }
+    // 2. derivations
+    phase = 'derivations'
+    const txn = m.db.readTxn()
+    for (const d of m.derivations) await d.waitFor(txn, signal)
+    // 3. the reconciler, then components
+    phase = 'the reconciler'
+    // every change (deletes included) acted on, then nothing pending (retries of failures are "acted on")
+    if (m.reconciler.isRunning) await m.reconciler.waitForRevision(m.desired.table.revision(m.db.readTxn()), { signal })
+    const errors = await waitForReconciliation(m.db, m.desired.table, m.desired.statusIndex, { signal })
+    phase = 'components'
+    for (const c of m.components) if (c.converged) await c.converged(signal)
+    return { errors: errors.map((e) => ({ object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`, error: e.status.error ?? '' })) }
+  } catch (err) {
+    if (!signal.aborted) throw err
+    throw new Error(`waitForConvergence: not converged after ${timeout} ms (${phase}):\n${describePending(m, pending).map((l) => `  - ${l}`).join('\n')}`, { cause: err })
+  }
+}
+
+function describePending(m: Manager, reflectorLines: string[]): string[] {
+  const out = reflectorLines.slice(0, 20)
+  const txn = m.db.readTxn()
+  for (const d of m.derivations) for (const f of d.failures(txn)) out.push(`derivation ${d.name}: ${f.input}: ${f.error} (attempt ${f.attempts})`)
+  for (const kind of ['pending', 'error'] as const) {
+    for (const d of m.desired.table.list(txn, m.desired.statusIndex.kind(kind))) {
+      out.push(`${m.desired.table.name} ${d.object.kind} ${d.object.metadata.namespace ?? ''}/${d.object.metadata.name}: ${kind}${d.status.error ? `: ${d.status.error}` : ''}`)
+    }
+  }
+  for (const c of m.components) { const h = c.health?.(); if (h && (h.level !== 'ok' || !h.ready)) out.push(`${c.name}: ${h.message}`) }
+  return out.length ? out : ['(nothing pending found: the wait itself was slow)']
+}
