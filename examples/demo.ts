@@ -8,12 +8,8 @@
 // watches the ConfigMaps we own so drift (someone deleting or editing one) is repaired at once.
 // Then faults are injected (watch resets, 5xx, history compaction -> 410, a deleted managed object)
 // and the demo shows that everything recovers, and prints a summary.
-import { DB, waitAny, type ChangeIterator } from '@statewright/statedb'
-import {
-  Cluster, DriftWatcher, Reflector, Target, desired, newDesiredTable, resolveKind, targetReconciler,
-  namespacedName, type KubeObject,
-} from '@statewright/k8s'
-import { Table, defineIndex } from '@statewright/statedb'
+import { Cluster, resolveKind, type KubeObject } from '@statewright/k8s'
+import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
 
 const NS = 'statewright-demo'
@@ -41,76 +37,21 @@ function configMapFor(site: KubeObject): KubeObject {
   }
 }
 
-function objectTable(name: string): Table<KubeObject> {
-  return new Table<KubeObject>({ name, primary: defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true }) })
-}
-
-/** The controller: reflect Sites, derive ConfigMaps, apply them, repair drift. */
-export async function startController(cluster: Cluster) {
-  const sites = objectTable('sites')
-  const observed = objectTable('configmaps')
-  const want = newDesiredTable('desired')
-  const db = new DB({ tables: [sites, want.table, observed] })
-
-  const siteReflector = new Reflector({ cluster, db, table: sites, kind: SITE, namespace: NS, backoff: { minMs: 50, maxMs: 1000 } })
-  const cmReflector = new Reflector({ cluster, db, table: observed, kind: CM, namespace: NS, labelSelector: `statewright.io/owner=${MANAGER}`, backoff: { minMs: 50, maxMs: 1000 } })
-  const target = new Target({ clusters: cluster, fieldManager: MANAGER, kinds: [CM], pruneNamespace: NS })
-  const reconciler = targetReconciler(db, want, target, { retry: { minMs: 50, maxMs: 2000, jitter: 0.2 }, fullReconciliationIntervalMs: 60_000 })
-  const drift = new DriftWatcher({ db, observed, desired: want })
-
-  // Derivation: every change of the sites table rewrites the matching desired ConfigMaps. The desired
-  // table is initialized (so the reconciler may prune) in the same transaction that derives from the
-  // first complete list of Sites.
-  const wtxn = await db.writeTxn(want.table)
-  const desiredReady = want.table.registerInitializer(wtxn, 'derived-from-sites')
-  wtxn.commit()
-  const ctrl = new AbortController()
-  const changes: ChangeIterator<KubeObject> = sites.changes(db.readTxn())
-  let ready = false
-  const derive = (async () => {
-    while (!ctrl.signal.aborted) {
-      const rtxn = db.readTxn()
-      const [changed, watch] = changes.next(rtxn)
-      const batch = [...changed]
-      const sitesReady = sites.initialized(rtxn)[0]
-      if (batch.length || (sitesReady && !ready)) {
-        await db.write(want.table, (w) => {
-          for (const { object, deleted } of batch) {
-            const cm = configMapFor(object)
-            if (deleted) {
-              want.table.delete(w, desired(cm))
-              continue
-            }
-            const cur = want.table.get(w, want.byKey.query(want.primaryKey(desired(cm))))
-            if (cur && JSON.stringify(cur.object) === JSON.stringify(cm)) continue // unchanged
-            want.table.insert(w, desired(cm))
-          }
-          if (sitesReady && !ready) {
-            desiredReady(w)
-            ready = true
-          }
-        })
-      }
-      const [, initWatch] = sites.initialized(rtxn)
-      await waitAny(ready ? [watch] : [watch, initWatch], ctrl.signal).catch(() => {})
-    }
-  })().finally(() => changes.close())
-
-  await siteReflector.start()
-  await cmReflector.start()
-  reconciler.start()
-  drift.start()
-
+/** The controller: reflect Sites, derive ConfigMaps, apply them, repair drift (all wired by the Manager). */
+export async function startController(cluster: Cluster, opts: { port?: number } = {}) {
+  const m = new Manager({
+    name: MANAGER, cluster, pruneNamespace: NS, handleSignals: false,
+    http: { port: opts.port ?? 0 },
+    logger: createLogger({ level: (process.env.LOG_LEVEL as any) ?? 'silent' }),
+    retry: { minMs: 50, maxMs: 2000 }, fullReconciliationIntervalMs: 60_000,
+  })
+  const sites = m.watch(SITE, { namespace: NS })
+  m.derive({ from: sites, owns: [CM], fn: configMapFor })
+  await m.start()
   return {
-    db, sites, observed, want, target, reconciler, drift, siteReflector, cmReflector,
-    async stop() {
-      ctrl.abort()
-      await derive
-      await drift.stop()
-      await reconciler.stop()
-      await siteReflector.stop()
-      await cmReflector.stop()
-    },
+    m, db: m.db, sites, want: m.desired, target: m.target, reconciler: m.reconciler,
+    drift: m.drift[0]!, siteReflector: m.reflectors.get('sites')!,
+    stop: () => m.stop(),
   }
 }
 
@@ -149,6 +90,7 @@ export async function runDemo(opts: DemoOptions = {}): Promise<{ ok: boolean; su
     for (let i = 0; i < n; i++) await putSite(`s${i}`, `Site ${i}`, 1 + (i % 3))
     log(`${at()} created ${n} Sites`)
     const c = (ctl.c = await startController(cluster))
+    log(`${at()} controller started; health, readiness, metrics and tables at ${c.m.url} (/healthz /readyz /metrics /statusz /statedb/tables)`)
     const progress = (phase: string) => {
       const txn = c.db.readTxn()
       const st = (k: 'pending' | 'done' | 'error') => c.want.table.list(txn, c.want.statusIndex.kind(k)).count()
@@ -156,6 +98,7 @@ export async function runDemo(opts: DemoOptions = {}): Promise<{ ok: boolean; su
       log(`${at()} ${phase.padEnd(38)} sites ${c.sites.count(txn)} · desired ${c.want.table.count(txn)} (done ${st('done')}, pending ${st('pending')}, error ${st('error')}) · reflector ${h.state}, lists ${h.lists}, errors ${h.errors} · apply errors ${c.target.stats.errors}, drift repairs ${c.drift.repairs} · health ${c.reconciler.health.level}`)
     }
     const settle = async (phase: string) => {
+      await waitForConvergence(c.m, { timeout: 30_000 })
       await until(async () => (await converged(cluster, c, sitePath)).ok, `${phase}: convergence`, 30_000)
       progress(phase)
     }

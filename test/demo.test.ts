@@ -2,7 +2,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startTestServer } from '@statewright/testserver'
-import { runDemo } from '../../../examples/demo.ts'
+import { runDemo } from '../examples/demo.ts'
 
 test('npm start: the Kubernetes demo converges after every fault and prints a summary', async () => {
   delete process.env.KUBECONFIG
