@@ -6,3 +6,4 @@ export { Manager, type Component, type ComponentHealth, type ManagerOptions, typ
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { waitForConvergence, type ConvergenceOptions, type ConvergenceResult } from './wait.ts'
+export { genTypes, type GenTypesOptions } from './gentypes.ts'

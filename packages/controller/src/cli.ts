@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// The `statewright` command.
+//   statewright gen-types <crd.yaml> [--version v1] [--kube-object-from <module>]   types for custom kinds
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { genTypes } from './gentypes.ts'
+
+const USAGE = `usage: statewright <command>
+  gen-types <crd.yaml|-> [--version V] [--kube-object-from MODULE]   TypeScript types for the CRDs' kinds (to stdout)`
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv
+  if (cmd === 'gen-types') {
+    const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { version: { type: 'string' }, 'kube-object-from': { type: 'string' } } })
+    const file = positionals[0]
+    if (!file) { process.stderr.write(`${USAGE}\n`); return 2 }
+    const text = readFileSync(file === '-' ? 0 : file, 'utf8')
+    process.stdout.write(await genTypes(text, { ...(values.version ? { version: values.version } : {}), ...(values['kube-object-from'] ? { kubeObjectFrom: values['kube-object-from'] } : {}) }))
+    return 0
+  }
+  process.stderr.write(`${USAGE}\n`)
+  return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2
+}
+
+main(process.argv.slice(2)).then((code) => { process.exitCode = code }, (err) => {
+  process.stderr.write(`statewright: ${(err as Error).message}\n`)
+  process.exitCode = 1
+})
