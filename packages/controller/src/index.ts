@@ -7,3 +7,12 @@ export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { waitForConvergence, type ConvergenceOptions, type ConvergenceResult } from './wait.ts'
 export { genTypes, type GenTypesOptions } from './gentypes.ts'
+export {
+  setCondition, findCondition, isConditionTrue, conditionsOf, conditionTime, StatusWriter,
+  type Condition, type ConditionInput, type ConditionStatus, type StatusPatch, type StatusWriterOptions,
+} from './conditions.ts'
+export {
+  Finalizer,
+  type FinalizerOptions, type FinalizerHealth, type FailingCleanup, type CleanupContext,
+} from './finalizers.ts'
+export { controllerRef, withOwner, ownerOf, ownerReferences, isOwnedBy, type OwnerReference } from './owners.ts'

@@ -13,6 +13,7 @@ const { values } = parseArgs({
     kubeconfig: { type: 'string' },
     token: { type: 'string' },
     'no-auth': { type: 'boolean', default: false },
+    'no-gc': { type: 'boolean', default: false },
     'insecure-http': { type: 'boolean', default: false },
     tls: { type: 'boolean', default: false }, // the default since HTTPS became one; kept so old scripts run
     seed: { type: 'string' },
@@ -24,13 +25,14 @@ const { values } = parseArgs({
 })
 if (values.help) {
   console.log(`usage: statewright-testserver [--port N] [--host H] [--kubeconfig FILE] [--token T | --no-auth] [--insecure-http]
-                             [--seed N] [--history-size N] [--bookmark-interval-ms N] [--name CLUSTER]`)
+                             [--seed N] [--history-size N] [--bookmark-interval-ms N] [--name CLUSTER] [--no-gc]`)
   process.exit(0)
 }
 const opts: Parameters<typeof startTestServer>[0] = { port: Number(values.port), host: values.host! }
 if (values.kubeconfig) opts.kubeconfigPath = values.kubeconfig
 if (values.token) opts.token = values.token
 if (values['no-auth']) opts.token = null
+if (values['no-gc']) opts.gc = false
 if (values.seed) opts.seed = Number(values.seed)
 if (values['history-size']) opts.historySize = Number(values['history-size'])
 if (values['bookmark-interval-ms']) opts.bookmarkIntervalMs = Number(values['bookmark-interval-ms'])

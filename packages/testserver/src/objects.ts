@@ -9,6 +9,8 @@
 // - An object with finalizers is not removed by DELETE: it gets deletionTimestamp and stays until its
 //   finalizers are cleared, at which point the clearing write removes it.
 // - Writes into a namespace require the namespace to exist (404) and not be terminating (403).
+// - With a garbage collector (gc.ts), every write and every removal from storage is shown to it
+//   after its commit, so ownerReferences cascades happen within the request that causes them.
 import type { Store, Snapshot } from './store.ts'
 import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
@@ -19,6 +21,7 @@ import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
 import { fieldSchemaOf } from './schema.ts'
 import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
+import { FOREGROUND, ORPHAN, type GarbageCollector } from './gc.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
 const NS_TYPE_KEY = '/namespaces'
@@ -39,6 +42,8 @@ export interface DeleteOpts { preconditions?: { uid?: string; resourceVersion?: 
 export class Objects {
   private readonly snapshots = new Map<number, Snapshot>()
   private readonly maxSnapshots = 64
+  /** Set by the server unless `gc: false`. */
+  gc: GarbageCollector | undefined
 
   constructor(readonly store: Store, readonly registry: Registry, private readonly rand: () => number) {
     registry.onChange((change, t) => { if (change === 'added') store.ensure(t.storageKey) })
@@ -305,12 +310,15 @@ export class Objects {
       throw conflict(t, name, `Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`)
     }
     let finalizers: string[] = cur.metadata.finalizers ?? []
-    if (d.propagationPolicy === 'Foreground' && !finalizers.includes('foregroundDeletion')) finalizers = [...finalizers, 'foregroundDeletion']
+    // as the apiserver: these policies become finalizers that the garbage collector acts on and removes
+    if (d.propagationPolicy === 'Foreground' && !finalizers.includes(FOREGROUND)) finalizers = [...finalizers, FOREGROUND]
+    if (d.propagationPolicy === 'Orphan' && !finalizers.includes(ORPHAN)) finalizers = [...finalizers, ORPHAN]
     if (t.storageKey === NS_TYPE_KEY) return this.deleteNamespace(t, cur)
     if (finalizers.length > 0) {
       if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return this.out(t, cur)
       const next = { ...cur, metadata: { ...cur.metadata, finalizers, deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(), deletionGracePeriodSeconds: 0 } }
       const [stored] = this.store.write(t.storageKey, (put) => put(next))
+      this.afterWrite(t, stored)
       return this.out(t, stored)
     }
     const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
@@ -338,7 +346,8 @@ export class Objects {
     for (const rt of this.uniqueStorage()) {
       if (!rt.namespaced) continue
       for (const [, obj] of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) {
-        if (!obj.metadata.deletionTimestamp) this.delete(rt, name, obj.metadata.name, {})
+        // the garbage collector may have removed it already, as a dependent of an earlier one
+        if (!obj.metadata.deletionTimestamp) try { this.delete(rt, name, obj.metadata.name, {}) } catch (e) { if (!(e instanceof ApiError && e.code === 404)) throw e }
       }
     }
     return this.out(t, this.maybeFinishNamespace(name) ?? ns)
@@ -362,6 +371,7 @@ export class Objects {
 
   private afterWrite(t: ResourceType, stored: any): void {
     if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') this.syncCrd(t, stored)
+    this.gc?.written(t, stored)
   }
   private afterDelete(t: ResourceType, gone: any): void {
     if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') {
@@ -369,6 +379,7 @@ export class Objects {
       const first = typesFromCrd(gone)[0]
       if (first && !this.registry.all().some((rt) => rt.storageKey === `${first.group}/${first.resource}`)) void this.store.drop(`${first.group}/${first.resource}`)
     }
+    this.gc?.removed(gone)
     if (t.namespaced && gone.metadata.namespace) this.maybeFinishNamespace(gone.metadata.namespace)
   }
   /** Registers the kinds a CRD defines and reports it Established, as the real CRD controller does. */

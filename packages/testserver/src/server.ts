@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { Store } from './store.ts'
 import { Registry, type ResourceType, type ResourceTypeInput } from './resources.ts'
 import { Objects } from './objects.ts'
+import { GarbageCollector } from './gc.ts'
 import { WatchHub } from './watch.ts'
 import { Faults, prng, type FailRule, type DelayRule } from './faults.ts'
 import { route } from './routes.ts'
@@ -49,6 +50,12 @@ export interface TestServerOptions {
   tls?: boolean
   /** Kinds to register at start. */
   kinds?: ResourceTypeInput[]
+  /**
+   * Garbage collection by ownerReferences (default true): dependents whose owners are all gone are
+   * deleted, Orphan and Foreground propagation are carried out. `false` behaves like envtest: nothing
+   * is collected, and the `orphan`/`foregroundDeletion` finalizers stay until a client removes them.
+   */
+  gc?: boolean
 }
 
 export interface RequestLogEntry {
@@ -90,6 +97,7 @@ export class TestServer {
     const seed = opts.seed ?? 1
     this.store = new Store(opts.historySize ?? 10_000)
     this.objects = new Objects(this.store, this.registry, prng(seed ^ 0x5eed))
+    if (opts.gc !== false) this.objects.gc = new GarbageCollector(this.objects)
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)

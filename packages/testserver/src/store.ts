@@ -24,6 +24,11 @@ export interface StoreEvent {
 export type Listener = (ev: StoreEvent) => void
 
 const byKey = defineIndex<any, string>({ name: 'key', key: (o) => objectKey(o?.metadata?.namespace ?? '', o?.metadata?.name ?? ''), unique: true })
+// Owner uids of each object: the garbage collector finds an owner's dependents without a full scan.
+const byOwner = defineIndex<any, string>({
+  name: 'owner',
+  keys: (o) => (Array.isArray(o?.metadata?.ownerReferences) ? o.metadata.ownerReferences.map((r: any) => String(r?.uid ?? '')) : []),
+})
 
 export function objectKey(namespace: string, name: string): string {
   return `${namespace}/${name}`
@@ -51,7 +56,7 @@ export class Store {
     if (this.tables.has(storageKey)) return
     // table names allow letters, digits, '.', '_', '-': encode the key and keep it unique
     const name = `t${++this.tableSeq}-${storageKey.replace(/[^a-zA-Z0-9._-]/g, '_')}`.slice(0, 60)
-    const t = new Table<any>({ name, primary: byKey })
+    const t = new Table<any>({ name, primary: byKey, indexes: [byOwner] })
     this.db.register(t)
     this.tables.set(storageKey, t)
   }
@@ -96,6 +101,14 @@ export class Store {
       }
       yield [objectKey(ns, o.metadata.name), o]
     }
+  }
+
+  /** Every stored object (any table) with an ownerReference naming `uid`, as [storageKey, object]. */
+  dependents(uid: string): Array<[string, any]> {
+    const txn = this.db.readTxn()
+    const out: Array<[string, any]> = []
+    for (const [storageKey, t] of this.tables) for (const o of t.list(txn, byOwner.query(uid))) out.push([storageKey, o])
+    return out
   }
 
   count(storageKey: string): number {

@@ -1,0 +1,270 @@
+// Finalizers for a reflected kind: add ours on first sight; when the object is being deleted, run an
+// async cleanup with retries and backoff, then remove ours so the deletion can complete.
+//
+// Built on the reconciler: the reflected table is followed by a change iterator and turned into a
+// small table of *work* (one row per object that needs something from us: `add` or `cleanup`), and a
+// Reconciler drives that table. Per-key exponential backoff, a newer change replacing a queued retry,
+// and failures in health all come from the reconciler, not from a second hand-written retry loop.
+//
+// Invariants:
+// - A work row exists exactly while the reflected object needs us: not terminating and without our
+//   finalizer (`add`), or terminating with it (`cleanup`). A row is re-marked pending only when the
+//   need (uid, action) changes, or when a done row's need is seen again in a version of the object
+//   that the successful action did not already read or write; so our own writes (conditions on
+//   status) and the reflector's late events for them neither cut a backoff short nor rerun a cleanup.
+// - Every operation reads the object again from the snapshot it runs on, and does nothing when the
+//   need is gone (object deleted, replaced by one with another uid, finalizer already there/gone).
+// - Finalizer writes are JSON merge patches of the whole list with metadata.resourceVersion as a
+//   precondition: the list is a set we change by one element, and a concurrent change of it (another
+//   controller's finalizer) makes ours fail with 409 and be retried on the newer object, never lost.
+// - A failing cleanup is never silent: the object gets a `FinalizerCleanup` False condition with the
+//   error (by server-side apply on /status), and health() lists the key, error, attempts and retry.
+import { statusPending, newStatusIndex, Reconciler, type Status, type RetryOptions, type OpContext } from '@statewright/reconciler'
+import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
+import { describe, isConflict, isNotFound, namespacedName, objectPath, resolveKind, type Cluster, type KubeObject, type KindRef, type ResourceRef } from '@statewright/k8s'
+import { StatusWriter, findCondition, conditionsOf } from './conditions.ts'
+
+export interface CleanupContext {
+  /** Aborted when the Finalizer stops. */
+  readonly signal: AbortSignal
+  /** 1 for the first try of this object's cleanup, then 2, 3, ... */
+  readonly attempt: number
+}
+
+export interface FinalizerOptions {
+  cluster: Cluster
+  db: DB
+  /** The reflected table of the kind (a Reflector's table of KubeObjects). */
+  table: Table<KubeObject>
+  /** The finalizer, a domain-qualified name: "example.com/cleanup". */
+  name: string
+  /** Releases what the object holds outside the cluster. Must be idempotent; throw to retry. */
+  cleanup(obj: KubeObject, ctx: CleanupContext): void | Promise<void>
+  /** The kind with its resource (skips discovery). Default: resolved from each object's apiVersion/kind. */
+  kind?: ResourceRef
+  /** The reflected table's key of an object (default namespace/name, the Reflector's default). */
+  key?: (obj: KubeObject) => string
+  /** Condition type written on cleanup failures (default "FinalizerCleanup"); false: none (no /status). */
+  condition?: string | false
+  /** Field manager of those status writes (default "statewright-finalizer"). */
+  fieldManager?: string
+  /** Backoff between cleanup attempts (default 200 ms doubling to 60 s, jitter 0.1). */
+  retry?: RetryOptions
+}
+
+export interface FailingCleanup {
+  key: string
+  error: string
+  /** Consecutive failed attempts. */
+  attempts: number
+  /** Epoch ms of the next attempt; absent while one is running. */
+  nextRetryAt?: number
+}
+
+export interface FinalizerHealth {
+  level: 'ok' | 'degraded' | 'stopped'
+  message: string
+  /** Objects that need us now (finalizer to add or cleanup to run), failing ones included. */
+  pending: number
+  failing: FailingCleanup[]
+}
+
+type Action = 'add' | 'cleanup'
+interface Work {
+  readonly key: string
+  readonly uid: string
+  readonly action: Action
+  readonly status: Status
+  /** Set by a successful action (on the reconciler's clone): the resourceVersions it read and wrote. */
+  acted?: string[]
+}
+
+const QUALIFIED = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
+
+export class Finalizer {
+  readonly name: string
+  private readonly opts: FinalizerOptions
+  private readonly key: (obj: KubeObject) => string
+  private readonly work: Table<Work>
+  private readonly reconciler: Reconciler<Work>
+  private readonly status: StatusWriter | undefined
+  private readonly conditionType: string | false
+  private readonly failures = new Map<string, { error: string; attempts: number }>()
+  /** Uids whose cleanup succeeded but whose finalizer is not known to be removed: never cleaned twice. */
+  private readonly cleaned = new Set<string>()
+  private following: { ctrl: AbortController; done: Promise<void> } | undefined
+
+  constructor(opts: FinalizerOptions) {
+    if (typeof opts?.name !== 'string' || !QUALIFIED.test(opts.name)) {
+      throw new Error(`finalizer ${JSON.stringify(opts?.name)}: must be a domain-qualified name such as "example.com/cleanup"`)
+    }
+    if (typeof opts.cleanup !== 'function') throw new Error(`finalizer "${opts.name}": cleanup must be a function`)
+    if (!opts.cluster || !opts.db || !opts.table) throw new Error(`finalizer "${opts.name}": cluster, db and table are required`)
+    this.opts = opts
+    this.name = opts.name
+    this.key = opts.key ?? namespacedName
+    this.conditionType = opts.condition ?? 'FinalizerCleanup'
+    if (this.conditionType !== false) this.status = new StatusWriter({ cluster: opts.cluster, fieldManager: opts.fieldManager ?? 'statewright-finalizer' })
+    const statusIndex = newStatusIndex<Work>((w) => w.status)
+    const byKey = defineIndex<Work, string>({ name: 'key', key: (w) => w.key, unique: true })
+    this.work = new Table<Work>({ name: `finalizer-${opts.name.replace(/[^A-Za-z0-9._-]/g, '_')}`.slice(0, 60), primary: byKey, indexes: [statusIndex] })
+    opts.db.register(this.work)
+    this.reconciler = new Reconciler<Work>({
+      db: opts.db, table: this.work, statusIndex,
+      getObjectStatus: (w) => w.status,
+      setObjectStatus: (w, status) => ({ ...w, status }),
+      retry: opts.retry ?? { minMs: 200, maxMs: 60_000, jitter: 0.1 },
+      operations: {
+        update: (w, ctx) => this.act(w, ctx),
+        delete: (w) => { this.failures.delete(w.key); this.cleaned.delete(w.uid) }, // the need is gone: nothing to undo
+      },
+    })
+  }
+
+  start(): this {
+    if (this.following) throw new Error(`finalizer "${this.name}": already started`)
+    const ctrl = new AbortController()
+    this.following = { ctrl, done: this.follow(ctrl.signal) }
+    this.reconciler.start()
+    return this
+  }
+
+  async stop(): Promise<void> {
+    const f = this.following
+    if (!f) return
+    this.following = undefined
+    f.ctrl.abort()
+    await f.done
+    await this.reconciler.stop()
+  }
+
+  health(): FinalizerHealth {
+    const retryAt = new Map(this.reconciler.failures().map((f) => [f.object.key, f.retryAt]))
+    const failing = [...this.failures].map(([key, f]) => ({ key, ...f, ...(retryAt.has(key) ? { nextRetryAt: retryAt.get(key)! } : {}) }))
+    const pending = this.work.count(this.opts.db.readTxn())
+    const loop = this.reconciler.health
+    const level = !this.following ? 'stopped' : failing.length || loop.level === 'degraded' ? 'degraded' : 'ok'
+    const message = level === 'stopped' ? 'stopped'
+      : failing.length ? `${failing.length} failing: ${failing.slice(0, 3).map((f) => `${f.key}: ${f.error} (attempt ${f.attempts})`).join('; ')}`
+      : loop.level === 'degraded' ? loop.message : `${pending} pending`
+    return { level, message, pending, failing }
+  }
+
+  /** Follows the reflected table and keeps the work table equal to what the objects need. */
+  private async follow(signal: AbortSignal): Promise<void> {
+    const { db, table } = this.opts
+    const changes = table.changes(db.readTxn())
+    try {
+      while (!signal.aborted) {
+        const [batch, watch] = changes.next(db.readTxn())
+        const seen = [...batch]
+        if (seen.length) {
+          const w = await db.writeTxn(this.work)
+          for (const { object, deleted } of seen) this.derive(w, object, deleted)
+          w.commit()
+        }
+        await watch.wait(signal).catch(() => undefined)
+      }
+    } finally {
+      changes.close()
+    }
+  }
+
+  private derive(w: WriteTxn, obj: KubeObject, deleted: boolean): void {
+    const key = this.key(obj)
+    const existing = this.work.get(w, this.work.primary.query(key))
+    const action = deleted ? undefined : this.need(obj)
+    if (!action) {
+      if (existing) this.work.delete(w, existing)
+      return
+    }
+    const uid = String(obj.metadata.uid ?? '')
+    if (existing && existing.uid === uid && existing.action === action &&
+      (existing.status.kind !== 'done' || existing.acted?.includes(String(obj.metadata.resourceVersion)))) return
+    this.work.insert(w, { key, uid, action, status: statusPending() })
+  }
+
+  private need(obj: KubeObject): Action | undefined {
+    const has = finalizersOf(obj).includes(this.name)
+    if (obj.metadata.deletionTimestamp) return has ? 'cleanup' : undefined
+    return has ? undefined : 'add'
+  }
+
+  private async act(w: Work, ctx: OpContext): Promise<void> {
+    const obj = this.opts.table.get(ctx.txn, this.opts.table.primary.query(w.key))
+    if (!obj || String(obj.metadata.uid ?? '') !== w.uid || this.need(obj) !== w.action) return
+    const acted = [String(obj.metadata.resourceVersion)]
+    if (w.action === 'add') {
+      const patched = await this.patchFinalizers(obj, (f) => (f.includes(this.name) ? undefined : [...f, this.name]), ctx.signal)
+      if (patched) acted.push(String(patched.metadata.resourceVersion))
+      w.acted = acted
+      return
+    }
+    const attempt = (this.failures.get(w.key)?.attempts ?? 0) + 1
+    try {
+      if (!this.cleaned.has(w.uid)) await this.opts.cleanup(obj, { signal: ctx.signal, attempt })
+      this.cleaned.add(w.uid)
+    } catch (err) {
+      const error = err instanceof Error ? err.message : String(err)
+      this.failures.set(w.key, { error, attempts: attempt })
+      let note = ''
+      if (this.status && this.conditionType) {
+        await this.status.apply(obj, { conditions: [{ type: this.conditionType, status: 'False', reason: 'CleanupFailed', message: `finalizer ${this.name}, attempt ${attempt}: ${error}` }] }, { ...this.kindOpt(), signal: ctx.signal })
+          .catch((e) => { note = `; the ${this.conditionType} condition could not be written: ${(e as Error).message}` })
+      }
+      throw new Error(`${describe(obj)}: cleanup for finalizer ${this.name} failed (attempt ${attempt}): ${error}${note}`)
+    }
+    let cur = obj
+    // other finalizers may keep the object: do not leave a stale failure on it (we know of one from our
+    // own record, since the reflected copy may not show our last condition write yet)
+    if (this.status && this.conditionType && (this.failures.has(w.key) || findCondition(conditionsOf(obj), this.conditionType)?.status === 'False')) {
+      cur = await this.status.apply(obj, { conditions: [{ type: this.conditionType, status: 'True', reason: 'CleanupSucceeded', message: `finalizer ${this.name}: cleanup done` }] }, { ...this.kindOpt(), signal: ctx.signal })
+      acted.push(String(cur.metadata.resourceVersion))
+    }
+    const patched = await this.patchFinalizers(cur, (f) => (f.includes(this.name) ? f.filter((x) => x !== this.name) : undefined), ctx.signal)
+    if (patched) acted.push(String(patched.metadata.resourceVersion))
+    w.acted = acted
+    this.failures.delete(w.key)
+  }
+
+  private kindOpt(): { kind?: ResourceRef } {
+    return this.opts.kind ? { kind: this.opts.kind } : {}
+  }
+
+  /**
+   * Sets the whole list to `change(current)` (undefined: nothing to do), conditional on the version it
+   * was computed from. A 409 means the object moved on (or the reflected copy lags behind our own
+   * writes): read it again and recompute, a few times, before failing into the reconciler's backoff.
+   */
+  private async patchFinalizers(obj: KubeObject, change: (finalizers: string[]) => string[] | undefined, signal: AbortSignal): Promise<KubeObject | undefined> {
+    const ref = this.opts.kind ?? await resolveKind(this.opts.cluster, obj as KindRef)
+    const path = objectPath(ref, String(obj.metadata.name), obj.metadata.namespace)
+    const what = describe(obj)
+    let cur = obj
+    for (let attempt = 1; ; attempt++) {
+      const next = change(finalizersOf(cur))
+      if (next === undefined) return undefined
+      try {
+        return await this.opts.cluster.request({
+          method: 'PATCH', path, contentType: 'application/merge-patch+json', what, signal,
+          body: { metadata: { finalizers: next.length ? next : null, resourceVersion: cur.metadata.resourceVersion } },
+        })
+      } catch (err) {
+        if (isNotFound(err)) return undefined // gone already: nothing left to finalize
+        if (!isConflict(err) || attempt >= 3) throw err
+      }
+      try {
+        cur = await this.opts.cluster.request({ path, what, signal })
+      } catch (err) {
+        if (isNotFound(err)) return undefined
+        throw err
+      }
+      if (String(cur.metadata.uid) !== String(obj.metadata.uid)) return undefined // replaced: not ours to change
+    }
+  }
+}
+
+function finalizersOf(obj: KubeObject): string[] {
+  const f = obj.metadata.finalizers
+  return Array.isArray(f) ? (f as string[]) : []
+}
