@@ -150,6 +150,20 @@ export class Finalizer {
     return { level, message, pending, failing }
   }
 
+  /** Objects that need us now (a finalizer to add, a cleanup to run). */
+  pending(): number {
+    return this.work.count(this.opts.db.readTxn())
+  }
+
+  /** Resolves when no object needs us (every finalizer added, every cleanup done). */
+  async waitIdle(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      const [rows, watch] = this.work.allWatch(this.opts.db.readTxn())
+      if (rows.first() === undefined) return
+      await watch.wait(signal)
+    }
+  }
+
   /** Follows the reflected table and keeps the work table equal to what the objects need. */
   private async follow(signal: AbortSignal): Promise<void> {
     const { db, table } = this.opts

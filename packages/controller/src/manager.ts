@@ -18,6 +18,7 @@ import {
   type DesiredObject, type DesiredTable, type KindRef, type KubeObject, type RepairPacing, type ReflectorOptions,
 } from '@statewright/k8s'
 import { Derivation, type DeriveContext } from './derive.ts'
+import { Finalizer, type CleanupContext, type FinalizerOptions } from './finalizers.ts'
 import { ManagerServer, type HttpOptions } from './http.ts'
 import { createLogger, type Logger } from './logging.ts'
 import { ControllerMetrics, loadPromClient } from './metrics.ts'
@@ -31,8 +32,17 @@ export interface Component {
   health?(): ComponentHealth
   /** Runs only while this replica leads (default false). */
   leaderOnly?: boolean
+  /** For waitForConvergence: nothing to do now. */
+  idle?(): boolean
   /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
   converged?(signal: AbortSignal): Promise<void>
+}
+
+export interface ManagedFinalizerOptions<T extends KubeObject> extends Pick<FinalizerOptions, 'name' | 'kind' | 'condition' | 'retry'> {
+  /** The table of the kind (from watch()). */
+  on: Table<T>
+  /** Releases what the object holds outside the cluster. Must be idempotent; throw to retry. */
+  cleanup(obj: T, ctx: CleanupContext): void | Promise<void>
 }
 
 export interface ComponentHealth {
@@ -145,11 +155,12 @@ export class Manager {
   }
 
   /** Reflects a kind into a new table (call before start). */
-  watch(kind: KindRef, opts: WatchOptions = {}): Table<KubeObject> {
+  watch<T extends KubeObject = KubeObject>(kind: KindRef, opts: WatchOptions = {}): Table<T> {
     this.notStarted('watch')
     const name = opts.name ?? `${kind.kind.toLowerCase()}s`
     const table = new Table<KubeObject>({ name, primary: byName })
     this.db.register(table)
+    const typed = table as unknown as Table<T>
     const log = this.logger.child({ reflector: name, cluster: this.cluster.name })
     const { name: _n, ...ropts } = opts
     this.watched.set(name, { kind, table, options: opts })
@@ -157,7 +168,7 @@ export class Manager {
       cluster: this.cluster, db: this.db, table, kind, name, ...ropts, ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
       onError: (err) => log.warn({ err: err.message }, 'list/watch failed; retrying with backoff'),
     }))
-    return table
+    return typed
   }
 
   /** Derives desired objects from tables: what `fn` returns is applied, and deleted when no longer returned. */
@@ -188,6 +199,25 @@ export class Manager {
     })
     this.derivations.push(d)
     return d
+  }
+
+  /**
+   * A finalizer on a watched kind: added on first sight; on deletion `cleanup` runs (retried with
+   * backoff, failures as a condition on the object and in /statusz) and the finalizer is removed.
+   * Leader-only; waitForConvergence waits for its cleanups.
+   */
+  finalizer<T extends KubeObject>(o: ManagedFinalizerOptions<T>): Finalizer {
+    this.notStarted('finalizer')
+    const { on, cleanup, ...rest } = o
+    const f = new Finalizer({ ...rest, cleanup: cleanup as FinalizerOptions['cleanup'], cluster: this.cluster, db: this.db, table: on as unknown as Table<KubeObject>, fieldManager: this.name })
+    this.add({
+      name: `finalizer ${o.name}`, leaderOnly: true,
+      start: () => { f.start() }, stop: () => f.stop(),
+      health: () => { const h = f.health(); return { ready: h.level !== 'stopped', level: h.level, message: h.message, failing: h.failing } },
+      idle: () => f.pending() === 0,
+      converged: (signal) => f.waitIdle(signal),
+    })
+    return f
   }
 
   /** Adds a part with a lifecycle (started by start(), stopped by stop()). */

@@ -30,9 +30,24 @@ function atLeast(have: string | undefined, want: string | undefined): boolean {
 export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {}): Promise<ConvergenceResult> {
   const timeout = o.timeout ?? 30_000
   const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout)
-  let phase = 'listing the server'
-  const pending: string[] = []
+  const state = { phase: 'listing the server', pending: [] as string[] }
   try {
+    // a component that had work (a finalizer's cleanup) changes the cluster: go round again
+    for (;;) {
+      const busy = m.components.filter((c) => c.idle && !c.idle())
+      const result = await pass(m, signal, state)
+      if (busy.length === 0 && m.components.every((c) => !c.idle || c.idle())) return result
+    }
+  } catch (err) {
+    if (!signal.aborted) throw err
+    throw new Error(`waitForConvergence: not converged after ${timeout} ms (${state.phase}):\n${describePending(m, state.pending).map((l) => `  - ${l}`).join('\n')}`, { cause: err })
+  }
+}
+
+async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pending: string[] }): Promise<ConvergenceResult> {
+  const pending = state.pending
+  state.phase = 'listing the server'
+  {
     // 1. reflectors against a fresh list of the same selection
     const lists = await Promise.all([...m.watched].map(async ([name, w]) => {
       const r = await resolveKind(m.cluster, w.kind)
@@ -40,7 +55,7 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
       const { items, resourceVersion } = await listAll(m.cluster, r, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, signal })
       return { name, table: w.table, want: new Map(items.map((i: KubeObject) => [namespacedName(i), String(i.metadata.resourceVersion)])), listRv: resourceVersion }
     }))
-    phase = 'reflectors catching up'
+    state.phase = 'reflectors catching up'
     for (const l of lists) {
       for (;;) {
         const txn = m.db.readTxn()
@@ -59,20 +74,17 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
       }
     }
     // 2. derivations
-    phase = 'derivations'
+    state.phase = 'derivations'
     const txn = m.db.readTxn()
     for (const d of m.derivations) await d.waitFor(txn, signal)
     // 3. the reconciler, then components
-    phase = 'the reconciler'
+    state.phase = 'the reconciler'
     // every change (deletes included) acted on, then nothing pending (retries of failures are "acted on")
     if (m.reconciler.isRunning) await m.reconciler.waitForRevision(m.desired.table.revision(m.db.readTxn()), { signal })
     const errors = await waitForReconciliation(m.db, m.desired.table, m.desired.statusIndex, { signal })
-    phase = 'components'
+    state.phase = 'components'
     for (const c of m.components) if (c.converged) await c.converged(signal)
     return { errors: errors.map((e) => ({ object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`, error: e.status.error ?? '' })) }
-  } catch (err) {
-    if (!signal.aborted) throw err
-    throw new Error(`waitForConvergence: not converged after ${timeout} ms (${phase}):\n${describePending(m, pending).map((l) => `  - ${l}`).join('\n')}`, { cause: err })
   }
 }
 
