@@ -365,6 +365,7 @@ export class Manager {
       retry: { minMs: this.o.retry?.minMs ?? 100, maxMs: this.o.retry?.maxMs ?? 60_000, jitter: 0.2 },
       fullReconciliationIntervalMs: this.o.fullReconciliationIntervalMs ?? 300_000,
       ...(this.metrics ? { metrics: this.metrics } : {}),
+      onError: (err, what) => log.error({ err }, what),
     })
   }
 

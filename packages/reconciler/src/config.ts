@@ -96,6 +96,11 @@ export interface ReconcilerConfig<Obj> {
   /** Bottleneck limiters (owned and stopped by the reconciler): between rounds, per operation. */
   rateLimit?: { rounds?: Bottleneck.ConstructorOptions; operations?: Bottleneck.ConstructorOptions }
   metrics?: Metrics
+  /**
+   * Told of failures that are not an object's (a health listener that threw, the loop failing).
+   * Default: a process warning (process.emitWarning), so a library never writes to the console.
+   */
+  onError?: (err: unknown, what: string) => void
 }
 
 export interface Resolved<Obj> {

@@ -7,7 +7,7 @@
 //
 // Invariants: listeners are called only when the level or the message changes, synchronously at
 // the end of the round that changed it, and a listener that throws does not stop the others (its
-// error is reported with console.error: health must never break the reconciler).
+// error goes to the reconciler's onError: health must never break the reconciler).
 
 export type HealthLevel = 'ok' | 'degraded' | 'stopped'
 
@@ -59,6 +59,8 @@ export function describeHealth(h: HealthInput): { level: HealthLevel; message: s
 }
 
 export class HealthReporter {
+  constructor(private readonly onError: (err: unknown, what: string) => void = reportToProcess) {}
+
   private value: Health = { level: 'ok', message: 'starting', ready: false, notReady: 'not started', failing: [], objects: 0, errors: 0, updatedAt: Date.now() }
   private readonly listeners = new Set<(h: Health) => void>()
 
@@ -93,8 +95,13 @@ export class HealthReporter {
       try {
         fn(next)
       } catch (err) {
-        console.error('reconciler health listener failed:', err)
+        this.onError(err, 'a reconciler health listener failed')
       }
     }
   }
+}
+
+/** The default failure report: a process warning (shown on stderr unless the application handles it). */
+export function reportToProcess(err: unknown, what: string): void {
+  process.emitWarning(`${what}: ${(err as Error)?.stack ?? String(err)}`, { code: 'STATEWRIGHT_RECONCILER' })
 }

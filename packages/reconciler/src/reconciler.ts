@@ -17,7 +17,7 @@ import type { ChangeIterator, Watch } from '@statewright/statedb'
 import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
 import { Engine, StoppedError } from './engine.ts'
 import { fullReconciliation, markForRefresh, RefreshBudget, type FullReport } from './full.ts'
-import { HEALTH_MESSAGES, HealthReporter, type FailingObject, type Health } from './health.ts'
+import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type Health } from './health.ts'
 import { incrementalRound } from './incremental.ts'
 import { RevisionWaiters } from './wait.ts'
 
@@ -49,7 +49,7 @@ interface FullRequest {
 export class Reconciler<Obj> {
   readonly config: Resolved<Obj>
   private readonly engine: Engine<Obj>
-  private readonly healthReporter = new HealthReporter()
+  private readonly healthReporter: HealthReporter
   private readonly waiters = new RevisionWaiters()
   private loopDone: Promise<void> | undefined
   private running = false
@@ -69,9 +69,13 @@ export class Reconciler<Obj> {
   private lastFull: FullReport | undefined
   private readonly counters: ReconcilerStats = { rounds: 0, objects: 0, dropped: 0, fullRuns: 0, processedRevision: 0, retryQueue: 0 }
 
+  private readonly reportError: (err: unknown, what: string) => void
+
   constructor(config: ReconcilerConfig<Obj>) {
     this.config = resolveConfig(config)
     this.engine = new Engine(this.config)
+    this.reportError = config.onError ?? reportToProcess
+    this.healthReporter = new HealthReporter(this.reportError)
   }
 
   get name(): string {
@@ -247,7 +251,7 @@ export class Reconciler<Obj> {
     } catch (err) {
       if (!(err instanceof StoppedError) && !this.engine.signal.aborted) {
         // A bug or a statedb failure: report it loudly rather than spin.
-        console.error(`reconciler "${this.name}" loop failed:`, err)
+        this.reportError(err, `reconciler "${this.name}" loop failed`)
         this.running = false
         const msg = `loop failed: ${(err as Error)?.message ?? err}`
         this.healthReporter.update({ objects: 0, errors: 1, messages: [msg], pruneError: this.lastPruneError, notReady: msg })

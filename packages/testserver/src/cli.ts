@@ -24,7 +24,7 @@ const { values } = parseArgs({
   },
 })
 if (values.help) {
-  console.log(`usage: statewright-testserver [--port N] [--host H] [--kubeconfig FILE] [--token T | --no-auth] [--insecure-http]
+  process.stdout.write(`usage: statewright-testserver [--port N] [--host H] [--kubeconfig FILE] [--token T | --no-auth] [--insecure-http]
                              [--seed N] [--history-size N] [--bookmark-interval-ms N] [--name CLUSTER] [--no-gc]`)
   process.exit(0)
 }
@@ -40,9 +40,7 @@ if (values.name) opts.name = values.name
 opts.tls = !values['insecure-http']
 const server = await startTestServer(opts)
 const path = server.kubeconfigPath
-console.log(`statewright-testserver listening on ${server.url}`)
-console.log(`kubeconfig: ${path}`)
-console.log(`token: ${server.token ?? '(auth disabled)'}`)
+process.stdout.write(`statewright-testserver listening on ${server.url}\nkubeconfig: ${path}\ntoken: ${server.token ?? '(auth disabled)'}\n`)
 const shutdown = () => { void server.stop().then(() => process.exit(0)) }
 process.on('SIGINT', shutdown)
 process.on('SIGTERM', shutdown)
