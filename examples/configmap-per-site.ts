@@ -1,6 +1,7 @@
 // A whole controller: every Site (demo.statewright.io/v1, types generated from site-crd.yaml) gets a
 // ConfigMap "site-<name>" with its title, owned by the Site; deleting a Site first releases what it
-// holds outside the cluster (a finalizer). Health, readiness and metrics on 127.0.0.1:8080.
+// holds outside the cluster (a finalizer). Health, readiness and metrics on :8080 (HTTP_HOST, default
+// 127.0.0.1); with POD_NAMESPACE set (examples/deploy), replicas elect a leader through a Lease there.
 //   node --conditions=@statewright/source --import tsx examples/configmap-per-site.ts   (KUBECONFIG or in cluster)
 import { Manager, controllerRef, type ManagerOptions } from '@statewright/controller'
 import { Site } from './site-types.ts'
@@ -24,4 +25,7 @@ export function siteController(opts: Partial<ManagerOptions> = {}, outside: Outs
   return m
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await siteController().start()
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const ns = process.env.POD_NAMESPACE
+  await siteController({ http: { host: process.env.HTTP_HOST ?? '127.0.0.1', port: 8080 }, ...(ns ? { leaderElection: { namespace: ns } } : {}) }).start()
+}

@@ -73,9 +73,10 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
         await w.wait(signal)
       }
     }
-    // 2. derivations
-    state.phase = 'derivations'
+    // 2. drift repair (it may mark desired objects pending), then derivations
+    state.phase = 'drift repair and derivations'
     const txn = m.db.readTxn()
+    if (m.reconciler.isRunning) for (const d of m.drift) await d.waitFor(txn, signal)
     for (const d of m.derivations) await d.waitFor(txn, signal)
     // 3. the reconciler, then components
     state.phase = 'the reconciler'

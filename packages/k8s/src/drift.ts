@@ -11,7 +11,7 @@
 // An object that holds what we want again before its repair is due is not repaired.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Reconciler, statusPending, type ReconcilerConfig } from '@statewright/reconciler'
-import type { ChangeIterator, DB, Table } from '@statewright/statedb'
+import type { ChangeIterator, DB, ReadTxn, Table } from '@statewright/statedb'
 import type { KubeObject } from './gvk.ts'
 import type { EventRecorder } from './events.ts'
 import type { K8sMetrics } from './metrics.ts'
@@ -57,6 +57,9 @@ export class DriftWatcher {
   private readonly pacer: RepairPacer
   /** Drifted objects whose repair is not due yet, by desired key. */
   private readonly waiting = new Map<string, Waiting>()
+  /** Revision of the observed table up to which changes are acted on (repaired or scheduled). */
+  private consumed = -1
+  private progress: Array<() => void> = []
 
   constructor(private readonly o: DriftOptions) {
     this.pacer = new RepairPacer(o.pacing)
@@ -72,6 +75,24 @@ export class DriftWatcher {
   async stop(): Promise<void> {
     this.ctrl.abort()
     await this.loop
+    for (const f of this.progress.splice(0)) f()
+  }
+
+  /**
+   * Resolves once the observed table's changes up to `txn` are acted on: repairs marked, or
+   * scheduled when backed off (for waits in tests). Rejects when stopped or aborted.
+   */
+  async waitFor(txn: ReadTxn, signal?: AbortSignal): Promise<void> {
+    const want = this.o.observed.revision(txn)
+    while (this.consumed < want) {
+      if (!this.loop || this.ctrl.signal.aborted) throw new Error('drift watcher is not running')
+      signal?.throwIfAborted()
+      await new Promise<void>((resolve, reject) => {
+        const onAbort = () => reject(signal!.reason)
+        signal?.addEventListener('abort', onAbort, { once: true })
+        this.progress.push(() => { signal?.removeEventListener('abort', onAbort); resolve() })
+      })
+    }
   }
 
   /** Objects another writer keeps reverting (fights in progress). */
@@ -102,6 +123,8 @@ export class DriftWatcher {
         }
       }
       const next = await this.repairDue()
+      this.consumed = this.o.observed.revision(txn)
+      for (const f of this.progress.splice(0)) f()
       const round = new AbortController()
       const both = AbortSignal.any([signal, round.signal])
       try {
