@@ -5,6 +5,7 @@ import { DB, Table, defineIndex } from '@statewright/statedb'
 import { InMemoryMetrics, PrometheusMetrics, Reconciler, newStatusIndex, statusPending, waitForReconciliation } from '@statewright/reconciler'
 import { Cluster, K8sMetrics, Reflector, Target, desired, namespacedName, newDesiredTable, targetReconciler } from '@statewright/k8s'
 import { startTestServer } from '@statewright/testserver'
+import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 import { Registry } from 'prom-client'
 
 const step = (what) => console.log(`  consumer: ${what}`)
@@ -72,6 +73,26 @@ const step = (what) => console.log(`  consumer: ${what}`)
   } finally {
     await reflector.stop()
     await reconciler.stop()
+    await cluster.close()
+    await server.stop()
+  }
+}
+// a Manager: ConfigMaps labelled copy=yes are copied to "<name>-copy", waited for with waitForConvergence
+{
+  const server = await startTestServer()
+  const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
+  const m = new Manager({ name: 'copier', cluster, handleSignals: false, http: { port: 0 }, logger: createLogger({ level: 'silent' }) })
+  const originals = m.watch({ apiVersion: 'v1', kind: 'ConfigMap' }, { labelSelector: 'copy=yes' })
+  m.derive({ from: originals, owns: [{ apiVersion: 'v1', kind: 'ConfigMap' }], fn: (cm) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${cm.metadata.name}-copy`, namespace: cm.metadata.namespace }, data: cm.data ?? {} }) })
+  try {
+    await cluster.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'orig', labels: { copy: 'yes' } }, data: { a: '1' } } })
+    await m.start()
+    assert.deepEqual((await waitForConvergence(m, { timeout: 10_000 })).errors, [])
+    assert.deepEqual(server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'orig-copy', 'default')?.data, { a: '1' })
+    assert.equal((await fetch(`${m.url}/readyz`)).status, 200)
+    step('a Manager derived and applied a ConfigMap; waitForConvergence returned; /readyz is 200')
+  } finally {
+    await m.stop()
     await cluster.close()
     await server.stop()
   }

@@ -7,6 +7,7 @@ import { DB, Table, defineIndex, type Txn } from '@statewright/statedb'
 import { PrometheusMetrics, Reconciler, newStatusIndex, statusPending, waitForReconciliation, type Metrics, type Status } from '@statewright/reconciler'
 import { Cluster, K8sMetrics, Target, desired, newDesiredTable, type KubeObject } from '@statewright/k8s'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
+import { Manager, derive, waitForConvergence, type ConvergenceResult } from '@statewright/controller'
 
 interface Memo { readonly name: string; readonly body: string; readonly status: Status }
 
@@ -55,4 +56,17 @@ export async function k8s(): Promise<void> {
   void [text, target]
   await cluster.close()
   await server.stop()
+}
+
+export async function controller(cluster: Cluster): Promise<ConvergenceResult> {
+  const m = new Manager({ name: 'typed', cluster, http: false, handleSignals: false })
+  const cms = m.watch<KubeObject>({ apiVersion: 'v1', kind: 'ConfigMap' })
+  m.derive({ from: cms, fn: (cm) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${cm.metadata.name}-x`, namespace: cm.metadata.namespace } }) })
+  // @ts-expect-error a derivation returns Kubernetes objects, not strings
+  m.derive({ from: cms, fn: () => 'not an object' })
+  const db = new DB()
+  void derive
+  void db
+  await m.start()
+  return waitForConvergence(m, { timeout: 1000 })
 }
