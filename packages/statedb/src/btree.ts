@@ -293,20 +293,53 @@ function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K
   else for (const c of (right as Branch<K, V>).children) left.children.push(c)
 }
 
+// Evens out two siblings in place. No splice/shift/unshift: those allocate an array of the moved
+// elements (or shift one at a time), and deleting the oldest revision (every update of the revision
+// index) takes this path on every few writes.
 function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
   const total = left.keys.length + right.keys.length
   const wantLeft = total >>> 1
   if (left.keys.length < wantLeft) {
     const n = wantLeft - left.keys.length
-    left.keys.push(...right.keys.splice(0, n))
-    if (left.leaf) left.vals.push(...(right as Leaf<K, V>).vals.splice(0, n))
-    else left.children.push(...(right as Branch<K, V>).children.splice(0, n))
+    moveFront(right.keys, left.keys, n)
+    if (left.leaf) moveFront((right as Leaf<K, V>).vals, left.vals, n)
+    else moveFront((right as Branch<K, V>).children, left.children, n)
   } else {
     const n = left.keys.length - wantLeft
-    right.keys.unshift(...left.keys.splice(wantLeft, n))
-    if (left.leaf) (right as Leaf<K, V>).vals.unshift(...left.vals.splice(wantLeft, n))
-    else (right as Branch<K, V>).children.unshift(...left.children.splice(wantLeft, n))
+    moveBack(left.keys, right.keys, n)
+    if (left.leaf) moveBack(left.vals, (right as Leaf<K, V>).vals, n)
+    else moveBack(left.children, (right as Branch<K, V>).children, n)
   }
+}
+
+/** Moves the first n elements of `from` to the end of `to`. */
+function moveFront<T>(from: T[], to: T[], n: number): void {
+  for (let i = 0; i < n; i++) to.push(from[i]!)
+  const m = from.length - n
+  for (let i = 0; i < m; i++) from[i] = from[i + n]!
+  from.length = m
+}
+
+/** Moves the last n elements of `from` to the front of `to`. */
+function moveBack<T>(from: T[], to: T[], n: number): void {
+  const m = to.length
+  const start = from.length - n
+  // Grow by pushing existing values (setting length would make the array holey for good).
+  for (let i = 0; i < n; i++) to.push(m > 0 ? to[0]! : from[start]!)
+  for (let i = m - 1; i >= 0; i--) to[i + n] = to[i]!
+  for (let i = 0; i < n; i++) to[i] = from[start + i]!
+  from.length = start
+}
+
+/** Calls fn with every value in key order: a plain walk, no iterator protocol (Results.forEach). */
+export function treeEach<K extends TreeKey, V>(node: TreeNode<K, V>, fn: (v: V) => void): void {
+  if (node.leaf) {
+    const vals = node.vals
+    for (let i = 0; i < vals.length; i++) fn(vals[i]!)
+    return
+  }
+  const children = node.children
+  for (let i = 0; i < children.length; i++) treeEach(children[i]!, fn)
 }
 
 /**

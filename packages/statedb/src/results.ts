@@ -3,8 +3,14 @@
 import type { Entry } from './state.ts'
 
 export class Results<Obj> implements Iterable<Obj> {
-  /** @internal */
-  constructor(private readonly source: () => Iterator<Entry<Obj>>) {}
+  /**
+   * @internal `walk`, when given, calls its argument with every entry in order, as the source
+   * would yield them, without an iterator (a full scan walks the tree directly).
+   */
+  constructor(
+    private readonly source: () => Iterator<Entry<Obj>>,
+    private readonly walk?: (fn: (e: Entry<Obj>) => void) => void,
+  ) {}
 
   [Symbol.iterator](): Iterator<Obj> {
     return new ObjectIterator(this.source())
@@ -17,6 +23,7 @@ export class Results<Obj> implements Iterable<Obj> {
 
   /** Calls fn for each object, without the iterator protocol's per-step cost. */
   forEach(fn: (obj: Obj, revision: number) => void): void {
+    if (this.walk !== undefined) return this.walk((e) => fn(e.object, e.revision))
     const it = this.source()
     for (let r = it.next(); !r.done; r = it.next()) fn(r.value.object, r.value.revision)
   }

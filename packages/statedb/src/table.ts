@@ -6,7 +6,7 @@
 // in primary key order. Results are lazy and in index key order. Each has a *Watch variant whose
 // watch fires when the result may have changed after the snapshot.
 
-import { treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { treeEach, treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
 import { ChangeIterator, Graveyard } from './changes.ts'
 import type { Key } from './encoding.ts'
 import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
@@ -135,13 +135,19 @@ export class Table<Obj> {
   }
 
   all(txn: Txn): Results<Obj> {
-    const view = txn.view(this)
-    return new Results(() => new TreeIterator(stable(view).primary.root, undefined))
+    return this.allOf(txn.view(this))
   }
 
   allWatch(txn: Txn): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [new Results(() => new TreeIterator(stable(view).primary.root, undefined)), this.anyWatchOf(txn, view)]
+    return [this.allOf(view), this.anyWatchOf(txn, view)]
+  }
+
+  private allOf(view: TableView<Obj>): Results<Obj> {
+    return new Results(
+      () => new TreeIterator(stable(view).primary.root, undefined),
+      (fn) => treeEach(stable(view).primary.root, fn),
+    )
   }
 
   /** The table's revision in this snapshot: grows with every insert and delete. */

@@ -3,7 +3,7 @@
 import fc from 'fast-check'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { emptyTree, less, treeGet, TreeIterator, TreeWriter, validateTree, type Tree } from '../src/btree.ts'
+import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, validateTree, type Tree } from '../src/btree.ts'
 import { encodeKey, encodePrefix, KEY_SEPARATOR, type Key, type KeyPart } from '../src/encoding.ts'
 
 test('random writes agree with a Map; every published tree stays as it was', () => {
@@ -41,6 +41,40 @@ test('random writes agree with a Map; every published tree stays as it was', () 
       },
     ),
     { numRuns: 60 },
+  )
+})
+
+test('the revision-index shape (delete the smallest, append a larger) rebalances in place and stays a valid tree; treeEach agrees with the iterator', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 150 }), fc.integer({ min: 1, max: 6 }), (rows, batch, rounds) => {
+      let tree: Tree<number, number> = emptyTree()
+      const w0 = new TreeWriter(tree)
+      for (let i = 0; i < rows; i++) w0.set(i, i)
+      tree = w0.publish()
+      let next = rows
+      const published: Array<[Tree<number, number>, number[]]> = []
+      for (let r = 0; r < rounds; r++) {
+        const w = new TreeWriter(tree)
+        for (let j = 0; j < batch; j++) {
+          const smallest = new TreeIterator(w.root, undefined).next().value as number
+          w.deletePresent(smallest)
+          w.set(next, next)
+          next++
+        }
+        tree = w.publish()
+        validateTree(tree, 'revision shape')
+        const want = Array.from({ length: rows }, (_, i) => next - rows + i)
+        published.push([tree, want])
+      }
+      for (const [t, want] of published) {
+        validateTree(t, 'old tree')
+        assert.equal([...new TreeIterator(t.root, undefined)], want)
+        const seen: number[] = []
+        treeEach(t.root, (v) => seen.push(v))
+        assert.equal(seen, want)
+      }
+    }),
+    { numRuns: 80 },
   )
 })
 
