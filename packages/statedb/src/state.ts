@@ -3,7 +3,7 @@
 // Invariants of a TableState:
 // - `primary` holds one entry per object under its encoded primary key; `byRevision` holds the same
 //   entries under their revisions; a unique secondary index holds them under their encoded
-//   secondary keys, a non-unique one holds buckets (./buckets.ts) under them;
+//   secondary keys, a non-unique one holds buckets of primary keys (./buckets.ts) under them;
 // - every entry's revision is <= `revision`, and no two live entries share a revision;
 // - a published TableState is never changed: a write transaction builds a new one.
 
@@ -31,7 +31,7 @@ export interface TableView<Obj> {
   readonly primary: Tree<EncodedKey, Entry<Obj>>
   readonly byRevision: Tree<number, Entry<Obj>>
   /** Per secondary index: entries (unique) or buckets (non-unique) by encoded key. */
-  readonly secondary: ReadonlyArray<Tree<EncodedKey, Entry<Obj>> | BucketTree<Obj>>
+  readonly secondary: ReadonlyArray<Tree<EncodedKey, Entry<Obj>> | BucketTree>
   readonly pendingInit: readonly Initializer[]
 }
 

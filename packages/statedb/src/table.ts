@@ -295,7 +295,7 @@ export class Table<Obj> {
     if (ref.pos < 0) return treeGet(view.byRevision.root, this.revisionKey(q))
     const tree = this.treeOf(view, ref.pos)
     if (ref.unique) return treeGet(tree.root, q.encoded()) as Entry<Obj> | undefined
-    return bucketFirst(treeGet(tree.root, q.encoded()) as Bucket<Obj> | undefined)
+    return bucketFirst(treeGet(tree.root, q.encoded()) as Bucket | undefined, view.primary.root)
   }
 
   private listIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
@@ -304,7 +304,7 @@ export class Table<Obj> {
       const e = this.first(view, q)
       return (e === undefined ? [] : [e])[Symbol.iterator]()
     }
-    return bucketEntries(treeGet(this.treeOf(view, ref.pos).root, q.encoded()) as Bucket<Obj> | undefined)
+    return bucketEntries(treeGet(this.treeOf(view, ref.pos).root, q.encoded()) as Bucket | undefined, view.primary.root)
   }
 
   private prefixIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
@@ -314,7 +314,7 @@ export class Table<Obj> {
     if (typeof p === 'number') return this.listIter(view, q) // a number is a prefix only of itself
     const root = this.treeOf(view, ref.pos).root
     if (ref.unique) return new TreeIterator(root, p, p) as Iterator<Entry<Obj>>
-    return new BucketsIterator<Obj>(root as never, p, p, this.multiKey(ref.pos))
+    return new BucketsIterator<Obj>(root as never, p, p, this.multiKey(ref.pos), view.primary.root)
   }
 
   private lowerBoundIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
@@ -322,7 +322,7 @@ export class Table<Obj> {
     if (ref.pos < 0) return new TreeIterator(view.byRevision.root, this.revisionKey(q))
     const root = this.treeOf(view, ref.pos).root
     if (ref.unique) return new TreeIterator(root, q.encodedPrefix()) as Iterator<Entry<Obj>>
-    return new BucketsIterator<Obj>(root as never, q.encodedPrefix(), undefined, this.multiKey(ref.pos))
+    return new BucketsIterator<Obj>(root as never, q.encodedPrefix(), undefined, this.multiKey(ref.pos), view.primary.root)
   }
 
   /** Whether objects may have several keys in a secondary index (then scans skip repeats). */

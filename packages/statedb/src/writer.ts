@@ -14,12 +14,14 @@ import { UniqueConflictError } from './errors.ts'
 import { Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
 
+const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
+
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
   readonly byRevision: TreeWriter<number, Entry<Obj>>
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
-  private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter<Obj>>
+  private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
   /** What reads see: the secondary trees as this transaction has them now. */
   readonly secondary: TableView<Obj>['secondary']
@@ -44,6 +46,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
+    this.newKeys = new Array(this.writers.length)
     if (recording) this.startRecording()
   }
 
@@ -55,26 +58,25 @@ export class TableWriter<Obj> implements TableView<Obj> {
   /**
    * Inserts or replaces obj. With `expect`, only if the stored object was last written at that
    * revision (compare-and-swap): then returns undefined and sets `swapFailed` when it was not.
-   * One descent of the primary tree either way.
+   * One descent of the primary tree either way. A non-unique index is written only where the
+   * object's keys changed (its buckets hold primary keys, see ./buckets.ts); a unique one holds
+   * entries, so every key is rewritten.
    */
   insert(obj: Obj, expect?: number): Entry<Obj> | undefined {
     const schema = this.schema
     const pk = schema.primaryKey(obj)
     const n = this.writers.length
-    let newKeys: EncodedKey[][] | undefined
-    if (n > 0) {
-      newKeys = new Array(n)
-      for (let i = 0; i < n; i++) {
-        const keys = schema.secondaryKeys(i, obj)
-        newKeys[i] = keys
-        if (schema.secondary[i]!.unique) {
-          for (const k of keys) {
-            const holder = this.uniques[i]!.get(k)
-            if (holder !== undefined && holder.key !== pk) {
-              if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
-              throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
-            }
-          }
+    const newKeys = this.newKeys
+    for (let i = 0; i < n; i++) {
+      const keys = schema.secondaryKeysOf(i, obj)
+      newKeys[i] = keys
+      const u = this.uniques[i]
+      if (u === undefined) continue
+      for (const k of typeof keys === 'object' ? keys : [keys]) {
+        const holder = u.get(k)
+        if (holder !== undefined && holder.key !== pk) {
+          if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
+          throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
         }
       }
     }
@@ -94,24 +96,48 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
     for (let i = 0; i < n; i++) {
-      const keys = newKeys![i]!
-      const w = this.writers[i]!
-      if (old !== undefined) {
-        const oldKeys = schema.secondaryKeys(i, old.object)
-        for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
-          if (keys.length === 1 ? keys[0] === k : keys.includes(k)) continue
-          if (w instanceof TreeWriter) w.deletePresent(k)
-          else w.remove(k, pk)
-          if (changed) changed[i + 1]!.add(k)
-        }
+      const keys = newKeys[i]!
+      newKeys[i] = undefined // holds no object's keys past the write
+      const oldKeys = old === undefined ? undefined : schema.secondaryKeysOf(i, old.object)
+      const seen = changed?.[i + 1]
+      const u = this.uniques[i]
+      if (u !== undefined) {
+        if (oldKeys !== undefined) this.removeKeys(i, oldKeys, keys, pk)
+        if (typeof keys !== 'object') u.set(keys, entry)
+        else for (const k of keys) u.set(k, entry)
+      } else {
+        const b = this.writers[i] as BucketsWriter
+        if (oldKeys !== undefined) this.removeKeys(i, oldKeys, keys, pk)
+        if (typeof keys !== 'object') {
+          if (oldKeys === undefined || !hasKey(oldKeys, keys)) b.add(keys, pk)
+        } else for (const k of keys) if (oldKeys === undefined || !hasKey(oldKeys, k)) b.add(k, pk)
       }
-      for (const k of keys) {
-        if (w instanceof TreeWriter) w.set(k, entry)
-        else w.add(k, entry)
-        if (changed) changed[i + 1]!.add(k)
+      // Key watches fire for every key the object has or had, changed or not: the object changed.
+      if (seen) {
+        if (typeof keys !== 'object') seen.add(keys)
+        else for (const k of keys) seen.add(k)
       }
     }
     return old
+  }
+
+  /** Per secondary index: the keys of the object being inserted (scratch, no array per write). */
+  private readonly newKeys: Array<EncodedKey | EncodedKey[] | undefined>
+
+  /** Removes pk from index i under the old keys it no longer has (each once). */
+  private removeKeys(i: number, oldKeys: EncodedKey | EncodedKey[], keys: EncodedKey | EncodedKey[] | undefined, pk: EncodedKey): void {
+    if (typeof oldKeys !== 'object') {
+      if (keys === undefined || !hasKey(keys, oldKeys)) this.removeKey(i, oldKeys, pk)
+      return
+    }
+    for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) if (keys === undefined || !hasKey(keys, k)) this.removeKey(i, k, pk)
+  }
+
+  private removeKey(i: number, k: EncodedKey, pk: EncodedKey): void {
+    const u = this.uniques[i]
+    if (u !== undefined) u.deletePresent(k)
+    else (this.writers[i] as BucketsWriter).remove(k, pk)
+    this.changed?.[i + 1]!.add(k)
   }
 
   /** The last insert with `expect` found another revision (or no object) and wrote nothing. */
@@ -136,15 +162,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.byRevision.deletePresent(old.revision)
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
-    for (let i = 0; i < this.writers.length; i++) {
-      const w = this.writers[i]!
-      const oldKeys = this.schema.secondaryKeys(i, old.object)
-      for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
-        if (w instanceof TreeWriter) w.deletePresent(k)
-        else w.remove(k, pk)
-        if (changed) changed[i + 1]!.add(k)
-      }
-    }
+    for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
     this.deletes.push(new Entry(old.object, ++this.revision, pk))
     return old
   }
