@@ -7,6 +7,7 @@
 // watch fires when the result may have changed after the snapshot.
 
 import { treeEach, treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { TableBatch } from './batch.ts'
 import { ChangeIterator, Graveyard } from './changes.ts'
 import type { Key } from './encoding.ts'
 import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
@@ -201,6 +202,11 @@ export class Table<Obj> {
     if (validating) deepFreeze(obj)
     w.insert(obj, revision)
     return !w.swapFailed
+  }
+
+  /** A handle for many writes to this table in `txn`, without the per-call lookups (./batch.ts). */
+  batch(txn: WriteTxn): TableBatch<Obj> {
+    return new TableBatch(txn, txn.writer(this))
   }
 
   /** Deletes the object with obj's primary key; returns the deleted object. */

@@ -157,4 +157,35 @@ test('an update that keeps its non-unique key is found through the index, fires 
   assert.is(table.list(after, byKind.query('a')).first(), second, 'older snapshots still resolve through their own primary index')
 })
 
+test('a table batch writes what the same table calls write, and refuses use after commit', () => {
+  const mk = () => {
+    const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind, byTag, byAlias] })
+    return { table, db: new DB({ tables: [table] }) }
+  }
+  const objs = Array.from({ length: 200 }, (_, i): Obj => ({ id: i, kind: KINDS[i % 3]!, tags: [TAGS[i % 3]!], alias: `al${i}`, v: 0 }))
+  const a = mk()
+  const b = mk()
+  for (const side of [a, b]) {
+    const w = side.db.tryWriteTxn(side.table)!
+    for (const o of objs) side.table.insert(w, o)
+    w.commit()
+  }
+  const wa = a.db.tryWriteTxn(a.table)!
+  const wb = b.db.tryWriteTxn(b.table)!
+  const batch = b.table.batch(wb)
+  for (const o of objs) {
+    const e = a.table.getEntry(wa, byId.query(o.id))!
+    const next = { ...o, kind: o.id % 2 ? 'b' : o.kind, v: 1 }
+    const rev = o.id % 5 === 0 ? e.revision - 1 : e.revision // every fifth is stale
+    assert.is(batch.compareAndSwap(rev, next), a.table.compareAndSwap(wa, rev, next))
+  }
+  assert.is(batch.insert(objs[0]!)?.v, a.table.insert(wa, objs[0]!)?.v)
+  const ra = wa.commit()
+  const rb = wb.commit()
+  assert.equal(b.table.all(rb).toArray(), a.table.all(ra).toArray())
+  for (const k of KINDS) assert.equal(b.table.list(rb, byKind.query(k)).toArray(), a.table.list(ra, byKind.query(k)).toArray())
+  assert.is(b.table.revision(rb), a.table.revision(ra))
+  assert.throws(() => batch.insert(objs[1]!), /already finished/)
+})
+
 test.run()
