@@ -15,14 +15,14 @@ export type TreeKey = string | number
 
 export type Owner = object
 
-interface Leaf<K extends TreeKey, V> {
+export interface Leaf<K extends TreeKey, V> {
   leaf: true
   keys: K[]
   vals: V[]
   owner: Owner | null
 }
 
-interface Branch<K extends TreeKey, V> {
+export interface Branch<K extends TreeKey, V> {
   leaf: false
   keys: K[] // keys[i] = largest key under children[i]
   children: TreeNode<K, V>[]
@@ -31,8 +31,8 @@ interface Branch<K extends TreeKey, V> {
 
 export type TreeNode<K extends TreeKey, V> = Leaf<K, V> | Branch<K, V>
 
-const MAX = 48
-const MIN = 12
+export const MAX = 48
+export const MIN = 12
 
 /** An immutable tree: the root and the number of entries. */
 export interface Tree<K extends TreeKey, V> {
@@ -45,7 +45,7 @@ export function emptyTree<K extends TreeKey, V>(): Tree<K, V> {
 }
 
 /** Index of the first key >= k (keys.length when all are smaller). */
-function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
+export function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
   // Two searches, each with one kind of `<` in its loop (they compile to different code).
   return typeof k === 'number' ? lowerNumber(keys, k) : lowerString(keys, k as string)
 }
@@ -169,7 +169,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     return { root: this.root, size: this.size }
   }
 
-  private own<N extends TreeNode<K, V>>(node: N): N {
+  /** @internal This writer's copy of a node (the node itself when already its own). */
+  own<N extends TreeNode<K, V>>(node: N): N {
     if (node.owner === this.owner) return node
     if (node.leaf) return { leaf: true, keys: node.keys.slice(), vals: node.vals.slice(), owner: this.owner } as N
     return { leaf: false, keys: node.keys.slice(), children: node.children.slice(), owner: this.owner } as N
@@ -283,11 +284,11 @@ function removeAt<T>(a: T[], i: number): void {
   a.pop()
 }
 
-function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
+export function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
   return node.keys[node.keys.length - 1]!
 }
 
-function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+export function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
   for (const key of right.keys) left.keys.push(key)
   if (left.leaf) for (const v of (right as Leaf<K, V>).vals) left.vals.push(v)
   else for (const c of (right as Branch<K, V>).children) left.children.push(c)
@@ -296,7 +297,7 @@ function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K
 // Evens out two siblings in place. No splice/shift/unshift: those allocate an array of the moved
 // elements (or shift one at a time), and deleting the oldest revision (every update of the revision
 // index) takes this path on every few writes.
-function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+export function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
   const total = left.keys.length + right.keys.length
   const wantLeft = total >>> 1
   if (left.keys.length < wantLeft) {

@@ -8,18 +8,28 @@
 //   someone watches keys of this table; otherwise commit fires every key watch of the table.
 
 import { TreeIterator, TreeWriter } from './btree.ts'
+import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
 import { Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
 
+const ascending = (a: number, b: number): number => a - b
+
 const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
 
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
-  readonly byRevision: TreeWriter<number, Entry<Obj>>
+  /** The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). */
+  private readonly revisions: TreeWriter<number, Entry<Obj>>
+  /**
+   * Revisions of replaced and deleted entries, not yet removed from `revisions`: they go in one
+   * sorted pass (./bulkdelete.ts) when the index is read or published, instead of one removal per
+   * write (updates mostly remove the oldest revisions, from the front of a leaf).
+   */
+  private staleRevisions: number[] = []
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
@@ -41,13 +51,25 @@ export class TableWriter<Obj> implements TableView<Obj> {
   ) {
     this.revision = base.revision
     this.primary = new TreeWriter(base.primary)
-    this.byRevision = new TreeWriter(base.byRevision)
+    this.revisions = new TreeWriter(base.byRevision)
     this.writers = base.secondary.map((t, i) => (schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never)))
     this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
     this.newKeys = new Array(this.writers.length)
     if (recording) this.startRecording()
+  }
+
+  /** The revision index as the transaction has it now. */
+  get byRevision(): TreeWriter<number, Entry<Obj>> {
+    const stale = this.staleRevisions
+    if (stale.length > 0) {
+      // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
+      stale.sort(ascending)
+      deleteSortedPresent(this.revisions, stale)
+      this.staleRevisions = []
+    }
+    return this.revisions
   }
 
   startRecording(): void {
@@ -91,8 +113,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.swapFailed = false
     this.revision++
     this.dirty = true
-    if (old !== undefined) this.byRevision.deletePresent(old.revision)
-    this.byRevision.set(entry.revision, entry)
+    if (old !== undefined) this.staleRevisions.push(old.revision)
+    this.revisions.set(entry.revision, entry)
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
     for (let i = 0; i < n; i++) {
@@ -159,7 +181,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
-    this.byRevision.deletePresent(old.revision)
+    this.staleRevisions.push(old.revision)
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
     for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
@@ -173,7 +195,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
       this.deletes.push(new Entry(entry.object, ++this.revision, entry.key))
     }
     this.primary.clear()
-    this.byRevision.clear()
+    this.revisions.clear()
+    this.staleRevisions = []
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true

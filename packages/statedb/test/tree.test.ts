@@ -4,6 +4,7 @@ import fc from 'fast-check'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, validateTree, type Tree } from '../src/btree.ts'
+import { deleteSortedPresent } from '../src/bulkdelete.ts'
 import { encodeKey, encodePrefix, KEY_SEPARATOR, type Key, type KeyPart } from '../src/encoding.ts'
 
 test('random writes agree with a Map; every published tree stays as it was', () => {
@@ -75,6 +76,41 @@ test('the revision-index shape (delete the smallest, append a larger) rebalances
       }
     }),
     { numRuns: 80 },
+  )
+})
+
+test('deleting many sorted keys at once agrees with a Map and leaves a valid tree; published trees stay as they were', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 3000 }),
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 3000 }), fc.integer({ min: 0, max: 3000 })), { minLength: 1, maxLength: 6 }),
+      fc.integer(),
+      (size, ranges, seed) => {
+        const w0 = new TreeWriter<number, number>(emptyTree())
+        // Keys inserted in a scrambled order, so node fill varies.
+        const order = Array.from({ length: size }, (_, i) => (i * 7919 + (seed >>> 0)) % Math.max(size, 1))
+        const model = new Map<number, number>()
+        for (const k of order) {
+          w0.set(k, k)
+          model.set(k, k)
+        }
+        const first = w0.publish()
+        validateTree(first, 'before')
+        const w = new TreeWriter(first)
+        const doomed = new Set<number>()
+        for (const [a, b] of ranges) for (let k = Math.min(a, b); k <= Math.max(a, b); k += 1 + (seed & 3)) if (model.has(k)) doomed.add(k)
+        const keys = [...doomed].sort((x, y) => x - y)
+        deleteSortedPresent(w, keys)
+        for (const k of keys) model.delete(k)
+        const after = w.publish()
+        validateTree(after, 'after')
+        validateTree(first, 'first, untouched')
+        const want = [...model.keys()].sort((x, y) => x - y)
+        assert.equal([...new TreeIterator(after.root, undefined)], want)
+        assert.is(first.size, size === 0 ? 0 : new Set(order).size)
+      },
+    ),
+    { numRuns: 300 },
   )
 })
 
