@@ -11,14 +11,33 @@ import { emptyTree, type Tree, type TreeKey } from './btree.ts'
 import type { BucketTree } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 
-/** An object as stored: the object, the table revision of its last write, its encoded primary key. */
+/**
+ * An object as stored: the object, the table revision of its last write, its encoded primary key.
+ * An entry is also the change a change iterator reports for that write (`deleted` false), and a
+ * Tombstone the change for a deletion: no change record is allocated per change.
+ */
 export class Entry<Obj> {
+  /** Whether this records a deletion: false on the prototype (no field per stored entry). */
+  declare readonly deleted: boolean
+
   constructor(
     readonly object: Obj,
     readonly revision: number,
     /** @internal */ readonly key: EncodedKey,
   ) {}
+
+  /** As a change record: what JSON of a change shows (`deleted` lives on the prototype). */
+  toJSON(): { object: Obj; revision: number; deleted: boolean } {
+    return { object: this.object, revision: this.revision, deleted: this.deleted }
+  }
 }
+Object.defineProperty(Entry.prototype, 'deleted', { value: false })
+
+/** A deletion, kept in the graveyard for change iterators: the deleted object at the revision of its deletion. */
+export class Tombstone<Obj> extends Entry<Obj> {
+  declare readonly deleted: boolean
+}
+Object.defineProperty(Tombstone.prototype, 'deleted', { value: true })
 
 /** A pending table initializer; identity matters, the name is for people. */
 export interface Initializer {

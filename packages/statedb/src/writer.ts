@@ -12,7 +12,7 @@ import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
-import { Entry, type Initializer, type TableState, type TableView } from './state.ts'
+import { Entry, Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
 
 const ascending = (a: number, b: number): number => a - b
@@ -185,14 +185,14 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const changed = this.changed
     if (changed) changed[0]!.add(pk)
     for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
-    this.deletes.push(new Entry(old.object, ++this.revision, pk))
+    this.deletes.push(new Tombstone(old.object, ++this.revision, pk))
     return old
   }
 
   deleteAll(): void {
     if (this.primary.size === 0) return
     for (const entry of new TreeIterator(this.primary.root, undefined)) {
-      this.deletes.push(new Entry(entry.object, ++this.revision, entry.key))
+      this.deletes.push(new Tombstone(entry.object, ++this.revision, entry.key))
     }
     this.primary.clear()
     this.revisions.clear()

@@ -188,4 +188,23 @@ test('a table batch writes what the same table calls write, and refuses use afte
   assert.throws(() => batch.insert(objs[1]!), /already finished/)
 })
 
+test('change records are the stored entries and tombstones: collected changes stay distinct; deleted and JSON as before', () => {
+  const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind] })
+  const db = new DB({ tables: [table] })
+  const iter = table.changes(db.readTxn())
+  let w = db.tryWriteTxn(table)!
+  const a: Obj = { id: 1, kind: 'a', tags: [], alias: 'a', v: 0 }
+  const b: Obj = { id: 2, kind: 'a', tags: [], alias: 'b', v: 0 }
+  table.insert(w, a)
+  table.insert(w, b)
+  w.commit()
+  w = db.tryWriteTxn(table)!
+  table.delete(w, a)
+  w.commit()
+  const got = [...iter.next(db.readTxn())[0]]
+  assert.equal(got.map((c) => [c.object, c.revision, c.deleted]), [[b, 2, false], [a, 3, true]])
+  assert.equal(JSON.parse(JSON.stringify(got)), [{ object: b, revision: 2, deleted: false }, { object: a, revision: 3, deleted: true }])
+  iter.close()
+})
+
 test.run()
