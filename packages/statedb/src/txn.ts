@@ -63,7 +63,7 @@ export class WriteTxn {
       if (!this.tables.includes(table as Table<any>)) {
         throw new TxnError(`table "${table.name}" is not locked by this write transaction (declared: ${this.tables.map((t) => t.name).join(', ') || 'none'})`)
       }
-      w = new TableWriter<unknown>(table.schema as never, this.base[id] ?? table.empty, table.watches.hasKeyWatches())
+      w = new TableWriter<unknown>(table.schema as never, this.base[id] ?? table.empty, table.watches.watchedPositions())
       this.writers[id] = w
     }
     return w as TableWriter<Obj>

@@ -4,8 +4,9 @@
 // - the unique checks of an insert run before it changes anything, so a failed insert leaves the
 //   transaction as it was;
 // - every insert and delete takes the next table revision;
-// - `changed` records the encoded keys touched per index (0 = primary, 1.. = secondary) only while
-//   someone watches keys of this table; otherwise commit fires every key watch of the table.
+// - `changed` records the encoded keys touched per index (0 = primary, 1.. = secondary), only for the
+//   indexes someone watched keys of when the transaction began; commit fires every key watch of an
+//   index that has no record (watched since).
 
 import { TreeIterator, TreeWriter } from './btree.ts'
 import { deleteSortedPresent } from './bulkdelete.ts'
@@ -38,8 +39,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
   pendingInit: readonly Initializer[]
   /** Deleted entries, with the revision of their deletion, in order. */
   readonly deletes: Entry<Obj>[] = []
-  /** Keys touched per index, or undefined when not recording. */
-  changed: Set<EncodedKey>[] | undefined
+  /** Keys touched per index (undefined for an index not recorded), or undefined when none is. */
+  changed: Array<Set<EncodedKey> | undefined> | undefined
   /** Every key may have changed (deleteAll). */
   changedAll = false
   dirty = false
@@ -47,7 +48,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
   constructor(
     readonly schema: TableSchema<Obj>,
     readonly base: TableState<Obj>,
-    recording: boolean,
+    /** Per index position: record the keys touched (someone watches keys there); undefined: none. */
+    recording: readonly boolean[] | undefined,
   ) {
     this.revision = base.revision
     this.primary = new TreeWriter(base.primary)
@@ -57,7 +59,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
     this.newKeys = new Array(this.writers.length)
-    if (recording) this.startRecording()
+    if (recording) this.changed = recording.map((on) => (on ? new Set<EncodedKey>() : undefined))
   }
 
   /** The revision index as the transaction has it now. */
@@ -70,11 +72,6 @@ export class TableWriter<Obj> implements TableView<Obj> {
       this.staleRevisions = []
     }
     return this.revisions
-  }
-
-  startRecording(): void {
-    this.changed = []
-    for (let i = 0; i <= this.writers.length; i++) this.changed.push(new Set())
   }
 
   /**
@@ -116,7 +113,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     if (old !== undefined) this.staleRevisions.push(old.revision)
     this.revisions.set(entry.revision, entry)
     const changed = this.changed
-    if (changed) changed[0]!.add(pk)
+    if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
       const keys = newKeys[i]!
       newKeys[i] = undefined // holds no object's keys past the write
@@ -159,7 +156,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const u = this.uniques[i]
     if (u !== undefined) u.deletePresent(k)
     else (this.writers[i] as BucketsWriter).remove(k, pk)
-    this.changed?.[i + 1]!.add(k)
+    this.changed?.[i + 1]?.add(k)
   }
 
   /** The last insert with `expect` found another revision (or no object) and wrote nothing. */
@@ -183,7 +180,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.dirty = true
     this.staleRevisions.push(old.revision)
     const changed = this.changed
-    if (changed) changed[0]!.add(pk)
+    if (changed) changed[0]?.add(pk)
     for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
     this.deletes.push(new Tombstone(old.object, ++this.revision, pk))
     return old

@@ -207,4 +207,22 @@ test('change records are the stored entries and tombstones: collected changes st
   iter.close()
 })
 
+test('key watches are recorded per index: a watch on an index nobody watched when the transaction began still fires', () => {
+  const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind] })
+  const db = new DB({ tables: [table] })
+  const o: Obj = { id: 1, kind: 'a', tags: [], alias: 'a', v: 0 }
+  const [, kindWatch] = table.listWatch(db.readTxn(), byKind.query('a')) // only the kind index is watched
+  const [, otherKind] = table.listWatch(db.readTxn(), byKind.query('b'))
+  const w = db.tryWriteTxn(table)!
+  table.insert(w, o)
+  // Registered mid-transaction, on the primary index, after the write of its key.
+  const [, idWatch] = table.getWatch(db.readTxn(), byId.query(1))
+  const [, idOther] = table.getWatch(db.readTxn(), byId.query(2))
+  w.commit()
+  assert.ok(kindWatch.closed, 'recorded key fired')
+  assert.not.ok(otherKind.closed, 'an untouched key of a recorded index does not fire')
+  assert.ok(idWatch.closed, 'the unrecorded index fires its watches')
+  assert.ok(idOther.closed, '(all of them: it cannot tell which keys changed)')
+})
+
 test.run()
