@@ -91,6 +91,8 @@ export class DB {
       if (this.ids.has(t)) continue
       if (this.tables.some((o) => o.name === t.name)) throw new StateDBError(`a table named "${t.name}" is already registered`)
       this.ids.set(t, this.tables.length)
+      t.home = this
+      t.homeId = this.tables.length
       this.tables.push(t)
       this.locks.push(new TableLock())
       this.single.push([t])
@@ -106,6 +108,7 @@ export class DB {
   }
 
   /** @internal */ tableId(table: Table<any>): number {
+    if (table.home === this) return table.homeId // every read and write asks: no Map lookup
     const id = this.ids.get(table)
     if (id === undefined) throw new TxnError(`table "${table.name}" is not registered with this database`)
     return id

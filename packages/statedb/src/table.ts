@@ -52,6 +52,9 @@ export class Table<Obj> {
   /** @internal */ readonly graveyard = new Graveyard<Obj>()
   /** @internal The state of the table before its first write. */
   readonly empty: TableState<Obj>
+  /** @internal The database this table was last registered with, and its id there (a cache of DB.tableId). */
+  home: object | undefined = undefined
+  /** @internal */ homeId = -1
   private readonly refs = new Map<string, IndexRef>()
   private readonly primaryName: string
 
