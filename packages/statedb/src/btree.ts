@@ -360,6 +360,8 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
     root: TreeNode<K, V>,
     from: K | undefined,
     private readonly prefix?: string,
+    /** Yield each value's `object` instead of the value (a full scan's objects, with no wrapper iterator). */
+    private readonly objects = false,
   ) {
     let node = root
     while (!node.leaf) {
@@ -396,7 +398,8 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
           continue
         }
         this.key = key
-        r.value = leaf.vals[this.i++]!
+        const v = leaf.vals[this.i++]!
+        r.value = this.objects ? (v as unknown as { object: V }).object : v
         return r
       }
       this.advanceLeaf()

@@ -10,10 +10,12 @@ export class Results<Obj> implements Iterable<Obj> {
   constructor(
     private readonly source: () => Iterator<Entry<Obj>>,
     private readonly walk?: (fn: (e: Entry<Obj>) => void) => void,
+    /** Iterates the objects directly, when the source can (a full scan), instead of wrapping it. */
+    private readonly objects?: () => Iterator<Obj>,
   ) {}
 
   [Symbol.iterator](): Iterator<Obj> {
-    return new ObjectIterator(this.source())
+    return this.objects !== undefined ? this.objects() : new ObjectIterator(this.source())
   }
 
   /** The results with the revision of each object's last write. */

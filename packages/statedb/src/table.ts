@@ -151,6 +151,7 @@ export class Table<Obj> {
     return new Results(
       () => new TreeIterator(stable(view).primary.root, undefined),
       (fn) => treeEach(stable(view).primary.root, fn),
+      () => new TreeIterator(stable(view).primary.root, undefined, undefined, true) as unknown as Iterator<Obj>,
     )
   }
 
