@@ -14,7 +14,8 @@
 // in this index. Inside a write transaction a bucket being changed is a TreeWriter (it may hold 0 or
 // 1 entries until publish normalizes it).
 
-import { emptyTree, treeGet, TreeIterator, TreeWriter, validateTree, type Tree, type TreeNode } from './btree.ts'
+import { emptyTree, treeGet, TreeIterator, TreeWriter, type Tree, type TreeNode } from './btree.ts'
+import { validateTree } from './treecheck.ts'
 import type { EncodedKey } from './encoding.ts'
 import type { Entry } from './state.ts'
 

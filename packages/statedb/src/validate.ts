@@ -1,7 +1,8 @@
 // Validation mode (STATEWRIGHT_VALIDATE=1): after every commit, check each changed table's trees
 // and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
 
-import { TreeIterator, validateTree, type Tree, type TreeKey } from './btree.ts'
+import { TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { validateTree } from './treecheck.ts'
 import { validateBuckets, type BucketTree } from './buckets.ts'
 import type { TableSchema } from './schema.ts'
 import type { TableState } from './state.ts'

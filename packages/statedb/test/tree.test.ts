@@ -3,7 +3,8 @@
 import fc from 'fast-check'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, validateTree, type Tree } from '../src/btree.ts'
+import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, type Tree } from '../src/btree.ts'
+import { validateTree } from '../src/treecheck.ts'
 import { deleteSortedPresent } from '../src/bulkdelete.ts'
 import { encodeKey, encodePrefix, KEY_SEPARATOR, type Key, type KeyPart } from '../src/encoding.ts'
 
