@@ -24,18 +24,24 @@ import { fmt } from '../bench/lib/format.ts'
 import type { ResultsFile } from '../bench/lib/types.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const BLOCK = /(<!-- bench:([a-z0-9_-]+)((?: (?!-->)\S+)*) -->\n)([\s\S]*?)(<!-- \/bench -->)/gi
+const BLOCK = /(<!-- bench:([a-z0-9_/-]+)((?: (?!-->)\S+)*) -->\n)([\s\S]*?)(<!-- \/bench -->)/gi
 const GOAL = /^([^<>=]+?)(\.ratio)?(>=|<=)(-?[0-9.]+(?:e[0-9]+)?)$/i
 
 type Row = ResultsFile['results'][number]
 
-/** Loads bench/results/<suite>.json for every suite present (the tracked, full-run files). */
+/**
+ * Loads bench/results/<suite>.json for every suite present (the tracked, full-run files), and
+ * bench/results/history/<name>.json as "history/<name>" (recorded comparisons, scripts/bench-ab.ts).
+ */
 export function loadResults(dir = join(root, 'bench', 'results')): Map<string, ResultsFile> {
   const out = new Map<string, ResultsFile>()
-  for (const f of readdirSync(dir)) {
-    if (!f.endsWith('.json') || f.endsWith('.tmp.json')) continue
-    const r = JSON.parse(readFileSync(join(dir, f), 'utf8')) as ResultsFile
-    out.set(f.slice(0, -5), r)
+  for (const [sub, prefix] of [['', ''], ['history', 'history/']] as const) {
+    const d = join(dir, sub)
+    if (!existsSync(d)) continue
+    for (const f of readdirSync(d)) {
+      if (!f.endsWith('.json') || f.endsWith('.tmp.json')) continue
+      out.set(prefix + f.slice(0, -5), JSON.parse(readFileSync(join(d, f), 'utf8')) as ResultsFile)
+    }
   }
   return out
 }
