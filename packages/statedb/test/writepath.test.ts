@@ -225,4 +225,44 @@ test('key watches are recorded per index: a watch on an index nobody watched whe
   assert.ok(idOther.closed, '(all of them: it cannot tell which keys changed)')
 })
 
+test('list and prefix on non-unique indexes over a primary index of many leaves: dense, sparse and scattered buckets', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 3000 }), fc.array(fc.integer({ min: 0, max: 2999 }), { maxLength: 300 }), (size, rewrites) => {
+      const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind, byTag] })
+      const db = new DB({ tables: [table] })
+      const model = new Map<number, Obj>()
+      let w = db.tryWriteTxn(table)!
+      for (let i = 0; i < size; i++) {
+        // kind a: a dense run of ids; b: every other id; c: scattered (every 7th)
+        const o: Obj = { id: i, kind: i < size / 3 ? 'a' : i % 7 === 0 ? 'c' : 'b', tags: i % 2 ? ['x'] : ['x', 'y'], alias: `al${i}`, v: 0 }
+        table.insert(w, o)
+        model.set(i, o)
+      }
+      w.commit()
+      w = db.tryWriteTxn(table)!
+      for (const id of rewrites) {
+        const cur = model.get(id % size)!
+        const o = { ...cur, v: cur.v + 1, kind: id % 5 === 0 ? 'c' : cur.kind }
+        table.insert(w, o)
+        model.set(o.id, o)
+      }
+      const txn = w.commit()
+      const rows = [...model.values()].sort((a, b) => a.id - b.id)
+      for (const k of KINDS) {
+        const got = table.list(txn, byKind.query(k)).toArray()
+        const want = rows.filter((o) => o.kind === k)
+        assert.is(got.length, want.length)
+        want.forEach((o, i) => assert.is(got[i], o))
+        const pre = table.prefix(txn, byKind.query(k)).toArray()
+        want.forEach((o, i) => assert.is(pre[i], o))
+      }
+      const ys = table.prefix(txn, byTag.query('y')).toArray()
+      const wantY = rows.filter((o) => o.tags.includes('y'))
+      assert.is(ys.length, wantY.length)
+      wantY.forEach((o, i) => assert.is(ys[i], o))
+    }),
+    { numRuns: 40 },
+  )
+})
+
 test.run()
