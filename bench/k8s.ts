@@ -6,12 +6,17 @@
 // - ReflectorMemory_<n>: heap per cached object, reflector table vs informer cache (floor: <= 1.0);
 // - Apply_<n>_c16: desired ConfigMaps applied by a reconciler through a Target (server-side apply,
 //   batches at concurrency 16, shared limiter), objects/s, against KubernetesObjectApi.patch with
-//   PatchStrategy.ServerSideApply at concurrency 16 (floor: ratio >= 0.9).
+//   PatchStrategy.ServerSideApply at concurrency 16 (floor: ratio >= 0.9). At least 5 samples per
+//   side (medians), interleaved (which side goes first alternates), each on fresh objects in a
+//   seeded random order, the same order for both sides of a pair.
+// Sync timing starts at the same point on both sides: before the client object is made, and ends
+// once the list is in the cache AND the watch is open (informer.start() resolves only after the
+// watch request is answered; for the reflector we wait for its first watch to be counted).
 //
 //   npm run bench -- k8s [--quick]
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { heapAfterGc, median, type Result, type RunOptions } from './lib/index.ts'
+import { heapAfterGc, median, rng, shuffle, type Result, type RunOptions } from './lib/index.ts'
 
 if (process.env.SW_K8S_BENCH_CHILD === 'server') {
   const { startTestServer } = await import('@statewright/testserver')
@@ -84,6 +89,9 @@ async function reflectorSync(c: Child, ns: string, n: number, _warm?: string): P
   const r = new Reflector({ cluster, db, table, kind: { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true }, namespace: ns })
   await r.start()
   await r.waitSynced()
+  // Synced means listed; the watch opens after. informer.start() includes opening its watch, so the
+  // reflector's time does too.
+  while (r.health().watches === 0) await new Promise((res) => setImmediate(res))
   const secs = (performance.now() - t0) / 1000
   const count = table.count(db.readTxn())
   if (count !== n) throw new Error(`reflector: ${count} objects, want ${n}`)
@@ -117,7 +125,8 @@ function configMap(name: string, ns: string) {
   return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, labels: { app: 'bench' } }, data: { key: 'value', other: 'some more text' } }
 }
 
-async function applyTarget(c: Child, ns: string, n: number): Promise<number> {
+async function applyTarget(c: Child, ns: string, order: readonly number[]): Promise<number> {
+  const n = order.length
   const { DB } = await import('@statewright/statedb')
   const { Cluster, Target, desired, newDesiredTable, targetReconciler } = await import('@statewright/k8s')
   const cluster = new Cluster({ kubeconfig: c.kubeconfig, qps: 1e6, burst: 1e6 })
@@ -128,7 +137,7 @@ async function applyTarget(c: Child, ns: string, n: number): Promise<number> {
   try {
     rec.start()
     const t0 = performance.now()
-    await db.write(d.table, (w) => { for (let i = 0; i < n; i++) d.table.insert(w, desired(configMap(`t-${i}`, ns))) })
+    await db.write(d.table, (w) => { for (const i of order) d.table.insert(w, desired(configMap(`t-${i}`, ns))) })
     const signal = AbortSignal.timeout(120_000)
     for (;;) {
       const txn = db.readTxn()
@@ -146,7 +155,8 @@ async function applyTarget(c: Child, ns: string, n: number): Promise<number> {
   }
 }
 
-async function applyRaw(c: Child, ns: string, n: number): Promise<number> {
+async function applyRaw(c: Child, ns: string, order: readonly number[]): Promise<number> {
+  const n = order.length
   const k8s = await import('@kubernetes/client-node')
   const kc = new k8s.KubeConfig()
   kc.loadFromString(c.kubeconfig)
@@ -155,7 +165,7 @@ async function applyRaw(c: Child, ns: string, n: number): Promise<number> {
   const t0 = performance.now()
   await Promise.all(Array.from({ length: 16 }, async () => {
     while (next < n) {
-      const i = next++
+      const i = order[next++]!
       await api.patch(configMap(`r-${i}`, ns), undefined, undefined, 'bench-raw', true, k8s.PatchStrategy.ServerSideApply)
     }
   }))
@@ -188,11 +198,28 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     const iBytes = median([await memoryInChild(c, 'informer', 'sync', n), await memoryInChild(c, 'informer', 'sync', n)])
     results.push({ name: `ReflectorMemory_${k}`, unit: 'bytes/object', value: Math.round(rBytes), baseline: 'client-node makeInformer', baselineValue: Math.round(iBytes), ratio: rBytes / iBytes })
 
-    for (const ns of ['warm-t', 'warm-r', 'apply-t', 'apply-r']) await c.call({ cmd: 'ns', name: ns })
-    await applyTarget(c, 'warm-t', 300)
-    await applyRaw(c, 'warm-r', 300)
-    const tRate = await applyTarget(c, 'apply-t', applyN)
-    const rawRate = await applyRaw(c, 'apply-r', applyN)
+    const applyRuns = Math.max(5, runs)
+    for (const ns of ['warm-t', 'warm-r']) await c.call({ cmd: 'ns', name: ns })
+    for (let i = 0; i < applyRuns; i++) for (const side of ['t', 'r']) await c.call({ cmd: 'ns', name: `apply-${side}${i}` })
+    const warmOrder = Array.from({ length: 300 }, (_, i) => i)
+    await applyTarget(c, 'warm-t', warmOrder)
+    await applyRaw(c, 'warm-r', warmOrder)
+    const tRates: number[] = []
+    const rawRates: number[] = []
+    const random = rng(17)
+    for (let i = 0; i < applyRuns; i++) {
+      const order = shuffle(Array.from({ length: applyN }, (_, j) => j), random)
+      if (i % 2 === 0) {
+        tRates.push(await applyTarget(c, `apply-t${i}`, order))
+        rawRates.push(await applyRaw(c, `apply-r${i}`, order))
+      } else {
+        rawRates.push(await applyRaw(c, `apply-r${i}`, order))
+        tRates.push(await applyTarget(c, `apply-t${i}`, order))
+      }
+    }
+    if (process.env.SW_K8S_BENCH_DEBUG) console.error('apply', { tRates, rawRates })
+    const tRate = median(tRates)
+    const rawRate = median(rawRates)
     results.push({
       name: `Apply_${applyN / 1000}k_c16`, unit: 'objects/s', value: Math.round(tRate),
       baseline: 'client-node KubernetesObjectApi.patch (SSA) c16', baselineValue: Math.round(rawRate), ratio: tRate / rawRate,

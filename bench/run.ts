@@ -7,7 +7,10 @@
 // (see bench/lib/types.ts). The harness prints a table and writes bench/results/<suite>.json:
 //   {"suite", "node", "quick", "results": [{"name", "unit", "value", "baseline", "baselineValue", "ratio"}]}
 // with null for absent baseline fields. ratio = value / baselineValue (see bench/README.md).
+// A --quick run writes to bench/results/quick/<suite>.json instead (untracked): only a full run
+// updates the tracked results, which the docs' figures are generated from (scripts/bench-docs.mjs).
 
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { cpus as cpus_, loadavg } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -46,6 +49,16 @@ function checkResult(suite: string, r: unknown, i: number): Result {
   return out
 }
 
+/** The commit measured: short hash, "+dirty" when the work tree has uncommitted changes. */
+function commitMeasured(): string | null {
+  try {
+    const git = (...a: string[]) => execFileSync('git', a, { cwd: benchDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    return git('rev-parse', '--short', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') ? '+dirty' : '')
+  } catch {
+    return null
+  }
+}
+
 const num = (n: number | undefined): number | null => (n === undefined || !Number.isFinite(n) ? null : n)
 
 async function runSuite(suite: string, opts: RunOptions): Promise<void> {
@@ -66,6 +79,8 @@ async function runSuite(suite: string, opts: RunOptions): Promise<void> {
     suite,
     node: process.version,
     quick: opts.quick,
+    commit: commitMeasured(),
+    date: new Date().toISOString(),
     results: results.map((r) => ({
       name: r.name,
       unit: r.unit,
@@ -75,10 +90,10 @@ async function runSuite(suite: string, opts: RunOptions): Promise<void> {
       ratio: num(r.ratio),
     })),
   }
-  mkdirSync(resultsDir, { recursive: true })
-  const path = join(resultsDir, `${suite}.json`)
-  writeFileSync(path, JSON.stringify(out, null, 2) + '\n')
-  console.log(`wrote ${join('bench', 'results', `${suite}.json`)}`)
+  const dir = opts.quick ? join(resultsDir, 'quick') : resultsDir
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, `${suite}.json`), JSON.stringify(out, null, 2) + '\n')
+  console.log(`wrote ${join('bench', 'results', ...(opts.quick ? ['quick'] : []), `${suite}.json`)}`)
 }
 
 async function main(): Promise<void> {

@@ -1,25 +1,19 @@
-// statedb benchmarks, modelled on cilium/statedb's benchmarks_test.go (same case names), with two
-// baselines running the same workloads side by side in this process:
-// - "Map": plain mutable Maps (one per index), no snapshots at all: the upper bound;
-// - "immutable": a straightforward store of `immutable` Maps (one per index; a non-unique index is a
-//   Map of key -> Map of primary key -> object), `asMutable()` per transaction and `asImmutable()` at
-//   commit, so every commit publishes a snapshot like statedb does. It keeps no revision index and no
-//   order (it cannot answer prefix or lower-bound queries), so it does less work than statedb.
+// statedb benchmarks, modelled on cilium/statedb's benchmarks_test.go (same case names), with three
+// baselines running the same workloads side by side in this process (./statedb/baselines.ts):
+// sorted-btree (the main one: a B+tree with O(1) copy-on-write clones, one snapshot per commit),
+// immutable (persistent Maps, one snapshot per commit) and Map (mutable, no snapshots: the upper
+// bound). Every row names its baseline; `<case> (vs <baseline>)` rows give the others.
 //
 // Objects are created before the timed part (what is timed is the database, not object creation).
 // Rates are medians of several runs after a warm-up, with a full GC forced before each run.
 
-import { Map as IMap } from 'immutable'
 import { byRevision, DB, defineIndex, setValidation, Table, Watch, type Query } from '@statewright/statedb'
 import { bytesPerObject, forceGc, measure, percentile, rng, shuffle, type Measurement, type Result, type RunOptions } from './lib/index.ts'
 
+import { BASELINES, type TestObject } from './statedb/baselines.ts'
+
 // ---------------------------------------------------------------------------------------------
 // The objects and the table (cilium's testObject: an ID and a set of tags).
-
-interface TestObject {
-  readonly id: number
-  readonly tags: readonly string[]
-}
 
 const NO_TAGS: readonly string[] = Object.freeze([])
 const TAG_TEST: readonly string[] = Object.freeze(['test'])
@@ -40,150 +34,6 @@ function objects(n: number, tags: (id: number) => readonly string[] = () => NO_T
   for (let i = 0; i < n; i++) out[i] = { id: i, tags: tags(i) }
   return out
 }
-
-// ---------------------------------------------------------------------------------------------
-// Baselines.
-
-interface BaselineTxn {
-  get(id: number): TestObject | undefined
-  insert(o: TestObject): void
-  delete(o: TestObject): void
-  commit(): void
-}
-
-interface Baseline {
-  readonly name: string
-  txn(): BaselineTxn
-  get(id: number): TestObject | undefined
-  /** Objects with the tag (exact key: neither baseline is ordered, so there is no prefix search). */
-  list(tag: string): Iterable<TestObject>
-  all(): Iterable<TestObject>
-  count(): number
-}
-
-/** Mutable Maps, no snapshots: the transaction is the store itself. */
-class MapStore implements Baseline, BaselineTxn {
-  readonly name = 'Map'
-  private readonly primary = new Map<number, TestObject>()
-  private readonly byTag: Map<string, Map<number, TestObject>> | undefined
-
-  constructor(withTags: boolean) {
-    this.byTag = withTags ? new Map() : undefined
-  }
-  txn(): BaselineTxn {
-    return this
-  }
-  get(id: number): TestObject | undefined {
-    return this.primary.get(id)
-  }
-  insert(o: TestObject): void {
-    const old = this.primary.get(o.id)
-    this.primary.set(o.id, o)
-    const byTag = this.byTag
-    if (!byTag) return
-    if (old) for (const t of old.tags) if (!o.tags.includes(t)) this.untag(t, o.id)
-    for (const t of o.tags) {
-      let m = byTag.get(t)
-      if (!m) byTag.set(t, (m = new Map()))
-      m.set(o.id, o)
-    }
-  }
-  delete(o: TestObject): void {
-    const old = this.primary.get(o.id)
-    if (!old) return
-    this.primary.delete(o.id)
-    if (this.byTag) for (const t of old.tags) this.untag(t, o.id)
-  }
-  private untag(t: string, id: number): void {
-    const m = this.byTag!.get(t)
-    if (!m) return
-    m.delete(id)
-    if (m.size === 0) this.byTag!.delete(t)
-  }
-  commit(): void {}
-  list(tag: string): Iterable<TestObject> {
-    return this.byTag?.get(tag)?.values() ?? []
-  }
-  all(): Iterable<TestObject> {
-    return this.primary.values()
-  }
-  count(): number {
-    return this.primary.size
-  }
-}
-
-type IM<K, V> = IMap<K, V>
-
-/** immutable Maps, one snapshot per transaction. */
-class ImmutableStore implements Baseline {
-  readonly name = 'immutable'
-  primary: IM<number, TestObject> = IMap()
-  byTag: IM<string, IM<number, TestObject>> | undefined
-
-  constructor(withTags: boolean) {
-    this.byTag = withTags ? IMap() : undefined
-  }
-  txn(): BaselineTxn {
-    return new ImmutableTxn(this)
-  }
-  get(id: number): TestObject | undefined {
-    return this.primary.get(id)
-  }
-  list(tag: string): Iterable<TestObject> {
-    return this.byTag?.get(tag)?.values() ?? []
-  }
-  all(): Iterable<TestObject> {
-    return this.primary.values()
-  }
-  count(): number {
-    return this.primary.size
-  }
-}
-
-class ImmutableTxn implements BaselineTxn {
-  private readonly primary: IM<number, TestObject>
-  private readonly byTag: IM<string, IM<number, TestObject>> | undefined
-  /** The inner maps this transaction made mutable. */
-  private readonly inner = new Map<string, IM<number, TestObject>>()
-
-  constructor(private readonly store: ImmutableStore) {
-    this.primary = store.primary.asMutable()
-    this.byTag = store.byTag?.asMutable()
-  }
-  get(id: number): TestObject | undefined {
-    return this.primary.get(id)
-  }
-  private tagMap(t: string): IM<number, TestObject> {
-    let m = this.inner.get(t)
-    if (!m) this.inner.set(t, (m = (this.byTag!.get(t) ?? IMap<number, TestObject>()).asMutable()))
-    return m
-  }
-  insert(o: TestObject): void {
-    const old = this.primary.get(o.id)
-    this.primary.set(o.id, o)
-    if (!this.byTag) return
-    if (old) for (const t of old.tags) if (!o.tags.includes(t)) this.tagMap(t).delete(o.id)
-    for (const t of o.tags) this.tagMap(t).set(o.id, o)
-  }
-  delete(o: TestObject): void {
-    const old = this.primary.get(o.id)
-    if (!old) return
-    this.primary.delete(o.id)
-    if (this.byTag) for (const t of old.tags) this.tagMap(t).delete(o.id)
-  }
-  commit(): void {
-    this.store.primary = this.primary.asImmutable()
-    if (this.byTag) {
-      for (const [t, m] of this.inner) {
-        if (m.size === 0) this.byTag.delete(t)
-        else this.byTag.set(t, m.asImmutable())
-      }
-      this.store.byTag = this.byTag.asImmutable()
-    }
-  }
-}
-
-const BASELINES: ReadonlyArray<(withTags: boolean) => Baseline> = [(t) => new MapStore(t), (t) => new ImmutableStore(t)]
 
 // ---------------------------------------------------------------------------------------------
 // Reporting.
@@ -271,9 +121,15 @@ function rows(name: string, unit: string, sdb: Measurement, base: Record<string,
 // ---------------------------------------------------------------------------------------------
 // The cases.
 
-async function writeTxn(s: Sizes, batch: number, withTags: boolean): Promise<[Measurement, Record<string, Measurement>]> {
+/**
+ * Inserts `total` objects, `batch` per transaction, into a fresh table. `sameIds` is cilium's shape:
+ * every transaction writes ids 0..batch-1 again (new objects each time), so the table stays at
+ * `batch` rows and every write replaces one.
+ */
+async function writeTxn(s: Sizes, batch: number, withTags: boolean, sameIds = false): Promise<[Measurement, Record<string, Measurement>]> {
   const total = batch === 1 ? s.writeTxns1 : s.writeObjects
-  const objs = objects(total, withTags ? () => TAG_TEST : undefined)
+  const objs = sameIds ? Array.from({ length: total }, (_, i) => ({ id: i % batch, tags: withTags ? TAG_TEST : NO_TAGS })) : objects(total, withTags ? () => TAG_TEST : undefined)
+  const rows = sameIds ? batch : total
   const mopts = { runs: s.runs, warmup: s.warmup }
   const sdb = await measure({
     ...mopts,
@@ -285,8 +141,8 @@ async function writeTxn(s: Sizes, batch: number, withTags: boolean): Promise<[Me
         for (; i < end; i++) table.insert(txn, objs[i]!)
         txn.commit()
       }
-      if (table.count(db.readTxn()) !== total) throw new Error('WriteTxn: wrong count')
-      return batch === 1 ? total : total
+      if (table.count(db.readTxn()) !== rows) throw new Error('WriteTxn: wrong count')
+      return total
     },
   })
   const base: Record<string, Measurement> = {}
@@ -302,7 +158,7 @@ async function writeTxn(s: Sizes, batch: number, withTags: boolean): Promise<[Me
           for (; i < end; i++) txn.insert(objs[i]!)
           txn.commit()
         }
-        if (store.count() !== total) throw new Error(`WriteTxn ${name}: wrong count`)
+        if (store.count() !== rows) throw new Error(`WriteTxn ${name}: wrong count`)
         return total
       },
     })
@@ -451,14 +307,14 @@ function filled(rows: number, tags?: (id: number) => readonly string[]) {
   return { db, table, baselines }
 }
 
-async function lookups(s: Sizes, random: boolean): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
-  const rows = s.lookupRows
+async function lookups(s: Sizes, random: boolean, rows = s.lookupRows): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
   const { db, table, baselines } = filled(rows)
   const ids = Array.from({ length: rows }, (_, i) => i)
   if (random) shuffle(ids, rng(3))
   const queries: Query<TestObject>[] = ids.map((id) => idIndex.query(id))
   const mopts = { runs: s.runs, warmup: s.warmup }
-  const passes = s.lookupPasses
+  // The same number of lookups whatever the table size.
+  const passes = Math.max(1, Math.round((s.lookupPasses * s.lookupRows) / rows))
   const sdb = await measure({
     ...mopts,
     run: () => {
@@ -534,7 +390,7 @@ async function prefixSecondary(s: Sizes): Promise<[Measurement, Record<string, M
   return [sdb, base, list]
 }
 
-async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
+async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Measurement>, Measurement, Record<string, Measurement>]> {
   const rows = s.iterRows
   const { db, table, baselines } = filled(rows)
   const mopts = { runs: s.runs, warmup: s.warmup }
@@ -584,7 +440,25 @@ async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Mea
       },
     })
   }
-  return [sdb, base, forEach]
+  // Each baseline's own callback scan (Map/immutable/sorted-btree forEach), against Results.forEach.
+  const baseEach: Record<string, Measurement> = {}
+  for (const store of baselines) {
+    baseEach[store.name] = await measure({
+      ...mopts,
+      run: () => {
+        for (let p = 0; p < passes; p++) {
+          let i = 0
+          store.each((o) => {
+            if (o === undefined) throw new Error('hole')
+            i++
+          })
+          if (i !== rows) throw new Error('wrong count')
+        }
+        return rows * passes
+      },
+    })
+  }
+  return [sdb, base, forEach, baseEach]
 }
 
 async function changes(s: Sizes): Promise<[Measurement, Measurement]> {
@@ -727,6 +601,8 @@ function memory(rows: number, withTags: boolean): MemoryFigures {
 
 // ---------------------------------------------------------------------------------------------
 
+const MAIN = 'sorted-btree'
+
 export async function run(opts: RunOptions): Promise<Result[]> {
   setValidation(false)
   const s = opts.quick ? QUICK : FULL
@@ -736,7 +612,7 @@ export async function run(opts: RunOptions): Promise<Result[]> {
   for (const n of [1, 10, 100, 1000]) {
     log(`WriteTxn_${n}`)
     const [sdb, base] = await writeTxn(s, n, false)
-    out.push(...rows(`WriteTxn_${n}`, n === 1 ? 'txns/s' : ops, sdb, base, 'immutable'))
+    out.push(...rows(`WriteTxn_${n}`, n === 1 ? 'txns/s' : ops, sdb, base, MAIN))
   }
   {
     log('WriteTxn_1_Async')
@@ -747,36 +623,41 @@ export async function run(opts: RunOptions): Promise<Result[]> {
   {
     log('WriteTxn_100_SecondaryIndex')
     const [sdb, base] = await writeTxn(s, 100, true)
-    out.push(...rows('WriteTxn_100_SecondaryIndex', ops, sdb, base, 'immutable'))
+    out.push(...rows('WriteTxn_100_SecondaryIndex', ops, sdb, base, MAIN))
+  }
+  for (const withTags of [false, true]) {
+    const name = `WriteTxn_100_SameIds${withTags ? '_SecondaryIndex' : ''}`
+    log(name)
+    const [sdb, base] = await writeTxn(s, 100, withTags, true)
+    out.push(...rows(name, ops, sdb, base, MAIN))
   }
   {
     log('Modify')
     const [sdb, base] = await modify(s)
-    out.push(...rows('Modify', ops, sdb, base, 'immutable'))
+    out.push(...rows('Modify', ops, sdb, base, MAIN))
   }
   {
     log('RandomReplace')
     const [sdb, base] = await randomReplace(s)
-    out.push(...rows('RandomReplace', ops, sdb, base, 'immutable'))
+    out.push(...rows('RandomReplace', ops, sdb, base, MAIN))
   }
-  for (const random of [true, false]) {
-    const name = random ? 'RandomLookup' : 'SequentialLookup'
+  for (const [name, random, size] of [['RandomLookup', true, s.lookupRows], ['RandomLookup_1k', true, 1000], ['SequentialLookup', false, s.lookupRows]] as const) {
     log(name)
-    const [sdb, base, fresh] = await lookups(s, random)
-    out.push(...rows(name, 'lookups/s', sdb, base, 'immutable'))
+    const [sdb, base, fresh] = await lookups(s, random, size)
+    out.push(...rows(name, 'lookups/s', sdb, base, MAIN))
     out.push({ name: `${name}_NewQuery`, unit: 'lookups/s', value: fresh.opsPerSec, baseline: name, baselineValue: sdb.opsPerSec, note: note(fresh) })
   }
   {
     log('Prefix_SecondaryIndex')
     const [sdb, base, list] = await prefixSecondary(s)
-    out.push(...rows('Prefix_SecondaryIndex', ops, sdb, base, 'immutable'))
-    out.push({ name: 'List_SecondaryIndex', unit: ops, value: list.opsPerSec, baseline: 'immutable', baselineValue: base['immutable']!.opsPerSec, note: note(list) })
+    out.push(...rows('Prefix_SecondaryIndex', ops, sdb, base, MAIN))
+    out.push({ name: 'List_SecondaryIndex', unit: ops, value: list.opsPerSec, baseline: MAIN, baselineValue: base[MAIN]!.opsPerSec, note: note(list) })
   }
   {
     log('FullIteration_All')
-    const [sdb, base, forEach] = await fullIteration(s)
-    out.push(...rows('FullIteration_All', ops, sdb, base, 'immutable'))
-    out.push({ name: 'FullIteration_All_forEach', unit: ops, value: forEach.opsPerSec, baseline: 'immutable', baselineValue: base['immutable']!.opsPerSec, note: note(forEach) })
+    const [sdb, base, forEach, baseEach] = await fullIteration(s)
+    out.push(...rows('FullIteration_All', ops, sdb, base, MAIN))
+    out.push(...rows('FullIteration_All_forEach', ops, forEach, baseEach, MAIN))
   }
   {
     log('Changes')
@@ -799,9 +680,11 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     const m = memory(s.memoryRows, withTags)
     const b = 'bytes/object'
     out.push({ name: `Memory_${label}${suffix}_Objects`, unit: b, value: m.objects, note: 'the objects alone (and the array holding them)' })
-    out.push({ name: `Memory_${label}${suffix}_Total`, unit: b, value: m.objects + m.overhead['statedb']!, baseline: 'immutable', baselineValue: m.objects + m.overhead['immutable']! })
-    out.push({ name: `Memory_${label}${suffix}_IndexOverhead`, unit: b, value: m.overhead['statedb']!, baseline: 'immutable', baselineValue: m.overhead['immutable']! })
-    out.push({ name: `Memory_${label}${suffix}_IndexOverhead (vs Map)`, unit: b, value: m.overhead['statedb']!, baseline: 'Map', baselineValue: m.overhead['Map']! })
+    out.push({ name: `Memory_${label}${suffix}_Total`, unit: b, value: m.objects + m.overhead['statedb']!, baseline: MAIN, baselineValue: m.objects + m.overhead[MAIN]! })
+    out.push({ name: `Memory_${label}${suffix}_IndexOverhead`, unit: b, value: m.overhead['statedb']!, baseline: MAIN, baselineValue: m.overhead[MAIN]! })
+    for (const other of ['immutable', 'Map']) {
+      out.push({ name: `Memory_${label}${suffix}_IndexOverhead (vs ${other})`, unit: b, value: m.overhead['statedb']!, baseline: other, baselineValue: m.overhead[other]! })
+    }
   }
   return out
 }

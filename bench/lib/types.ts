@@ -32,6 +32,10 @@ export interface ResultsFile {
   suite: string
   node: string
   quick: boolean
+  /** The commit measured (short hash, "+dirty" with uncommitted changes); absent in older files. */
+  commit?: string | null
+  /** When the run ended (ISO 8601); absent in older files. */
+  date?: string
   results: Array<{
     name: string
     unit: string

@@ -270,6 +270,8 @@ export class Engine<Obj> {
     const now = Date.now()
     let done: Status | undefined
     let dropped = 0
+    // One handle for the round's writes: no per-object transaction and table lookups.
+    const batch = txn === undefined ? undefined : table.batch(txn)
     for (let i = 0; i < outcomes.length; i++) {
       const o = outcomes[i]!
       if (o.deleted) {
@@ -285,7 +287,7 @@ export class Engine<Obj> {
       let status = o.error === undefined ? (done ??= statusDone()) : statusError(o.error)
       let written: boolean
       try {
-        written = table.compareAndSwap(txn!, o.revision, setObjectStatus(o.object, status))
+        written = batch!.compareAndSwap(o.revision, setObjectStatus(o.object, status))
       } catch (err) {
         // The operation left its clone unstorable (a unique conflict, a bad key): that is this
         // object's failure. The error goes onto the stored object as it was read (whose keys are
@@ -293,14 +295,14 @@ export class Engine<Obj> {
         o.error = `write-back refused: ${errorMessage(err)}`
         status = statusError(o.error)
         const cur = table.getEntry(txn!, this.primaryQuery(o.object))
-        written = cur !== undefined && cur.revision === o.revision && table.compareAndSwap(txn!, o.revision, setObjectStatus(this.cfg.cloneObject(cur.object), status))
+        written = cur !== undefined && cur.revision === o.revision && batch!.compareAndSwap(o.revision, setObjectStatus(this.cfg.cloneObject(cur.object), status))
       }
       if (!written) {
         const cur = table.getEntry(txn!, this.primaryQuery(o.object))
         // Id 0 is the status of a name absent from a status set: every write of the object has it,
         // so it cannot tell versions apart.
         if (cur !== undefined && o.seenStatusId !== 0 && getObjectStatus(cur.object).id === o.seenStatusId) {
-          table.insert(txn!, setObjectStatus(this.cfg.cloneObject(cur.object), status))
+          batch!.insert(setObjectStatus(this.cfg.cloneObject(cur.object), status))
           written = true
         }
       }

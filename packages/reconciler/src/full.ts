@@ -119,8 +119,9 @@ export async function markForRefresh<Obj>(engine: Engine<Obj>, budget: RefreshBu
   let marked = 0
   try {
     const refreshing = statusRefreshing()
+    const batch = table.batch(wtxn)
     for (const e of stale) {
-      if (table.compareAndSwap(wtxn, e.revision, setObjectStatus(cloneObject(e.object), refreshing))) marked++
+      if (batch.compareAndSwap(e.revision, setObjectStatus(cloneObject(e.object), refreshing))) marked++
     }
     wtxn.commit()
   } finally {

@@ -1,7 +1,7 @@
 // A persistent (copy-on-write) B+tree mapping ordered keys to values. Keys are numbers and strings:
 // numbers compare as numbers, strings by code units, and every number sorts before every string.
 //
-// Invariants (checked by `validateTree`):
+// Invariants (checked by `validateTree`, ./treecheck.ts):
 // - every leaf is at the same depth; keys within a node are strictly increasing;
 // - a branch's keys[i] is the largest key below children[i];
 // - every node but the root holds between MIN and MAX entries (the root: 1..MAX children, or a leaf);
@@ -15,14 +15,14 @@ export type TreeKey = string | number
 
 export type Owner = object
 
-interface Leaf<K extends TreeKey, V> {
+export interface Leaf<K extends TreeKey, V> {
   leaf: true
   keys: K[]
   vals: V[]
   owner: Owner | null
 }
 
-interface Branch<K extends TreeKey, V> {
+export interface Branch<K extends TreeKey, V> {
   leaf: false
   keys: K[] // keys[i] = largest key under children[i]
   children: TreeNode<K, V>[]
@@ -31,8 +31,8 @@ interface Branch<K extends TreeKey, V> {
 
 export type TreeNode<K extends TreeKey, V> = Leaf<K, V> | Branch<K, V>
 
-const MAX = 48
-const MIN = 12
+export const MAX = 48
+export const MIN = 12
 
 /** An immutable tree: the root and the number of entries. */
 export interface Tree<K extends TreeKey, V> {
@@ -45,7 +45,7 @@ export function emptyTree<K extends TreeKey, V>(): Tree<K, V> {
 }
 
 /** Index of the first key >= k (keys.length when all are smaller). */
-function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
+export function lowerIndex<K extends TreeKey>(keys: K[], k: K): number {
   // Two searches, each with one kind of `<` in its loop (they compile to different code).
   return typeof k === 'number' ? lowerNumber(keys, k) : lowerString(keys, k as string)
 }
@@ -169,7 +169,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     return { root: this.root, size: this.size }
   }
 
-  private own<N extends TreeNode<K, V>>(node: N): N {
+  /** @internal This writer's copy of a node (the node itself when already its own). */
+  own<N extends TreeNode<K, V>>(node: N): N {
     if (node.owner === this.owner) return node
     if (node.leaf) return { leaf: true, keys: node.keys.slice(), vals: node.vals.slice(), owner: this.owner } as N
     return { leaf: false, keys: node.keys.slice(), children: node.children.slice(), owner: this.owner } as N
@@ -283,30 +284,63 @@ function removeAt<T>(a: T[], i: number): void {
   a.pop()
 }
 
-function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
+export function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
   return node.keys[node.keys.length - 1]!
 }
 
-function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+export function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
   for (const key of right.keys) left.keys.push(key)
   if (left.leaf) for (const v of (right as Leaf<K, V>).vals) left.vals.push(v)
   else for (const c of (right as Branch<K, V>).children) left.children.push(c)
 }
 
-function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+// Evens out two siblings in place. No splice/shift/unshift: those allocate an array of the moved
+// elements (or shift one at a time), and deleting the oldest revision (every update of the revision
+// index) takes this path on every few writes.
+export function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
   const total = left.keys.length + right.keys.length
   const wantLeft = total >>> 1
   if (left.keys.length < wantLeft) {
     const n = wantLeft - left.keys.length
-    left.keys.push(...right.keys.splice(0, n))
-    if (left.leaf) left.vals.push(...(right as Leaf<K, V>).vals.splice(0, n))
-    else left.children.push(...(right as Branch<K, V>).children.splice(0, n))
+    moveFront(right.keys, left.keys, n)
+    if (left.leaf) moveFront((right as Leaf<K, V>).vals, left.vals, n)
+    else moveFront((right as Branch<K, V>).children, left.children, n)
   } else {
     const n = left.keys.length - wantLeft
-    right.keys.unshift(...left.keys.splice(wantLeft, n))
-    if (left.leaf) (right as Leaf<K, V>).vals.unshift(...left.vals.splice(wantLeft, n))
-    else (right as Branch<K, V>).children.unshift(...left.children.splice(wantLeft, n))
+    moveBack(left.keys, right.keys, n)
+    if (left.leaf) moveBack(left.vals, (right as Leaf<K, V>).vals, n)
+    else moveBack(left.children, (right as Branch<K, V>).children, n)
   }
+}
+
+/** Moves the first n elements of `from` to the end of `to`. */
+function moveFront<T>(from: T[], to: T[], n: number): void {
+  for (let i = 0; i < n; i++) to.push(from[i]!)
+  const m = from.length - n
+  for (let i = 0; i < m; i++) from[i] = from[i + n]!
+  from.length = m
+}
+
+/** Moves the last n elements of `from` to the front of `to`. */
+function moveBack<T>(from: T[], to: T[], n: number): void {
+  const m = to.length
+  const start = from.length - n
+  // Grow by pushing existing values (setting length would make the array holey for good).
+  for (let i = 0; i < n; i++) to.push(m > 0 ? to[0]! : from[start]!)
+  for (let i = m - 1; i >= 0; i--) to[i + n] = to[i]!
+  for (let i = 0; i < n; i++) to[i] = from[start + i]!
+  from.length = start
+}
+
+/** Calls fn with every value in key order: a plain walk, no iterator protocol (Results.forEach). */
+export function treeEach<K extends TreeKey, V>(node: TreeNode<K, V>, fn: (v: V) => void): void {
+  if (node.leaf) {
+    const vals = node.vals
+    for (let i = 0; i < vals.length; i++) fn(vals[i]!)
+    return
+  }
+  const children = node.children
+  for (let i = 0; i < children.length; i++) treeEach(children[i]!, fn)
 }
 
 /**
@@ -326,6 +360,8 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
     root: TreeNode<K, V>,
     from: K | undefined,
     private readonly prefix?: string,
+    /** Yield each value's `object` instead of the value (a full scan's objects, with no wrapper iterator). */
+    private readonly objects = false,
   ) {
     let node = root
     while (!node.leaf) {
@@ -362,7 +398,8 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
           continue
         }
         this.key = key
-        r.value = leaf.vals[this.i++]!
+        const v = leaf.vals[this.i++]!
+        r.value = this.objects ? (v as unknown as { object: V }).object : v
         return r
       }
       this.advanceLeaf()
@@ -390,35 +427,4 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
     this.leaf = node
     this.i = 0
   }
-}
-
-/** Checks the invariants at the top of this file; throws with a description of the first breach. */
-export function validateTree<K extends TreeKey, V>(tree: Tree<K, V>, what: string): void {
-  let leafDepth = -1
-  let count = 0
-  let prev: K | undefined
-  const visit = (node: TreeNode<K, V>, depth: number, isRoot: boolean): void => {
-    const n = node.keys.length
-    if (!isRoot && (n < MIN || n > MAX)) throw new Error(`${what}: node of ${n} entries at depth ${depth}`)
-    if (isRoot && !node.leaf && n < 1) throw new Error(`${what}: empty branch root`)
-    if (node.leaf) {
-      if (node.vals.length !== n) throw new Error(`${what}: leaf has ${n} keys and ${node.vals.length} values`)
-      if (leafDepth === -1) leafDepth = depth
-      else if (leafDepth !== depth) throw new Error(`${what}: leaves at depths ${leafDepth} and ${depth}`)
-      for (const key of node.keys) {
-        if (prev !== undefined && !less(prev, key)) throw new Error(`${what}: keys out of order`)
-        prev = key
-        count++
-      }
-      return
-    }
-    if (node.children.length !== n) throw new Error(`${what}: branch has ${n} keys and ${node.children.length} children`)
-    for (let i = 0; i < n; i++) {
-      const child = node.children[i]!
-      visit(child, depth + 1, false)
-      if (child.keys.length === 0 || lastKey(child) !== node.keys[i]) throw new Error(`${what}: branch key ${i} is not its child's largest key`)
-    }
-  }
-  visit(tree.root, 0, true)
-  if (count !== tree.size) throw new Error(`${what}: size ${tree.size} but ${count} entries`)
 }

@@ -141,6 +141,8 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
   private g: number
   private dead: Entry<Obj> | undefined
   private finished = false
+  /** Reused: iterator consumers read `value` before calling next again (as TreeIterator's do). */
+  private readonly result: { done: false; value: Change<Obj> } = { done: false, value: undefined as never }
 
   constructor(
     private readonly view: TableView<Obj>,
@@ -172,7 +174,8 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
         const e = this.l.value
         tracker.seen = e.revision
         this.l = this.live.next()
-        return { done: false, value: { object: e.object, revision: e.revision, deleted: false } }
+        this.result.value = e // an Entry is its own change record (deleted: false)
+        return this.result
       }
       tracker.seen = dead!.revision
       this.dead = this.graveyard.at(++this.g)
@@ -181,7 +184,8 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
         const again = treeGet(this.view.primary.root, dead!.key)
         if (again !== undefined && again.revision > dead!.revision) continue
       }
-      return { done: false, value: { object: dead!.object, revision: dead!.revision, deleted: true } }
+      this.result.value = dead! // a Tombstone (deleted: true)
+      return this.result
     }
   }
 }

@@ -69,12 +69,18 @@ export class DB {
   private readonly tables: Table<any>[] = []
   private readonly ids = new Map<Table<any>, number>()
   private readonly locks: TableLock[] = []
+  /** Per table: the one-element table list of its single-table transactions (shared, never changed). */
+  private readonly single: Array<ReadonlyArray<Table<any>>> = []
   private root: ReadonlyArray<TableState<unknown>> = []
   private snapshot: ReadTxn | undefined
   private readonly metrics: DBMetrics | undefined
 
+  /** @internal Whether transactions are timed (metrics hooks are set). */
+  readonly timed: boolean
+
   constructor(opts: DBOptions = {}) {
     this.metrics = opts.metrics
+    this.timed = opts.metrics !== undefined
     if (opts.tables) this.register(...opts.tables)
   }
 
@@ -85,8 +91,11 @@ export class DB {
       if (this.ids.has(t)) continue
       if (this.tables.some((o) => o.name === t.name)) throw new StateDBError(`a table named "${t.name}" is already registered`)
       this.ids.set(t, this.tables.length)
+      t.home = this
+      t.homeId = this.tables.length
       this.tables.push(t)
       this.locks.push(new TableLock())
+      this.single.push([t])
       root.push(t.empty)
     }
     this.publish(root)
@@ -99,6 +108,7 @@ export class DB {
   }
 
   /** @internal */ tableId(table: Table<any>): number {
+    if (table.home === this) return table.homeId // every read and write asks: no Map lookup
     const id = this.ids.get(table)
     if (id === undefined) throw new TxnError(`table "${table.name}" is not registered with this database`)
     return id
@@ -121,6 +131,12 @@ export class DB {
 
   /** Opens a write transaction at once, or returns undefined when any of the tables is locked. */
   tryWriteTxn(...tables: Table<any>[]): WriteTxn | undefined {
+    if (tables.length === 1) {
+      // The common case without the arrays of the general one (one transaction per write batch).
+      const id = this.tableId(tables[0]!)
+      if (!this.locks[id]!.tryAcquire()) return undefined
+      return new WriteTxn(this, this.root, this.single[id]!, 0)
+    }
     const sorted = this.lockOrder(tables)
     if (sorted.some((id) => this.locks[id]!.held)) return undefined
     for (const id of sorted) this.locks[id]!.tryAcquire()
@@ -209,7 +225,8 @@ export class DB {
 
   /** @internal Releases a finished transaction's locks. */
   release(txn: WriteTxn, aborted = true): void {
-    for (const t of txn.tables) this.locks[this.ids.get(t)!]!.release()
+    const tables = txn.tables
+    for (let i = 0; i < tables.length; i++) this.locks[this.ids.get(tables[i]!)!]!.release()
     if (aborted) {
       this.metrics?.writeTxnAborted?.({ tables: txn.tables.map((t) => t.name), durationSeconds: (performance.now() - txn.startedAt) / 1000 })
     }
@@ -221,6 +238,7 @@ export class DB {
   }
 
   private lockOrder(tables: ReadonlyArray<Table<any>>): number[] {
+    if (tables.length === 1) return [this.tableId(tables[0]!)]
     if (tables.length === 0) throw new TxnError('a write transaction needs at least one table')
     const ids = [...new Set(tables.map((t) => this.tableId(t)))]
     return ids.sort((a, b) => a - b)

@@ -3,6 +3,7 @@
 
 export { DB, type DBMetrics, type DBOptions, type TableStats } from './db.ts'
 export { Table, type TableOptions } from './table.ts'
+export type { TableBatch } from './batch.ts'
 export { ReadTxn, WriteTxn, type Txn } from './txn.ts'
 export { defineIndex, byRevision, Index, Query, type IndexOptions } from './indexes.ts'
 export type { Key, KeyPart } from './encoding.ts'

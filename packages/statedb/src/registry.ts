@@ -28,6 +28,12 @@ export class WatchRegistry {
     return false
   }
 
+  /** Which index positions have key or prefix watches now (undefined: none at all). */
+  watchedPositions(): boolean[] | undefined {
+    if (!this.hasKeyWatches()) return undefined
+    return this.keys.map((m, i) => m.size > 0 || this.prefixes[i]!.size > 0)
+  }
+
   key(pos: number, key: EncodedKey): Watch {
     const m = this.keys[pos]!
     let w = m.get(key)
@@ -58,8 +64,11 @@ export class WatchRegistry {
     w?.close()
   }
 
-  /** Fires the watches of a commit: `changed` per index position, or everything when undefined. */
-  fire(changed: ReadonlyArray<ReadonlySet<EncodedKey>> | undefined): void {
+  /**
+   * Fires the watches of a commit: `changed` per index position, or everything when undefined;
+   * a position without a set (nobody watched it when the transaction began) fires all its watches.
+   */
+  fire(changed: ReadonlyArray<ReadonlySet<EncodedKey> | undefined> | undefined): void {
     const t = this.table
     this.table = undefined
     t?.close()
@@ -67,12 +76,12 @@ export class WatchRegistry {
       const keys = this.keys[pos]!
       const prefixes = this.prefixes[pos]!
       if (keys.size === 0 && prefixes.size === 0) continue
-      if (changed === undefined) {
+      const touched = changed?.[pos]
+      if (touched === undefined) {
         fireAll(keys)
         fireAll(prefixes)
         continue
       }
-      const touched = changed[pos]!
       if (keys.size > 0) {
         for (const k of touched) {
           const w = keys.get(k)

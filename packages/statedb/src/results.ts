@@ -3,11 +3,19 @@
 import type { Entry } from './state.ts'
 
 export class Results<Obj> implements Iterable<Obj> {
-  /** @internal */
-  constructor(private readonly source: () => Iterator<Entry<Obj>>) {}
+  /**
+   * @internal `walk`, when given, calls its argument with every entry in order, as the source
+   * would yield them, without an iterator (a full scan walks the tree directly).
+   */
+  constructor(
+    private readonly source: () => Iterator<Entry<Obj>>,
+    private readonly walk?: (fn: (e: Entry<Obj>) => void) => void,
+    /** Iterates the objects directly, when the source can (a full scan), instead of wrapping it. */
+    private readonly objects?: () => Iterator<Obj>,
+  ) {}
 
   [Symbol.iterator](): Iterator<Obj> {
-    return new ObjectIterator(this.source())
+    return this.objects !== undefined ? this.objects() : new ObjectIterator(this.source())
   }
 
   /** The results with the revision of each object's last write. */
@@ -17,6 +25,7 @@ export class Results<Obj> implements Iterable<Obj> {
 
   /** Calls fn for each object, without the iterator protocol's per-step cost. */
   forEach(fn: (obj: Obj, revision: number) => void): void {
+    if (this.walk !== undefined) return this.walk((e) => fn(e.object, e.revision))
     const it = this.source()
     for (let r = it.next(); !r.done; r = it.next()) fn(r.value.object, r.value.revision)
   }

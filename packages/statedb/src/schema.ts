@@ -34,6 +34,20 @@ export class TableSchema<Obj> {
     }
   }
 
+  /**
+   * Index i's keys of obj without an array for the common case: the one encoded key of an index
+   * defined with `key`, else an array (writes call this; an array per index per write adds up).
+   */
+  secondaryKeysOf(i: number, obj: Obj): EncodedKey | EncodedKey[] {
+    const idx = this.secondary[i]!
+    if (idx.single === undefined) return this.secondaryKeys(i, obj)
+    try {
+      return encodeKey(idx.single(obj))
+    } catch (err) {
+      throw this.keyError(idx.name, obj, err)
+    }
+  }
+
   secondaryKeys(i: number, obj: Obj): EncodedKey[] {
     const idx = this.secondary[i]!
     try {

@@ -3,7 +3,7 @@
 // Invariants of a TableState:
 // - `primary` holds one entry per object under its encoded primary key; `byRevision` holds the same
 //   entries under their revisions; a unique secondary index holds them under their encoded
-//   secondary keys, a non-unique one holds buckets (./buckets.ts) under them;
+//   secondary keys, a non-unique one holds buckets of primary keys (./buckets.ts) under them;
 // - every entry's revision is <= `revision`, and no two live entries share a revision;
 // - a published TableState is never changed: a write transaction builds a new one.
 
@@ -11,14 +11,33 @@ import { emptyTree, type Tree, type TreeKey } from './btree.ts'
 import type { BucketTree } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 
-/** An object as stored: the object, the table revision of its last write, its encoded primary key. */
+/**
+ * An object as stored: the object, the table revision of its last write, its encoded primary key.
+ * An entry is also the change a change iterator reports for that write (`deleted` false), and a
+ * Tombstone the change for a deletion: no change record is allocated per change.
+ */
 export class Entry<Obj> {
+  /** Whether this records a deletion: false on the prototype (no field per stored entry). */
+  declare readonly deleted: boolean
+
   constructor(
     readonly object: Obj,
     readonly revision: number,
     /** @internal */ readonly key: EncodedKey,
   ) {}
+
+  /** As a change record: what JSON of a change shows (`deleted` lives on the prototype). */
+  toJSON(): { object: Obj; revision: number; deleted: boolean } {
+    return { object: this.object, revision: this.revision, deleted: this.deleted }
+  }
 }
+Object.defineProperty(Entry.prototype, 'deleted', { value: false })
+
+/** A deletion, kept in the graveyard for change iterators: the deleted object at the revision of its deletion. */
+export class Tombstone<Obj> extends Entry<Obj> {
+  declare readonly deleted: boolean
+}
+Object.defineProperty(Tombstone.prototype, 'deleted', { value: true })
 
 /** A pending table initializer; identity matters, the name is for people. */
 export interface Initializer {
@@ -31,7 +50,7 @@ export interface TableView<Obj> {
   readonly primary: Tree<EncodedKey, Entry<Obj>>
   readonly byRevision: Tree<number, Entry<Obj>>
   /** Per secondary index: entries (unique) or buckets (non-unique) by encoded key. */
-  readonly secondary: ReadonlyArray<Tree<EncodedKey, Entry<Obj>> | BucketTree<Obj>>
+  readonly secondary: ReadonlyArray<Tree<EncodedKey, Entry<Obj>> | BucketTree>
   readonly pendingInit: readonly Initializer[]
 }
 

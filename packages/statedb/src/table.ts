@@ -6,7 +6,8 @@
 // in primary key order. Results are lazy and in index key order. Each has a *Watch variant whose
 // watch fires when the result may have changed after the snapshot.
 
-import { treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { treeEach, treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { TableBatch } from './batch.ts'
 import { ChangeIterator, Graveyard } from './changes.ts'
 import type { Key } from './encoding.ts'
 import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
@@ -51,6 +52,9 @@ export class Table<Obj> {
   /** @internal */ readonly graveyard = new Graveyard<Obj>()
   /** @internal The state of the table before its first write. */
   readonly empty: TableState<Obj>
+  /** @internal The database this table was last registered with, and its id there (a cache of DB.tableId). */
+  home: object | undefined = undefined
+  /** @internal */ homeId = -1
   private readonly refs = new Map<string, IndexRef>()
   private readonly primaryName: string
 
@@ -135,13 +139,20 @@ export class Table<Obj> {
   }
 
   all(txn: Txn): Results<Obj> {
-    const view = txn.view(this)
-    return new Results(() => new TreeIterator(stable(view).primary.root, undefined))
+    return this.allOf(txn.view(this))
   }
 
   allWatch(txn: Txn): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [new Results(() => new TreeIterator(stable(view).primary.root, undefined)), this.anyWatchOf(txn, view)]
+    return [this.allOf(view), this.anyWatchOf(txn, view)]
+  }
+
+  private allOf(view: TableView<Obj>): Results<Obj> {
+    return new Results(
+      () => new TreeIterator(stable(view).primary.root, undefined),
+      (fn) => treeEach(stable(view).primary.root, fn),
+      () => new TreeIterator(stable(view).primary.root, undefined, undefined, true) as unknown as Iterator<Obj>,
+    )
   }
 
   /** The table's revision in this snapshot: grows with every insert and delete. */
@@ -195,6 +206,11 @@ export class Table<Obj> {
     if (validating) deepFreeze(obj)
     w.insert(obj, revision)
     return !w.swapFailed
+  }
+
+  /** A handle for many writes to this table in `txn`, without the per-call lookups (./batch.ts). */
+  batch(txn: WriteTxn): TableBatch<Obj> {
+    return new TableBatch(txn, txn.writer(this))
   }
 
   /** Deletes the object with obj's primary key; returns the deleted object. */
@@ -289,7 +305,7 @@ export class Table<Obj> {
     if (ref.pos < 0) return treeGet(view.byRevision.root, this.revisionKey(q))
     const tree = this.treeOf(view, ref.pos)
     if (ref.unique) return treeGet(tree.root, q.encoded()) as Entry<Obj> | undefined
-    return bucketFirst(treeGet(tree.root, q.encoded()) as Bucket<Obj> | undefined)
+    return bucketFirst(treeGet(tree.root, q.encoded()) as Bucket | undefined, view.primary.root)
   }
 
   private listIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
@@ -298,7 +314,7 @@ export class Table<Obj> {
       const e = this.first(view, q)
       return (e === undefined ? [] : [e])[Symbol.iterator]()
     }
-    return bucketEntries(treeGet(this.treeOf(view, ref.pos).root, q.encoded()) as Bucket<Obj> | undefined)
+    return bucketEntries(treeGet(this.treeOf(view, ref.pos).root, q.encoded()) as Bucket | undefined, view.primary.root)
   }
 
   private prefixIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
@@ -308,7 +324,7 @@ export class Table<Obj> {
     if (typeof p === 'number') return this.listIter(view, q) // a number is a prefix only of itself
     const root = this.treeOf(view, ref.pos).root
     if (ref.unique) return new TreeIterator(root, p, p) as Iterator<Entry<Obj>>
-    return new BucketsIterator<Obj>(root as never, p, p, this.multiKey(ref.pos))
+    return new BucketsIterator<Obj>(root as never, p, p, this.multiKey(ref.pos), view.primary.root)
   }
 
   private lowerBoundIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
@@ -316,7 +332,7 @@ export class Table<Obj> {
     if (ref.pos < 0) return new TreeIterator(view.byRevision.root, this.revisionKey(q))
     const root = this.treeOf(view, ref.pos).root
     if (ref.unique) return new TreeIterator(root, q.encodedPrefix()) as Iterator<Entry<Obj>>
-    return new BucketsIterator<Obj>(root as never, q.encodedPrefix(), undefined, this.multiKey(ref.pos))
+    return new BucketsIterator<Obj>(root as never, q.encodedPrefix(), undefined, this.multiKey(ref.pos), view.primary.root)
   }
 
   /** Whether objects may have several keys in a secondary index (then scans skip repeats). */

@@ -27,7 +27,8 @@ export class ReadTxn {
 export class WriteTxn {
   private readonly writers: Array<TableWriter<unknown> | undefined>
   private finished: 'committed' | 'aborted' | undefined
-  /** @internal */ readonly startedAt = performance.now()
+  /** @internal When it began, for the metrics hooks (0 without: a clock read per transaction adds up). */
+  readonly startedAt: number
 
   /** @internal */
   constructor(
@@ -37,6 +38,7 @@ export class WriteTxn {
     /** @internal */ readonly waitedMs: number,
   ) {
     this.writers = new Array(base.length)
+    this.startedAt = db.timed ? performance.now() : 0
   }
 
   /** Whether commit or abort has been called. */
@@ -61,7 +63,7 @@ export class WriteTxn {
       if (!this.tables.includes(table as Table<any>)) {
         throw new TxnError(`table "${table.name}" is not locked by this write transaction (declared: ${this.tables.map((t) => t.name).join(', ') || 'none'})`)
       }
-      w = new TableWriter<unknown>(table.schema as never, this.base[id] ?? table.empty, table.watches.hasKeyWatches())
+      w = new TableWriter<unknown>(table.schema as never, this.base[id] ?? table.empty, table.watches.watchedPositions())
       this.writers[id] = w
     }
     return w as TableWriter<Obj>

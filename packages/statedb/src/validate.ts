@@ -1,7 +1,8 @@
 // Validation mode (STATEWRIGHT_VALIDATE=1): after every commit, check each changed table's trees
 // and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
 
-import { TreeIterator, validateTree } from './btree.ts'
+import { TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { validateTree } from './treecheck.ts'
 import { validateBuckets, type BucketTree } from './buckets.ts'
 import type { TableSchema } from './schema.ts'
 import type { TableState } from './state.ts'
@@ -26,8 +27,8 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
   validateTree(state.byRevision, `${t} revision index`)
   const pairs = state.secondary.map((tree, i) => {
     const what = `${t} index "${schema.secondary[i]!.name}"`
-    if (!schema.secondary[i]!.unique) return validateBuckets(tree as BucketTree<Obj>, what)
-    validateTree(tree, what)
+    if (!schema.secondary[i]!.unique) return validateBuckets(tree as BucketTree, state.primary.root, (obj: Obj, sk) => schema.secondaryKeys(i, obj).includes(sk), what)
+    validateTree(tree as Tree<TreeKey, unknown>, what)
     return tree.size
   })
   if (state.byRevision.size !== state.primary.size) {

@@ -4,30 +4,43 @@
 // - the unique checks of an insert run before it changes anything, so a failed insert leaves the
 //   transaction as it was;
 // - every insert and delete takes the next table revision;
-// - `changed` records the encoded keys touched per index (0 = primary, 1.. = secondary) only while
-//   someone watches keys of this table; otherwise commit fires every key watch of the table.
+// - `changed` records the encoded keys touched per index (0 = primary, 1.. = secondary), only for the
+//   indexes someone watched keys of when the transaction began; commit fires every key watch of an
+//   index that has no record (watched since).
 
 import { TreeIterator, TreeWriter } from './btree.ts'
+import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
-import { Entry, type Initializer, type TableState, type TableView } from './state.ts'
+import { Entry, Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
+
+const ascending = (a: number, b: number): number => a - b
+
+const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
 
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
-  readonly byRevision: TreeWriter<number, Entry<Obj>>
+  /** The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). */
+  private readonly revisions: TreeWriter<number, Entry<Obj>>
+  /**
+   * Revisions of replaced and deleted entries, not yet removed from `revisions`: they go in one
+   * sorted pass (./bulkdelete.ts) when the index is read or published, instead of one removal per
+   * write (updates mostly remove the oldest revisions, from the front of a leaf).
+   */
+  private staleRevisions: number[] = []
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
-  private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter<Obj>>
+  private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
   /** What reads see: the secondary trees as this transaction has them now. */
   readonly secondary: TableView<Obj>['secondary']
   pendingInit: readonly Initializer[]
   /** Deleted entries, with the revision of their deletion, in order. */
   readonly deletes: Entry<Obj>[] = []
-  /** Keys touched per index, or undefined when not recording. */
-  changed: Set<EncodedKey>[] | undefined
+  /** Keys touched per index (undefined for an index not recorded), or undefined when none is. */
+  changed: Array<Set<EncodedKey> | undefined> | undefined
   /** Every key may have changed (deleteAll). */
   changedAll = false
   dirty = false
@@ -35,46 +48,54 @@ export class TableWriter<Obj> implements TableView<Obj> {
   constructor(
     readonly schema: TableSchema<Obj>,
     readonly base: TableState<Obj>,
-    recording: boolean,
+    /** Per index position: record the keys touched (someone watches keys there); undefined: none. */
+    recording: readonly boolean[] | undefined,
   ) {
     this.revision = base.revision
     this.primary = new TreeWriter(base.primary)
-    this.byRevision = new TreeWriter(base.byRevision)
+    this.revisions = new TreeWriter(base.byRevision)
     this.writers = base.secondary.map((t, i) => (schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never)))
     this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
-    if (recording) this.startRecording()
+    this.newKeys = new Array(this.writers.length)
+    if (recording) this.changed = recording.map((on) => (on ? new Set<EncodedKey>() : undefined))
   }
 
-  startRecording(): void {
-    this.changed = []
-    for (let i = 0; i <= this.writers.length; i++) this.changed.push(new Set())
+  /** The revision index as the transaction has it now. */
+  get byRevision(): TreeWriter<number, Entry<Obj>> {
+    const stale = this.staleRevisions
+    if (stale.length > 0) {
+      // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
+      stale.sort(ascending)
+      deleteSortedPresent(this.revisions, stale)
+      this.staleRevisions = []
+    }
+    return this.revisions
   }
 
   /**
    * Inserts or replaces obj. With `expect`, only if the stored object was last written at that
    * revision (compare-and-swap): then returns undefined and sets `swapFailed` when it was not.
-   * One descent of the primary tree either way.
+   * One descent of the primary tree either way. A non-unique index is written only where the
+   * object's keys changed (its buckets hold primary keys, see ./buckets.ts); a unique one holds
+   * entries, so every key is rewritten.
    */
   insert(obj: Obj, expect?: number): Entry<Obj> | undefined {
     const schema = this.schema
     const pk = schema.primaryKey(obj)
     const n = this.writers.length
-    let newKeys: EncodedKey[][] | undefined
-    if (n > 0) {
-      newKeys = new Array(n)
-      for (let i = 0; i < n; i++) {
-        const keys = schema.secondaryKeys(i, obj)
-        newKeys[i] = keys
-        if (schema.secondary[i]!.unique) {
-          for (const k of keys) {
-            const holder = this.uniques[i]!.get(k)
-            if (holder !== undefined && holder.key !== pk) {
-              if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
-              throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
-            }
-          }
+    const newKeys = this.newKeys
+    for (let i = 0; i < n; i++) {
+      const keys = schema.secondaryKeysOf(i, obj)
+      newKeys[i] = keys
+      const u = this.uniques[i]
+      if (u === undefined) continue
+      for (const k of typeof keys === 'object' ? keys : [keys]) {
+        const holder = u.get(k)
+        if (holder !== undefined && holder.key !== pk) {
+          if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
+          throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
         }
       }
     }
@@ -89,29 +110,53 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.swapFailed = false
     this.revision++
     this.dirty = true
-    if (old !== undefined) this.byRevision.deletePresent(old.revision)
-    this.byRevision.set(entry.revision, entry)
+    if (old !== undefined) this.staleRevisions.push(old.revision)
+    this.revisions.set(entry.revision, entry)
     const changed = this.changed
-    if (changed) changed[0]!.add(pk)
+    if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
-      const keys = newKeys![i]!
-      const w = this.writers[i]!
-      if (old !== undefined) {
-        const oldKeys = schema.secondaryKeys(i, old.object)
-        for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
-          if (keys.length === 1 ? keys[0] === k : keys.includes(k)) continue
-          if (w instanceof TreeWriter) w.deletePresent(k)
-          else w.remove(k, pk)
-          if (changed) changed[i + 1]!.add(k)
-        }
+      const keys = newKeys[i]!
+      newKeys[i] = undefined // holds no object's keys past the write
+      const oldKeys = old === undefined ? undefined : schema.secondaryKeysOf(i, old.object)
+      const seen = changed?.[i + 1]
+      const u = this.uniques[i]
+      if (u !== undefined) {
+        if (oldKeys !== undefined) this.removeKeys(i, oldKeys, keys, pk)
+        if (typeof keys !== 'object') u.set(keys, entry)
+        else for (const k of keys) u.set(k, entry)
+      } else {
+        const b = this.writers[i] as BucketsWriter
+        if (oldKeys !== undefined) this.removeKeys(i, oldKeys, keys, pk)
+        if (typeof keys !== 'object') {
+          if (oldKeys === undefined || !hasKey(oldKeys, keys)) b.add(keys, pk)
+        } else for (const k of keys) if (oldKeys === undefined || !hasKey(oldKeys, k)) b.add(k, pk)
       }
-      for (const k of keys) {
-        if (w instanceof TreeWriter) w.set(k, entry)
-        else w.add(k, entry)
-        if (changed) changed[i + 1]!.add(k)
+      // Key watches fire for every key the object has or had, changed or not: the object changed.
+      if (seen) {
+        if (typeof keys !== 'object') seen.add(keys)
+        else for (const k of keys) seen.add(k)
       }
     }
     return old
+  }
+
+  /** Per secondary index: the keys of the object being inserted (scratch, no array per write). */
+  private readonly newKeys: Array<EncodedKey | EncodedKey[] | undefined>
+
+  /** Removes pk from index i under the old keys it no longer has (each once). */
+  private removeKeys(i: number, oldKeys: EncodedKey | EncodedKey[], keys: EncodedKey | EncodedKey[] | undefined, pk: EncodedKey): void {
+    if (typeof oldKeys !== 'object') {
+      if (keys === undefined || !hasKey(keys, oldKeys)) this.removeKey(i, oldKeys, pk)
+      return
+    }
+    for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) if (keys === undefined || !hasKey(keys, k)) this.removeKey(i, k, pk)
+  }
+
+  private removeKey(i: number, k: EncodedKey, pk: EncodedKey): void {
+    const u = this.uniques[i]
+    if (u !== undefined) u.deletePresent(k)
+    else (this.writers[i] as BucketsWriter).remove(k, pk)
+    this.changed?.[i + 1]?.add(k)
   }
 
   /** The last insert with `expect` found another revision (or no object) and wrote nothing. */
@@ -133,29 +178,22 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
-    this.byRevision.deletePresent(old.revision)
+    this.staleRevisions.push(old.revision)
     const changed = this.changed
-    if (changed) changed[0]!.add(pk)
-    for (let i = 0; i < this.writers.length; i++) {
-      const w = this.writers[i]!
-      const oldKeys = this.schema.secondaryKeys(i, old.object)
-      for (const k of oldKeys.length > 1 ? new Set(oldKeys) : oldKeys) {
-        if (w instanceof TreeWriter) w.deletePresent(k)
-        else w.remove(k, pk)
-        if (changed) changed[i + 1]!.add(k)
-      }
-    }
-    this.deletes.push(new Entry(old.object, ++this.revision, pk))
+    if (changed) changed[0]?.add(pk)
+    for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
+    this.deletes.push(new Tombstone(old.object, ++this.revision, pk))
     return old
   }
 
   deleteAll(): void {
     if (this.primary.size === 0) return
     for (const entry of new TreeIterator(this.primary.root, undefined)) {
-      this.deletes.push(new Entry(entry.object, ++this.revision, entry.key))
+      this.deletes.push(new Tombstone(entry.object, ++this.revision, entry.key))
     }
     this.primary.clear()
-    this.byRevision.clear()
+    this.revisions.clear()
+    this.staleRevisions = []
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true

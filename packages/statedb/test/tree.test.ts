@@ -3,7 +3,9 @@
 import fc from 'fast-check'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { emptyTree, less, treeGet, TreeIterator, TreeWriter, validateTree, type Tree } from '../src/btree.ts'
+import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, type Tree } from '../src/btree.ts'
+import { validateTree } from '../src/treecheck.ts'
+import { deleteSortedPresent } from '../src/bulkdelete.ts'
 import { encodeKey, encodePrefix, KEY_SEPARATOR, type Key, type KeyPart } from '../src/encoding.ts'
 
 test('random writes agree with a Map; every published tree stays as it was', () => {
@@ -41,6 +43,75 @@ test('random writes agree with a Map; every published tree stays as it was', () 
       },
     ),
     { numRuns: 60 },
+  )
+})
+
+test('the revision-index shape (delete the smallest, append a larger) rebalances in place and stays a valid tree; treeEach agrees with the iterator', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 150 }), fc.integer({ min: 1, max: 6 }), (rows, batch, rounds) => {
+      let tree: Tree<number, number> = emptyTree()
+      const w0 = new TreeWriter(tree)
+      for (let i = 0; i < rows; i++) w0.set(i, i)
+      tree = w0.publish()
+      let next = rows
+      const published: Array<[Tree<number, number>, number[]]> = []
+      for (let r = 0; r < rounds; r++) {
+        const w = new TreeWriter(tree)
+        for (let j = 0; j < batch; j++) {
+          const smallest = new TreeIterator(w.root, undefined).next().value as number
+          w.deletePresent(smallest)
+          w.set(next, next)
+          next++
+        }
+        tree = w.publish()
+        validateTree(tree, 'revision shape')
+        const want = Array.from({ length: rows }, (_, i) => next - rows + i)
+        published.push([tree, want])
+      }
+      for (const [t, want] of published) {
+        validateTree(t, 'old tree')
+        assert.equal([...new TreeIterator(t.root, undefined)], want)
+        const seen: number[] = []
+        treeEach(t.root, (v) => seen.push(v))
+        assert.equal(seen, want)
+      }
+    }),
+    { numRuns: 80 },
+  )
+})
+
+test('deleting many sorted keys at once agrees with a Map and leaves a valid tree; published trees stay as they were', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 3000 }),
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 3000 }), fc.integer({ min: 0, max: 3000 })), { minLength: 1, maxLength: 6 }),
+      fc.integer(),
+      (size, ranges, seed) => {
+        const w0 = new TreeWriter<number, number>(emptyTree())
+        // Keys inserted in a scrambled order, so node fill varies.
+        const order = Array.from({ length: size }, (_, i) => (i * 7919 + (seed >>> 0)) % Math.max(size, 1))
+        const model = new Map<number, number>()
+        for (const k of order) {
+          w0.set(k, k)
+          model.set(k, k)
+        }
+        const first = w0.publish()
+        validateTree(first, 'before')
+        const w = new TreeWriter(first)
+        const doomed = new Set<number>()
+        for (const [a, b] of ranges) for (let k = Math.min(a, b); k <= Math.max(a, b); k += 1 + (seed & 3)) if (model.has(k)) doomed.add(k)
+        const keys = [...doomed].sort((x, y) => x - y)
+        deleteSortedPresent(w, keys)
+        for (const k of keys) model.delete(k)
+        const after = w.publish()
+        validateTree(after, 'after')
+        validateTree(first, 'first, untouched')
+        const want = [...model.keys()].sort((x, y) => x - y)
+        assert.equal([...new TreeIterator(after.root, undefined)], want)
+        assert.is(first.size, size === 0 ? 0 : new Set(order).size)
+      },
+    ),
+    { numRuns: 300 },
   )
 })
 
