@@ -10,7 +10,7 @@
 // `@kubernetes/client-node` alone is measured the same way as the baseline of @statewright/k8s,
 // which loads it. Goals (issue 11): statedb < 150 ms, k8s < 400 ms.
 //
-// docs/performance.md shows bench/results/packaging.json through `node scripts/bench-docs-packaging.mjs`.
+// docs/performance.md shows bench/results/packaging.json through `npm run bench:docs`.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
