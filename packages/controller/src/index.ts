@@ -2,7 +2,7 @@
 // The one public face of the package.
 export { derive, derivationErrors, Derivation, type DeriveContext, type DeriveOptions, type DerivationError, type DerivationHealth } from './derive.ts'
 export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLevel } from './logging.ts'
-export { Manager, type Component, type ComponentHealth, type ManagerOptions, type ManagedDeriveOptions, type ManagedFinalizerOptions, type WatchOptions } from './manager.ts'
+export { Manager, inCluster, type Placed, type Component, type ComponentHealth, type ManagerOptions, type ManagedDeriveOptions, type ManagedFinalizerOptions, type WatchOptions } from './manager.ts'
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { waitForConvergence, type ConvergenceOptions, type ConvergenceResult } from './wait.ts'

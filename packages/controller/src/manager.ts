@@ -58,6 +58,12 @@ export interface ManagerOptions {
   name: string
   /** The cluster (default: KUBECONFIG or in-cluster config). A given cluster is not closed by stop(). */
   cluster?: Cluster
+  /**
+   * More clusters, by their `name`: watch(kind, { cluster }) reflects from one, and a derivation
+   * places an object in one with inCluster(name, obj). Leader election and Events of objects in the
+   * default cluster use `cluster`; each cluster gets its own Event recorder.
+   */
+  clusters?: Cluster[]
   /** The HTTP server (default port 8080 on 127.0.0.1); false: none. */
   http?: HttpOptions | false
   logger?: Logger
@@ -80,16 +86,26 @@ export interface ManagerOptions {
 }
 
 export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields'> {
-  /** The table's name (default: the kind, lower case, plural-ish: "sites"). */
+  /** The table's name (default: the kind, lower case, plural-ish: "sites"; "<cluster>-sites" for another cluster). */
   name?: string
+  /** The cluster to reflect from, by name (default: the manager's `cluster`). */
+  cluster?: string
 }
+
+/** An object a derivation places in a named cluster (see inCluster). */
+export interface Placed { readonly cluster: string; readonly object: KubeObject }
+/** Places a derived object in another cluster of the manager: `fn: (s) => inCluster('west', cm)`. */
+export function inCluster(cluster: string, object: KubeObject): Placed {
+  return { cluster, object }
+}
+const isPlaced = (x: KubeObject | Placed): x is Placed => typeof (x as Placed).cluster === 'string' && typeof (x as Placed).object === 'object' && !('apiVersion' in x)
 
 export interface ManagedDeriveOptions<In> {
   name?: string
   from: Table<In> | ReadonlyArray<Table<In>>
   joins?: ReadonlyArray<Table<any>>
   /** The objects this input wants in the cluster (applied by server-side apply, pruned when gone). */
-  fn: (input: In, ctx: DeriveContext) => KubeObject | readonly KubeObject[] | undefined | null
+  fn: (input: In, ctx: DeriveContext) => KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | undefined | null
   /** Kinds this derivation produces: pruned and watched for drift (like controller-runtime's Owns). */
   owns?: KindRef[]
 }
@@ -101,16 +117,20 @@ export class Manager {
   readonly name: string
   readonly db = new DB()
   readonly cluster: Cluster
+  /** Every cluster, by name (the default one included). */
+  readonly clusters = new Map<string, Cluster>()
   readonly logger: Logger
   readonly desired: DesiredTable
   readonly target: Target
   readonly reconciler: Reconciler<DesiredObject>
+  /** Events about objects of the default cluster (eventsFor(name) for another). */
   readonly events: EventRecorder
+  private readonly recorders = new Map<string, EventRecorder>()
   readonly registry: PromRegistry | undefined
   /** Reflectors, by table name. */
   readonly reflectors = new Map<string, Reflector<KubeObject>>()
   /** What each reflector reflects, by table name (waitForConvergence lists the same). */
-  readonly watched = new Map<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions }>()
+  readonly watched = new Map<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions; cluster: Cluster }>()
   readonly derivations: Derivation<any, DesiredObject>[] = []
   readonly drift: DriftWatcher[] = []
   readonly components: Component[] = []
@@ -126,7 +146,7 @@ export class Manager {
   private leading = false
   private url_: string | undefined
   private readonly offSignals: Array<() => void> = []
-  private offMetrics: (() => void) | undefined
+  private readonly offMetrics: Array<() => void> = []
 
   constructor(o: ManagerOptions) {
     if (!o.name) throw new Error('Manager: `name` is required (field manager and owner label value)')
@@ -138,11 +158,15 @@ export class Manager {
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
     this.ownsCluster = !o.cluster
     this.cluster = o.cluster ?? new Cluster()
-    if (this.metrics) this.offMetrics = this.cluster.onResponse(this.metrics.request)
+    for (const c of [this.cluster, ...(o.clusters ?? [])]) {
+      if (this.clusters.has(c.name)) throw new Error(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
+      this.clusters.set(c.name, c)
+      if (this.metrics) this.offMetrics.push(c.onResponse(this.metrics.request))
+    }
     this.desired = newDesiredTable('desired')
     this.db.register(this.desired.table)
-    this.target = new Target({ clusters: this.cluster, fieldManager: o.name, ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}) })
-    this.events = new EventRecorder({ cluster: this.cluster, component: o.name, onError: (err) => this.logger.warn({ err }, 'event not recorded') })
+    this.target = new Target({ clusters: [...this.clusters.values()], fieldManager: o.name, ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}) })
+    this.events = this.eventsFor(this.cluster.name)
     this.reconciler = this.makeReconciler()
     if (o.http !== false) {
       this.server = new ManagerServer(o.http ?? {}, {
@@ -157,15 +181,16 @@ export class Manager {
   /** Reflects a kind into a new table (call before start). */
   watch<T extends KubeObject = KubeObject>(kind: KindRef, opts: WatchOptions = {}): Table<T> {
     this.notStarted('watch')
-    const name = opts.name ?? `${kind.kind.toLowerCase()}s`
+    const cluster = this.clusterNamed(opts.cluster)
+    const name = opts.name ?? `${cluster === this.cluster ? '' : `${cluster.name}-`}${kind.kind.toLowerCase()}s`
     const table = new Table<KubeObject>({ name, primary: byName })
     this.db.register(table)
     const typed = table as unknown as Table<T>
-    const log = this.logger.child({ reflector: name, cluster: this.cluster.name })
-    const { name: _n, ...ropts } = opts
-    this.watched.set(name, { kind, table, options: opts })
+    const log = this.logger.child({ reflector: name, cluster: cluster.name })
+    const { name: _n, cluster: _c, ...ropts } = opts
+    this.watched.set(name, { kind, table, options: opts, cluster })
     this.reflectors.set(name, new Reflector({
-      cluster: this.cluster, db: this.db, table, kind, name, ...ropts, ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
+      cluster, db: this.db, table, kind, name, ...ropts, ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
       onError: (err) => log.warn({ err: err.message }, 'list/watch failed; retrying with backoff'),
     }))
     return typed
@@ -178,15 +203,19 @@ export class Manager {
       const id = `${k.apiVersion}/${k.kind}`
       if (this.owned.has(id)) continue
       this.owned.set(id, k)
-      this.watchOwned(k)
+      for (const c of this.clusters.values()) this.watchOwned(k, c)
     }
     const d = new Derivation<In, DesiredObject>({
       db: this.db, from: o.from, to: this.desired.table, logger: this.logger,
       ...(o.name ? { name: o.name } : {}), ...(o.joins ? { joins: o.joins } : {}),
       fn: (input, ctx) => {
         const r = o.fn(input, ctx)
-        const objs = r === undefined || r === null ? [] : Array.isArray(r) ? (r as readonly KubeObject[]) : [r as KubeObject]
-        return objs.map((obj) => desired(obj))
+        const objs = r === undefined || r === null ? [] : Array.isArray(r) ? (r as ReadonlyArray<KubeObject | Placed>) : [r as KubeObject | Placed]
+        return objs.map((x) => {
+          if (!isPlaced(x)) return desired(x)
+          this.clusterNamed(x.cluster)
+          return desired(x.object, x.cluster === this.cluster.name ? undefined : x.cluster)
+        })
       },
       validate: (out) => {
         const m = out.object?.metadata
@@ -195,7 +224,7 @@ export class Manager {
         if (!m.namespace && !CLUSTER_SCOPED.has(out.object.kind)) return `the ${out.object.kind} "${m.name}" has no metadata.namespace`
         return undefined
       },
-      equals: (a, b) => JSON.stringify(a.object) === JSON.stringify(b.object),
+      equals: (a, b) => a.cluster === b.cluster && JSON.stringify(a.object) === JSON.stringify(b.object),
     })
     this.derivations.push(d)
     return d
@@ -301,9 +330,9 @@ export class Manager {
     await this.reconciler.stop()
     for (const d of this.drift) await d.stop()
     for (const c of this.components) await c.stop()
-    await this.events.close()
+    for (const r of this.recorders.values()) await r.close()
     await this.server?.close()
-    this.offMetrics?.()
+    for (const off of this.offMetrics.splice(0)) off()
     if (this.ownsCluster) await this.cluster.close()
     this.state = 'stopped'
     this.logger.info({}, 'manager stopped')
@@ -369,12 +398,15 @@ export class Manager {
     })
   }
 
-  /** A reflector of an owned kind (selected by our owner label) and drift repair over it. */
-  private watchOwned(kind: KindRef): void {
-    const observed = this.watch(kind, { name: `owned-${kind.kind.toLowerCase()}s`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true })
-    const log = this.logger.child({ drift: kind.kind })
+  /** A reflector of an owned kind in one cluster (selected by our owner label) and drift repair over it. */
+  private watchOwned(kind: KindRef, cluster: Cluster): void {
+    const isDefault = cluster === this.cluster
+    const observed = this.watch(kind, { name: `owned-${isDefault ? '' : `${cluster.name}-`}${kind.kind.toLowerCase()}s`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true, cluster: cluster.name })
+    const log = this.logger.child({ drift: kind.kind, cluster: cluster.name })
     this.drift.push(new DriftWatcher({
-      db: this.db, observed, desired: this.desired, fieldManager: this.name, events: this.events,
+      db: this.db, observed, desired: this.desired, fieldManager: this.name, events: this.eventsFor(cluster.name),
+      // desired objects that name no cluster belong to the default one; those of another name it
+      ...(isDefault ? {} : { cluster: cluster.name, matchDefaultCluster: false }),
       ...(this.o.drift ? { pacing: this.o.drift } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
       onDrift: (d, reason) => log.info({ object: `${d.object.metadata.namespace ?? ''}/${d.object.metadata.name}`, reason }, 'managed object drifted; repairing'),
       onFight: (f) => log.warn({ object: f.key, otherManager: f.otherManager, repairs: f.repairs }, 'another writer keeps reverting this object; repairs are backed off'),
@@ -390,6 +422,23 @@ export class Manager {
       process.once(sig, on)
       this.offSignals.push(() => process.off(sig, on))
     }
+  }
+
+  /** The Event recorder of a cluster (Events must be in the cluster of the object they are about). */
+  eventsFor(cluster: string): EventRecorder {
+    let r = this.recorders.get(cluster)
+    if (!r) {
+      r = new EventRecorder({ cluster: this.clusterNamed(cluster), component: this.name, onError: (err) => this.logger.warn({ err, cluster }, 'event not recorded') })
+      this.recorders.set(cluster, r)
+    }
+    return r
+  }
+
+  private clusterNamed(name: string | undefined): Cluster {
+    if (name === undefined) return this.cluster
+    const c = this.clusters.get(name)
+    if (!c) throw new Error(`Manager "${this.name}": no cluster named "${name}" (clusters: ${[...this.clusters.keys()].join(', ')})`)
+    return c
   }
 
   private notStarted(what: string): void {

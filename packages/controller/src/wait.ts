@@ -32,11 +32,14 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
   const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout)
   const state = { phase: 'listing the server', pending: [] as string[] }
   try {
-    // a component that had work (a finalizer's cleanup) changes the cluster: go round again
+    // a pass that changed the cluster (applies, deletes, a finalizer's cleanup) goes round again, so
+    // the reflectors of what we own have seen our own writes (drift repair relies on them)
+    const writes = () => { const t = m.target.stats; return t.applies + t.deletes + t.pruned }
     for (;;) {
       const busy = m.components.filter((c) => c.idle && !c.idle())
+      const before = writes()
       const result = await pass(m, signal, state)
-      if (busy.length === 0 && m.components.every((c) => !c.idle || c.idle())) return result
+      if (busy.length === 0 && writes() === before && m.components.every((c) => !c.idle || c.idle())) return result
     }
   } catch (err) {
     if (!signal.aborted) throw err
@@ -50,9 +53,9 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
   {
     // 1. reflectors against a fresh list of the same selection
     const lists = await Promise.all([...m.watched].map(async ([name, w]) => {
-      const r = await resolveKind(m.cluster, w.kind)
+      const r = await resolveKind(w.cluster, w.kind)
       const opts = w.options
-      const { items, resourceVersion } = await listAll(m.cluster, r, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, signal })
+      const { items, resourceVersion } = await listAll(w.cluster, r, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, signal })
       return { name, table: w.table, want: new Map(items.map((i: KubeObject) => [namespacedName(i), String(i.metadata.resourceVersion)])), listRv: resourceVersion }
     }))
     state.phase = 'reflectors catching up'
