@@ -113,6 +113,9 @@ export class Derivation<In, Out> {
   /** Revision of each input and join table up to which changes are derived. */
   private readonly consumed = new Map<Table<any>, number>()
   private progress: Array<() => void> = []
+  /** rederive() asked for every input to be derived again. */
+  private everything = false
+  private wake = new AbortController()
 
   constructor(o: DeriveOptions<In, Out>) {
     this.o = o
@@ -161,6 +164,12 @@ export class Derivation<In, Out> {
     }
   }
 
+  /** Derives every input again (what fn decides changed outside the tables: a shard acquired or released). */
+  rederive(): void {
+    this.everything = true
+    this.wake.abort()
+  }
+
   /** Inputs failing now (the rows of the errors table for this derivation). */
   failures(txn: ReadTxn = this.o.db.readTxn()): DerivationError[] {
     return this.errors.prefix(txn, errorId.query(`${this.name}/`)).toArray()
@@ -180,9 +189,15 @@ export class Derivation<In, Out> {
     const { db } = this.o
     const signal = this.ctrl.signal
     while (!signal.aborted) {
+      if (this.wake.signal.aborted) this.wake = new AbortController()
       const txn = db.readTxn()
       const dirty = new Map<string, InputRef>()
       const watches: Watch[] = []
+      if (this.everything) {
+        this.everything = false
+        this.from.forEach((t, i) => { for (const o of t.all(txn)) { const key = t.primary.keyOf(o); dirty.set(inputId(i, key), { table: i, key }) } })
+        for (const [id, ref] of this.refs) dirty.set(id, ref) // inputs already gone stay dirty too
+      }
       this.iters.forEach((it, i) => {
         const [changes, w] = it.next(txn)
         watches.push(w)
@@ -219,7 +234,7 @@ export class Derivation<In, Out> {
       const tick = new AbortController()
       const timer = nextRetry === Infinity ? undefined : setTimeout(() => tick.abort(), Math.max(1, Math.min(nextRetry - Date.now(), 2 ** 31 - 1)))
       try {
-        await waitAny(watches, AbortSignal.any([signal, tick.signal]))
+        await waitAny(watches, AbortSignal.any([signal, tick.signal, this.wake.signal]))
       } catch {
         if (signal.aborted) return
       } finally {

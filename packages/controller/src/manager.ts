@@ -14,7 +14,7 @@
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { Reconciler, type BatchEntry, type Health, type PromRegistry } from '@statewright/reconciler'
 import {
-  Cluster, DriftWatcher, EventRecorder, K8sMetrics, LeaderElector, Reflector, Target, desired, leaderOnly, namespacedName, newDesiredTable,
+  Cluster, DriftWatcher, EventRecorder, K8sMetrics, LeaderElector, Reflector, ShardedLeases, Target, desired, leaderOnly, namespacedName, newDesiredTable, shardOf,
   type DesiredObject, type DesiredTable, type KindRef, type KubeObject, type RepairPacing, type ReflectorOptions,
 } from '@statewright/k8s'
 import { Derivation, type DeriveContext } from './derive.ts'
@@ -71,6 +71,13 @@ export interface ManagerOptions {
   registry?: PromRegistry
   /** Run the leader-only parts only while holding this Lease. */
   leaderElection?: { namespace: string; name?: string; identity?: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number }
+  /**
+   * Share the work among replicas by shard (instead of one leader): each input of a derivation
+   * belongs to shard fnv1a(namespace/name) % shards, a replica derives and applies only the shards
+   * whose Lease it holds (k8s ShardedLeases), deletes and prunes only in them, and hands a shard over
+   * without deleting what it applied. Leader-only components (finalizers) need leaderElection instead.
+   */
+  sharding?: { namespace: string; shards: number; identity?: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number }
   /** Stop gracefully on SIGTERM/SIGINT, then exit (default true). */
   handleSignals?: boolean
   /** How long stop() lets in-flight applies finish (default 30 000 ms). */
@@ -111,6 +118,9 @@ export interface ManagedDeriveOptions<In> {
 }
 
 const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true })
+/** The label that says which shard a derived object belongs to (sharded managers). */
+export const SHARD_LABEL = 'statewright.io/shard'
+const shardLabelOf = (obj: KubeObject | undefined): number => Number(obj?.metadata?.labels?.[SHARD_LABEL] ?? NaN)
 const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'PersistentVolume', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'StorageClass', 'PriorityClass', 'GatewayClass'])
 
 export class Manager {
@@ -141,6 +151,9 @@ export class Manager {
   private readonly k8sMetrics: K8sMetrics | undefined
   private readonly server: ManagerServer | undefined
   private elector: LeaderElector | undefined
+  private shardLeases: ShardedLeases | undefined
+  /** Shards this replica holds now (sharded managers). */
+  private readonly held = new Set<number>()
   private state: 'new' | 'starting' | 'running' | 'stopping' | 'stopped' = 'new'
   private stopping: Promise<void> | undefined
   private leading = false
@@ -150,6 +163,8 @@ export class Manager {
 
   constructor(o: ManagerOptions) {
     if (!o.name) throw new Error('Manager: `name` is required (field manager and owner label value)')
+    if (o.sharding && o.leaderElection) throw new Error(`Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`)
+    if (o.sharding && !(o.sharding.shards >= 1)) throw new Error(`Manager "${o.name}": sharding.shards must be at least 1`)
     this.o = o
     this.name = o.name
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
@@ -165,7 +180,9 @@ export class Manager {
     }
     this.desired = newDesiredTable('desired')
     this.db.register(this.desired.table)
-    this.target = new Target({ clusters: [...this.clusters.values()], fieldManager: o.name, ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}) })
+    this.target = new Target({
+      clusters: [...this.clusters.values()], fieldManager: o.name,
+      ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}), ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}) })
     this.events = this.eventsFor(this.cluster.name)
     this.reconciler = this.makeReconciler()
     if (o.http !== false) {
@@ -209,12 +226,15 @@ export class Manager {
       db: this.db, from: o.from, to: this.desired.table, logger: this.logger,
       ...(o.name ? { name: o.name } : {}), ...(o.joins ? { joins: o.joins } : {}),
       fn: (input, ctx) => {
+        const shard = this.o.sharding ? this.shardOfInput(input) : undefined
+        if (shard !== undefined && !this.held.has(shard)) return [] // another replica's (or nobody's yet)
         const r = o.fn(input, ctx)
         const objs = r === undefined || r === null ? [] : Array.isArray(r) ? (r as ReadonlyArray<KubeObject | Placed>) : [r as KubeObject | Placed]
         return objs.map((x) => {
-          if (!isPlaced(x)) return desired(x)
-          this.clusterNamed(x.cluster)
-          return desired(x.object, x.cluster === this.cluster.name ? undefined : x.cluster)
+          const placed = isPlaced(x) ? x : { cluster: this.cluster.name, object: x }
+          this.clusterNamed(placed.cluster)
+          const object = shard === undefined ? placed.object : { ...placed.object, metadata: { ...placed.object.metadata, labels: { ...placed.object.metadata.labels, [SHARD_LABEL]: String(shard) } } }
+          return desired(object, placed.cluster === this.cluster.name ? undefined : placed.cluster)
         })
       },
       validate: (out) => {
@@ -267,7 +287,23 @@ export class Manager {
       const leaderParts: Array<{ name: string; start(): unknown; stop(): Promise<void> }> = [...this.derivations, this.reconciler, ...this.drift.map((d, i) => ({ name: `drift-${i}`, start: () => d.start(), stop: () => d.stop() })), ...this.components.filter((c) => c.leaderOnly)]
       for (const c of this.components.filter((c) => !c.leaderOnly)) await c.start()
       const le = this.o.leaderElection
-      if (le) {
+      const sh = this.o.sharding
+      if (sh && this.components.some((c) => c.leaderOnly)) throw new Error(`Manager "${this.name}": leader-only components (${this.components.filter((c) => c.leaderOnly).map((c) => c.name).join(', ')}) need leaderElection, not sharding`)
+      if (sh) {
+        for (const p of leaderParts) await p.start()
+        this.leading = true
+        const changed = (why: string, shard: number) => {
+          this.logger.info({ shard, held: [...this.held].sort((a, b) => a - b) }, why)
+          for (const d of this.derivations) d.rederive()
+        }
+        this.shardLeases = new ShardedLeases({
+          cluster: this.cluster, namespace: sh.namespace, name: this.name, shards: sh.shards, identity: sh.identity ?? defaultIdentity(),
+          ...(sh.leaseDurationMs ? { leaseDurationMs: sh.leaseDurationMs } : {}), ...(sh.renewDeadlineMs ? { renewDeadlineMs: sh.renewDeadlineMs } : {}), ...(sh.retryPeriodMs ? { retryPeriodMs: sh.retryPeriodMs } : {}),
+          onShardAcquired: (shard) => { this.held.add(shard); changed('shard acquired', shard) },
+          onShardReleased: (shard) => { this.held.delete(shard); changed('shard released', shard) },
+          onError: (err) => this.logger.warn({ err: err.message }, 'shard lease request failed'),
+        }).start()
+      } else if (le) {
         const parts = leaderOnly(...leaderParts.map((p) => ({
           start: () => { void Promise.resolve(p.start()).catch((err) => this.logger.error({ err, part: p.name }, 'a part failed to start')) },
           stop: () => p.stop(),
@@ -327,6 +363,7 @@ export class Manager {
       await this.reconciler.waitForRevision(rev, { signal: deadline }).catch(() => this.logger.warn({}, 'shutdown deadline passed with applies in flight'))
     }
     if (this.elector) await this.elector.stop() // stops the leader-only parts (awaited) and releases the Lease
+    if (this.shardLeases) { this.held.clear(); await this.shardLeases.stop() } // hand the shards over; nothing we applied is deleted
     await this.reconciler.stop()
     for (const d of this.drift) await d.stop()
     for (const c of this.components) await c.stop()
@@ -365,6 +402,7 @@ export class Manager {
     return {
       name: this.name, state: this.state, ...this.readiness(),
       leader: this.elector ? this.elector.status() : { leading: this.leading },
+      ...(this.shardLeases ? { sharding: this.shardLeases.status() } : {}),
       reflectors: [...this.reflectors.values()].map((r) => r.health()),
       derivations: this.derivations.map((d) => ({ name: d.name, ...d.health() })),
       reconciler: { name: this.name, level: rec.level, message: rec.message, ready: rec.ready, errors: rec.errors, failing: rec.failing },
@@ -377,8 +415,13 @@ export class Manager {
 
   private makeReconciler(): Reconciler<DesiredObject> {
     const log = this.logger.child({ reconciler: this.name })
-    const ops = this.target.operations
-    const batch = this.target.batchOperations
+    const target = this.target.operations
+    const tbatch = this.target.batchOperations
+    // a sharded replica deletes only in its shards: an object leaving the desired table because its
+    // shard went to another replica stays in the cluster (the new owner keeps it)
+    const mine = (d: DesiredObject) => !this.o.sharding || this.held.has(shardLabelOf(d.object))
+    const ops: typeof target = { ...target, delete: (d, ctx) => (mine(d) ? target.delete(d, ctx) : undefined) }
+    const batch: typeof tbatch = { updateBatch: tbatch.updateBatch, deleteBatch: (entries, ctx) => tbatch.deleteBatch(entries.filter((e) => mine(e.object)), ctx) }
     const describe = (d: DesiredObject) => `${d.object.kind} ${d.object.metadata.namespace ? `${d.object.metadata.namespace}/` : ''}${d.object.metadata.name}`
     const logFailed = (what: string, entries: BatchEntry<DesiredObject>[]) => {
       for (const e of entries) if (e.error !== undefined) log.warn({ object: describe(e.object), err: (e.error as Error)?.message ?? String(e.error) }, `${what} failed; will retry with backoff`)
@@ -434,6 +477,15 @@ export class Manager {
     return r
   }
 
+  /** Shards this replica holds now (sharded managers). */
+  shards(): number[] { return [...this.held].sort((a, b) => a - b) }
+
+  private shardOfInput(input: unknown): number {
+    const o = input as KubeObject
+    const key = o?.metadata ? namespacedName(o) : JSON.stringify(input)
+    return shardOf(key, this.o.sharding!.shards)
+  }
+
   private clusterNamed(name: string | undefined): Cluster {
     if (name === undefined) return this.cluster
     const c = this.clusters.get(name)
@@ -444,4 +496,9 @@ export class Manager {
   private notStarted(what: string): void {
     if (this.state !== 'new') throw new Error(`Manager "${this.name}": ${what}() must be called before start()`)
   }
+}
+
+function defaultIdentity(): string {
+  const host = (process.env.POD_NAME || process.env.HOSTNAME || 'statewright').toLowerCase().replace(/[^a-z0-9.-]/g, '-')
+  return `${host}-${Math.random().toString(36).slice(2, 8)}`
 }

@@ -64,6 +64,8 @@ export interface TargetOptions {
   kinds?: KindRef[]
   /** Namespace pruning is limited to (default: all namespaces). */
   pruneNamespace?: string
+  /** Which of our labelled objects prune may delete (default: all); a sharded replica prunes only its shards. */
+  prunable?: (obj: KubeObject, cluster: string) => boolean
   /** Concurrent requests of one batch (default 16). */
   concurrency?: number
   name?: string
@@ -241,7 +243,7 @@ export class Target {
             })
             for (const it of page?.items ?? []) {
               const obj: KubeObject = { ...it, apiVersion: it.apiVersion ?? kind.apiVersion, kind: it.kind ?? kind.kind }
-              if (!want.has(objectKey(cluster.name, obj))) stale.push({ cluster, obj })
+              if (!want.has(objectKey(cluster.name, obj)) && (this.o.prunable?.(obj, cluster.name) ?? true)) stale.push({ cluster, obj })
             }
             cont = page?.metadata?.continue || undefined
           } while (cont)
