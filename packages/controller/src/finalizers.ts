@@ -23,6 +23,7 @@ import { statusPending, newStatusIndex, Reconciler, type Status, type RetryOptio
 import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
 import { describe, isConflict, isNotFound, namespacedName, objectPath, resolveKind, type Cluster, type KubeObject, type KindRef, type ResourceRef } from '@statewright/k8s'
 import { StatusWriter, findCondition, conditionsOf } from './conditions.ts'
+import type { Logger } from './logging.ts'
 
 export interface CleanupContext {
   /** Aborted when the Finalizer stops. */
@@ -50,6 +51,8 @@ export interface FinalizerOptions {
   fieldManager?: string
   /** Backoff between cleanup attempts (default 200 ms doubling to 60 s, jitter 0.1). */
   retry?: RetryOptions
+  /** Logs each failed cleanup (warn, will retry) and each cleanup done (info). */
+  logger?: Logger
 }
 
 export interface FailingCleanup {
@@ -226,6 +229,7 @@ export class Finalizer {
         await this.status.apply(obj, { conditions: [{ type: this.conditionType, status: 'False', reason: 'CleanupFailed', message: `finalizer ${this.name}, attempt ${attempt}: ${error}` }] }, { ...this.kindOpt(), signal: ctx.signal })
           .catch((e) => { note = `; the ${this.conditionType} condition could not be written: ${(e as Error).message}` })
       }
+      this.opts.logger?.warn({ object: describe(obj), finalizer: this.name, attempt, err: error }, 'finalizer cleanup failed; will retry with backoff')
       throw new Error(`${describe(obj)}: cleanup for finalizer ${this.name} failed (attempt ${attempt}): ${error}${note}`)
     }
     let cur = obj
@@ -239,6 +243,7 @@ export class Finalizer {
     if (patched) acted.push(String(patched.metadata.resourceVersion))
     w.acted = acted
     this.failures.delete(w.key)
+    this.opts.logger?.info({ object: describe(obj), finalizer: this.name, attempts: attempt }, 'finalizer cleanup done; finalizer removed')
   }
 
   private kindOpt(): { kind?: ResourceRef } {

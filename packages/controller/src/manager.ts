@@ -258,7 +258,7 @@ export class Manager {
   finalizer<T extends KubeObject>(o: ManagedFinalizerOptions<T>): Finalizer {
     this.notStarted('finalizer')
     const { on, cleanup, ...rest } = o
-    const f = new Finalizer({ ...rest, cleanup: cleanup as FinalizerOptions['cleanup'], cluster: this.cluster, db: this.db, table: on as unknown as Table<KubeObject>, fieldManager: this.name })
+    const f = new Finalizer({ ...rest, cleanup: cleanup as FinalizerOptions['cleanup'], cluster: this.cluster, db: this.db, table: on as unknown as Table<KubeObject>, fieldManager: this.name, logger: this.logger.child({ finalizer: o.name }) })
     this.add({
       name: `finalizer ${o.name}`, leaderOnly: true,
       start: () => { f.start() }, stop: () => f.stop(),

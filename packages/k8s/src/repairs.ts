@@ -58,11 +58,11 @@ export class RepairPacer {
     return s
   }
 
-  /** Unix ms at which the next repair of `key` may run (now or later). */
+  /** Unix ms at which the next repair of `key` may run (0: at once). */
   dueAt(key: string): number {
     const s = this.state(key)
     const n = s.times.length
-    if (n === 0) return this.now()
+    if (n === 0) return 0 // not now(): a clock tick between the caller's now and ours would defer it
     const delay = Math.min(this.maxMs, this.minMs * 2 ** (n - 1))
     return s.times[n - 1]! + delay
   }
