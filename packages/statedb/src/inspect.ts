@@ -46,13 +46,21 @@ function redactDeep(v: unknown, seen: WeakSet<object>): unknown {
     const secret = isSecretLike(o)
     let out: Record<string, unknown> | undefined
     for (const k of Object.keys(o)) {
-      const r = secret && (k === 'data' || k === 'stringData') ? REDACTED : redactDeep(o[k], seen)
+      const r = secret && (k === 'data' || k === 'stringData') ? REDACTED : secret && k === 'metadata' ? redactMeta(o[k], seen) : redactDeep(o[k], seen)
       if (r !== o[k]) (out ??= { ...(o as Record<string, unknown>) })[k] = r
     }
     return out ?? v
   } finally {
     seen.delete(v)
   }
+}
+
+/** A Secret's metadata: `kubectl apply` copies the whole manifest, data included, into an annotation. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+function redactMeta(m: unknown, seen: WeakSet<object>): unknown {
+  const meta = redactDeep(m, seen) as Record<string, any> | undefined
+  if (!meta || typeof meta !== 'object' || !meta.annotations || typeof meta.annotations !== 'object' || !(LAST_APPLIED in meta.annotations)) return meta
+  return { ...meta, annotations: { ...meta.annotations, [LAST_APPLIED]: REDACTED } }
 }
 
 /**
@@ -90,10 +98,11 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
   }
   return (req, res) => {
     if (req.method !== 'GET') return send(res, 405, { error: 'read-only: only GET is served' })
-    const url = new URL(req.url ?? '/', 'http://localhost')
-    if (!url.pathname.startsWith(prefix)) return send(res, 404, { error: 'not found' })
-    const parts = url.pathname.slice(prefix.length).split('/').filter(Boolean).map(decodeURIComponent)
     try {
+      // inside the try: a malformed URL or escape is a 400, never an exception out of the listener
+      const url = new URL(req.url ?? '/', 'http://localhost')
+      if (!url.pathname.startsWith(prefix)) return send(res, 404, { error: 'not found' })
+      const parts = url.pathname.slice(prefix.length).split('/').filter(Boolean).map(decodeURIComponent)
       if (parts.length === 1 && parts[0] === 'dump') return send(res, 200, dump(db, { redact }))
       if (parts.length === 1 && parts[0] === 'tables') {
         return send(res, 200, db.stats().map((s) => ({ ...s, indexes: db.getTables().find((t) => t.name === s.name)!.indexes })))

@@ -37,6 +37,24 @@ test('the redactor: nested Secrets and marked objects lose data and stringData; 
   assert.is(redactSecrets('t', other), other)
 })
 
+test('a Secret\'s last-applied-configuration annotation (kubectl apply copies the data there) is redacted', () => {
+  const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"data":{"pw":"aHVudGVyMg=="}}', other: 'kept' } }, data: { pw: 'aHVudGVyMg==' } }
+  const out = redactSecrets('t', { wrap: secret }) as any
+  assert.equal(out.wrap.metadata.annotations, { 'kubectl.kubernetes.io/last-applied-configuration': '(redacted)', other: 'kept' })
+  assert.not.ok(JSON.stringify(out).includes('aHVudGVyMg=='))
+})
+
+test('a malformed escape in the path is a 400, not an exception that ends the process', async () => {
+  const { server, base } = await fixture()
+  try {
+    const r = await fetch(`${base}/tables/%E0`)
+    assert.is(r.status, 400)
+    assert.is((await fetch(`${base}/tables`)).status, 200, 'still serving')
+  } finally {
+    await close(server)
+  }
+})
+
 test('every endpoint redacts: /dump, /tables/<name>, an index query, op=get, /changes', async () => {
   const { db, t, server, base } = await fixture()
   try {
