@@ -113,6 +113,8 @@ export class Derivation<In, Out> {
   /** Revision of each input and join table up to which changes are derived. */
   private readonly consumed = new Map<Table<any>, number>()
   private progress: Array<() => void> = []
+  /** Undo steps of the bookkeeping while a write transaction is open (see journaled). */
+  private journal: Array<() => void> | undefined
   /** rederive() asked for every input to be derived again. */
   private everything = false
   private wake = new AbortController()
@@ -128,13 +130,23 @@ export class Derivation<In, Out> {
     this.errors = derivationErrors(o.db)
   }
 
-  /** Registers `to`'s initializer and starts deriving. */
+  /**
+   * Registers `to`'s initializer (once) and starts deriving. A stopped derivation may start again (a
+   * new leadership term): it then derives every input again, and drops the outputs of inputs deleted
+   * while it was stopped (a new change iterator does not see deletions from before it).
+   */
   async start(): Promise<this> {
     if (this.loop) throw new Error(`derivation "${this.name}": already started`)
     const { db, to } = this.o
-    const w = await db.writeTxn(to)
-    this.markInitialized = to.registerInitializer(w, `derive:${this.name}`)
-    w.commit()
+    if (this.ctrl.signal.aborted) {
+      this.ctrl = new AbortController()
+      this.everything = true
+    }
+    if (!this.markInitialized) {
+      const w = await db.writeTxn(to)
+      this.markInitialized = to.registerInitializer(w, `derive:${this.name}`)
+      w.commit()
+    }
     const txn = db.readTxn()
     this.iters = [...this.from, ...this.joins].map((t) => t.changes(txn))
     this.loop = this.run().finally(() => { for (const it of this.iters) it.close() })
@@ -206,13 +218,13 @@ export class Derivation<In, Out> {
           for (const c of changes) { const key = t.primary.keyOf(c.object); dirty.set(inputId(i, key), { table: i, key }) }
         } else {
           const t = this.joins[i - this.from.length]!
-          for (const c of changes) for (const dep of this.depKeysOf(t, c.object)) for (const id of this.readers.get(dep) ?? []) dirty.set(id, this.refs.get(id)!)
+          for (const c of changes) for (const dep of this.depKeysOf(t, c.object)) for (const id of this.readers.get(dep) ?? []) { const ref = this.refs.get(id); if (ref) dirty.set(id, ref) }
         }
       })
       const now = Date.now()
       let nextRetry = Infinity
       for (const [id, r] of this.retries) {
-        if (r.at <= now) dirty.set(id, this.refs.get(id)!)
+        if (r.at <= now) { const ref = this.refs.get(id); if (ref) dirty.set(id, ref); else this.retries.delete(id) }
         else nextRetry = Math.min(nextRetry, r.at)
       }
       const inputsReady = this.from.every((t) => t.initialized(txn)[0])
@@ -251,14 +263,69 @@ export class Derivation<In, Out> {
 
   private async derive(dirty: Map<string, InputRef>, inputsReady: boolean): Promise<void> {
     const { db, to } = this.o
-    await db.write([to, this.errors], (w) => {
-      for (const [id, ref] of dirty) this.deriveOne(w, id, ref)
-      if (inputsReady && !this.initialized) {
-        this.markInitialized?.(w)
-        this.initialized = true
-        this.log.info({ inputs: this.outputs.size }, 'initialized')
+    const initialize = (w: WriteTxn) => {
+      if (!inputsReady || this.initialized) return
+      this.markInitialized?.(w)
+      this.initialized = true
+      this.note(() => { this.initialized = false })
+    }
+    try {
+      await this.journaled(() => db.write([to, this.errors], (w) => {
+        for (const [id, ref] of dirty) this.deriveOne(w, id, ref)
+        initialize(w)
+      }))
+      if (this.initialized && inputsReady) this.log.debug({ inputs: this.outputs.size }, 'round derived')
+    } catch (err) {
+      // statedb refused a write (a unique index of `to`, say): the whole transaction is gone, and so
+      // is our bookkeeping of it. Derive each input alone, so the one that fails is the one in error.
+      this.log.warn({ err: (err as Error)?.message, inputs: dirty.size }, 'a derived write was refused; deriving the round one input at a time')
+      for (const [id, ref] of dirty) {
+        try {
+          await this.journaled(() => db.write([to, this.errors], (w) => this.deriveOne(w, id, ref)))
+        } catch (e) {
+          this.refs.set(id, ref) // kept for the retry
+          await db.write(this.errors, (w) => this.failed(w, id, e))
+        }
       }
-    })
+      await db.write(to, (w) => initialize(w))
+    }
+  }
+
+  /** Runs fn with an undo journal of the bookkeeping: if it throws, the bookkeeping is as before. */
+  private async journaled<T>(fn: () => Promise<T>): Promise<T> {
+    const journal: Array<() => void> = []
+    this.journal = journal
+    try {
+      return await fn()
+    } catch (err) {
+      for (let i = journal.length - 1; i >= 0; i--) journal[i]!()
+      throw err
+    } finally {
+      this.journal = undefined
+    }
+  }
+  private note(undo: () => void): void { this.journal?.push(undo) }
+  private mapSet<K, V>(m: Map<K, V>, k: K, v: V): void {
+    const had = m.has(k)
+    const old = m.get(k)
+    this.note(() => { if (had) m.set(k, old as V); else m.delete(k) })
+    m.set(k, v)
+  }
+  private mapDel<K, V>(m: Map<K, V>, k: K): void {
+    if (!m.has(k)) return
+    const old = m.get(k) as V
+    this.note(() => { m.set(k, old) })
+    m.delete(k)
+  }
+  private setAdd<T>(set: Set<T>, v: T): void {
+    if (set.has(v)) return
+    this.note(() => { set.delete(v) })
+    set.add(v)
+  }
+  private setDel<T>(set: Set<T>, v: T): void {
+    if (!set.has(v)) return
+    this.note(() => { set.add(v) })
+    set.delete(v)
   }
 
   private deriveOne(w: WriteTxn, id: string, ref: InputRef): void {
@@ -269,10 +336,10 @@ export class Derivation<In, Out> {
     if (input === undefined) {
       this.setOutputs(w, id, [], [])
       this.clearError(w, id)
-      this.refs.delete(id)
+      this.mapDel(this.refs, id)
       return
     }
-    this.refs.set(id, ref)
+    this.mapSet(this.refs, id, ref)
     const reads: string[] = []
     const ctx: DeriveContext = {
       txn: w,
@@ -316,21 +383,21 @@ export class Derivation<In, Out> {
       const cur = to.get(w, to.primary.query(k))
       if (cur === undefined || !this.equals(cur, outs[i]!)) to.insert(w, outs[i]!)
       let p = this.producers.get(ks)
-      if (!p) this.producers.set(ks, (p = new Set()))
-      p.add(id)
+      if (!p) this.mapSet(this.producers, ks, (p = new Set()))
+      this.setAdd(p, id)
     })
     for (const k of before) {
       const ks = keyString(k)
       if (now.has(ks)) continue
       const p = this.producers.get(ks)
-      p?.delete(id)
+      if (p) this.setDel(p, id)
       if (p && p.size > 0) continue
-      this.producers.delete(ks)
+      this.mapDel(this.producers, ks)
       const cur = to.get(w, to.primary.query(k))
       if (cur !== undefined) to.delete(w, cur)
     }
-    if (keys.length) this.outputs.set(id, keys)
-    else this.outputs.delete(id)
+    if (keys.length) this.mapSet(this.outputs, id, keys)
+    else this.mapDel(this.outputs, id)
   }
 
   private failed(w: WriteTxn, id: string, err: unknown): void {
@@ -340,7 +407,7 @@ export class Derivation<In, Out> {
     const max = this.o.retry?.maxMs ?? 30_000
     const delay = Math.min(max, min * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4)
     const at = Date.now() + delay
-    this.retries.set(id, { attempts, at })
+    this.mapSet(this.retries, id, { attempts, at })
     const message = (err as Error)?.message ?? String(err)
     const input = describeInput(this.from, id)
     this.errors.insert(w, { id: `${this.name}/${id}`, derivation: this.name, input, error: message, attempts, retryAt: at })
@@ -348,7 +415,8 @@ export class Derivation<In, Out> {
   }
 
   private clearError(w: WriteTxn, id: string): void {
-    if (!this.retries.delete(id)) return
+    if (!this.retries.has(id)) return
+    this.mapDel(this.retries, id)
     const cur = this.errors.get(w, errorId.query(`${this.name}/${id}`))
     if (cur) this.errors.delete(w, cur)
     this.log.info({ input: describeInput(this.from, id) }, 'derivation recovered')
@@ -378,21 +446,21 @@ export class Derivation<In, Out> {
 
   private remember(id: string, reads: string[]): void {
     if (reads.length === 0) return
-    this.reads.set(id, reads)
+    this.mapSet(this.reads, id, reads)
     for (const r of reads) {
       let s = this.readers.get(r)
-      if (!s) this.readers.set(r, (s = new Set()))
-      s.add(id)
+      if (!s) this.mapSet(this.readers, r, (s = new Set()))
+      this.setAdd(s, id)
     }
   }
 
   private forgetReads(id: string): void {
     for (const r of this.reads.get(id) ?? []) {
       const s = this.readers.get(r)
-      s?.delete(id)
-      if (s?.size === 0) this.readers.delete(r)
+      if (s) this.setDel(s, id)
+      if (s?.size === 0) this.mapDel(this.readers, r)
     }
-    this.reads.delete(id)
+    this.mapDel(this.reads, id)
   }
 }
 

@@ -149,6 +149,56 @@ test('an output validate refuses is a per-object error naming the input; earlier
   }
 })
 
+test('a stopped derivation starts again (a new term): it catches up, and drops outputs of inputs deleted meanwhile', async () => {
+  const t = tables()
+  await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'a', team: 'x', replicas: 1 }); t.sites.insert(w, { name: 'b', team: 'x', replicas: 1 }) })
+  const d = await start(t)
+  try {
+    await settle(t, d)
+    await d.stop()
+    await t.db.write(t.sites, (w) => { t.sites.delete(w, { name: 'a' } as Site); t.sites.insert(w, { name: 'b', team: 'x', replicas: 2 }) })
+    await d.start()
+    await settle(t, d)
+    assert.equal(names(t), ['b-0:nobody', 'b-1:nobody'])
+    assert.is(t.out.pendingInitializers(t.db.readTxn()).length, 0, 'no second initializer')
+    assert.is(d.health().ready, true)
+  } finally {
+    await d.stop()
+  }
+})
+
+test('a write statedb refuses fails that input only (an error row, retried); the other inputs of the round are derived', async () => {
+  const t = tables()
+  const slot = defineIndex<Out, number>({ name: 'slot', key: (o) => o.replicas, unique: true })
+  const out2 = new Table<Out>({ name: 'out2', primary: outName, indexes: [slot] })
+  t.db.register(out2)
+  const d = await derive<Site, Out>({ db: t.db, from: t.sites, to: out2, retry: { minMs: 5, maxMs: 20 }, fn: (s) => ({ name: `o-${s.name}`, site: s.name, owner: '', replicas: s.replicas }) })
+  try {
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: 'first', team: 'x', replicas: 1 })
+      t.sites.insert(w, { name: 'clash', team: 'x', replicas: 1 }) // same unique slot as "first"
+      t.sites.insert(w, { name: 'good', team: 'x', replicas: 2 })
+    })
+    await settle(t, d)
+    const stored = out2.all(t.db.readTxn()).toArray().map((o) => o.name).sort()
+    assert.ok(stored.includes('o-good'), `the unrelated input is derived: ${stored}`)
+    assert.is(stored.filter((n) => n === 'o-first' || n === 'o-clash').length, 1, 'one of the two clashing outputs')
+    const f = d.failures()
+    assert.is(f.length, 1)
+    assert.match(f[0]!.error, /unique|slot/i)
+    const [, w] = d.errors.allWatch(t.db.readTxn())
+    await w.wait(AbortSignal.timeout(5000)) // retried with backoff
+    assert.match(d.failures()[0]!.error, /unique|slot/i, 'the retry fails the same way, for the same input')
+    assert.ok(d.failures()[0]!.attempts >= 2)
+    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: f[0]!.input.split(' ')[1]!, team: 'x', replicas: 3 }) })
+    await settle(t, d)
+    assert.equal(d.failures(), [], 'fixed input: the error goes')
+    assert.equal(out2.all(t.db.readTxn()).toArray().map((o) => o.name).sort(), ['o-clash', 'o-first', 'o-good'])
+  } finally {
+    await d.stop()
+  }
+})
+
 test('reading a table not declared in joins is an error naming it', async () => {
   const t = tables()
   await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'j', team: 'a', replicas: 1 }) })

@@ -65,8 +65,10 @@ export class DriftWatcher {
     this.pacer = new RepairPacer(o.pacing)
   }
 
+  /** Starts following the observed table; a stopped watcher may start again (a new leadership term). */
   start(): this {
     if (this.loop) return this
+    if (this.ctrl.signal.aborted) this.ctrl = new AbortController()
     this.iter = this.o.observed.changes(this.o.db.readTxn())
     this.loop = this.run(this.iter).finally(() => this.iter?.close())
     return this
@@ -75,6 +77,7 @@ export class DriftWatcher {
   async stop(): Promise<void> {
     this.ctrl.abort()
     await this.loop
+    this.loop = undefined
     for (const f of this.progress.splice(0)) f()
   }
 
