@@ -222,8 +222,9 @@ export class Reflector<Obj = KubeObject> {
     }
   }
 
-  private failed(err: Error): void {
-    this.failingSince ??= Date.now()
+  /** `object`: one object's error (a transform, a refused insert), which never makes the reflector unready. */
+  private failed(err: Error, object = false): void {
+    if (!object) this.failingSince ??= Date.now()
     this.h.errors++
     this.h.lastError = err.message
     this.count('errors')
@@ -340,7 +341,7 @@ export class Reflector<Obj = KubeObject> {
       if (out === undefined || out === null) return []
       return Array.isArray(out) ? out : [out]
     } catch (err) {
-      this.failed(new Error(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`))
+      this.failed(new Error(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`), true)
       return []
     }
   }
@@ -350,7 +351,7 @@ export class Reflector<Obj = KubeObject> {
       if (this.o.merge) this.o.table.modify(txn, obj, this.o.merge)
       else this.o.table.insert(txn, obj)
     } catch (err) {
-      this.failed(new Error(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`))
+      this.failed(new Error(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`), true)
     }
   }
 

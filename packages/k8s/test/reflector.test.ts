@@ -175,6 +175,30 @@ test('readiness: lost while the watch cannot be re-established, back once it is;
   }
 })
 
+test('readiness: an object whose transform throws is that object\'s error, never a lost watch', async () => {
+  const server = await startServer()
+  const cluster = clusterFor(server)
+  const table = objectTable()
+  const db = new DB({ tables: [table] })
+  const errors: string[] = []
+  const r = new Reflector({
+    cluster, db, table, kind: WIDGET, lostAfterMs: 100, onError: (e) => errors.push(e.message),
+    transform: (o: any) => { if (o.metadata.name === 'bad') throw new Error('cannot transform'); return o },
+  })
+  try {
+    await r.start()
+    await r.waitSynced(AbortSignal.timeout(5000))
+    await create(cluster, widget('bad', { size: 1 }))
+    await create(cluster, widget('good', { size: 1 }))
+    await waitTable(db, table, (txn) => table.count(txn) === 1, 'good arrives')
+    assert.ok(errors.some((m) => m.includes('cannot transform')), 'the object error is reported')
+    await new Promise((res) => setTimeout(res, 250)) // past lostAfterMs: the threshold itself is what is tested
+    assert.ok(r.health().ready, JSON.stringify(r.health()))
+  } finally {
+    await r.stop(); await cluster.close(); await server.stop()
+  }
+})
+
 test('state-of-world mode: periodic full relists, no watch', async () => {
   const t = await setup({}, { stateOfWorld: { intervalMs: 50 } })
   try {
