@@ -1,8 +1,8 @@
 // Pacing of drift repairs per object, and fight detection.
 // Invariants:
 // - The first repair of an object is immediate; each further repair while the object keeps drifting
-//   waits twice as long as the one before (minMs, 2·minMs, ... up to maxMs). An object that has not
-//   drifted for `windowMs` starts over.
+//   waits twice as long as the one before (minMs, 2·minMs, ... up to maxMs), however long the fight
+//   lasts. An object that has not been repaired for `windowMs` (and twice its current delay) starts over.
 // - More than `fightRepairs` repairs within `windowMs` is a fight: reported once when it starts
 //   (with the other writer's name), and over when the object stays quiet for `windowMs`.
 // - Time comes from `now()` only, so tests and the pacing agree on it.
@@ -30,7 +30,11 @@ export interface Fight {
 }
 
 interface State {
+  /** Repairs within the window (fight detection). */
   times: number[]
+  /** Repairs since the object was last quiet for a whole window (the backoff exponent). */
+  streak: number
+  last: number
   fight: Fight | undefined
 }
 
@@ -50,10 +54,11 @@ export class RepairPacer {
 
   private state(key: string): State {
     let s = this.states.get(key)
-    if (!s) this.states.set(key, (s = { times: [], fight: undefined }))
+    if (!s) this.states.set(key, (s = { times: [], streak: 0, last: 0, fight: undefined }))
     const cutoff = this.now() - this.windowMs
-    // quiet for a whole window: start over
-    if (s.times.length && s.times[s.times.length - 1]! < cutoff) { s.times = []; s.fight = undefined }
+    // quiet for a whole window (and twice the current delay, so a backoff longer than the window does
+    // not reset itself): start over
+    if (s.streak && s.last < this.now() - Math.max(this.windowMs, 2 * this.delay(s.streak))) { s.times = []; s.streak = 0; s.fight = undefined }
     while (s.times.length && s.times[0]! < cutoff) s.times.shift()
     return s
   }
@@ -61,16 +66,21 @@ export class RepairPacer {
   /** Unix ms at which the next repair of `key` may run (0: at once). */
   dueAt(key: string): number {
     const s = this.state(key)
-    const n = s.times.length
-    if (n === 0) return 0 // not now(): a clock tick between the caller's now and ours would defer it
-    const delay = Math.min(this.maxMs, this.minMs * 2 ** (n - 1))
-    return s.times[n - 1]! + delay
+    if (s.streak === 0) return 0 // not now(): a clock tick between the caller's now and ours would defer it
+    // the streak, not the repairs still in the window: a long fight keeps climbing to maxMs
+    return s.last + this.delay(s.streak)
+  }
+
+  private delay(streak: number): number {
+    return Math.min(this.maxMs, this.minMs * 2 ** Math.min(streak - 1, 40))
   }
 
   /** Records a repair of `key`; returns the fight when this repair starts one. */
   repaired(key: string, otherManager: string | undefined): Fight | undefined {
     const s = this.state(key)
-    s.times.push(this.now())
+    s.last = this.now()
+    s.streak++
+    s.times.push(s.last)
     if (s.fight) {
       s.fight.repairs = s.times.length
       if (otherManager) s.fight.otherManager = otherManager
@@ -86,7 +96,7 @@ export class RepairPacer {
     const out: Fight[] = []
     for (const [key, s] of this.states) {
       const cur = this.state(key)
-      if (cur.times.length === 0) this.states.delete(key)
+      if (cur.streak === 0) this.states.delete(key)
       else if (s.fight) out.push({ ...s.fight })
     }
     return out

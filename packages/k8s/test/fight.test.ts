@@ -108,6 +108,18 @@ test('RepairPacer: immediate first repair, doubling delays up to the cap, a figh
     started.push(p.repaired('k', 'rival')?.otherManager)
   }
   assert.equal(delays, [0, 100, 200, 400, 400, 400])
+  // a fight longer than the window keeps the delay at the cap (repairs aging out of the window do not lower it)
+  let t = 0
+  const slow = new RepairPacer({ minMs: 1000, maxMs: 8000, windowMs: 10_000, fightRepairs: 3 }, () => t)
+  const gaps: number[] = []
+  for (let i = 0; i < 10; i++) { const due = Math.max(t, slow.dueAt('s')); gaps.push(due - t); t = due; slow.repaired('s', 'rival') }
+  assert.equal(gaps, [0, 1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000])
+  // a cap longer than the window: the backoff does not reset itself
+  let u = 0
+  const long = new RepairPacer({ minMs: 20_000, maxMs: 300_000, windowMs: 60_000 }, () => u)
+  const longGaps: number[] = []
+  for (let i = 0; i < 7; i++) { const due = Math.max(u, long.dueAt('l')); longGaps.push(due - u); u = due; long.repaired('l', undefined) }
+  assert.equal(longGaps, [0, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000])
   assert.equal(started, [undefined, undefined, undefined, 'rival', undefined, undefined], 'the fight starts once, on the 4th repair')
   assert.equal(p.fights().map((f) => [f.key, f.repairs]), [['k', 6]])
   now += 10_001 // quiet for a whole window
