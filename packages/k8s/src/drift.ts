@@ -180,7 +180,10 @@ export class DriftWatcher {
   }
 }
 
-/** Whether `observed` holds every field `want` sets (labels and annotations included). */
+/**
+ * Whether `observed` holds every field `want` sets (labels and annotations included). Lists of objects
+ * match by item, in any order, with room for items other managers added; lists of scalars exactly.
+ */
 export function holds(observed: KubeObject, want: KubeObject): boolean {
   for (const k of Object.keys(want)) {
     if (k === 'status' || k === 'apiVersion' || k === 'kind') continue
@@ -199,7 +202,13 @@ export function holds(observed: KubeObject, want: KubeObject): boolean {
 function subset(have: unknown, want: unknown): boolean {
   if (want === null || typeof want !== 'object') return have === want
   if (Array.isArray(want)) {
-    if (!Array.isArray(have) || have.length !== want.length) return false
+    if (!Array.isArray(have)) return false
+    // a list of objects is matched item by item whatever the order, and may hold items others added
+    // (a sidecar container, another manager's condition): only ours must be there, as we applied them
+    if (want.length > 0 && want.every((w) => w !== null && typeof w === 'object' && !Array.isArray(w))) {
+      return want.every((w) => have.some((h) => subset(h, w)))
+    }
+    if (have.length !== want.length) return false
     for (let i = 0; i < want.length; i++) if (!subset(have[i], want[i])) return false
     return true
   }

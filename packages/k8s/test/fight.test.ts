@@ -6,7 +6,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB } from '@statewright/statedb'
 import { waitForReconciliation } from '@statewright/reconciler'
-import { DriftWatcher, EventRecorder, Reflector, Target, desired, newDesiredTable, targetReconciler, type Fight, type KubeObject } from '@statewright/k8s'
+import { DriftWatcher, EventRecorder, Reflector, Target, desired, holds, newDesiredTable, targetReconciler, type Fight, type KubeObject } from '@statewright/k8s'
 import { RepairPacer, otherManager } from '../src/repairs.ts'
 import { clusterFor, objectTable, startServer } from './helpers.ts'
 
@@ -125,6 +125,16 @@ test('RepairPacer: immediate first repair, doubling delays up to the cap, a figh
   now += 10_001 // quiet for a whole window
   assert.is(p.dueAt('k'), 0, 'starts over: immediate again')
   assert.equal(p.fights(), [])
+})
+
+test('holds: lists of objects match by item in any order, with room for items others added; scalar lists exactly', () => {
+  const want: KubeObject = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' }, spec: { containers: [{ name: 'app', image: 'a:1' }], args: ['x', 'y'] } }
+  const obs = (containers: unknown[], args = ['x', 'y']): KubeObject => ({ ...want, spec: { containers, args } })
+  assert.ok(holds(obs([{ name: 'app', image: 'a:1', ports: [] }]), want), 'extra fields in our item')
+  assert.ok(holds(obs([{ name: 'sidecar', image: 's' }, { name: 'app', image: 'a:1' }]), want), 'a sidecar another manager injected, ours second')
+  assert.not.ok(holds(obs([{ name: 'app', image: 'a:2' }]), want), 'our item changed')
+  assert.not.ok(holds(obs([{ name: 'sidecar', image: 's' }]), want), 'our item gone')
+  assert.not.ok(holds(obs([{ name: 'app', image: 'a:1' }], ['y', 'x']), want), 'scalar lists keep their order')
 })
 
 test('otherManager: the latest manager that is not ours', () => {
