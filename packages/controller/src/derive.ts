@@ -4,7 +4,8 @@
 //   input whose earlier run read (through ctx) an object of a `joins` table that changed, and an input
 //   whose retry is due. Cost is proportional to the change.
 // - Each input owns the outputs its last successful run produced; outputs it no longer produces are
-//   deleted, and a deleted input's outputs go (an output two inputs produce stays while one does).
+//   deleted, and a deleted input's outputs go (an output two inputs produce stays while one does, and
+//   is derived again from the one left).
 //   An output equal to the stored one is not written again (no churn downstream).
 // - A throwing `fn` (or an output `validate` refuses) is a per-object error: the input's previous
 //   outputs stay, the error is in the errors table and in health, and the input is retried with
@@ -113,6 +114,8 @@ export class Derivation<In, Out> {
   /** Revision of each input and join table up to which changes are derived. */
   private readonly consumed = new Map<Table<any>, number>()
   private progress: Array<() => void> = []
+  /** Inputs to derive again in the next round (they share an output another input gave up). */
+  private readonly again = new Set<string>()
   /** Undo steps of the bookkeeping while a write transaction is open (see journaled). */
   private journal: Array<() => void> | undefined
   /** rederive() asked for every input to be derived again. */
@@ -221,6 +224,8 @@ export class Derivation<In, Out> {
           for (const c of changes) for (const dep of this.depKeysOf(t, c.object)) for (const id of this.readers.get(dep) ?? []) { const ref = this.refs.get(id); if (ref) dirty.set(id, ref) }
         }
       })
+      for (const id of this.again) { const ref = this.refs.get(id); if (ref) dirty.set(id, ref) }
+      this.again.clear()
       const now = Date.now()
       let nextRetry = Infinity
       for (const [id, r] of this.retries) {
@@ -239,8 +244,11 @@ export class Derivation<In, Out> {
           continue
         }
       }
-      for (const t of [...this.from, ...this.joins]) this.consumed.set(t, t.revision(txn))
-      this.wakeWaiters()
+      // derived up to this snapshot, unless inputs sharing a given-up output still have to run again
+      if (this.again.size === 0) {
+        for (const t of [...this.from, ...this.joins]) this.consumed.set(t, t.revision(txn))
+        this.wakeWaiters()
+      }
       if (dirty.size) continue // writes of this round may have changed joined tables: look again
       // a pending retry keeps the process alive, as a timer would (AbortSignal.timeout's does not)
       const tick = new AbortController()
@@ -391,7 +399,11 @@ export class Derivation<In, Out> {
       if (now.has(ks)) continue
       const p = this.producers.get(ks)
       if (p) this.setDel(p, id)
-      if (p && p.size > 0) continue
+      if (p && p.size > 0) {
+        // another input still produces it: derive that one again, so the stored output is its version
+        for (const other of p) this.again.add(other)
+        continue
+      }
       this.mapDel(this.producers, ks)
       const cur = to.get(w, to.primary.query(k))
       if (cur !== undefined) to.delete(w, cur)

@@ -199,6 +199,27 @@ test('a write statedb refuses fails that input only (an error row, retried); the
   }
 })
 
+test('an output two inputs produce: when one gives it up, the stored one is the other\'s version', async () => {
+  const t = tables()
+  const d = await derive<Site, Out>({ db: t.db, from: t.sites, to: t.out, fn: (s) => (s.replicas > 0 ? { name: 'shared', site: s.name, owner: '', replicas: s.replicas } : undefined) })
+  const stored = () => t.out.get(t.db.readTxn(), outName.query('shared'))?.site
+  try {
+    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'a', team: 'x', replicas: 1 }) })
+    await settle(t, d)
+    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'b', team: 'x', replicas: 1 }) })
+    await settle(t, d)
+    assert.is(stored(), 'b', 'the last writer wins while both produce it')
+    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'b', team: 'x', replicas: 0 }) })
+    await settle(t, d)
+    assert.is(stored(), 'a', 'b gave it up: a\'s version')
+    await t.db.write(t.sites, (w) => { t.sites.delete(w, { name: 'a' } as Site) })
+    await settle(t, d)
+    assert.is(stored(), undefined, 'nobody produces it: gone')
+  } finally {
+    await d.stop()
+  }
+})
+
 test('reading a table not declared in joins is an error naming it', async () => {
   const t = tables()
   await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'j', team: 'a', replicas: 1 }) })
