@@ -47,7 +47,7 @@ export interface DeriveOptions<In, Out> {
 
 /** A failing input: a row of the derivation's errors table. */
 export interface DerivationError {
-  /** "<derivation>/<input>" */
+  /** "<derivation>\u001f<input>" (unique; `derivation` and `input` are the readable parts) */
   readonly id: string
   readonly derivation: string
   /** The input: "<table> <primary key>". */
@@ -81,6 +81,8 @@ export function derivationErrors(db: DB): Table<DerivationError> {
 }
 
 interface InputRef { table: number; key: Key }
+/** Between a derivation's name and an input in an error row's id (names may contain "/"). */
+const SEP = '\u001f'
 const jsonEquals = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b)
 
 export class Derivation<In, Out> {
@@ -187,7 +189,7 @@ export class Derivation<In, Out> {
 
   /** Inputs failing now (the rows of the errors table for this derivation). */
   failures(txn: ReadTxn = this.o.db.readTxn()): DerivationError[] {
-    return this.errors.prefix(txn, errorId.query(`${this.name}/`)).toArray()
+    return this.errors.prefix(txn, errorId.query(`${this.name}${SEP}`)).toArray()
   }
 
   health(): DerivationHealth {
@@ -422,14 +424,14 @@ export class Derivation<In, Out> {
     this.mapSet(this.retries, id, { attempts, at })
     const message = (err as Error)?.message ?? String(err)
     const input = describeInput(this.from, id)
-    this.errors.insert(w, { id: `${this.name}/${id}`, derivation: this.name, input, error: message, attempts, retryAt: at })
+    this.errors.insert(w, { id: `${this.name}${SEP}${id}`, derivation: this.name, input, error: message, attempts, retryAt: at })
     this.log.warn({ input, attempts, retryInMs: Math.round(delay), err: message }, 'derivation failed; will retry')
   }
 
   private clearError(w: WriteTxn, id: string): void {
     if (!this.retries.has(id)) return
     this.mapDel(this.retries, id)
-    const cur = this.errors.get(w, errorId.query(`${this.name}/${id}`))
+    const cur = this.errors.get(w, errorId.query(`${this.name}${SEP}${id}`))
     if (cur) this.errors.delete(w, cur)
     this.log.info({ input: describeInput(this.from, id) }, 'derivation recovered')
   }
@@ -489,7 +491,8 @@ function describeInput(from: ReadonlyArray<Table<any>>, id: string): string {
 }
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms)
-    signal.addEventListener('abort', () => { clearTimeout(t); resolve() }, { once: true })
+    const onAbort = () => { clearTimeout(t); resolve() }
+    const t = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve() }, ms)
+    signal.addEventListener('abort', onAbort, { once: true })
   })
 }

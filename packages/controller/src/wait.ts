@@ -80,7 +80,7 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
     state.phase = 'drift repair and derivations'
     const txn = m.db.readTxn()
     if (m.reconciler.isRunning) for (const d of m.drift) await d.waitFor(txn, signal)
-    for (const d of m.derivations) await d.waitFor(txn, signal)
+    for (const d of m.derivations) if (d.running) await d.waitFor(txn, signal) // not leading: nothing to wait for
     // 3. the reconciler, then components
     state.phase = 'the reconciler'
     // every change (deletes included) acted on, then nothing pending (retries of failures are "acted on")

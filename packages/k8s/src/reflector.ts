@@ -129,6 +129,8 @@ export class Reflector<Obj = KubeObject> {
   private endWatch: (() => void) | undefined
   /** Unix ms of the first failure since the last successful list or watch (readiness). */
   private failingSince: number | undefined
+  /** Unix ms the current watch connection opened (undefined: no watch open). */
+  private watchingSince: number | undefined
   private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster' | 'ready'> = {
     state: 'new', synced: false, lastSyncAt: undefined, lastEventAt: undefined, resourceVersion: undefined,
     lists: 0, relists: 0, watches: 0, events: 0, errors: 0, lastError: undefined,
@@ -191,7 +193,10 @@ export class Reflector<Obj = KubeObject> {
       objects = 0
       for (const _ of this.o.queryAll(txn)) objects++
     } else objects = this.o.table.count(txn)
-    const lost = this.failingSince !== undefined && Date.now() - this.failingSince >= (this.o.lostAfterMs ?? 15_000)
+    const now = Date.now()
+    // a watch open for a second is working (a server that closes at once is not), events or not
+    const steady = this.watchingSince !== undefined && now - this.watchingSince >= 1000
+    const lost = !steady && this.failingSince !== undefined && now - this.failingSince >= (this.o.lostAfterMs ?? 15_000)
     const ready = this.h.synced && this.h.state !== 'stopped' && !lost
     return { name: this.name, cluster: this.o.cluster.name, ...this.h, ready, resourceVersion: this.rv, objects }
   }
@@ -375,7 +380,7 @@ export class Reflector<Obj = KubeObject> {
       deadlineMs: timeoutSeconds * 1000 + 30_000,
     })
     this.h.watches++
-    this.failingSince = undefined
+    this.watchingSince = Date.now()
     this.gauge('up', 1)
     const started = Date.now()
     let progressed = false
@@ -383,7 +388,7 @@ export class Reflector<Obj = KubeObject> {
     try {
       for await (const chunk of res) {
         for (const line of lines.push(chunk as Buffer)) {
-          if (await this.onLine(line)) progressed = true
+          if (await this.onLine(line)) { progressed = true; this.failingSince = undefined } // a watch that delivers is not lost
         }
       }
       for (const line of lines.end()) if (await this.onLine(line)) progressed = true
@@ -398,6 +403,8 @@ export class Reflector<Obj = KubeObject> {
       throw err
     } finally {
       res.destroy()
+      if (this.watchingSince !== undefined && Date.now() - this.watchingSince >= 1000) this.failingSince = undefined
+      this.watchingSince = undefined
       this.gauge('up', 0)
     }
     // A clean end (server timeout, or the server closing watches): resume from the last version.

@@ -104,7 +104,7 @@ export function serverSideApply(live: any, applied: any, opts: { manager: string
   const mine = entries.find((x) => sameSlot(x.e, manager, 'Apply', subresource))
 
   // conflicts: fields another manager owns that this apply would change
-  const conflicts: Array<{ manager: string; apiVersion: string; path: Path; sub?: string }> = []
+  const conflicts: Array<{ manager: string; apiVersion: string; path: Path; sub?: string; owner: FieldSet }> = []
   const appliedKeys = [...appliedSet.keys()]
   const leafKeys = new Set(appliedKeys.filter((k) => !appliedKeys.some((o) => o !== k && o.startsWith(k + '\u0000'))))
   for (const x of entries) {
@@ -114,11 +114,12 @@ export function serverSideApply(live: any, applied: any, opts: { manager: string
       const av = getAt(applied, p), lv = getAt(base, p)
       // a granular map never conflicts as a whole (an applied `{}`), only values inside it do
       if ((isObj(av) || isObj(lv)) && !schemaAt(schema, p).atomicMap) continue
-      if (!deepEqual(av, lv)) conflicts.push({ manager: x.e.manager, apiVersion: x.e.apiVersion, path: p, ...(x.e.subresource ? { sub: x.e.subresource } : {}) })
+      if (!deepEqual(av, lv)) conflicts.push({ manager: x.e.manager, apiVersion: x.e.apiVersion, path: p, owner: x.set, ...(x.e.subresource ? { sub: x.e.subresource } : {}) })
     }
   }
   if (conflicts.length > 0 && !force) throw applyConflict(conflicts)
-  for (const c of conflicts) for (const x of entries) if (x.e.manager === c.manager) x.set.delete(keyOf(c.path))
+  // forced: the field leaves the entry that owned it (that manager's other entries keep theirs)
+  for (const c of conflicts) c.owner.delete(keyOf(c.path))
 
   // merge, then drop what this manager stopped applying and no applier owns
   const obj = mergeApplied(base, stripIgnored(applied, scope), schema)
