@@ -13,6 +13,7 @@
 // - `to` is initialized once every `from` table is initialized and a round has derived from them.
 // - Dependencies are recorded by the queries `fn` makes: (table, index=key) and the primary keys of
 //   what the query returned, so an object that moves out of a query's key re-derives its readers too.
+import { setTimeout as sleep } from 'node:timers/promises'
 import { DB, Table, defineIndex, type ChangeIterator, type Key, type Query, type ReadTxn, type Txn, type Watch, type WriteTxn, waitAny } from '@statewright/statedb'
 import type { Logger } from './logging.ts'
 import { nullLogger } from './logging.ts'
@@ -242,7 +243,7 @@ export class Derivation<In, Out> {
         } catch (err) {
           // a statedb failure (not fn's): log, back off, and go on
           this.log.error({ err }, 'derivation round failed')
-          await sleep(1000, signal)
+          await sleep(1000, undefined, { signal }).catch(() => {})
           continue
         }
       }
@@ -488,11 +489,4 @@ const inputId = (table: number, key: Key) => `${table}:${keyString(key)}`
 function describeInput(from: ReadonlyArray<Table<any>>, id: string): string {
   const i = id.indexOf(':')
   return `${from[Number(id.slice(0, i))]?.name ?? '?'} ${id.slice(i + 1)}`
-}
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const onAbort = () => { clearTimeout(t); resolve() }
-    const t = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve() }, ms)
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
 }

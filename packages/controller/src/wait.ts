@@ -50,46 +50,44 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
 async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pending: string[] }): Promise<ConvergenceResult> {
   const pending = state.pending
   state.phase = 'listing the server'
-  {
-    // 1. reflectors against a fresh list of the same selection
-    const lists = await Promise.all([...m.watched].map(async ([name, w]) => {
-      const r = await resolveKind(w.cluster, w.kind)
-      const opts = w.options
-      const { items, resourceVersion } = await listAll(w.cluster, r, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, signal })
-      return { name, table: w.table, want: new Map(items.map((i: KubeObject) => [namespacedName(i), String(i.metadata.resourceVersion)])), listRv: resourceVersion }
-    }))
-    state.phase = 'reflectors catching up'
-    for (const l of lists) {
-      for (;;) {
-        const txn = m.db.readTxn()
-        pending.length = 0
-        for (const [key, rv] of l.want) {
-          const have = l.table.get(txn, l.table.primary.query(key))
-          if (!have || !atLeast(String(have.metadata.resourceVersion), rv)) pending.push(`${l.name} ${key}: ${have ? `at ${have.metadata.resourceVersion}, server has ${rv}` : 'missing'}`)
-        }
-        for (const obj of l.table.all(txn)) {
-          const key = namespacedName(obj)
-          if (!l.want.has(key) && !atLeast(String(obj.metadata.resourceVersion), String(Number(l.listRv ?? 0) + 1))) pending.push(`${l.name} ${key}: deleted on the server, still in the table`)
-        }
-        if (pending.length === 0) break
-        const [, w] = l.table.allWatch(txn)
-        await w.wait(signal)
+  // 1. reflectors against a fresh list of the same selection
+  const lists = await Promise.all([...m.watched].map(async ([name, w]) => {
+    const r = await resolveKind(w.cluster, w.kind)
+    const opts = w.options
+    const { items, resourceVersion } = await listAll(w.cluster, r, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, signal })
+    return { name, table: w.table, want: new Map(items.map((i: KubeObject) => [namespacedName(i), String(i.metadata.resourceVersion)])), listRv: resourceVersion }
+  }))
+  state.phase = 'reflectors catching up'
+  for (const l of lists) {
+    for (;;) {
+      const txn = m.db.readTxn()
+      pending.length = 0
+      for (const [key, rv] of l.want) {
+        const have = l.table.get(txn, l.table.primary.query(key))
+        if (!have || !atLeast(String(have.metadata.resourceVersion), rv)) pending.push(`${l.name} ${key}: ${have ? `at ${have.metadata.resourceVersion}, server has ${rv}` : 'missing'}`)
       }
+      for (const obj of l.table.all(txn)) {
+        const key = namespacedName(obj)
+        if (!l.want.has(key) && !atLeast(String(obj.metadata.resourceVersion), String(Number(l.listRv ?? 0) + 1))) pending.push(`${l.name} ${key}: deleted on the server, still in the table`)
+      }
+      if (pending.length === 0) break
+      const [, w] = l.table.allWatch(txn)
+      await w.wait(signal)
     }
-    // 2. drift repair (it may mark desired objects pending), then derivations
-    state.phase = 'drift repair and derivations'
-    const txn = m.db.readTxn()
-    if (m.reconciler.isRunning) for (const d of m.drift) await d.waitFor(txn, signal)
-    for (const d of m.derivations) if (d.running) await d.waitFor(txn, signal) // not leading: nothing to wait for
-    // 3. the reconciler, then components
-    state.phase = 'the reconciler'
-    // every change (deletes included) acted on, then nothing pending (retries of failures are "acted on")
-    if (m.reconciler.isRunning) await m.reconciler.waitForRevision(m.desired.table.revision(m.db.readTxn()), { signal })
-    const errors = await waitForReconciliation(m.db, m.desired.table, m.desired.statusIndex, { signal })
-    state.phase = 'components'
-    for (const c of m.components) if (c.converged) await c.converged(signal)
-    return { errors: errors.map((e) => ({ object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`, error: e.status.error ?? '' })) }
   }
+  // 2. drift repair (it may mark desired objects pending), then derivations
+  state.phase = 'drift repair and derivations'
+  const txn = m.db.readTxn()
+  if (m.reconciler.isRunning) for (const d of m.drift) await d.waitFor(txn, signal)
+  for (const d of m.derivations) if (d.running) await d.waitFor(txn, signal) // not leading: nothing to wait for
+  // 3. the reconciler, then components
+  state.phase = 'the reconciler'
+  // every change (deletes included) acted on, then nothing pending (retries of failures are "acted on")
+  if (m.reconciler.isRunning) await m.reconciler.waitForRevision(m.desired.table.revision(m.db.readTxn()), { signal })
+  const errors = await waitForReconciliation(m.db, m.desired.table, m.desired.statusIndex, { signal })
+  state.phase = 'components'
+  for (const c of m.components) if (c.converged) await c.converged(signal)
+  return { errors: errors.map((e) => ({ object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`, error: e.status.error ?? '' })) }
 }
 
 function describePending(m: Manager, reflectorLines: string[]): string[] {
