@@ -20,8 +20,11 @@ import { fullReconciliation, markForRefresh, RefreshBudget, type FullReport } fr
 import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type Health } from './health.ts'
 import { incrementalRound } from './incremental.ts'
 import { RevisionWaiters } from './wait.ts'
+import type { RetryItem } from './retries.ts'
 
 export interface FailedObject<Obj> {
+  /** The object's primary key, as text. */
+  readonly key: string
   /** The object as it was when it failed (a deleted object for deletes). */
   readonly object: Obj
   readonly deleted: boolean
@@ -147,9 +150,15 @@ export class Reconciler<Obj> {
   failures(): FailedObject<Obj>[] {
     const out: FailedObject<Obj>[] = []
     for (const i of this.engine.retries.values()) {
-      out.push({ object: i.object!, deleted: i.deleted, error: i.error, attempts: i.attempts, retryAt: i.dueAt })
+      out.push(failed(i))
     }
     return out
+  }
+
+  /** The failure being retried for this object (by its primary key), if any: message, attempts, next retry time. */
+  failureOf(obj: Obj): FailedObject<Obj> | undefined {
+    const i = this.engine.retries.get(this.engine.key(obj))
+    return i && failed(i, obj)
   }
 
   /** Deleted objects whose Delete failed and is being retried (they are no longer in the table). */
@@ -322,6 +331,10 @@ export class Reconciler<Obj> {
     if (this.timer !== undefined) clearTimeout(this.timer)
     this.timer = undefined
   }
+}
+
+function failed<Obj>(i: RetryItem<Obj>, obj?: Obj): FailedObject<Obj> {
+  return { key: showKey(i.key), object: i.object ?? obj!, deleted: i.deleted, error: i.error, attempts: i.attempts, retryAt: i.dueAt }
 }
 
 function showKey(k: string | number): string {

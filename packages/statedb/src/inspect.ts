@@ -1,9 +1,18 @@
 // Inspection: a JSON dump, and a read-only `node:http` request handler.
 //
 //   GET /tables                                   tables with object counts, revisions, graveyard sizes
-//   GET /tables/<name>                            all objects (with revisions)
+//   GET /tables/<name>                            all objects (with revisions and primary keys)
 //   GET /tables/<name>?index=<i>&key=<k>[&op=get|list|prefix|lowerBound]   a query
+//   ...&limit=<n>[&after=<primary key>]           a page: at most n objects after that key; the
+//                                                 response headers x-statedb-next (the key to ask
+//                                                 after next, absent on the last page),
+//                                                 x-statedb-revision and, unqueried, x-statedb-count
 //   GET /tables/<name>/changes                    newline-delimited JSON: every object, then changes live
+//   GET /tables/<name>/changes?since=<revision>   the same without objects written at or before that
+//                                                 revision, and one line {"sync":true,"revision":R}
+//                                                 once the backlog is sent (a page read at revision
+//                                                 since, then this stream, follows the table exactly
+//                                                 once the client re-reads its page on "sync")
 //   GET /dump                                     every table
 //
 // Nothing here writes. Objects pass through `redact` before they leave the process; the default
@@ -86,16 +95,32 @@ export interface HttpHandlerOptions {
   /** Path prefix the handler is mounted at (default ''). */
   prefix?: string
   redact?: Redactor
+  /** Extra fields for an object's entry (computed on the object before redaction), e.g. its reconcile status. */
+  annotate?: (table: string, obj: unknown) => Record<string, unknown> | undefined
 }
+
+/** A primary key as text (the `key` of an entry, and what `after=` takes). */
+export function keyText(k: unknown): string {
+  if (typeof k === 'string') return k
+  if (typeof k === 'number' || typeof k === 'bigint') return String(k)
+  return JSON.stringify(k, jsonSafe)
+}
+
+interface Entryish { revision: number; object: unknown }
+type Encode = (table: Table<any>, e: Entryish, extra?: Record<string, unknown>) => Record<string, unknown>
 
 /** A read-only request handler for `http.createServer`. Bind the server to loopback. */
 export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: IncomingMessage, res: ServerResponse) => void {
   const prefix = opts.prefix ?? ''
   const redact = opts.redact ?? redactSecrets
-  const send = (res: ServerResponse, code: number, body: unknown) => {
-    res.writeHead(code, { 'content-type': 'application/json' })
+  const annotate = opts.annotate
+  const send = (res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(code, { 'content-type': 'application/json', ...headers })
     res.end(JSON.stringify(body, jsonSafe))
   }
+  const encode: Encode = (table, e, extra) => ({
+    ...extra, revision: e.revision, key: keyText(table.primary.keyOf(e.object)), object: redact(table.name, e.object), ...annotate?.(table.name, e.object),
+  })
   return (req, res) => {
     if (req.method !== 'GET') return send(res, 405, { error: 'read-only: only GET is served' })
     try {
@@ -112,14 +137,24 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
       if (!table) return send(res, 404, { error: `no table "${parts[1]}"` })
       if (parts.length === 3) {
         if (parts[2] !== 'changes') return send(res, 404, { error: 'not found' })
-        return void streamChanges(table, db, req, res, redact)
+        const since = url.searchParams.get('since')
+        if (since !== null && !/^\d+$/.test(since)) return send(res, 400, { error: 'since= takes a revision (a whole number)' })
+        return void streamChanges(table, db, req, res, encode, since === null ? undefined : Number(since))
       }
       const txn = db.readTxn()
+      const limitText = url.searchParams.get('limit')
+      const after = url.searchParams.get('after')
+      const limit = limitText === null ? Infinity : Number(limitText)
+      if (limitText !== null && !(Number.isInteger(limit) && limit > 0)) return send(res, 400, { error: 'limit= takes a positive whole number' })
       const indexName = url.searchParams.get('index')
       const key = url.searchParams.get('key')
       let results
-      if (indexName === null) results = table.all(txn)
-      else {
+      let seek = false
+      if (indexName === null) {
+        // a page after a string key starts at that key (O(log n)); other keys are skipped to
+        seek = after !== null && typeof table.primary.keyOf(table.all(txn).entries()[Symbol.iterator]().next().value?.object ?? {}) === 'string'
+        results = seek ? table.lowerBound(txn, table.primary.query(after!)) : table.all(txn)
+      } else {
         const index = table.indexNamed(indexName)
         if (!index) return send(res, 400, { error: `table "${table.name}" has no index "${indexName}" (indexes: ${table.indexes.join(', ')})` })
         if (key === null) return send(res, 400, { error: 'a query by index needs key=' })
@@ -132,31 +167,52 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
         if (op === 'get') {
           const first = results.entries()[Symbol.iterator]().next()
           if (first.done) return send(res, 404, { error: `table "${table.name}": no object with ${indexName}=${key}` })
-          return send(res, 200, { revision: first.value.revision, object: redact(table.name, first.value.object) })
+          return send(res, 200, encode(table, first.value))
         }
       }
       const out: unknown[] = []
-      for (const e of results.entries()) out.push({ revision: e.revision, object: redact(table.name, e.object) })
-      return send(res, 200, out)
+      const headers: Record<string, string> = { 'x-statedb-revision': String(table.revision(txn)) }
+      if (indexName === null) headers['x-statedb-count'] = String(table.count(txn))
+      let skipping = after !== null
+      let last: string | undefined
+      for (const e of results.entries()) {
+        const key = keyText(table.primary.keyOf(e.object))
+        if (skipping) {
+          if (key === after) { skipping = false; continue }
+          if (!seek) continue
+          skipping = false // seeking: the key itself is gone, this is the next one
+        }
+        if (out.length >= limit) { headers['x-statedb-next'] = last!; break }
+        out.push(encode(table, e))
+        last = key
+      }
+      return send(res, 200, out, headers)
     } catch (err) {
       return send(res, 400, { error: err instanceof Error ? err.message : String(err) })
     }
   }
 }
 
-async function streamChanges(table: Table<any>, db: DB, req: IncomingMessage, res: ServerResponse, redact: Redactor): Promise<void> {
-  res.writeHead(200, { 'content-type': 'application/x-ndjson' })
+async function streamChanges(table: Table<any>, db: DB, req: IncomingMessage, res: ServerResponse, encode: Encode, since: number | undefined): Promise<void> {
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
   res.flushHeaders()
   const abort = new AbortController()
   const stop = () => abort.abort()
   req.on('close', stop)
   const iter = table.changes(db.readTxn())
+  let backlog = since !== undefined
   try {
     while (!abort.signal.aborted) {
-      const [changes, watch] = iter.next(db.readTxn())
+      const txn = db.readTxn()
+      const [changes, watch] = iter.next(txn)
+      let chunk = ''
       for (const c of changes) {
-        res.write(JSON.stringify({ revision: c.revision, deleted: c.deleted, object: redact(table.name, c.object) }, jsonSafe) + '\n')
+        if (backlog && c.revision <= since!) continue
+        chunk += JSON.stringify(encode(table, c, { deleted: c.deleted }), jsonSafe) + '\n'
+        if (chunk.length > 65536) { res.write(chunk); chunk = '' }
       }
+      if (backlog) { chunk += JSON.stringify({ sync: true, revision: table.revision(txn) }) + '\n'; backlog = false }
+      if (chunk) res.write(chunk)
       await watch.wait(abort.signal)
     }
   } catch {
