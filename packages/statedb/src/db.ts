@@ -197,9 +197,11 @@ export class DB {
     if (changed) this.publish(root)
     // Every table's deletions are in its graveyard before anything else runs (a watch listener below
     // may read any table's changes from the new root, or write).
+    const now = Date.now()
     for (let id = 0; id < writers.length; id++) {
       const w = writers[id]
       if (w === undefined || !w.dirty) continue
+      if (w.revision !== w.base.revision) this.tables[id]!.clock.mark(w.revision, now)
       const graveyard = this.tables[id]!.graveyard
       graveyard.append(w.deletes)
       graveyard.collect()

@@ -119,7 +119,7 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
     res.end(JSON.stringify(body, jsonSafe))
   }
   const encode: Encode = (table, e, extra) => ({
-    ...extra, revision: e.revision, key: keyText(table.primary.keyOf(e.object)), object: redact(table.name, e.object), ...annotate?.(table.name, e.object),
+    ...extra, revision: e.revision, time: table.revisionTime(e.revision), key: keyText(table.primary.keyOf(e.object)), object: redact(table.name, e.object), ...annotate?.(table.name, e.object),
   })
   return (req, res) => {
     if (req.method !== 'GET') return send(res, 405, { error: 'read-only: only GET is served' })

@@ -6,6 +6,7 @@
 // in primary key order. Results are lazy and in index key order. Each has a *Watch variant whose
 // watch fires when the result may have changed after the snapshot.
 
+import { RevisionClock } from './clock.ts'
 import { treeEach, treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
 import { TableBatch } from './batch.ts'
 import { ChangeIterator, Graveyard } from './changes.ts'
@@ -50,6 +51,8 @@ export class Table<Obj> {
   /** @internal */ readonly schema: TableSchema<Obj>
   /** @internal */ readonly watches: WatchRegistry
   /** @internal */ readonly graveyard = new Graveyard<Obj>()
+  /** @internal When each revision was committed (approximately). */
+  readonly clock = new RevisionClock()
   /** @internal The state of the table before its first write. */
   readonly empty: TableState<Obj>
   /** @internal The database this table was last registered with, and its id there (a cache of DB.tableId). */
@@ -256,6 +259,14 @@ export class Table<Obj> {
    * revision order. Close it when done (a dropped iterator is collected too, later). It starts at the
    * latest snapshot: `next()` with a snapshot older than that yields nothing (and a fired watch).
    */
+  /**
+   * Epoch ms at which `revision` of this table was committed, within 100 ms; undefined for a
+   * revision older than the times kept (the last 4096 windows of 100 ms with a commit).
+   */
+  revisionTime(revision: number): number | undefined {
+    return this.clock.timeOf(revision)
+  }
+
   changes(txn: Txn): ChangeIterator<Obj> {
     const floor = this.currentView(txn).revision
     return new ChangeIterator<Obj>(this, floor)

@@ -84,4 +84,30 @@ test('changes?since=R: only what was written after R, a sync line, then live cha
   }
 })
 
+test('revision times: an entry carries when it was written (within 100 ms); old revisions have none', async () => {
+  const f = await fixture(1)
+  try {
+    const before = Date.now()
+    await f.db.write(f.t, (w) => { f.t.insert(w, { name: 'new', color: 'x' }) })
+    const after = Date.now()
+    const [e] = await (await fetch(`${f.base}/tables/objs?index=name&key=new`)).json() as Array<{ time: number }>
+    assert.ok(e!.time >= before - 100 && e!.time <= after, `time ${e!.time} in [${before - 100}, ${after}]`)
+    assert.is(f.t.revisionTime(10_000), undefined, 'a revision not written yet')
+  } finally {
+    await f.close()
+  }
+})
+
+test('the revision clock keeps 4096 windows and forgets older revisions', async () => {
+  const { RevisionClock } = await import('../src/clock.ts')
+  const c = new RevisionClock()
+  for (let i = 1; i <= 5000; i++) c.mark(i * 2, i * 1000)
+  assert.is(c.timeOf(10_000), 5_000_000)
+  assert.is(c.timeOf(9_999), 5_000_000, 'a revision between two samples belongs to the later window')
+  assert.is(c.timeOf(2 * 904), undefined, 'dropped')
+  assert.is(c.timeOf(2 * 906), 906_000)
+  c.mark(10_001, 5_000_050)
+  assert.is(c.timeOf(10_001), 5_000_000, 'the same 100 ms window')
+})
+
 test.run()
