@@ -3,14 +3,17 @@
 //   GET /readyz    200 when every component is ready; 503 with the reasons (readiness)
 //   GET /statusz   JSON: every component's health, object errors with examples
 //   GET /metrics   Prometheus text from the manager's registry
-//   GET /statedb/… statedb's inspection handler (tables, queries, changes), secrets redacted
+//   GET /statedb/… statedb's inspection handler (tables, queries, pages, changes), secrets redacted
+//   GET /ui/, /reconcilers, /topology   the web view and what it reads (inspect/handler.ts)
 // Invariants: read-only (anything but GET/HEAD is 405); bound to 127.0.0.1 unless told otherwise; with
-// a token, every path needs `Authorization: Bearer <token>`, compared in constant time.
+// a token, every path but the web view's static files needs `Authorization: Bearer <token>`,
+// compared in constant time.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { createHash, timingSafeEqual } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import { httpHandler, type DB } from '@statewright/statedb'
-import type { PromRegistry } from '@statewright/reconciler'
+import type { DB } from '@statewright/statedb'
+import type { PromRegistry, Reconciler } from '@statewright/reconciler'
+import { bearerCheck, inspectHandler, isInspectPath, isUiPath } from './inspect/handler.ts'
+import type { NamedGraph } from './inspect/graph.ts'
 
 export interface HttpOptions {
   /** Port (default 8080; 0 picks a free one). */
@@ -27,9 +30,9 @@ export interface HttpSources {
   live(): boolean
   ready(): { ready: boolean; reasons: string[] }
   status(): unknown
+  reconcilers(): ReadonlyArray<Reconciler<any>>
+  graphs(): NamedGraph[]
 }
-
-const digest = (s: string) => createHash('sha256').update(s).digest()
 
 export class ManagerServer {
   private server: Server | undefined
@@ -39,12 +42,12 @@ export class ManagerServer {
   async listen(): Promise<string> {
     const host = this.o.host ?? '127.0.0.1'
     const port = this.o.port ?? 8080
-    const statedb = httpHandler(this.src.db, { prefix: '/statedb' })
-    const want = this.o.token === undefined ? undefined : digest(`Bearer ${this.o.token}`)
+    const inspect = inspectHandler({ db: this.src.db, reconcilers: () => this.src.reconcilers(), graphs: () => this.src.graphs() })
+    const authorized = bearerCheck(this.o.token)
     const server = createServer((req, res) => {
-      if (want && !timingSafeEqual(digest(req.headers.authorization ?? ''), want)) return send(res, 401, { error: 'unauthorized: send Authorization: Bearer <token>' })
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'read-only: only GET is served' })
       const path = (req.url ?? '/').split('?')[0]!
+      if (!isUiPath(path) && !authorized(req)) return send(res, 401, { error: 'unauthorized: send Authorization: Bearer <token>' })
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'read-only: only GET is served' })
       if (path === '/healthz' || path === '/livez') return this.src.live() ? text(res, 200, 'ok') : text(res, 503, 'stopped')
       if (path === '/readyz') {
         const r = this.src.ready()
@@ -52,8 +55,8 @@ export class ManagerServer {
       }
       if (path === '/statusz') return send(res, 200, this.src.status())
       if (path === '/metrics') return void this.metrics(res)
-      if (path === '/statedb' || path.startsWith('/statedb/')) return statedb(req, res)
-      return send(res, 404, { error: 'not found', paths: ['/healthz', '/readyz', '/statusz', '/metrics', '/statedb/tables'] })
+      if (isInspectPath(path)) return inspect(req, res)
+      return send(res, 404, { error: 'not found', paths: ['/healthz', '/readyz', '/statusz', '/metrics', '/statedb/tables', '/reconcilers', '/topology', '/ui/'] })
     })
     server.keepAliveTimeout = 5000
     await new Promise<void>((resolve, reject) => {

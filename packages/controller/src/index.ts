@@ -5,6 +5,8 @@ export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLeve
 export { Manager, inCluster, type Placed, type Component, type ComponentHealth, type ManagerOptions, type ManagedDeriveOptions, type ManagedFinalizerOptions, type WatchOptions } from './manager.ts'
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
+export { inspectHandler, UI_CSP, type InspectOptions, type ObjectReconcileStatus } from './inspect/handler.ts'
+export { layoutGraph, toDot, toSvg, STATUS_COLORS, type InspectGraph, type NamedGraph, type Layout, type LaidOutNode, type LaidOutEdge } from './inspect/graph.ts'
 export { waitForConvergence, type ConvergenceOptions, type ConvergenceResult } from './wait.ts'
 export { genTypes, type GenTypesOptions } from './gentypes.ts'
 export {

@@ -20,6 +20,7 @@ import {
 import { Derivation, type DeriveContext } from './derive.ts'
 import { Finalizer, type CleanupContext, type FinalizerOptions } from './finalizers.ts'
 import { ManagerServer, type HttpOptions } from './http.ts'
+import type { InspectGraph, NamedGraph } from './inspect/graph.ts'
 import { createLogger, type Logger } from './logging.ts'
 import { ControllerMetrics, loadPromClient } from './metrics.ts'
 
@@ -36,6 +37,8 @@ export interface Component {
   idle?(): boolean
   /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
   converged?(signal: AbortSignal): Promise<void>
+  /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */
+  graph?(): InspectGraph
 }
 
 export interface ManagedFinalizerOptions<T extends KubeObject> extends Pick<FinalizerOptions, 'name' | 'kind' | 'condition' | 'retry'> {
@@ -191,6 +194,8 @@ export class Manager {
         live: () => this.state === 'running' || this.state === 'starting',
         ready: () => this.readiness(),
         status: () => this.status(),
+        reconcilers: () => [this.reconciler],
+        graphs: () => this.graphs(),
       })
     }
   }
@@ -409,6 +414,13 @@ export class Manager {
       drift: this.drift.map((d) => d.health()),
       components: this.components.map((c) => ({ name: c.name, ...(c.health?.() ?? { ready: true, level: 'ok', message: '' }) })),
     }
+  }
+
+  /** The graphs of the components that have one (GET /topology). */
+  graphs(): NamedGraph[] {
+    const out: NamedGraph[] = []
+    for (const c of this.components) if (c.graph) out.push({ component: c.name, graph: c.graph() })
+    return out
   }
 
   // ---- wiring ----

@@ -1,0 +1,113 @@
+// Graphs that inspectable parts show (the topology of gateways, routes and policies), as JSON, as
+// Graphviz DOT and laid out (dagre: a layered layout, left to right) as positions or as SVG.
+// Invariants: every text in DOT and SVG output is escaped; an edge to a node the graph lacks is
+// dropped from the layout (not an error: a policy may target what is gone).
+import dagre from '@dagrejs/dagre'
+
+/** A graph an inspectable part shows (the topology of gateways, routes, policies...). */
+export interface InspectGraph {
+  nodes: Array<{
+    /** A locator, e.g. "gateway.gateway.networking.k8s.io:ns/gw-1", "httproute.gateway.networking.k8s.io:ns/r#rule-1". */
+    id: string
+    kind: string
+    name: string
+    namespace?: string
+    /** True for policy nodes (RateLimitPolicy...). */
+    policy?: boolean
+    /** Policy status reason: 'Enforced' | 'PartiallyEnforced' | 'Overridden' | 'Accepted' | 'Invalid' | 'TargetNotFound' | 'Unknown'. */
+    status?: string
+    /** For targetables: their effective policy (JSON), shown on click. */
+    effective?: unknown
+  }>
+  edges: Array<{ from: string; to: string; /** A policy's targetRef edge. */ policy?: boolean }>
+}
+
+/** A component's graph, as GET /topology serves it. */
+export interface NamedGraph { component: string; graph: InspectGraph }
+
+export interface LaidOutNode { id: string; label: string; sublabel: string; x: number; y: number; width: number; height: number; policy: boolean; status?: string }
+export interface LaidOutEdge { from: string; to: string; policy: boolean; points: Array<{ x: number; y: number }> }
+export interface Layout { width: number; height: number; nodes: LaidOutNode[]; edges: LaidOutEdge[] }
+
+const CHAR_W = 7
+const NODE_H = 40
+
+/** Positions for every node and edge (dagre's layered layout, left to right). */
+export function layoutGraph(g: InspectGraph): Layout {
+  const d = new dagre.graphlib.Graph({ multigraph: true })
+  d.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 60, marginx: 10, marginy: 10 })
+  d.setDefaultEdgeLabel(() => ({}))
+  const ids = new Set<string>()
+  for (const n of g.nodes) {
+    if (ids.has(n.id)) continue
+    ids.add(n.id)
+    const label = n.name
+    const sublabel = `${n.kind}${n.namespace ? ` · ${n.namespace}` : ''}`
+    d.setNode(n.id, { width: Math.max(90, Math.max(label.length, sublabel.length) * CHAR_W + 20), height: NODE_H, label, sublabel, policy: !!n.policy, status: n.status })
+  }
+  const edges = g.edges.filter((e) => ids.has(e.from) && ids.has(e.to))
+  edges.forEach((e, i) => d.setEdge(e.from, e.to, { policy: !!e.policy }, `e${i}`))
+  dagre.layout(d)
+  const nodes: LaidOutNode[] = d.nodes().map((id: string) => {
+    const n = d.node(id) as unknown as { x: number; y: number; width: number; height: number; label: string; sublabel: string; policy: boolean; status?: string }
+    return { id, label: n.label, sublabel: n.sublabel, x: n.x, y: n.y, width: n.width, height: n.height, policy: n.policy, ...(n.status ? { status: n.status } : {}) }
+  })
+  const laidEdges: LaidOutEdge[] = edges.map((e, i) => ({ from: e.from, to: e.to, policy: !!e.policy, points: (d.edge(e.from, e.to, `e${i}`) as unknown as { points: Array<{ x: number; y: number }> }).points }))
+  const gr = d.graph() as { width?: number; height?: number }
+  return { width: gr.width ?? 0, height: gr.height ?? 0, nodes, edges: laidEdges }
+}
+
+/** Graphviz DOT of the graphs (one cluster per component). */
+export function toDot(graphs: readonly NamedGraph[]): string {
+  const q = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`
+  const lines = ['digraph topology {', '  rankdir=LR;', '  node [shape=box, style="rounded,filled", fontname="sans-serif", fillcolor="#eef2f7"];']
+  graphs.forEach(({ component, graph }, i) => {
+    lines.push(`  subgraph cluster_${i} {`, `    label=${q(component)};`)
+    for (const n of graph.nodes) {
+      const attrs = [`label=${q(`${n.kind}\n${n.namespace ? `${n.namespace}/` : ''}${n.name}${n.status ? `\n${n.status}` : ''}`)}`]
+      if (n.policy) attrs.push('shape=note')
+      const fill = STATUS_COLORS[n.status ?? '']
+      if (fill) attrs.push(`fillcolor=${q(fill)}`)
+      lines.push(`    ${q(n.id)} [${attrs.join(', ')}];`)
+    }
+    for (const e of graph.edges) lines.push(`    ${q(e.from)} -> ${q(e.to)}${e.policy ? ' [style=dashed]' : ''};`)
+    lines.push('  }')
+  })
+  lines.push('}')
+  return lines.join('\n') + '\n'
+}
+
+/** Fill colours by policy status (the web view's stylesheet uses the same). */
+export const STATUS_COLORS: Readonly<Record<string, string>> = {
+  Enforced: '#b7e4c7', PartiallyEnforced: '#d8f3dc', Accepted: '#bde0fe', Overridden: '#ffe5a0',
+  Invalid: '#ffb3b3', TargetNotFound: '#ffc9a8', Unknown: '#e0e0e0',
+}
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+
+/** A standalone SVG of the graphs, one under the other (every text escaped). */
+export function toSvg(graphs: readonly NamedGraph[]): string {
+  const parts: string[] = []
+  let y = 0
+  let width = 0
+  for (const { component, graph } of graphs) {
+    const l = layoutGraph(graph)
+    parts.push(`<text x="10" y="${y + 18}" font-weight="bold">${esc(component)}</text>`)
+    parts.push(`<g transform="translate(0 ${y + 26})">`)
+    for (const e of l.edges) {
+      parts.push(`<polyline fill="none" stroke="${e.policy ? '#9b59b6' : '#555'}"${e.policy ? ' stroke-dasharray="5 3"' : ''} marker-end="url(#arrow)" points="${e.points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"/>`)
+    }
+    for (const n of l.nodes) {
+      const fill = STATUS_COLORS[n.status ?? ''] ?? (n.policy ? '#f3e8ff' : '#eef2f7')
+      parts.push(`<g data-id="${esc(n.id)}"><rect x="${(n.x - n.width / 2).toFixed(1)}" y="${(n.y - n.height / 2).toFixed(1)}" width="${n.width}" height="${n.height}" rx="${n.policy ? 2 : 8}" fill="${fill}" stroke="#333"/>` +
+        `<text x="${n.x.toFixed(1)}" y="${(n.y - 3).toFixed(1)}" text-anchor="middle">${esc(n.label)}</text>` +
+        `<text x="${n.x.toFixed(1)}" y="${(n.y + 12).toFixed(1)}" text-anchor="middle" font-size="10" fill="#555">${esc(n.sublabel)}${n.status ? ` · ${esc(n.status)}` : ''}</text></g>`)
+    }
+    parts.push('</g>')
+    y += l.height + 40
+    width = Math.max(width, l.width)
+  }
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(width) + 20}" height="${Math.ceil(y)}" font-family="sans-serif" font-size="12">` +
+    '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>' +
+    parts.join('') + '</svg>\n'
+}

@@ -1,0 +1,175 @@
+// The inspection surface, usable alone (`http.createServer(inspectHandler({ db }))`) or inside the
+// Manager's HTTP server:
+//   GET /ui/…                the web view (static files of this package; no data in them)
+//   GET /statedb/…           statedb's read-only handler; entries of a reconciled table carry
+//                            `reconcile: { <reconciler>: { kind, updatedAt, error?, attempts?, retryAt? } }`
+//   GET /reconcilers         every reconciler: its table, health, objects by status, errors with
+//                            message, attempts and next retry time (?errors=N: at most N, default 100)
+//   GET /reconcilers/<name>  one of them
+//   GET /topology            { graphs: [{ component, graph }] } of every part that has a graph
+//   GET /topology?format=dot|svg|layout   Graphviz DOT, an SVG, or positions (dagre) for the web view
+//   GET /statusz             (alone, when given `status`) the health the web view's panel shows
+// Invariants: read-only (GET and HEAD); every object passes through the redactor (statedb's by
+// default) before it leaves; with a token every path but the static /ui files needs
+// `Authorization: Bearer <token>`, compared in constant time; /ui is served with a
+// Content-Security-Policy that allows only this origin's scripts and styles (no inline ones).
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { httpHandler, keyText, redactSecrets, type DB, type Redactor, type Table } from '@statewright/statedb'
+import type { Reconciler, Status, StatusKind } from '@statewright/reconciler'
+import { layoutGraph, toDot, toSvg, type NamedGraph } from './graph.ts'
+
+export interface InspectOptions {
+  db: DB
+  /** The reconcilers whose per-object status to show. */
+  reconcilers?: () => ReadonlyArray<Reconciler<any>>
+  /** The graphs to show under Topology. */
+  graphs?: () => NamedGraph[]
+  /** What /statusz serves (the Manager serves its own). */
+  status?: () => unknown
+  redact?: Redactor
+  /** When set, every request but the static /ui files needs `Authorization: Bearer <token>`. */
+  token?: string
+}
+
+/** The Content-Security-Policy of /ui: this origin's scripts, styles and connections only, nothing inline. */
+export const UI_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+
+const digest = (s: string) => createHash('sha256').update(s).digest()
+
+/** A constant-time check of `Authorization: Bearer <token>` (always true without a token). */
+export function bearerCheck(token: string | undefined): (req: IncomingMessage) => boolean {
+  if (token === undefined) return () => true
+  const want = digest(`Bearer ${token}`)
+  return (req) => timingSafeEqual(digest(req.headers.authorization ?? ''), want)
+}
+
+/** Whether a path is one of the inspection surface's (the Manager routes these to inspectHandler). */
+export function isInspectPath(path: string): boolean {
+  return path === '/ui' || path.startsWith('/ui/') || path === '/statedb' || path.startsWith('/statedb/') || path === '/reconcilers' || path.startsWith('/reconcilers/') || path === '/topology'
+}
+
+/** Whether a path is a static file of the web view (served without the token: it holds no data). */
+export const isUiPath = (path: string) => path === '/ui' || path.startsWith('/ui/')
+
+const UI_DIR = new URL('../../ui/', import.meta.url)
+const UI_FILES: Record<string, string> = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'style.css': 'text/css; charset=utf-8' }
+let uiCache: Map<string, Buffer> | undefined
+function uiFile(name: string): Buffer | undefined {
+  uiCache ??= new Map(Object.keys(UI_FILES).map((f) => [f, readFileSync(new URL(f, UI_DIR))]))
+  return uiCache.get(name)
+}
+
+export interface ObjectReconcileStatus { kind: StatusKind; updatedAt: number; error?: string; attempts?: number; retryAt?: number }
+
+/** One reconciler's status of an object, with its retry (attempts, next retry time) when failing. */
+function statusOf(r: Reconciler<any>, obj: unknown): ObjectReconcileStatus | undefined {
+  let s: Status | undefined
+  try { s = r.config.getObjectStatus(obj) } catch { return undefined }
+  if (!s || typeof s.kind !== 'string') return undefined
+  const out: ObjectReconcileStatus = { kind: s.kind, updatedAt: s.updatedAt, ...(s.error !== undefined ? { error: s.error } : {}) }
+  if (s.kind === 'error') {
+    const f = r.failureOf(obj)
+    if (f) { out.attempts = f.attempts; out.retryAt = f.retryAt }
+  }
+  return out
+}
+
+const KINDS: StatusKind[] = ['pending', 'refreshing', 'done', 'error']
+
+function reconcilerInfo(db: DB, r: Reconciler<any>, maxErrors: number, redact: Redactor): Record<string, unknown> {
+  const table = r.config.table as Table<unknown>
+  const idx = r.config.statusIndex
+  const txn = db.readTxn()
+  const counts: Record<string, number> = {}
+  for (const k of KINDS) counts[k] = table.list(txn, idx.kind(k, idx.isSet ? r.name : undefined)).count()
+  const errors: unknown[] = []
+  for (const e of table.list(txn, idx.kind('error', idx.isSet ? r.name : undefined)).entries()) {
+    if (errors.length >= maxErrors) break
+    const s = statusOf(r, e.object)
+    errors.push({ key: keyText(table.primary.keyOf(e.object)), revision: e.revision, error: s?.error ?? '', updatedAt: s?.updatedAt, attempts: s?.attempts, retryAt: s?.retryAt })
+  }
+  const h = r.health
+  return {
+    name: r.name, table: table.name, running: r.isRunning,
+    health: { level: h.level, ready: h.ready, message: h.message },
+    counts, errors,
+    failedDeletes: r.failedDeletes().slice(0, maxErrors).map((f) => ({ key: f.key, error: f.error, attempts: f.attempts, retryAt: f.retryAt, object: redact(table.name, f.object) })),
+  }
+}
+
+/** The inspection surface as one read-only request handler (see the header of this file). */
+export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const redact = o.redact ?? redactSecrets
+  const authorized = bearerCheck(o.token)
+  const reconcilers = () => o.reconcilers?.() ?? []
+  const statedb = httpHandler(o.db, {
+    prefix: '/statedb', redact,
+    annotate: (table, obj) => {
+      let reconcile: Record<string, ObjectReconcileStatus> | undefined
+      for (const r of reconcilers()) {
+        if (r.config.table.name !== table) continue
+        const s = statusOf(r, obj)
+        if (s) (reconcile ??= {})[r.name] = s
+      }
+      return reconcile && { reconcile }
+    },
+  })
+  return (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'read-only: only GET is served' })
+    let url: URL
+    try { url = new URL(req.url ?? '/', 'http://localhost') } catch { return send(res, 400, { error: 'bad URL' }) }
+    const path = url.pathname
+    if (isUiPath(path)) return serveUi(path, res)
+    if (!authorized(req)) return send(res, 401, { error: 'unauthorized: send Authorization: Bearer <token>' })
+    if (path === '/statedb' || path.startsWith('/statedb/')) return statedb(req, res)
+    if (path === '/reconcilers' || path.startsWith('/reconcilers/')) {
+      const n = Number(url.searchParams.get('errors') ?? 100)
+      const max = Number.isInteger(n) && n >= 0 ? n : 100
+      if (path === '/reconcilers') return send(res, 200, reconcilers().map((r) => reconcilerInfo(o.db, r, max, redact)))
+      let name: string
+      try { name = decodeURIComponent(path.slice('/reconcilers/'.length)) } catch { return send(res, 400, { error: 'bad escape in the path' }) }
+      const r = reconcilers().find((x) => x.name === name)
+      if (!r) return send(res, 404, { error: `no reconciler "${name}" (reconcilers: ${reconcilers().map((x) => x.name).join(', ') || 'none'})` })
+      return send(res, 200, reconcilerInfo(o.db, r, max, redact))
+    }
+    if (path === '/topology') {
+      let graphs: NamedGraph[]
+      try {
+        graphs = (o.graphs?.() ?? []).map((g) => ({ component: g.component, graph: redact('topology', g.graph) as NamedGraph['graph'] }))
+      } catch (err) {
+        return send(res, 500, { error: `a component's graph() failed: ${(err as Error).message}` })
+      }
+      const format = url.searchParams.get('format') ?? 'json'
+      if (format === 'json') return send(res, 200, { graphs })
+      if (format === 'dot') return raw(res, 200, 'text/vnd.graphviz; charset=utf-8', toDot(graphs))
+      if (format === 'svg') return raw(res, 200, 'image/svg+xml; charset=utf-8', toSvg(graphs))
+      if (format === 'layout') return send(res, 200, { graphs: graphs.map((g) => ({ component: g.component, graph: g.graph, layout: layoutGraph(g.graph) })) })
+      return send(res, 400, { error: `unknown format "${format}": want json, dot, svg or layout` })
+    }
+    if (path === '/statusz' && o.status) return send(res, 200, o.status())
+    return send(res, 404, { error: 'not found', paths: ['/ui/', '/statedb/tables', '/reconcilers', '/topology'] })
+  }
+}
+
+function serveUi(path: string, res: ServerResponse): void {
+  if (path === '/ui') { res.writeHead(308, { location: '/ui/' }); res.end(); return }
+  const name = path === '/ui/' ? 'index.html' : path.slice('/ui/'.length)
+  const body = Object.hasOwn(UI_FILES, name) ? uiFile(name) : undefined
+  if (!body) return send(res, 404, { error: 'not found' })
+  res.writeHead(200, {
+    'content-type': UI_FILES[name]!, 'content-security-policy': UI_CSP, 'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY', 'cache-control': 'no-cache',
+  })
+  res.end(body)
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  res.writeHead(code, { 'content-type': 'application/json' })
+  res.end(JSON.stringify(body, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)))
+}
+function raw(res: ServerResponse, code: number, type: string, body: string): void {
+  res.writeHead(code, { 'content-type': type })
+  res.end(body)
+}

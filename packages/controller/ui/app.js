@@ -1,0 +1,419 @@
+// The statewright web view: tables, objects (paged on the server, live over the changes stream),
+// an object's detail with its reconcile status, health, and the topology. Plain ES module, no build.
+// Invariants: every value from the server reaches the DOM through textContent or setAttribute, never
+// as markup; objects are never polled (a table's page follows /statedb/tables/<t>/changes?since=);
+// changes are applied in batches at most every 100 ms, to one page of PAGE rows.
+
+const PAGE = 100
+const view = document.getElementById('view')
+const liveEl = document.getElementById('live')
+
+// ---- the token: from #token=… once, then sessionStorage ----
+{
+  const m = /[#&]token=([^&]*)/.exec(location.hash)
+  if (m) {
+    sessionStorage.setItem('statewright.token', decodeURIComponent(m[1]))
+    history.replaceState(null, '', location.pathname + location.search + (location.hash.replace(/[#&]token=[^&]*/, '').replace(/^&/, '#') || '#/'))
+  }
+}
+const token = () => sessionStorage.getItem('statewright.token') || ''
+const headers = () => (token() ? { authorization: `Bearer ${token()}` } : {})
+
+class Unauthorized extends Error {}
+async function api(path, opts = {}) {
+  const r = await fetch(path, { headers: headers(), ...opts })
+  if (r.status === 401) throw new Unauthorized('unauthorized')
+  if (!r.ok) {
+    let msg = `${r.status}`
+    try { msg = (await r.json()).error || msg } catch {}
+    throw new Error(msg)
+  }
+  return r
+}
+const json = async (path) => (await api(path)).json()
+
+// ---- DOM helpers (text only) ----
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag)
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue
+    if (k === 'class') el.className = v
+    else if (k.startsWith('on')) el.addEventListener(k.slice(2), v)
+    else el.setAttribute(k, String(v))
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)))
+  }
+  return el
+}
+const SVG = 'http://www.w3.org/2000/svg'
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag)
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined) el.setAttribute(k, String(v))
+  for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)))
+  return el
+}
+
+function ago(ms) {
+  if (ms === undefined || ms === null) return '?'
+  const d = Math.max(0, Date.now() - ms) / 1000
+  if (d < 60) return `${Math.floor(d)}s`
+  if (d < 3600) return `${Math.floor(d / 60)}m${Math.floor(d % 60)}s`
+  if (d < 86400) return `${Math.floor(d / 3600)}h${Math.floor((d % 3600) / 60)}m`
+  return `${Math.floor(d / 86400)}d`
+}
+function inSecs(ms) {
+  const d = Math.round((ms - Date.now()) / 1000)
+  return d <= 0 ? 'now' : `in ${d}s`
+}
+/** Kubernetes-ish fields of an object, or of the object a desired entry wraps. */
+function meta(obj) {
+  const o = obj && typeof obj === 'object' ? (obj.metadata ? obj : obj.object && obj.object.metadata ? obj.object : undefined) : undefined
+  return o ? { kind: o.kind, namespace: o.metadata.namespace, name: o.metadata.name, cluster: obj.cluster } : undefined
+}
+
+function statusBadges(reconcile, withMessage) {
+  if (!reconcile) return []
+  return Object.entries(reconcile).map(([name, st]) => h('span', {},
+    h('span', { class: `badge ${st.kind}`, title: name, 'data-reconciler': name }, st.kind),
+    withMessage && st.kind === 'error' ? h('span', { class: 'errmsg' }, st.error || '') : null))
+}
+
+// ---- routing ----
+let teardown = () => {}
+function route() {
+  teardown()
+  teardown = () => {}
+  const hash = location.hash || '#/'
+  const [path, query] = hash.slice(1).split('?')
+  const params = new URLSearchParams(query || '')
+  for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', (a.dataset.nav === 'topology') === path.startsWith('/topology'))
+  setLive('')
+  const run = path.startsWith('/t/') ? tableView(decodeURIComponent(path.slice(3)), params)
+    : path.startsWith('/topology') ? topologyView(params)
+      : homeView()
+  run.catch(showError)
+}
+window.addEventListener('hashchange', route)
+window.addEventListener('DOMContentLoaded', route)
+
+function showError(err) {
+  if (err instanceof Unauthorized) return loginView()
+  if (err && err.name === 'AbortError') return
+  view.replaceChildren(h('div', { class: 'card' }, h('p', { class: 'errmsg' }, `Error: ${err && err.message ? err.message : err}`)))
+}
+function setLive(text, on) {
+  liveEl.textContent = text
+  liveEl.className = `live${text ? (on ? ' on' : ' off') : ''}`
+}
+
+function loginView() {
+  const input = h('input', { type: 'password', id: 'token', placeholder: 'bearer token', autocomplete: 'off' })
+  view.replaceChildren(h('div', { class: 'card login' },
+    h('h1', {}, 'A token is needed'),
+    h('p', { class: 'muted' }, 'This process serves its data only with a bearer token (the manager\u2019s http.token).'),
+    h('form', { onsubmit: (e) => { e.preventDefault(); sessionStorage.setItem('statewright.token', input.value); route() } }, input, ' ', h('button', { type: 'submit' }, 'Open'))))
+}
+
+// ---- home: tables, reconcilers, health ----
+async function homeView() {
+  const ctl = new AbortController()
+  let timer
+  teardown = () => { ctl.abort(); clearTimeout(timer) }
+  const render = async () => {
+    const [tables, reconcilers, status] = await Promise.all([
+      json('/statedb/tables'),
+      json('/reconcilers').catch((e) => { if (e instanceof Unauthorized) throw e; return [] }),
+      json('/statusz').catch((e) => { if (e instanceof Unauthorized) throw e; return undefined }),
+    ])
+    if (ctl.signal.aborted) return
+    const tableRows = tables.map((t) => h('tr', { class: 'row', 'data-table': t.name, onclick: () => { location.hash = `#/t/${encodeURIComponent(t.name)}` } },
+      h('td', {}, h('a', { href: `#/t/${encodeURIComponent(t.name)}` }, t.name)),
+      h('td', {}, t.objects), h('td', {}, t.revision), h('td', {}, t.initialized ? 'yes' : `no (${(t.pendingInitializers || []).join(', ')})`),
+      h('td', {}, t.graveyard), h('td', { class: 'mono' }, (t.indexes || []).join(', '))))
+    const recCards = reconcilers.map((r) => h('div', { class: 'card', 'data-reconciler': r.name },
+      h('h2', {}, `Reconciler ${r.name} `, h('span', { class: `badge ${r.health.level}` }, r.health.level), ' ', h('span', { class: 'muted' }, `on table ${r.table}`)),
+      h('p', {}, ...['done', 'pending', 'refreshing', 'error'].map((k) => h('span', { class: `badge ${k}` }, `${k} ${r.counts[k] ?? 0}`))),
+      r.errors.length ? h('table', { class: 'list' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'object'), h('th', {}, 'error'), h('th', {}, 'attempts'), h('th', {}, 'next retry'))),
+        h('tbody', {}, r.errors.map((e) => h('tr', { class: 'row', onclick: () => { location.hash = `#/t/${encodeURIComponent(r.table)}?o=${encodeURIComponent(e.key)}` } },
+          h('td', { class: 'mono' }, e.key), h('td', { class: 'errmsg' }, e.error), h('td', {}, e.attempts ?? ''), h('td', {}, e.retryAt ? inSecs(e.retryAt) : ''))))) : h('p', { class: 'muted' }, r.health.message)))
+    view.replaceChildren(h('div', { class: 'grid' },
+      h('div', {},
+        h('div', { class: 'card' }, h('h1', {}, 'Tables'),
+          h('table', { class: 'list', id: 'tables' },
+            h('thead', {}, h('tr', {}, ...['name', 'objects', 'revision', 'initialized', 'graveyard', 'indexes'].map((c) => h('th', {}, c)))),
+            h('tbody', {}, tableRows))),
+        recCards),
+      healthPanel(status)))
+    timer = setTimeout(() => render().catch(showError), 5000) // health and counts; objects are never polled
+  }
+  await render()
+}
+
+function healthPanel(st) {
+  if (!st) return h('div', { class: 'card', id: 'health' }, h('h1', {}, 'Health'), h('p', { class: 'muted' }, 'No /statusz here.'))
+  const rows = []
+  const add = (what, level, message) => rows.push(h('tr', {}, h('td', {}, what), h('td', {}, h('span', { class: `badge ${level}` }, level)), h('td', {}, message || '')))
+  for (const r of st.reflectors || []) add(`reflector ${r.name ?? ''}`, r.ready ? 'ok' : 'degraded', r.state ?? (r.lastError || ''))
+  for (const d of st.derivations || []) add(`derivation ${d.name}`, d.level ?? (d.ready ? 'ok' : 'degraded'), d.message)
+  if (st.reconciler) add(`reconciler ${st.reconciler.name}`, st.reconciler.level, st.reconciler.message)
+  for (const c of st.components || []) add(c.name, c.level, c.message)
+  return h('div', { class: 'card', id: 'health' },
+    h('h1', {}, 'Health ', h('span', { class: `badge ${st.ready ? 'ok' : 'error'}` }, st.ready ? 'ready' : 'not ready')),
+    h('dl', { class: 'kv' }, h('dt', {}, 'manager'), h('dd', {}, st.name ?? ''), h('dt', {}, 'state'), h('dd', {}, st.state ?? ''),
+      h('dt', {}, 'leading'), h('dd', {}, st.leader && st.leader.leading ? 'yes' : 'no')),
+    (st.reasons || []).length ? h('ul', {}, st.reasons.map((r) => h('li', { class: 'errmsg' }, r))) : null,
+    h('table', { class: 'list' }, h('tbody', {}, rows)))
+}
+
+// ---- a table: one page, live ----
+async function tableView(name, params) {
+  const ctl = new AbortController()
+  let tick
+  teardown = () => { ctl.abort(); clearInterval(tick) }
+  const tables = await json('/statedb/tables')
+  const info = tables.find((t) => t.name === name)
+  if (!info) throw new Error(`no table "${name}"`)
+  const primary = info.indexes[0]
+  const q = { index: params.get('index') || '', key: params.get('key') || '', op: params.get('op') || 'list', after: params.get('after') || '' }
+  const selected = params.get('o')
+  const searching = q.index !== '' && q.key !== ''
+  const link = (over) => {
+    const p = new URLSearchParams()
+    const m = { ...q, o: selected || '', ...over }
+    for (const [k, v] of Object.entries(m)) if (v && !(k === 'op' && v === 'list')) p.set(k, v)
+    const qs = p.toString()
+    return `#/t/${encodeURIComponent(name)}${qs ? `?${qs}` : ''}`
+  }
+
+  // the page: key → entry, in the server's order
+  let rows = new Map()
+  let next = null
+  let count = info.objects
+  let revision = 0
+  let changes = 0
+  let recent = []
+  const stats = (window.__statewright = { flushes: 0, applied: 0, maxFlushMs: 0, lastFlushMs: 0 })
+
+  const pageUrl = () => {
+    const p = new URLSearchParams({ limit: String(PAGE) })
+    if (searching) { p.set('index', q.index); p.set('key', q.key); p.set('op', q.op) }
+    if (q.after) p.set('after', q.after)
+    return `/statedb/tables/${encodeURIComponent(name)}?${p}`
+  }
+  const loadPage = async () => {
+    const r = await api(pageUrl(), { signal: ctl.signal })
+    const list = await r.json()
+    rows = new Map(list.map((e) => [e.key, e]))
+    next = r.headers.get('x-statedb-next')
+    revision = Number(r.headers.get('x-statedb-revision') || 0)
+    if (r.headers.get('x-statedb-count') !== null) count = Number(r.headers.get('x-statedb-count'))
+  }
+  await loadPage()
+
+  // ---- the DOM ----
+  const idxSel = h('select', { name: 'index', id: 'search-index' }, info.indexes.map((i) => h('option', { value: i, selected: i === (q.index || primary) }, i)))
+  const keyIn = h('input', { name: 'key', id: 'search-key', placeholder: 'key', value: q.key })
+  const opSel = h('select', { name: 'op', id: 'search-op' }, ['list', 'prefix', 'lowerBound'].map((o) => h('option', { value: o, selected: o === q.op }, o)))
+  const tbody = h('tbody', {})
+  const countEl = h('span', { class: 'muted', id: 'count' })
+  const detail = h('div', { id: 'detail' })
+  const pager = h('div', { class: 'pager' })
+  const hasMeta = () => { for (const e of rows.values()) return !!meta(e.object); return !!meta(undefined) }
+  const head = h('thead', {})
+  view.replaceChildren(h('div', { class: 'grid' },
+    h('div', { class: 'card' },
+      h('h1', {}, `Table ${name} `, countEl),
+      h('form', { class: 'search', id: 'search', onsubmit: (e) => { e.preventDefault(); location.hash = link({ index: idxSel.value, key: keyIn.value, op: opSel.value, after: '', o: '' }) } },
+        'index', idxSel, opSel, keyIn, h('button', { type: 'submit' }, 'Search'),
+        searching ? h('a', { href: link({ index: '', key: '', op: '', after: '' }) }, 'clear') : null),
+      h('table', { class: 'list', id: 'objects' }, head, tbody), pager),
+    detail))
+
+  const renderHead = () => {
+    const m = hasMeta()
+    head.replaceChildren(h('tr', {}, ...(m ? ['namespace', 'name', 'kind'] : ['key']).map((c) => h('th', {}, c)), h('th', {}, 'status'), h('th', {}, 'revision'), h('th', {}, 'age')))
+    return m
+  }
+  const renderRows = () => {
+    const m = renderHead()
+    const trs = []
+    for (const e of rows.values()) {
+      const md = meta(e.object)
+      trs.push(h('tr', { class: `row${e.key === selected ? ' selected' : ''}`, 'data-key': e.key, onclick: () => { location.hash = link({ o: e.key }) } },
+        ...(m ? [h('td', {}, md ? md.namespace ?? '' : ''), h('td', { class: 'mono' }, md ? md.name : e.key), h('td', {}, md ? md.kind ?? '' : '')] : [h('td', { class: 'mono' }, e.key)]),
+        h('td', { class: 'status' }, statusBadges(e.reconcile, true)),
+        h('td', {}, e.revision),
+        h('td', { class: 'age' }, e.time ? ago(e.time) : '>' + ago(undefined))))
+    }
+    if (trs.length === 0) trs.push(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, searching ? 'No object matches.' : 'No objects.')))
+    tbody.replaceChildren(...trs)
+    countEl.textContent = searching ? `(${rows.size}${next ? '+' : ''} matching of ${count})` : `(${count} objects, revision ${revision})`
+    pager.replaceChildren(...[
+      q.after ? h('a', { href: link({ after: '' }), id: 'first' }, '« first page') : null,
+      next ? h('a', { href: link({ after: next }), id: 'next' }, 'next page ›') : null,
+      h('span', { class: 'muted' }, `${rows.size} shown, ${PAGE} a page`)].filter(Boolean))
+  }
+
+  const renderDetail = async () => {
+    if (!selected) { detail.replaceChildren(h('div', { class: 'card muted' }, 'Click an object to see it.')); return }
+    let e = rows.get(selected)
+    if (!e) {
+      const p = new URLSearchParams({ index: primary, key: selected, op: 'get' })
+      try { e = await json(`/statedb/tables/${encodeURIComponent(name)}?${p}`) } catch (err) { if (err instanceof Unauthorized) throw err; e = undefined }
+    }
+    if (!e) { detail.replaceChildren(h('div', { class: 'card', id: 'object' }, h('h2', {}, selected), h('p', { class: 'muted' }, 'deleted'))); return }
+    const recs = Object.entries(e.reconcile || {})
+    detail.replaceChildren(h('div', { class: 'card', id: 'object' },
+      h('h2', { class: 'mono' }, e.key),
+      h('dl', { class: 'kv' }, h('dt', {}, 'revision'), h('dd', {}, e.revision), h('dt', {}, 'written'), h('dd', {}, e.time ? `${ago(e.time)} ago` : 'before the times kept')),
+      recs.length ? h('table', { class: 'list', id: 'reconcile' },
+        h('thead', {}, h('tr', {}, ...['reconciler', 'status', 'since', 'last error', 'attempts', 'next retry'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, recs.map(([rn, st]) => h('tr', {},
+          h('td', {}, rn), h('td', {}, h('span', { class: `badge ${st.kind}` }, st.kind)), h('td', {}, ago(st.updatedAt)),
+          h('td', { class: 'errmsg' }, st.error || ''), h('td', {}, st.attempts ?? ''),
+          h('td', { class: 'retry', 'data-retry-at': st.retryAt || '' }, st.retryAt ? inSecs(st.retryAt) : ''))))) : null,
+      h('h2', {}, 'Object'),
+      h('pre', { class: 'json', id: 'json' }, JSON.stringify(e.object, null, 2))))
+  }
+  renderRows()
+  await renderDetail()
+  // ages and retry countdowns move with the clock (display only: nothing is fetched)
+  tick = setInterval(() => {
+    for (const td of detail.querySelectorAll('td.retry[data-retry-at]')) { const t = Number(td.dataset.retryAt); if (t) td.textContent = inSecs(t) }
+  }, 1000)
+
+  // ---- live: the changes stream, applied in batches ----
+  let queue = []
+  let flushTimer
+  let pageStale = false
+  const inPage = (key) => {
+    if (searching) return false // a new match is found by reading the page again
+    if (q.after && !(key > q.after)) return false
+    if (next !== null && !(key <= next)) return false
+    return true
+  }
+  const flush = () => {
+    flushTimer = undefined
+    const t0 = performance.now()
+    const batch = queue
+    queue = []
+    let changedRows = false
+    let selectedChanged = false
+    for (const c of batch) {
+      if (c.sync) { pageStale = true; continue }
+      changes++
+      if (c.deleted) {
+        if (rows.delete(c.key)) { changedRows = true; count = Math.max(0, count - 1) }
+        else if (!searching) count = Math.max(0, count - 1)
+      } else if (rows.has(c.key)) {
+        rows.set(c.key, c); changedRows = true
+      } else {
+        if (!searching) count++
+        if (inPage(c.key)) {
+          rows.set(c.key, c)
+          rows = new Map([...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+          if (rows.size > PAGE) { const last = [...rows.keys()].pop(); rows.delete(last); next = [...rows.keys()].pop() }
+          changedRows = true
+        } else if (searching) pageStale = true
+      }
+      if (c.key === selected) selectedChanged = true
+    }
+    recent.push([Date.now(), batch.length])
+    if (changedRows || batch.length) renderRows()
+    if (selectedChanged) renderDetail().catch(showError)
+    const ms = performance.now() - t0
+    stats.flushes++; stats.applied += batch.length; stats.lastFlushMs = ms; stats.maxFlushMs = Math.max(stats.maxFlushMs, ms)
+    const cutoff = Date.now() - 5000
+    recent = recent.filter(([t]) => t >= cutoff)
+    setLive(`live · ${Math.round(recent.reduce((a, [, n]) => a + n, 0) / 5)} changes/s · ${changes} seen`, true)
+    if (pageStale) { pageStale = false; refetch() }
+  }
+  let refetching = false
+  let refetchAgain = false
+  const refetch = async () => {
+    if (refetching) { refetchAgain = true; return }
+    refetching = true
+    try {
+      do { refetchAgain = false; await loadPage(); renderRows() } while (refetchAgain && !ctl.signal.aborted)
+    } catch (err) { if (!ctl.signal.aborted) showError(err) } finally { refetching = false }
+  }
+  const follow = async () => {
+    let since = revision
+    while (!ctl.signal.aborted) {
+      try {
+        const r = await api(`/statedb/tables/${encodeURIComponent(name)}/changes?since=${since}`, { signal: ctl.signal })
+        setLive('live', true)
+        const reader = r.body.pipeThrough(new TextDecoderStream()).getReader()
+        let buf = ''
+        for (;;) {
+          const { value, done } = await reader.read()
+          if (done) break
+          buf += value
+          let i
+          while ((i = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, i)
+            buf = buf.slice(i + 1)
+            if (!line) continue
+            const c = JSON.parse(line)
+            if (c.revision > since) since = c.revision
+            queue.push(c)
+          }
+          if (queue.length && flushTimer === undefined) flushTimer = setTimeout(flush, 100)
+        }
+      } catch (err) {
+        if (ctl.signal.aborted) return
+        if (err instanceof Unauthorized) return showError(err)
+      }
+      setLive('reconnecting…', false)
+      await new Promise((r) => setTimeout(r, 1000))
+    }
+  }
+  follow()
+  const prevTeardown = teardown
+  teardown = () => { prevTeardown(); clearTimeout(flushTimer) }
+}
+
+// ---- topology ----
+async function topologyView(params) {
+  const data = await json('/topology?format=layout')
+  const selected = params.get('n')
+  const side = h('div', { id: 'node' })
+  const graphs = data.graphs.map(({ component, graph, layout }) => {
+    const byId = new Map(graph.nodes.map((n) => [n.id, n]))
+    const svg = s('svg', { viewBox: `0 0 ${Math.ceil(layout.width)} ${Math.ceil(layout.height)}`, width: Math.ceil(layout.width), height: Math.ceil(layout.height), role: 'img', 'aria-label': `topology of ${component}` },
+      s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' }, s('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#667' }))))
+    for (const e of layout.edges) {
+      const d = e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')
+      svg.append(s('path', { class: `edge${e.policy ? ' policy' : ''}`, d, 'marker-end': 'url(#arrow)', 'data-from': e.from, 'data-to': e.to }))
+    }
+    for (const n of layout.nodes) {
+      const g = s('g', { class: `node${n.policy ? ' policy' : ''}${n.status ? ` st-${n.status.replace(/[^A-Za-z]/g, '')}` : ''}${n.id === selected ? ' selected' : ''}`, 'data-id': n.id, tabindex: 0 },
+        s('rect', { x: (n.x - n.width / 2).toFixed(1), y: (n.y - n.height / 2).toFixed(1), width: n.width, height: n.height, rx: n.policy ? 2 : 8 }),
+        s('text', { x: n.x.toFixed(1), y: (n.y - 3).toFixed(1), 'text-anchor': 'middle' }, n.label),
+        s('text', { class: 'sub', x: n.x.toFixed(1), y: (n.y + 12).toFixed(1), 'text-anchor': 'middle' }, n.sublabel + (n.status ? ` · ${n.status}` : '')))
+      g.addEventListener('click', () => { location.hash = `#/topology?n=${encodeURIComponent(n.id)}` })
+      svg.append(g)
+    }
+    if (selected && byId.has(selected)) showNode(side, byId.get(selected), graph)
+    return h('div', { class: 'card topo', 'data-component': component }, h('h2', {}, component), svg)
+  })
+  if (!selected) side.replaceChildren(h('div', { class: 'card muted' }, 'Click a node to see its effective policy.'))
+  const legend = h('p', { class: 'legend' }, ['Enforced', 'PartiallyEnforced', 'Accepted', 'Overridden', 'Invalid', 'TargetNotFound'].map((st) => h('span', {}, h('i', { class: `st-${st}` }), st)))
+  view.replaceChildren(h('div', { class: 'grid' },
+    h('div', {}, h('h1', {}, 'Topology'), legend, graphs.length ? graphs : h('p', { class: 'muted' }, 'No component here has a topology.')),
+    side))
+}
+
+function showNode(side, n, graph) {
+  const policies = graph.edges.filter((e) => e.policy && e.to === n.id).map((e) => e.from)
+  side.replaceChildren(h('div', { class: 'card', id: 'node-detail' },
+    h('h2', {}, `${n.kind} ${n.namespace ? `${n.namespace}/` : ''}${n.name}`),
+    h('dl', { class: 'kv' }, h('dt', {}, 'id'), h('dd', { class: 'mono' }, n.id),
+      n.status ? [h('dt', {}, 'status'), h('dd', {}, n.status)] : null,
+      policies.length ? [h('dt', {}, 'policies'), h('dd', { class: 'mono' }, policies.join(', '))] : null),
+    h('h2', {}, n.policy ? 'Policy' : 'Effective policy'),
+    n.effective === undefined ? h('p', { class: 'muted' }, 'none') : h('pre', { class: 'json', id: 'effective' }, JSON.stringify(n.effective, null, 2))))
+}
