@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // The `statewright` command.
 //   statewright gen-types <crd.yaml> [--version v1] [--kube-object-from <module>]   types for custom kinds
+//   statewright tables|show|watch|status|health|topology …   inspection of a running process (inspect/cli.ts)
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { genTypes } from './gentypes.ts'
+import { INSPECT_COMMANDS, INSPECT_USAGE, runInspect } from './inspect/cli.ts'
 
 const USAGE = `usage: statewright <command>
-  gen-types <crd.yaml|-> [--version V] [--kube-object-from MODULE]   TypeScript types for the CRDs' kinds (to stdout)`
+  gen-types <crd.yaml|-> [--version V] [--kube-object-from MODULE]   TypeScript types for the CRDs' kinds (to stdout)
+${INSPECT_USAGE}`
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv
@@ -18,6 +21,12 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(await genTypes(text, { ...(values.version ? { version: values.version } : {}), ...(values['kube-object-from'] ? { kubeObjectFrom: values['kube-object-from'] } : {}) }))
     return 0
   }
+  if (cmd !== undefined && INSPECT_COMMANDS.has(cmd)) {
+    const ctl = new AbortController()
+    process.once('SIGINT', () => ctl.abort())
+    return runInspect(cmd, rest, { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: ctl.signal })
+  }
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help') { process.stdout.write(`${USAGE}\n`); return 0 }
   process.stderr.write(`${USAGE}\n`)
   return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2
 }
