@@ -82,15 +82,22 @@ function statusBadges(reconcile, withMessage) {
 
 // ---- routing ----
 let teardown = () => {}
+/** The table view on screen: selecting another object of it keeps its page and its stream. */
+let current = null
 function route() {
-  teardown()
-  teardown = () => {}
   const hash = location.hash || '#/'
   const [path, query] = hash.slice(1).split('?')
   const params = new URLSearchParams(query || '')
+  const rest = new URLSearchParams(params)
+  rest.delete('o')
+  const base = `${path}?${rest}`
+  if (current && current.base === base) return current.select(params.get('o'))
+  teardown()
+  teardown = () => {}
+  current = null
   for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', (a.dataset.nav === 'topology') === path.startsWith('/topology'))
   setLive('')
-  const run = path.startsWith('/t/') ? tableView(decodeURIComponent(path.slice(3)), params)
+  const run = path.startsWith('/t/') ? tableView(decodeURIComponent(path.slice(3)), params, base)
     : path.startsWith('/topology') ? topologyView(params)
       : homeView()
   run.catch(showError)
@@ -169,7 +176,7 @@ function healthPanel(st) {
 }
 
 // ---- a table: one page, live ----
-async function tableView(name, params) {
+async function tableView(name, params, base) {
   const ctl = new AbortController()
   let tick
   teardown = () => { ctl.abort(); clearInterval(tick) }
@@ -178,7 +185,7 @@ async function tableView(name, params) {
   if (!info) throw new Error(`no table "${name}"`)
   const primary = info.indexes[0]
   const q = { index: params.get('index') || '', key: params.get('key') || '', op: params.get('op') || 'list', after: params.get('after') || '' }
-  const selected = params.get('o')
+  let selected = params.get('o')
   const searching = q.index !== '' && q.key !== ''
   const link = (over) => {
     const p = new URLSearchParams()
@@ -237,6 +244,9 @@ async function tableView(name, params) {
     head.replaceChildren(h('tr', {}, ...(m ? ['namespace', 'name', 'kind'] : ['key']).map((c) => h('th', {}, c)), h('th', {}, 'status'), h('th', {}, 'revision'), h('th', {}, 'age')))
     return m
   }
+  const renderCount = () => {
+    countEl.textContent = searching ? `(${rows.size}${next ? '+' : ''} matching of ${count})` : `(${count} objects, revision ${revision})`
+  }
   const renderRows = () => {
     const m = renderHead()
     const trs = []
@@ -250,7 +260,7 @@ async function tableView(name, params) {
     }
     if (trs.length === 0) trs.push(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, searching ? 'No object matches.' : 'No objects.')))
     tbody.replaceChildren(...trs)
-    countEl.textContent = searching ? `(${rows.size}${next ? '+' : ''} matching of ${count})` : `(${count} objects, revision ${revision})`
+    renderCount()
     pager.replaceChildren(...[
       q.after ? h('a', { href: link({ after: '' }), id: 'first' }, '« first page') : null,
       next ? h('a', { href: link({ after: next }), id: 'next' }, 'next page ›') : null,
@@ -280,6 +290,7 @@ async function tableView(name, params) {
   }
   renderRows()
   await renderDetail()
+  current = { base, select: (o) => { selected = o; renderRows(); renderDetail().catch(showError) } }
   // ages and retry countdowns move with the clock (display only: nothing is fetched)
   tick = setInterval(() => {
     for (const td of detail.querySelectorAll('td.retry[data-retry-at]')) { const t = Number(td.dataset.retryAt); if (t) td.textContent = inSecs(t) }
@@ -295,40 +306,59 @@ async function tableView(name, params) {
     if (next !== null && !(key <= next)) return false
     return true
   }
+  let countTimer
+  /** The count after changes (a change does not say whether it inserted): re-read, at most every 2 s. */
+  const recount = () => {
+    if (countTimer !== undefined || searching) return
+    countTimer = setTimeout(async () => {
+      try {
+        const r = await api(`/statedb/tables/${encodeURIComponent(name)}?limit=1`, { signal: ctl.signal })
+        await r.body.cancel()
+        count = Number(r.headers.get('x-statedb-count') ?? count)
+        revision = Number(r.headers.get('x-statedb-revision') ?? revision)
+        renderCount()
+      } catch {}
+      countTimer = undefined
+    }, 2000)
+  }
   const flush = () => {
     flushTimer = undefined
     const t0 = performance.now()
-    const batch = queue
+    // the last change of each key wins
+    const last = new Map()
+    let sync = false
+    for (const c of queue) { if (c.sync) sync = true; else last.set(c.key, c) }
+    const n = queue.length
     queue = []
     let changedRows = false
     let selectedChanged = false
-    for (const c of batch) {
-      if (c.sync) { pageStale = true; continue }
+    let inserted = false
+    for (const c of last.values()) {
       changes++
+      if (c.revision > revision) revision = c.revision
       if (c.deleted) {
-        if (rows.delete(c.key)) { changedRows = true; count = Math.max(0, count - 1) }
-        else if (!searching) count = Math.max(0, count - 1)
+        if (rows.delete(c.key)) changedRows = true
       } else if (rows.has(c.key)) {
         rows.set(c.key, c); changedRows = true
-      } else {
-        if (!searching) count++
-        if (inPage(c.key)) {
-          rows.set(c.key, c)
-          rows = new Map([...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-          if (rows.size > PAGE) { const last = [...rows.keys()].pop(); rows.delete(last); next = [...rows.keys()].pop() }
-          changedRows = true
-        } else if (searching) pageStale = true
-      }
+      } else if (inPage(c.key)) {
+        rows.set(c.key, c); changedRows = true; inserted = true
+      } else if (searching) pageStale = true
       if (c.key === selected) selectedChanged = true
     }
-    recent.push([Date.now(), batch.length])
-    if (changedRows || batch.length) renderRows()
+    if (inserted) {
+      rows = new Map([...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      while (rows.size > PAGE) { const k = [...rows.keys()].pop(); rows.delete(k); next = [...rows.keys()].pop() }
+    }
+    if (sync) pageStale = true
+    recent.push([Date.now(), n])
+    if (changedRows) renderRows(); else renderCount()
     if (selectedChanged) renderDetail().catch(showError)
+    recount()
     const ms = performance.now() - t0
-    stats.flushes++; stats.applied += batch.length; stats.lastFlushMs = ms; stats.maxFlushMs = Math.max(stats.maxFlushMs, ms)
+    stats.flushes++; stats.applied += n; stats.lastFlushMs = ms; stats.maxFlushMs = Math.max(stats.maxFlushMs, ms)
     const cutoff = Date.now() - 5000
     recent = recent.filter(([t]) => t >= cutoff)
-    setLive(`live · ${Math.round(recent.reduce((a, [, n]) => a + n, 0) / 5)} changes/s · ${changes} seen`, true)
+    setLive(`live · ${Math.round(recent.reduce((a, [, k]) => a + k, 0) / 5)} changes/s · ${changes} seen`, true)
     if (pageStale) { pageStale = false; refetch() }
   }
   let refetching = false
