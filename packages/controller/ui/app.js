@@ -41,7 +41,7 @@ function h(tag, attrs, ...children) {
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v)
     else el.setAttribute(k, String(v))
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue
     el.append(c instanceof Node ? c : document.createTextNode(String(c)))
   }
@@ -95,6 +95,7 @@ function route() {
   teardown()
   teardown = () => {}
   current = null
+  view.replaceChildren(h('p', { class: 'muted' }, 'Loading…'))
   for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', (a.dataset.nav === 'topology') === path.startsWith('/topology'))
   setLive('')
   const run = path.startsWith('/t/') ? tableView(decodeURIComponent(path.slice(3)), params, base)
@@ -280,11 +281,12 @@ async function tableView(name, params, base) {
       h('h2', { class: 'mono' }, e.key),
       h('dl', { class: 'kv' }, h('dt', {}, 'revision'), h('dd', {}, e.revision), h('dt', {}, 'written'), h('dd', {}, e.time ? `${ago(e.time)} ago` : 'before the times kept')),
       recs.length ? h('table', { class: 'list', id: 'reconcile' },
-        h('thead', {}, h('tr', {}, ...['reconciler', 'status', 'since', 'last error', 'attempts', 'next retry'].map((c) => h('th', {}, c)))),
-        h('tbody', {}, recs.map(([rn, st]) => h('tr', {},
+        h('thead', {}, h('tr', {}, ...['reconciler', 'status', 'since', 'attempts', 'next retry'].map((c) => h('th', {}, c)))),
+        h('tbody', {}, recs.map(([rn, st]) => [h('tr', {},
           h('td', {}, rn), h('td', {}, h('span', { class: `badge ${st.kind}` }, st.kind)), h('td', {}, ago(st.updatedAt)),
-          h('td', { class: 'errmsg' }, st.error || ''), h('td', {}, st.attempts ?? ''),
-          h('td', { class: 'retry', 'data-retry-at': st.retryAt || '' }, st.retryAt ? inSecs(st.retryAt) : ''))))) : null,
+          h('td', {}, st.attempts ?? ''),
+          h('td', { class: 'retry', 'data-retry-at': st.retryAt || '' }, st.retryAt ? inSecs(st.retryAt) : '')),
+        st.error ? h('tr', {}, h('td', { colspan: 5, class: 'errmsg' }, `last error: ${st.error}`)) : null]))) : null,
       h('h2', {}, 'Object'),
       h('pre', { class: 'json', id: 'json' }, JSON.stringify(e.object, null, 2))))
   }
@@ -432,8 +434,8 @@ async function topologyView(params) {
   })
   if (!selected) side.replaceChildren(h('div', { class: 'card muted' }, 'Click a node to see its effective policy.'))
   const legend = h('p', { class: 'legend' }, ['Enforced', 'PartiallyEnforced', 'Accepted', 'Overridden', 'Invalid', 'TargetNotFound'].map((st) => h('span', {}, h('i', { class: `st-${st}` }), st)))
-  view.replaceChildren(h('div', { class: 'grid' },
-    h('div', {}, h('h1', {}, 'Topology'), legend, graphs.length ? graphs : h('p', { class: 'muted' }, 'No component here has a topology.')),
+  view.replaceChildren(h('div', {},
+    h('h1', {}, 'Topology'), legend, graphs.length ? graphs : h('p', { class: 'muted' }, 'No component here has a topology.'),
     side))
 }
 
