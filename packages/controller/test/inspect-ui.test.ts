@@ -13,6 +13,9 @@ import { chromium, type Browser, type Page } from 'playwright-core'
 import { Table, defineIndex } from '@statewright/statedb'
 import { inspectFixture, SECRET_VALUE, TOPOLOGY, XSS, XSS2, type InspectFixture, type Probe } from './inspect-fixture.ts'
 
+// The page's globals, for the functions that run in it (this program's types are Node's, not the DOM's)
+declare const document: any, location: any, window: any, getComputedStyle: (e: unknown) => { fill: string }
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p))
 const SHOTS = process.env.STATEWRIGHT_SCREENSHOTS
 let f: InspectFixture

@@ -176,7 +176,14 @@ async function watch(table: string, format: string, c: Paint, get: (p: string) =
   const flush = () => {
     if (batch.length === 0) return
     if (format === 'json') { for (const e of batch) out(JSON.stringify(e) + '\n'); batch.length = 0; return }
-    if (!shape) { shape = shapeOf(batch); out(columns(c, header(shape, true), []).replace(/\n$/, '') + '\n') }
+    if (!shape) {
+      // column widths from the first batch (as kubectl's): wider values later just push the line
+      shape = shapeOf(batch)
+      const head = header(shape, true)
+      const first = batch.map((e) => row(shape!, e, c, 'MODIFIED'))
+      shape.widths = head.map((h, i) => Math.max(h.length, ...first.map((r) => visible(r[i] ?? ''))))
+      out(c.bold(fixedRow(shape, head)) + '\n')
+    }
     for (const e of batch) {
       const event = e.deleted ? 'DELETED' : seen.has(e.key) ? 'MODIFIED' : 'ADDED'
       if (e.deleted) seen.delete(e.key); else seen.add(e.key)
@@ -224,7 +231,7 @@ function columns(c: Paint, head: string[], rows: string[][], indent = ''): strin
 interface Shape { k8s: boolean; widths: number[] }
 function shapeOf(entries: Entry[]): Shape {
   const k8s = entries.length > 0 && entries.every((e) => metaOf(e.object) !== undefined)
-  return { k8s, widths: k8s ? [16, 32, 14, 12, 9, 6, 8] : [40, 12, 9, 6, 8] }
+  return { k8s, widths: [] }
 }
 function header(s: Shape, event: boolean): string[] {
   return [...(s.k8s ? ['NAMESPACE', 'NAME', 'KIND'] : ['KEY']), 'STATUS', 'REVISION', 'AGE', ...(event ? ['EVENT'] : [])]
@@ -245,7 +252,7 @@ function row(s: Shape, e: Entry, c: Paint, event: string | undefined): string[] 
   return [...(s.k8s ? [clean(m?.namespace ?? ''), clean(m?.name ?? e.key), clean(m?.kind ?? '')] : [clean(e.key)]), status, String(e.revision), age, ...evt]
 }
 function fixedRow(s: Shape, cells: string[]): string {
-  return cells.map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(Math.max(1, (s.widths[i] ?? 10) - visible(x) + 3)))).join('').trimEnd()
+  return cells.map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(Math.max(1, (s.widths[i] ?? 0) - visible(x) + 3)))).join('').trimEnd()
 }
 function ageOf(ms: number): string {
   const d = Math.max(0, Date.now() - ms) / 1000
