@@ -131,6 +131,42 @@ await check('bin', 'npx statewright-testserver --kubeconfig f starts from the ta
   }
 }, ['install'])
 
+await check('inspect', 'the installed controller serves /ui (its static files, under the CSP), a dagre-laid-out /topology, and `npx statewright tables` reads them', async () => {
+  const script = join(consumer, 'inspect-check.mjs')
+  writeFileSync(script, `
+import { createServer } from 'node:http'
+import { spawn } from 'node:child_process'
+import { DB, Table, defineIndex } from '@statewright/statedb'
+import { inspectHandler } from '@statewright/controller'
+const t = new Table({ name: 'things', primary: defineIndex({ name: 'id', key: (x) => x.id, unique: true }) })
+const db = new DB({ tables: [t] })
+await db.write(t, (w) => { t.insert(w, { id: 'one' }) })
+const graph = { nodes: [{ id: 'a', kind: 'Gateway', name: 'a' }, { id: 'b', kind: 'HTTPRoute', name: 'b' }], edges: [{ from: 'a', to: 'b' }] }
+const server = createServer(inspectHandler({ db, graphs: () => [{ component: 'c', graph }] }))
+await new Promise((r) => server.listen(0, '127.0.0.1', r))
+const base = 'http://127.0.0.1:' + server.address().port
+try {
+  for (const f of ['', 'app.js', 'style.css']) {
+    const r = await fetch(base + '/ui/' + f)
+    if (r.status !== 200 || !/script-src 'self'/.test(r.headers.get('content-security-policy') ?? '') || (await r.text()).length < 100) throw new Error('/ui/' + f + ': ' + r.status)
+  }
+  const svg = await (await fetch(base + '/topology?format=svg')).text()
+  if ((svg.match(/<g data-id=/g) ?? []).length !== 2) throw new Error('svg: ' + svg.slice(0, 200))
+  const out = await new Promise((resolve, reject) => {
+    const c = spawn('npx', ['--no-install', 'statewright', 'tables', '--url', base], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let text = ''
+    let err = ''
+    c.stdout.on('data', (b) => { text += b }); c.stderr.on('data', (b) => { err += b })
+    c.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error('statewright tables exited ' + code + ': ' + text + err))))
+  })
+  if (!/^NAME\\s+OBJECTS/.test(out) || !/\\nthings\\s+1\\s/.test(out)) throw new Error('statewright tables printed:\\n' + out)
+} finally {
+  server.closeAllConnections(); server.close()
+}
+`)
+  await nodeIn(consumer, [script])
+}, ['install'])
+
 const bare = join(tmp, 'no-peers')
 await check('missing-peers', 'without peers (--legacy-peer-deps): reconciler works without prom-client; importing k8s names the missing package and the install command; types need no prom-client', async () => {
   await installProject(bare, [...['statedb', 'reconciler', 'k8s'].map((p) => tarballs[p].file), `@types/node@${rootDev['@types/node']}`], ['--legacy-peer-deps'])
