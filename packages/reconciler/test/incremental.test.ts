@@ -147,10 +147,18 @@ test('a failed update is marked error, retried, and becomes done', async () => {
     const a = s.table.get(s.db.readTxn(), byId.query('a'))!
     assert.is(a.status.kind, 'error')
     assert.is(a.status.error, 'disk full')
+    // what inspection shows of it: the retry's attempts and time, by the object
+    const f = s.rec.failureOf(a)
+    assert.ok(f, 'failureOf finds the retry')
+    assert.equal([f!.key, f!.error, f!.deleted, f!.attempts >= 1], ['a', 'disk full', false, true])
+    assert.ok(f!.retryAt > Date.now() - 1000 && f!.retryAt < Date.now() + 5000, `retryAt ${f!.retryAt - Date.now()} ms away`)
+    assert.is(f!.object, a)
+    assert.equal(s.rec.failures().map((x) => x.key), ['a'])
     await until(() => s.table.get(s.db.readTxn(), byId.query('a'))!.status.kind === 'done', 2000, 'a done')
     assert.is(s.target.count('update', 'a', false), 2)
     assert.is(s.target.count('update', 'a', true), 1)
     assert.is(s.rec.failures().length, 0)
+    assert.is(s.rec.failureOf(a), undefined, 'no retry once done')
   } finally {
     await s.rec.stop()
   }
