@@ -152,7 +152,8 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
       let seek = false
       if (indexName === null) {
         // a page after a string key starts at that key (O(log n)); other keys are skipped to
-        seek = after !== null && typeof table.primary.keyOf(table.all(txn).entries()[Symbol.iterator]().next().value?.object ?? {}) === 'string'
+        const first = after === null ? undefined : table.all(txn).entries()[Symbol.iterator]().next().value
+        seek = first !== undefined && typeof table.primary.keyOf(first.object) === 'string'
         results = seek ? table.lowerBound(txn, table.primary.query(after!)) : table.all(txn)
       } else {
         const index = table.indexNamed(indexName)

@@ -46,6 +46,9 @@ test('pages: limit and after walk the whole table once, in key order, with the c
     assert.equal((await red.json() as Array<{ key: string }>).map((e) => e.key), ['o007', 'o009', 'o011'])
     assert.is(red.headers.get('x-statedb-next'), 'o011')
     assert.is((await fetch(`${f.base}/tables/objs?limit=0`)).status, 400)
+    await f.db.write(f.t, (w) => { f.t.deleteAll(w) })
+    const empty = await fetch(`${f.base}/tables/objs?limit=2&after=o001`)
+    assert.equal([empty.status, await empty.json(), empty.headers.get('x-statedb-count')], [200, [], '0'], 'an empty table: an empty page')
   } finally {
     await f.close()
   }
