@@ -90,7 +90,7 @@ export async function runDemo(opts: DemoOptions = {}): Promise<{ ok: boolean; su
     for (let i = 0; i < n; i++) await putSite(`s${i}`, `Site ${i}`, 1 + (i % 3))
     log(`${at()} created ${n} Sites`)
     const c = (ctl.c = await startController(cluster))
-    log(`${at()} controller started; health, readiness, metrics and tables at ${c.m.url} (/healthz /readyz /metrics /statusz /statedb/tables)`)
+    log(`${at()} controller started; health, readiness, metrics and tables at ${c.m.url} (/healthz /readyz /metrics /statusz /statedb/tables); the web view at ${c.m.url}/ui/, or npx statewright status --url ${c.m.url}`)
     const progress = (phase: string) => {
       const txn = c.db.readTxn()
       const st = (k: 'pending' | 'done' | 'error') => c.want.table.list(txn, c.want.statusIndex.kind(k)).count()

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { UI_CSP, inspectHandler, waitForConvergence } from '../src/index.ts'
+import { runInspect } from '../src/inspect/cli.ts'
 import { inspectFixture, SECRET_VALUE, TOPOLOGY, XSS, type InspectFixture } from './inspect-fixture.ts'
 
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
@@ -217,6 +218,29 @@ test('inspectHandler alone: the web view, tables and reconcilers of a plain DB',
   } finally {
     server.closeAllConnections()
     await new Promise<void>((r) => server.close(() => r()))
+  }
+})
+
+test('CLI colour: on a terminal only, never with NO_COLOR or --no-color; an escape sequence in a name never reaches the terminal', async () => {
+  const run = async (isTTY: boolean, env: Record<string, string> = {}, extra: string[] = []) => {
+    let out = ''
+    const code = await runInspect('show', ['desired', '--url', f.url, '--token', TOKEN, ...extra], { stdout: { write: (x: string) => { out += x }, isTTY }, stderr: { write: (x: string) => { out += x } }, env })
+    assert.is(code, 0, out)
+    return out
+  }
+  assert.match(await run(true), /\x1b\[32mdone\x1b\[0m/, 'done is green on a terminal')
+  assert.not.match(await run(false), /\x1b/, 'plain into a pipe')
+  assert.not.match(await run(true, { NO_COLOR: '1' }), /\x1b/)
+  assert.not.match(await run(true, {}, ['--no-color']), /\x1b/)
+  const evil = { name: 'evil\x1b]0;pwned\x07\x1b[2J', labels: {}, note: '' }
+  await f.manager.db.write(f.probes, (w) => { f.probes.insert(w, evil) })
+  try {
+    let out = ''
+    await runInspect('show', ['probes', '--url', f.url, '--token', TOKEN], { stdout: { write: (x: string) => { out += x }, isTTY: false }, stderr: { write: (x: string) => { out += x } }, env: {} })
+    assert.ok(out.includes('evil?]0;pwned??[2J'), out)
+    assert.not.match(out, /[\x00-\x08\x0b-\x1f]/)
+  } finally {
+    await f.manager.db.write(f.probes, (w) => { f.probes.delete(w, evil) })
   }
 })
 
