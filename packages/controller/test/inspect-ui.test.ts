@@ -30,8 +30,16 @@ interface Bulk { name: string; n: number }
 const bulk = new Table<Bulk>({ name: 'bulk', primary: defineIndex<Bulk, string>({ name: 'name', key: (b) => b.name, unique: true }) })
 const BULK = 100_000
 
+/** Why the setup failed: every test then fails with it (uvu would swallow an error of a before hook). */
+let setupError: Error | undefined
+const need = () => { if (setupError) throw setupError }
+
 test.before(async () => {
-  if (!CHROMIUM) throw new Error('chromium is missing: the browser tests need it (apt-get install -y chromium), or set CHROMIUM_PATH')
+  try { await setup() } catch (err) { setupError = err as Error }
+})
+
+async function setup(): Promise<void> {
+  if (!CHROMIUM || !existsSync(CHROMIUM)) throw new Error(`chromium is missing${CHROMIUM ? ` (no ${CHROMIUM})` : ''}: the browser tests need it: apt-get install -y chromium (or set CHROMIUM_PATH)`)
   f = await inspectFixture()
   f.manager.db.register(bulk)
   await f.manager.db.write(bulk, (w) => { for (let i = 0; i < BULK; i++) bulk.insert(w, { name: `obj-${String(i).padStart(6, '0')}`, n: 0 }) })
@@ -44,7 +52,7 @@ test.before(async () => {
   await page.exposeFunction('__reportXss', () => { xssHits++ })
   // a string, not a function: the TypeScript loader would add helpers the page lacks
   await page.addInitScript({ content: "Object.defineProperty(window, '__xss', { configurable: false, get() { return undefined }, set() { window.__reportXss() } })" })
-})
+}
 test.after(async () => {
   await browser?.close()
   await f?.stop()
@@ -57,6 +65,7 @@ const rowOf = (key: string) => page.locator(`#objects tr.row[data-key=${cssStrin
 const desiredKey = (name: string, kind = 'ConfigMap') => `||${kind}|default|${name}`
 
 test('/ui lists the tables and the health of every part', async () => {
+  need()
   await go('')
   await page.locator('#tables tr[data-table="desired"]').waitFor({ timeout: 5000 })
   assert.is(await page.locator('#tables tbody tr').count(), (await (await fetch(`${f.url}/statedb/tables`)).json() as unknown[]).length)
@@ -66,6 +75,7 @@ test('/ui lists the tables and the health of every part', async () => {
 })
 
 test('a new object shows within 1 s; a deleted one goes', async () => {
+  need()
   await go('#/t/probes')
   await page.locator('#objects tr.row').first().waitFor({ timeout: 5000 })
   await page.waitForFunction(() => document.getElementById('live')?.classList.contains('on'), undefined, { timeout: 5000 })
@@ -87,6 +97,7 @@ test('a new object shows within 1 s; a deleted one goes', async () => {
 })
 
 test('an error shows with its message and retry countdown, then clears after a successful retry', async () => {
+  need()
   await go(`#/t/desired?o=${encodeURIComponent(desiredKey('gamma-cm'))}`)
   await page.locator('#objects').waitFor()
   const lift = f.env.server.server.failRequests({ path: '/configmaps/gamma-cm', status: 500 })
@@ -109,6 +120,7 @@ test('an error shows with its message and retry countdown, then clears after a s
 })
 
 test('search by index', async () => {
+  need()
   await go('#/t/probes')
   await page.locator('#objects tr.row').first().waitFor({ timeout: 5000 })
   await page.selectOption('#search-index', 'label')
@@ -124,6 +136,7 @@ test('search by index', async () => {
 })
 
 test('a Secret\'s data never reaches the DOM', async () => {
+  need()
   await go(`#/t/desired?o=${encodeURIComponent(desiredKey('beta-cm', 'Secret'))}`)
   await page.locator('#json').waitFor({ timeout: 5000 })
   const json = await page.locator('#json').innerText()
@@ -134,6 +147,7 @@ test('a Secret\'s data never reaches the DOM', async () => {
 })
 
 test('hostile names, labels and error messages are text: nothing executes', async () => {
+  need()
   await go('#/t/probes')
   await page.locator('#objects tr.row').first().waitFor({ timeout: 5000 })
   for (const key of [XSS, XSS2]) {
@@ -165,6 +179,7 @@ test('hostile names, labels and error messages are text: nothing executes', asyn
 })
 
 test('the topology: one SVG node per node, coloured by policy status; a click shows the effective policy', async () => {
+  need()
   await go('#/topology')
   await page.locator('.topo svg').waitFor({ timeout: 5000 })
   assert.is(await page.locator('.topo svg g.node').count(), TOPOLOGY.nodes.length)
@@ -183,6 +198,7 @@ test('the topology: one SVG node per node, coloured by policy status; a click sh
 })
 
 test('100 000 objects: the first page opens, pages on; the page stays responsive under 1 000 changes/s', async () => {
+  need()
   const t0 = Date.now()
   await go('#/t/bulk')
   await page.locator('#objects tr.row').first().waitFor({ timeout: 5000 })
