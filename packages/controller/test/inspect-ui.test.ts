@@ -10,7 +10,10 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { existsSync } from 'node:fs'
 import { chromium, type Browser, type Page } from 'playwright-core'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { Table, defineIndex } from '@statewright/statedb'
+import { inspectHandler } from '../src/index.ts'
 import { inspectFixture, SECRET_VALUE, TOPOLOGY, XSS, XSS2, type InspectFixture, type Probe } from './inspect-fixture.ts'
 
 // The page's globals, for the functions that run in it (this program's types are Node's, not the DOM's)
@@ -195,6 +198,34 @@ test('the topology: one SVG node per node, coloured by policy status; a click sh
   assert.match(await page.locator('#effective').innerText(), /"limit": 5/)
   assert.match(await page.locator('#node-detail').innerText(), /route-rlp/)
   if (SHOTS) await page.screenshot({ path: `${SHOTS}/inspect-topology.png` })
+})
+
+test('with a token: #token= opens the view once and leaves the address bar; without it, the page asks', async () => {
+  need()
+  const server = createServer(inspectHandler({ db: f.manager.db, token: 's3cret' }))
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const ctx = await browser.newContext()
+  try {
+    const p = await ctx.newPage()
+    await p.goto(`${base}/ui/#token=s3cret`)
+    await p.locator('#tables tr[data-table="probes"]').waitFor({ timeout: 5000 })
+    assert.not.match(p.url(), /s3cret/, 'the token is dropped from the address bar')
+    const other = await (await browser.newContext()).newPage()
+    await other.goto(`${base}/ui/`)
+    await other.locator('#token').waitFor({ timeout: 5000 })
+    await other.fill('#token', 'wrong')
+    await other.press('#token', 'Enter')
+    await other.locator('#token').waitFor({ timeout: 5000 })
+    await other.fill('#token', 's3cret')
+    await other.press('#token', 'Enter')
+    await other.locator('#tables tr[data-table="probes"]').waitFor({ timeout: 5000 })
+    await other.context().close()
+  } finally {
+    await ctx.close()
+    server.closeAllConnections()
+    await new Promise<void>((r) => server.close(() => r()))
+  }
 })
 
 test('100 000 objects: the first page opens, pages on; the page stays responsive under 1 000 changes/s', async () => {
