@@ -39,6 +39,8 @@ export interface Component {
   converged?(signal: AbortSignal): Promise<void>
   /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */
   graph?(): InspectGraph
+  /** Reconcilers the part runs, whose per-object status to show (GET /reconcilers, the web view, `statewright status`). */
+  reconcilers?(): ReadonlyArray<Reconciler<any>>
 }
 
 export interface ManagedFinalizerOptions<T extends KubeObject> extends Pick<FinalizerOptions, 'name' | 'kind' | 'condition' | 'retry'> {
@@ -194,7 +196,7 @@ export class Manager {
         live: () => this.state === 'running' || this.state === 'starting',
         ready: () => this.readiness(),
         status: () => this.status(),
-        reconcilers: () => [this.reconciler],
+        reconcilers: () => [this.reconciler, ...this.components.flatMap((c) => c.reconcilers?.() ?? [])],
         graphs: () => this.graphs(),
       })
     }

@@ -3,6 +3,7 @@
 // and a table of hostile names for the escaping checks. Fast retries (100..400 ms) so an error clears
 // within a second once the fault is lifted.
 import { Table, defineIndex } from '@statewright/statedb'
+import { Reconciler, newStatusIndex, statusPending, type Status } from '@statewright/reconciler'
 import type { KubeObject } from '@statewright/k8s'
 import { Manager, nullLogger, type InspectGraph } from '../src/index.ts'
 import { env, GADGET, createGadget, gadget, type Env } from './helpers.ts'
@@ -36,7 +37,13 @@ export const TOPOLOGY: InspectGraph = {
   ],
 }
 
+/** A table a component reconciles with a Reconciler of its own (memos written "elsewhere"; `fail` fails). */
+export interface Memo { id: string; fail?: boolean; status: Status }
+const memoStatus = newStatusIndex<Memo>((m) => m.status)
+export const memo = (id: string, fail = false): Memo => ({ id, fail, status: statusPending() })
+
 export interface InspectFixture {
+  memos: Table<Memo>
   env: Env
   manager: Manager
   url: string
@@ -64,6 +71,15 @@ export async function inspectFixture(opts: { token?: string } = {}): Promise<Ins
     },
   })
   manager.add({ name: 'topology', start: () => {}, stop: async () => {}, graph: () => TOPOLOGY })
+  const memos = new Table<Memo>({ name: 'memos', primary: defineIndex<Memo, string>({ name: 'id', key: (m) => m.id, unique: true }), indexes: [memoStatus] })
+  manager.db.register(memos)
+  const memoWriter = new Reconciler<Memo>({
+    name: 'memo-writer', db: manager.db, table: memos, statusIndex: memoStatus,
+    getObjectStatus: (m) => m.status, setObjectStatus: (m, status) => ({ ...m, status }),
+    operations: { update: (m) => { if (m.fail) throw new Error(`memo ${m.id}: disk full`) }, delete: () => {} },
+    retry: { minMs: 100, maxMs: 400 }, onError: () => {},
+  })
+  manager.add({ name: 'memos', start: () => { memoWriter.start() }, stop: () => memoWriter.stop(), reconcilers: () => [memoWriter] })
   const probes = new Table<Probe>({ name: 'probes', primary: byName, indexes: [byLabel] })
   manager.db.register(probes)
   await manager.db.write(probes, (w) => {
@@ -72,7 +88,7 @@ export async function inspectFixture(opts: { token?: string } = {}): Promise<Ins
   })
   await manager.start()
   return {
-    env: e, manager, url: manager.url!, probes,
+    env: e, manager, url: manager.url!, probes, memos,
     add: async (name, spec = {}) => { await createGadget(e.cluster, gadget(name, spec)) },
     remove: async (name) => { await e.cluster.request({ method: 'DELETE', path: `/apis/example.com/v1/namespaces/default/gadgets/${name}` }) },
     stop: async () => { await manager.stop(); await e.stop() },

@@ -12,7 +12,7 @@ import { promisify } from 'node:util'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { UI_CSP, inspectHandler, waitForConvergence } from '../src/index.ts'
 import { runInspect } from '../src/inspect/cli.ts'
-import { inspectFixture, SECRET_VALUE, TOPOLOGY, XSS, type InspectFixture } from './inspect-fixture.ts'
+import { inspectFixture, memo, SECRET_VALUE, TOPOLOGY, XSS, type InspectFixture } from './inspect-fixture.ts'
 
 const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
 const TOKEN = 'tok-inspect-1'
@@ -76,6 +76,24 @@ test('an apply that fails shows as an error with its message, attempts and next 
   assert.equal(r.errors, [])
   const s = await cli('status')
   assert.match(s.stdout, /reconciler inspect \(table desired\): ok\n\s+done 3\s+pending 0\s+error 0/)
+})
+
+test('a component\'s own reconcilers are shown too, with their objects\' status on their table\'s entries', async () => {
+  await f.manager.db.write(f.memos, (w) => { f.memos.insert(w, memo('ok')); f.memos.insert(w, memo('bad', true)) })
+  const deadline = AbortSignal.timeout(10_000)
+  let r: any
+  for (;;) {
+    const [, watch] = f.memos.allWatch(f.manager.db.readTxn())
+    r = await getJson('/reconcilers/memo-writer')
+    if (r.counts.done === 1 && r.errors.length === 1 && r.errors[0].attempts >= 1) break
+    try { await watch.wait(deadline) } catch { throw new Error(`timed out: ${JSON.stringify(r)}`) }
+  }
+  assert.is(r.table, 'memos')
+  assert.equal([r.errors[0].key, r.errors[0].error], ['bad', 'memo bad: disk full'])
+  const [entry] = await getJson('/statedb/tables/memos?index=id&key=bad')
+  assert.is(entry.reconcile['memo-writer'].kind, 'error')
+  assert.equal((await getJson('/reconcilers')).map((x: any) => x.name), ['inspect', 'memo-writer'])
+  await f.manager.db.write(f.memos, (w) => { f.memos.deleteAll(w) })
 })
 
 test('/topology: every component graph as JSON, DOT, SVG (escaped) and a layout with one node per node', async () => {
