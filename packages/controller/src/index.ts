@@ -28,3 +28,5 @@ export {
   gatewayApiTopology, intersectHostnames, routeHostnames, parentRefsOf, ruleName, GATEWAY_API_GROUP,
   type GatewayApiTopologyOptions, type Gateway, type GatewayClass, type Listener, type Route, type RouteRule, type Service, type ParentRef, type BackendRef,
 } from './topology/gatewayapi.ts'
+export { StateOfWorldController, type StateOfWorldOptions, type ReconcileContext, type ReconcileFn, type ResourceEvent, type WatchSpec } from './topology/stateofworld.ts'
+export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './topology/workflow.ts'

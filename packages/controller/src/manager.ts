@@ -56,6 +56,8 @@ export interface ComponentHealth {
 export interface ManagerOptions {
   /** The controller's name: field manager, owner label value, Event source, metrics label. */
   name: string
+  /** The database (default: a new one). Tables of other parts may share it. */
+  db?: DB
   /** The cluster (default: KUBECONFIG or in-cluster config). A given cluster is not closed by stop(). */
   cluster?: Cluster
   /**
@@ -92,7 +94,7 @@ export interface ManagerOptions {
   pruneNamespace?: string
 }
 
-export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields'> {
+export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields' | 'transform'> {
   /** The table's name (default: the kind, lower case, plural-ish: "sites"; "<cluster>-sites" for another cluster). */
   name?: string
   /** The cluster to reflect from, by name (default: the manager's `cluster`). */
@@ -125,7 +127,7 @@ const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'PersistentVolume', 'Cluste
 
 export class Manager {
   readonly name: string
-  readonly db = new DB()
+  readonly db: DB
   readonly cluster: Cluster
   /** Every cluster, by name (the default one included). */
   readonly clusters = new Map<string, Cluster>()
@@ -167,6 +169,7 @@ export class Manager {
     if (o.sharding && !(o.sharding.shards >= 1)) throw new Error(`Manager "${o.name}": sharding.shards must be at least 1`)
     this.o = o
     this.name = o.name
+    this.db = o.db ?? new DB()
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
     this.registry = o.registry ?? (loadPromClient() ? new (loadPromClient()!.Registry)() : undefined)
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
@@ -199,7 +202,7 @@ export class Manager {
   watch<T extends KubeObject = KubeObject>(kind: KindRef, opts: WatchOptions = {}): Table<T> {
     this.notStarted('watch')
     const cluster = this.clusterNamed(opts.cluster)
-    const name = opts.name ?? `${cluster === this.cluster ? '' : `${cluster.name}-`}${kind.kind.toLowerCase()}s`
+    const name = opts.name ?? `${cluster === this.cluster ? '' : `${cluster.name}-`}${plural(kind.kind)}`
     const table = new Table<KubeObject>({ name, primary: byName })
     this.db.register(table)
     const typed = table as unknown as Table<T>
@@ -216,12 +219,7 @@ export class Manager {
   /** Derives desired objects from tables: what `fn` returns is applied, and deleted when no longer returned. */
   derive<In>(o: ManagedDeriveOptions<In>): Derivation<In, DesiredObject> {
     this.notStarted('derive')
-    for (const k of o.owns ?? []) {
-      const id = `${k.apiVersion}/${k.kind}`
-      if (this.owned.has(id)) continue
-      this.owned.set(id, k)
-      for (const c of this.clusters.values()) this.watchOwned(k, c)
-    }
+    this.owns(...(o.owns ?? []))
     const d = new Derivation<In, DesiredObject>({
       db: this.db, from: o.from, to: this.desired.table, logger: this.logger,
       ...(o.name ? { name: o.name } : {}), ...(o.joins ? { joins: o.joins } : {}),
@@ -248,6 +246,21 @@ export class Manager {
     })
     this.derivations.push(d)
     return d
+  }
+
+  /**
+   * Kinds the desired objects have (like controller-runtime's Owns): objects of them carrying our
+   * owner label are pruned when not desired (also right after a restart), and watched for drift.
+   */
+  owns(...kinds: KindRef[]): void {
+    this.notStarted('owns')
+    for (const k of kinds) {
+      const id = `${k.apiVersion}/${k.kind}`
+      if (this.owned.has(id)) continue
+      this.owned.set(id, k)
+      this.target.manage(k)
+      for (const c of this.clusters.values()) this.watchOwned(k, c)
+    }
   }
 
   /**
@@ -444,7 +457,7 @@ export class Manager {
   /** A reflector of an owned kind in one cluster (selected by our owner label) and drift repair over it. */
   private watchOwned(kind: KindRef, cluster: Cluster): void {
     const isDefault = cluster === this.cluster
-    const observed = this.watch(kind, { name: `owned-${isDefault ? '' : `${cluster.name}-`}${kind.kind.toLowerCase()}s`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true, cluster: cluster.name })
+    const observed = this.watch(kind, { name: `owned-${isDefault ? '' : `${cluster.name}-`}${plural(kind.kind)}`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true, cluster: cluster.name })
     const log = this.logger.child({ drift: kind.kind, cluster: cluster.name })
     this.drift.push(new DriftWatcher({
       db: this.db, observed, desired: this.desired, fieldManager: this.name, events: this.eventsFor(cluster.name),
@@ -496,6 +509,12 @@ export class Manager {
   private notStarted(what: string): void {
     if (this.state !== 'new') throw new Error(`Manager "${this.name}": ${what}() must be called before start()`)
   }
+}
+
+/** A kind's table name: lower case, plural-ish ("sites", "gatewayclasses", "ratelimitpolicies"). */
+export function plural(kind: string): string {
+  const k = kind.toLowerCase()
+  return /(s|x|ch|sh)$/.test(k) ? `${k}es` : /[^aeiou]y$/.test(k) ? `${k.slice(0, -1)}ies` : `${k}s`
 }
 
 function defaultIdentity(): string {

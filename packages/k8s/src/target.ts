@@ -130,6 +130,11 @@ export class Target {
     return c
   }
 
+  /** Adds a kind to those pruned (kinds of desired objects are added as they are seen). */
+  manage(kind: KindRef): void {
+    this.kinds.set(groupKind(kind), { apiVersion: kind.apiVersion, kind: kind.kind })
+  }
+
   /** Server-side apply. True when the object changed (created or modified) since our last apply. */
   async apply(d: DesiredObject, ctx?: OpContext): Promise<boolean> {
     const cluster = this.clusterOf(d)
