@@ -76,6 +76,8 @@ export interface StateOfWorldOptions {
   /** Without a manager: the DB and clusters (the first is the default); a Manager is made inside. */
   db?: DB
   clusters?: Cluster[]
+  /** Without a manager: the logger (default: JSON lines on stderr at info). */
+  logger?: Logger
   watch: WatchSpec[]
   topology: TopologyDefinition
   reconcile: ReconcileFn
@@ -130,7 +132,7 @@ export class StateOfWorldController {
     this.o = o
     this.name = o.name
     this.own = !o.manager
-    this.manager = o.manager ?? new Manager({ name: o.name, cluster: o.clusters![0]!, clusters: o.clusters!.slice(1), ...(o.db ? { db: o.db } : {}), http: false, handleSignals: false })
+    this.manager = o.manager ?? new Manager({ name: o.name, cluster: o.clusters![0]!, clusters: o.clusters!.slice(1), ...(o.db ? { db: o.db } : {}), ...(o.logger ? { logger: o.logger } : {}), http: false, handleSignals: false })
     const m = this.manager
     this.log = m.logger.child({ stateOfWorld: o.name })
     for (const w of o.watch) {
