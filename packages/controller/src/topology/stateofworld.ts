@@ -395,6 +395,17 @@ export class StateOfWorldController {
       },
       status: (obj, patch) => { statuses.set(objectKey(m.cluster.name, obj), { cluster: m.cluster.name, object: obj, patch }) },
       applied: (obj, cluster) => {
+        const memo = appliedMemo.get(obj)
+        if (memo !== undefined && cluster === undefined) return memo
+        const r = isApplied(obj, cluster)
+        if (cluster === undefined) appliedMemo.set(obj, r)
+        return r
+      },
+      inspect: (loc, i) => { info.set(loc, { ...info.get(loc), ...i }) },
+    }
+    const appliedMemo = new WeakMap<KubeObject, boolean>()
+    const isApplied = (obj: KubeObject, cluster: string | undefined): boolean => {
+      {
         const other = cluster !== undefined && cluster !== m.cluster.name
         const now = m.db.readTxn()
         const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
@@ -403,8 +414,7 @@ export class StateOfWorldController {
         const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? "")}`)
         const cur = observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
         return !!cur && holds(cur, obj)
-      },
-      inspect: (loc, i) => { info.set(loc, { ...info.get(loc), ...i }) },
+      }
     }
     this.state.runs++
     await this.o.reconcile(ctx)

@@ -4,11 +4,15 @@
 // cycle, unless the definition allows loops (then the closing edge is skipped).
 import type { ReadTxn, Table } from '@statewright/statedb'
 import { TopologyCycleError, type TopologyDefinition, type TopologyNode } from './define.ts'
-import type { Attachment, GraphTables, StoredLink } from './topology.ts'
+import type { Attachment, GraphTables } from './topology.ts'
 
 const byLocator = (a: TopologyNode, b: TopologyNode) => (a.locator < b.locator ? -1 : a.locator > b.locator ? 1 : 0)
 
 export class TopologyView {
+  // a view never changes, so what it computed once holds (a state-of-world run asks the same
+  // questions for every path through a node)
+  private readonly memo = { parents: new Map<string, TopologyNode[]>(), children: new Map<string, TopologyNode[]>(), policies: new Map<string, TopologyNode[]>() }
+
   constructor(private readonly def: TopologyDefinition, private readonly t: GraphTables, readonly txn: ReadTxn) {}
 
   private q<T>(table: Table<T>, index: string, key: string): T[] {
@@ -31,34 +35,18 @@ export class TopologyView {
   /** Policy nodes. */
   policies(): TopologyNode[] { return this.nodes().filter((n) => n.policy) }
 
-  /** What a stored link's endpoint names: the node, or the sections of that kind of the object it names. */
-  private resolve(key: string, kind: string): TopologyNode[] {
-    const n = this.node(key)
-    if (n && n.kind === kind) return [n]
-    return this.q(this.t.nodes, 'owner', key).filter((s) => s.kind === kind)
-  }
-
-  private kindsOf(link: number, n: TopologyNode, side: 'from' | 'to'): string | undefined {
-    if (link >= 0) return this.def.links[link]![side]
-    // the owner -> section link
-    if (side === 'to') return n.owner ? n.kind : undefined
-    return n.kind
-  }
-
   /** The parents of a node, sorted by locator. */
   parents(child: TopologyNode | string): TopologyNode[] {
     const n = typeof child === 'string' ? this.node(child) : child
     if (!n || n.policy) return []
+    let r = this.memo.parents.get(n.locator)
+    if (!r) this.memo.parents.set(n.locator, r = this.parentsOf(n))
+    return [...r]
+  }
+
+  private parentsOf(n: TopologyNode): TopologyNode[] {
     const out = new Map<string, TopologyNode>()
-    const names = n.owner ? [n.locator, n.owner] : [n.locator]
-    for (const name of names) {
-      for (const l of this.q(this.t.links, 'child', name)) {
-        if (l.link < 0 ? l.child !== n.locator : this.def.links[l.link]!.to !== n.kind) continue
-        const from = l.link < 0 ? undefined : this.def.links[l.link]!.from
-        const ps = l.link < 0 ? [this.node(l.parent)].filter((x): x is TopologyNode => !!x) : this.resolve(l.parent, from!)
-        for (const p of ps) if (this.accepts(l, p, n)) out.set(p.locator, p)
-      }
-    }
+    for (const l of this.q(this.t.links, 'child', n.locator)) { const p = this.node(l.parent); if (p) out.set(p.locator, p) }
     return [...out.values()].sort(byLocator)
   }
 
@@ -66,29 +54,15 @@ export class TopologyView {
   children(parent: TopologyNode | string): TopologyNode[] {
     const n = typeof parent === 'string' ? this.node(parent) : parent
     if (!n || n.policy) return []
-    const out = new Map<string, TopologyNode>()
-    const names = n.owner ? [n.locator, n.owner] : [n.locator]
-    for (const name of names) {
-      for (const l of this.q(this.t.links, 'parent', name)) {
-        if (l.link < 0) {
-          if (l.parent !== n.locator) continue
-          const c = this.node(l.child)
-          if (c) out.set(c.locator, c)
-          continue
-        }
-        const def = this.def.links[l.link]!
-        if (def.from !== n.kind) continue
-        for (const c of this.resolve(l.child, def.to)) if (this.accepts(l, n, c)) out.set(c.locator, c)
-      }
-    }
-    return [...out.values()].sort(byLocator)
+    let r = this.memo.children.get(n.locator)
+    if (!r) this.memo.children.set(n.locator, r = this.childrenOf(n))
+    return [...r]
   }
 
-  private accepts(l: StoredLink, p: TopologyNode, c: TopologyNode): boolean {
-    if (l.link < 0) return true
-    const def = this.def.links[l.link]!
-    // a stored link that names one endpoint exactly holds for that endpoint only
-    return def.accepts ? def.accepts(p, c) : true
+  private childrenOf(n: TopologyNode): TopologyNode[] {
+    const out = new Map<string, TopologyNode>()
+    for (const l of this.q(this.t.links, 'parent', n.locator)) { const c = this.node(l.child); if (c) out.set(c.locator, c) }
+    return [...out.values()].sort(byLocator)
   }
 
   /** Nodes without parents (policies excluded), sorted. */
@@ -100,6 +74,12 @@ export class TopologyView {
   policiesOf(target: TopologyNode | string): TopologyNode[] {
     const n = typeof target === 'string' ? this.node(target) : target
     if (!n) return []
+    let r = this.memo.policies.get(n.locator)
+    if (!r) this.memo.policies.set(n.locator, r = this.policiesOfNode(n))
+    return [...r]
+  }
+
+  private policiesOfNode(n: TopologyNode): TopologyNode[] {
     const names = n.owner && n.section ? [n.locator, `${n.owner}#${n.section}`] : [n.locator]
     const out = new Map<string, TopologyNode>()
     for (const name of names) for (const a of this.q<Attachment>(this.t.attachments, 'target', name)) {
