@@ -81,8 +81,35 @@ export function compute(view: TopologyView, o: RateLimitOptions) {
   return { paths, objects, gatewayObjects, limitador: objects[0]!, specOf }
 }
 
+const parsed = new WeakMap<KubeObject, unknown>()
+function dataOf(obj: KubeObject | undefined, key: string): any {
+  if (!obj) return undefined
+  if (!parsed.has(obj)) { try { parsed.set(obj, JSON.parse((obj as { data?: Record<string, string> }).data?.[key] ?? 'null')) } catch { parsed.set(obj, null) } }
+  return parsed.get(obj)
+}
+
+/**
+ * Whether what the policy contributes is applied: its limits in Limitador's ConfigMap and its action
+ * sets in each carrying Gateway's, as the cluster holds them. Another policy's change to the same
+ * ConfigMaps does not make this one "not enforced" while that change is being applied.
+ */
+function contributionApplied(policy: TopologyNode, run: ReturnType<typeof compute>, gateways: string[], observed: (obj: KubeObject) => KubeObject | undefined): boolean {
+  const prefix = `${policy.namespace}/${policy.name}/`
+  const mine = (x: { id: string }) => x.id.startsWith(prefix)
+  const have = new Set(((dataOf(observed(run.limitador), 'limits.json') ?? []) as Array<{ id: string }>).filter(mine).map((l) => JSON.stringify(l)))
+  const want = (dataOf(run.limitador, 'limits.json') as Array<{ id: string }>).filter(mine).map((l) => JSON.stringify(l))
+  if (have.size !== want.length || want.some((l) => !have.has(l))) return false
+  const project = (cfg: any) => JSON.stringify(((cfg?.actionSets ?? []) as Array<{ limits: string[] }>).map((a) => ({ ...a, limits: a.limits.filter((id) => id.startsWith(prefix)) })).filter((a) => a.limits.length))
+  for (const g of gateways) {
+    const [config] = run.gatewayObjects.get(g) ?? []
+    if (!config) continue
+    if (project(dataOf(observed(config), 'config.json')) !== project(dataOf(config, 'config.json'))) return false
+  }
+  return true
+}
+
 /** A policy's Accepted and Enforced conditions (Kuadrant's reasons and messages). */
-export function conditionsFor(view: TopologyView, policy: TopologyNode<RateLimitPolicy>, run: ReturnType<typeof compute>, applied: (obj: KubeObject) => boolean): { conditions: ConditionInput[]; inspect: string } {
+export function conditionsFor(view: TopologyView, policy: TopologyNode<RateLimitPolicy>, run: ReturnType<typeof compute>, observed: (obj: KubeObject) => KubeObject | undefined): { conditions: ConditionInput[]; inspect: string } {
   const v = run.specOf(policy)
   if (!v.ok) return { conditions: [{ type: 'Accepted', status: 'False', reason: v.reason, message: v.message }], inspect: 'Invalid' }
   const ref = policy.object.spec.targetRef
@@ -109,8 +136,7 @@ export function conditionsFor(view: TopologyView, policy: TopologyNode<RateLimit
   if (!some && names.length > 0) {
     return { conditions: [accepted, { type: 'Enforced', status: 'False', reason: 'Overridden', message: `RateLimitPolicy is overridden by [${[...others].sort().join(' ')}]` }], inspect: 'Overridden' }
   }
-  const needed = [run.limitador, ...[...carriers].flatMap((g) => run.gatewayObjects.get(g) ?? [])]
-  if (!needed.every(applied)) return { conditions: [accepted, { type: 'Enforced', status: 'False', reason: 'Unknown', message: 'RateLimitPolicy is waiting for its configuration to be applied' }], inspect: 'Accepted' }
+  if (!contributionApplied(policy, run, [...carriers], observed)) return { conditions: [accepted, { type: 'Enforced', status: 'False', reason: 'Unknown', message: 'RateLimitPolicy is waiting for its configuration to be applied' }], inspect: 'Accepted' }
   return {
     conditions: [accepted, { type: 'Enforced', status: 'True', reason: 'Enforced', message: all ? 'RateLimitPolicy has been successfully enforced' : 'RateLimitPolicy has been partially enforced' }],
     inspect: all ? 'Enforced' : 'PartiallyEnforced',
@@ -125,7 +151,7 @@ export function rateLimitReconcile(o: RateLimitOptions) {
     ctx.desire('ratelimit', run.objects)
     for (const p of run.paths) ctx.inspect(p.route.locator, { effective: p.effective.rules.map((r) => ({ name: r.name, source: r.source, rule: r.rule })) })
     for (const policy of view.nodes('RateLimitPolicy') as TopologyNode<RateLimitPolicy>[]) {
-      const { conditions, inspect } = conditionsFor(view, policy, run, (obj) => ctx.applied(obj))
+      const { conditions, inspect } = conditionsFor(view, policy, run, (obj) => ctx.observed(obj))
       ctx.status(policy.object, { conditions })
       ctx.inspect(policy.locator, { status: inspect })
     }

@@ -53,6 +53,12 @@ export interface ReconcileContext {
   status(obj: KubeObject, status: StatusPatch): void
   /** Whether this object, exactly as given, is applied (desired, and the apply succeeded). */
   applied(obj: KubeObject, cluster?: string): boolean
+  /**
+   * The object as applied: our desired copy once its apply succeeded, else what the cluster holds
+   * (the Manager's reflector of owned kinds; after a restart, before our first apply). Undefined when
+   * neither has it.
+   */
+  observed(obj: KubeObject, cluster?: string): KubeObject | undefined
   /** Notes what inspection shows for a topology node (a policy's status, a target's effective policy). */
   inspect(locator: string, info: { status?: string; effective?: unknown }): void
 }
@@ -400,6 +406,14 @@ export class StateOfWorldController {
         const r = isApplied(obj, cluster)
         if (cluster === undefined) appliedMemo.set(obj, r)
         return r
+      },
+      observed: (obj, cluster) => {
+        const other = cluster !== undefined && cluster !== m.cluster.name
+        const now = m.db.readTxn()
+        const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
+        if (d && d.status.kind === 'done') return d.object
+        const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
+        return observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
       },
       inspect: (loc, i) => { info.set(loc, { ...info.get(loc), ...i }) },
     }
