@@ -95,18 +95,35 @@ function dataOf(obj: KubeObject | undefined, key: string): any {
  */
 function contributionApplied(policy: TopologyNode, run: ReturnType<typeof compute>, gateways: string[], observed: (obj: KubeObject) => KubeObject | undefined): boolean {
   const prefix = `${policy.namespace}/${policy.name}/`
-  const mine = (x: { id: string }) => x.id.startsWith(prefix)
-  const have = new Set(((dataOf(observed(run.limitador), 'limits.json') ?? []) as Array<{ id: string }>).filter(mine).map((l) => JSON.stringify(l)))
-  const want = (dataOf(run.limitador, 'limits.json') as Array<{ id: string }>).filter(mine).map((l) => JSON.stringify(l))
-  if (have.size !== want.length || want.some((l) => !have.has(l))) return false
-  const project = (cfg: any) => JSON.stringify(((cfg?.actionSets ?? []) as Array<{ limits: string[] }>).map((a) => ({ ...a, limits: a.limits.filter((id) => id.startsWith(prefix)) })).filter((a) => a.limits.length))
+  if ((limitsByPolicy(observed(run.limitador)).get(prefix) ?? '') !== (limitsByPolicy(run.limitador).get(prefix) ?? '')) return false
   for (const g of gateways) {
     const [config] = run.gatewayObjects.get(g) ?? []
-    if (!config) continue
-    if (project(dataOf(observed(config), 'config.json')) !== project(dataOf(config, 'config.json'))) return false
+    if (config && (actionSetsByPolicy(observed(config)).get(prefix) ?? '') !== (actionSetsByPolicy(config).get(prefix) ?? '')) return false
   }
   return true
 }
+
+// per ConfigMap (parsed once): each policy's part of it, as text to compare
+const policyOf = (id: string) => id.slice(0, id.lastIndexOf('/') + 1)
+const byPolicyCache = new WeakMap<KubeObject, Map<string, string>>()
+function grouped(obj: KubeObject | undefined, make: (obj: KubeObject) => Map<string, string>): Map<string, string> {
+  if (!obj) return new Map()
+  let g = byPolicyCache.get(obj)
+  if (!g) byPolicyCache.set(obj, g = make(obj))
+  return g
+}
+const limitsByPolicy = (obj: KubeObject | undefined) => grouped(obj, (o) => {
+  const out = new Map<string, string>()
+  for (const l of (dataOf(o, 'limits.json') ?? []) as Array<{ id: string }>) { const p = policyOf(l.id); out.set(p, `${out.get(p) ?? ''}${JSON.stringify(l)}\n`) }
+  return out
+})
+const actionSetsByPolicy = (obj: KubeObject | undefined) => grouped(obj, (o) => {
+  const out = new Map<string, string>()
+  for (const a of (dataOf(o, 'config.json')?.actionSets ?? []) as Array<{ limits: string[] }>) {
+    for (const p of new Set(a.limits.map(policyOf))) out.set(p, `${out.get(p) ?? ''}${JSON.stringify({ ...a, limits: a.limits.filter((id) => policyOf(id) === p) })}\n`)
+  }
+  return out
+})
 
 /** A policy's Accepted and Enforced conditions (Kuadrant's reasons and messages). */
 export function conditionsFor(view: TopologyView, policy: TopologyNode<RateLimitPolicy>, run: ReturnType<typeof compute>, observed: (obj: KubeObject) => KubeObject | undefined): { conditions: ConditionInput[]; inspect: string } {
