@@ -141,6 +141,35 @@ test('controller: no run before sync, one run at a time, events coalesced, a fai
   }
 })
 
+test('mode stateOfWorld: a kind listed again before every run, its differences as events', async () => {
+  const server = await startTestServer()
+  const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
+  const put = (kind: 'ConfigMap' | 'Secret', name: string, v: string) => cluster.request({ method: 'PATCH', path: `/api/v1/namespaces/default/${kind === 'ConfigMap' ? 'configmaps' : 'secrets'}/${name}`, query: { fieldManager: 'user', force: true }, contentType: 'application/apply-patch+yaml', body: { apiVersion: 'v1', kind, metadata: { name, namespace: 'default' }, data: { v: Buffer.from(v).toString(kind === 'Secret' ? 'base64' : 'utf8') } } })
+  const runs: Array<{ events: string[]; secrets: string[] }> = []
+  const ctl = new StateOfWorldController({
+    name: 'listed', clusters: [cluster], logger: createLogger({ level: 'silent' }),
+    watch: [{ kind: { apiVersion: 'v1', kind: 'ConfigMap' } }, { kind: { apiVersion: 'v1', kind: 'Secret' }, mode: 'stateOfWorld' }],
+    topology: defineTopology({ targetables: [{ kind: 'ConfigMap' }], links: [] }),
+    reconcile: (ctx) => { runs.push({ events: ctx.events.map((e) => `${e.type} ${e.kind} ${(e.new ?? e.old)!.metadata.name}`).sort(), secrets: ctx.table('Secret').all(ctx.txn).toArray().map((x) => x.metadata.name!) }) },
+  })
+  try {
+    await put('Secret', 's1', 'a')
+    await ctl.start()
+    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    assert.equal(runs[0], { events: ['create Secret s1'], secrets: ['s1'] }, 'listed before the first run')
+    await put('Secret', 's2', 'b') // no watch: nothing runs
+    await put('ConfigMap', 'c', 'x') // a watched change runs, and lists first
+    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    const last = runs.at(-1)!
+    assert.equal(last.secrets, ['s1', 's2'])
+    assert.ok(runs.some((r) => r.events.includes('create Secret s2')), 'the listed difference is an event')
+  } finally {
+    await ctl.stop()
+    await cluster.close()
+    await server.stop()
+  }
+})
+
 async function waitUntil(f: () => boolean, ms = 5000): Promise<void> {
   const end = Date.now() + ms
   while (!f()) { if (Date.now() > end) throw new Error('condition not met'); await new Promise((r) => setImmediate(r)) }

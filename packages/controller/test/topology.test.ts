@@ -66,6 +66,21 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   assert.equal(locs(top.view().children(L('gw-1', 'http'))), [R('route-3')])
 })
 
+test('expandServicePorts: a rule links to the Service port its backendRef names', async () => {
+  const t = gatewayTables()
+  const top = topo(t, 'ports', { expandServicePorts: true })
+  await t.db.write([t.gateways, t.routes, t.services], (w) => {
+    t.gateways.insert(w, gateway('default', 'gw-1'))
+    t.routes.insert(w, route('default', 'r', ['gw-1'], { rules: [{ backendRefs: [{ name: 'web', port: 8080 }] }, { backendRefs: [{ name: 'web' }] }] }))
+    t.services.insert(w, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' }, spec: { ports: [{ name: 'http', port: 80 }, { name: 'alt', port: 8080 }] } })
+  })
+  await top.sync()
+  const v = top.view()
+  assert.equal(locs(v.children('service:default/web')), ['serviceport:default/web#alt', 'serviceport:default/web#http'])
+  assert.equal(locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-1')), ['serviceport:default/web#alt'])
+  assert.equal(locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-2')), ['serviceport:default/web#alt', 'serviceport:default/web#http'], 'no port: every port')
+})
+
 test('DOT: every node once, edges, policies dashed', async () => {
   const t = gatewayTables()
   const top = topo(t)
