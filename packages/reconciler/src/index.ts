@@ -27,9 +27,8 @@ export {
   type Status,
   type StatusKind,
 } from './status.ts'
-export { StoppedError } from './engine.ts'
+export { StoppedError } from './runner.ts'
 export type { FullReport } from './full.ts'
-export { RetryQueue, type RetryItem } from './retries.ts'
 export { describeHealth, type Health, type HealthLevel, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'

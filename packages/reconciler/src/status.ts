@@ -125,7 +125,7 @@ const KIND_SEPARATOR = ':'
 /**
  * A non-unique index by status kind, ready to add to a table. For a single status the key is the
  * kind ("pending"); for a status set it is "name:kind", so each reconciler's view is one query.
- * `query(kind, name?)` builds the query; `forName(name)` binds the name for status sets.
+ * `kind(kind, name?)` builds the query (for a status set, of the reconciler `name`).
  */
 export class StatusIndex<Obj> extends Index<Obj, string> {
   /** Set when the index covers a status set. */
