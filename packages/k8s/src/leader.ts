@@ -18,7 +18,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, type AttemptResult, type LeaseTerm } from './lease.ts'
-import { reportError } from './callbacks.ts'
+import { noteFailure } from './callbacks.ts'
 
 export interface LeaderCallbacks {
   /** A term began: start the work; stop it when `term.signal` aborts (onStoppedLeading is also called). */
@@ -129,9 +129,7 @@ export class LeaderElector {
   }
 
   private failed(err: Error): void {
-    this.st.errors++
-    this.st.lastError = err.message
-    reportError(this.o.onError, err)
+    noteFailure(this.st, this.o.onError, err)
   }
 
   private jitter(): number {

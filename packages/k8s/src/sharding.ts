@@ -14,7 +14,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, leasePath, wallNow, type LeaseObject, type LeaseTerm } from './lease.ts'
-import { reportError } from './callbacks.ts'
+import { noteFailure } from './callbacks.ts'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
 
@@ -135,9 +135,7 @@ export class ShardedLeases {
   }
 
   private failed(err: Error): void {
-    this.st.errors++
-    this.st.lastError = err.message
-    reportError(this.o.onError, err)
+    noteFailure(this.st, this.o.onError, err)
   }
 
   private async run(): Promise<void> {

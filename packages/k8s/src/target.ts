@@ -8,10 +8,11 @@
 // - Batches run with bounded concurrency; every request goes through its cluster's shared limiter
 //   (QPS/burst) and pause (429 Retry-After).
 // - Errors name the object ("ConfigMap default/web: ...") and never carry object contents.
-import { newStatusIndex, statusPending, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
-import { Table, defineIndex, type Index } from '@statewright/statedb'
+import { Reconciler, newStatusIndex, statusPending, type ReconcilerConfig, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
+import { Table, defineIndex, type DB, type Index } from '@statewright/statedb'
 import { ApiError, isNotFound, type Cluster } from './cluster.ts'
 import { collectionPath, describe, groupKind, groupOf, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
+import { listAll } from './list.ts'
 import type { K8sMetrics } from './metrics.ts'
 
 /** One desired object of one cluster, with the reconciler's status. */
@@ -238,20 +239,10 @@ export class Target {
       for (const kind of this.kinds.values()) {
         try {
           const r = await resolveKind(cluster, kind)
-          let cont: string | undefined
-          do {
-            const page: any = await cluster.request({
-              path: collectionPath(r, this.o.pruneNamespace),
-              query: { labelSelector: `${this.ownerLabel}=${this.owner}`, limit: 500, continue: cont },
-              signal: ctx?.signal,
-              what: `prune list of ${groupKind(kind)}`,
-            })
-            for (const it of page?.items ?? []) {
-              const obj: KubeObject = { ...it, apiVersion: it.apiVersion ?? kind.apiVersion, kind: it.kind ?? kind.kind }
-              if (!want.has(objectKey(cluster.name, obj)) && (this.o.prunable?.(obj, cluster.name) ?? true)) stale.push({ cluster, obj })
-            }
-            cont = page?.metadata?.continue || undefined
-          } while (cont)
+          const { items } = await listAll(cluster, r, { ...(this.o.pruneNamespace ? { namespace: this.o.pruneNamespace } : {}), labelSelector: `${this.ownerLabel}=${this.owner}`, ...(ctx?.signal ? { signal: ctx.signal } : {}) })
+          for (const obj of items) {
+            if (!want.has(objectKey(cluster.name, obj)) && (this.o.prunable?.(obj, cluster.name) ?? true)) stale.push({ cluster, obj })
+          }
         } catch (err) {
           failures.push(`cluster ${cluster.name}: ${(err as Error).message}`)
         }
@@ -292,4 +283,26 @@ function conflictFields(err: ApiError): string {
   const causes: any[] = err.status?.details?.causes ?? []
   if (causes.length === 0) return err.message
   return causes.map((c) => `${c.field ?? '?'}: ${c.message ?? c.reason ?? ''}`).join('; ')
+}
+
+export type TargetReconcilerOptions = Omit<ReconcilerConfig<DesiredObject>, 'db' | 'table' | 'statusIndex' | 'primaryKey' | 'getObjectStatus' | 'setObjectStatus' | 'operations' | 'batchOperations'> & {
+  /** Use batch operations (bounded concurrency; default true). */
+  batch?: boolean
+}
+
+/** A reconciler of the desired table, driving the target's clusters. Call start() on it. */
+export function targetReconciler(db: DB, desired: DesiredTable, target: Target, opts: TargetReconcilerOptions = {}): Reconciler<DesiredObject> {
+  const { batch = true, ...rest } = opts
+  return new Reconciler<DesiredObject>({
+    name: target.name,
+    ...rest,
+    db,
+    table: desired.table,
+    statusIndex: desired.statusIndex,
+    primaryKey: desired.primaryKey,
+    getObjectStatus: (d) => d.status,
+    setObjectStatus: (d, status) => ({ ...d, status }),
+    operations: target.operations,
+    ...(batch ? { batchOperations: target.batchOperations } : {}),
+  })
 }
