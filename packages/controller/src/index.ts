@@ -30,3 +30,7 @@ export {
 } from './topology/gatewayapi.ts'
 export { StateOfWorldController, type StateOfWorldOptions, type ReconcileContext, type ReconcileFn, type ResourceEvent, type WatchSpec } from './topology/stateofworld.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './topology/workflow.ts'
+export {
+  ControllerError, ConfigError, UsageError, InvalidObjectError, CleanupError, StoppedError, TimeoutError,
+  type ControllerErrorCode,
+} from './errors.ts'

@@ -11,6 +11,7 @@
 //   watches. Object errors show as degraded health with counts and examples (/statusz).
 // - stop() is graceful and idempotent: intake stops first, in-flight applies get until the deadline,
 //   then everything stops and the Lease is released. SIGTERM and SIGINT call it.
+import { ConfigError, UsageError } from './errors.ts'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { Reconciler, type BatchEntry, type Health, type PromRegistry } from '@statewright/reconciler'
 import {
@@ -164,9 +165,9 @@ export class Manager {
   private readonly offMetrics: Array<() => void> = []
 
   constructor(o: ManagerOptions) {
-    if (!o.name) throw new Error('Manager: `name` is required (field manager and owner label value)')
-    if (o.sharding && o.leaderElection) throw new Error(`Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`)
-    if (o.sharding && !(o.sharding.shards >= 1)) throw new Error(`Manager "${o.name}": sharding.shards must be at least 1`)
+    if (!o.name) throw new ConfigError('Manager: `name` is required (field manager and owner label value)')
+    if (o.sharding && o.leaderElection) throw new ConfigError(`Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`)
+    if (o.sharding && !(o.sharding.shards >= 1)) throw new ConfigError(`Manager "${o.name}": sharding.shards must be at least 1`)
     this.o = o
     this.name = o.name
     this.db = o.db ?? new DB()
@@ -177,7 +178,7 @@ export class Manager {
     this.ownsCluster = !o.cluster
     this.cluster = o.cluster ?? new Cluster()
     for (const c of [this.cluster, ...(o.clusters ?? [])]) {
-      if (this.clusters.has(c.name)) throw new Error(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
+      if (this.clusters.has(c.name)) throw new ConfigError(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
       this.clusters.set(c.name, c)
       if (this.metrics) this.offMetrics.push(c.onResponse(this.metrics.request))
     }
@@ -292,7 +293,7 @@ export class Manager {
   get url(): string | undefined { return this.url_ }
 
   async start(): Promise<void> {
-    if (this.state !== 'new') throw new Error(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
+    if (this.state !== 'new') throw new UsageError(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
     this.state = 'starting'
     try {
       if (this.server) this.url_ = await this.server.listen()
@@ -301,7 +302,7 @@ export class Manager {
       for (const c of this.components.filter((c) => !c.leaderOnly)) await c.start()
       const le = this.o.leaderElection
       const sh = this.o.sharding
-      if (sh && this.components.some((c) => c.leaderOnly)) throw new Error(`Manager "${this.name}": leader-only components (${this.components.filter((c) => c.leaderOnly).map((c) => c.name).join(', ')}) need leaderElection, not sharding`)
+      if (sh && this.components.some((c) => c.leaderOnly)) throw new ConfigError(`Manager "${this.name}": leader-only components (${this.components.filter((c) => c.leaderOnly).map((c) => c.name).join(', ')}) need leaderElection, not sharding`)
       if (sh) {
         for (const p of leaderParts) await p.start()
         this.leading = true
@@ -502,12 +503,12 @@ export class Manager {
   private clusterNamed(name: string | undefined): Cluster {
     if (name === undefined) return this.cluster
     const c = this.clusters.get(name)
-    if (!c) throw new Error(`Manager "${this.name}": no cluster named "${name}" (clusters: ${[...this.clusters.keys()].join(', ')})`)
+    if (!c) throw new ConfigError(`Manager "${this.name}": no cluster named "${name}" (clusters: ${[...this.clusters.keys()].join(', ')})`)
     return c
   }
 
   private notStarted(what: string): void {
-    if (this.state !== 'new') throw new Error(`Manager "${this.name}": ${what}() must be called before start()`)
+    if (this.state !== 'new') throw new UsageError(`Manager "${this.name}": ${what}() must be called before start()`)
   }
 }
 

@@ -9,6 +9,7 @@
 // object keeps drifting, so a second writer that reverts us is not answered at full speed forever;
 // such a fight is reported (health, metrics, onFight, a Warning Event naming the other manager).
 // An object that holds what we want again before its repair is due is not repaired.
+import { StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Reconciler, statusPending } from '@statewright/reconciler'
 import type { ChangeIterator, DB, ReadTxn, Table } from '@statewright/statedb'
@@ -88,7 +89,7 @@ export class DriftWatcher {
   async waitFor(txn: ReadTxn, signal?: AbortSignal): Promise<void> {
     const want = this.o.observed.revision(txn)
     while (this.consumed < want) {
-      if (!this.loop || this.ctrl.signal.aborted) throw new Error('drift watcher is not running')
+      if (!this.loop || this.ctrl.signal.aborted) throw new StoppedError('drift watcher is not running')
       signal?.throwIfAborted()
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(signal!.reason)

@@ -7,6 +7,10 @@ export {
 } from './gvk.ts'
 export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
 export type { WatchEvent } from './ndjson.ts'
+export {
+  K8sError, ConfigError, UnknownKindError, InvalidObjectError, WatchError, ReflectorError, PruneError, TimeoutError, StoppedError,
+  type K8sErrorCode,
+} from './errors.ts'
 export { K8sMetrics, type CounterLike, type GaugeLike } from './metrics.ts'
 export { StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'

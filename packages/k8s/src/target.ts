@@ -8,6 +8,7 @@
 // - Batches run with bounded concurrency; every request goes through its cluster's shared limiter
 //   (QPS/burst) and pause (429 Retry-After).
 // - Errors name the object ("ConfigMap default/web: ...") and never carry object contents.
+import { ConfigError, InvalidObjectError, PruneError } from './errors.ts'
 import { Reconciler, newStatusIndex, statusPending, type ReconcilerConfig, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
 import { Table, defineIndex, type DB, type Index } from '@statewright/statedb'
 import { ApiError, isNotFound, type Cluster } from './cluster.ts'
@@ -99,7 +100,7 @@ export class Target {
   constructor(opts: TargetOptions) {
     this.o = opts
     const list = Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
-    if (list.length === 0) throw new Error('target: no cluster')
+    if (list.length === 0) throw new ConfigError('target: no cluster')
     for (const c of list) this.clusters.set(c.name, c)
     this.defaultCluster = list[0]
     this.fieldManager = opts.fieldManager ?? 'statewright'
@@ -127,7 +128,7 @@ export class Target {
   clusterOf(d: DesiredObject): Cluster {
     if (d.cluster === undefined) return this.defaultCluster
     const c = this.clusters.get(d.cluster)
-    if (!c) throw new Error(`${describe(d.object)}: unknown cluster "${d.cluster}" (known: ${[...this.clusters.keys()].join(', ')})`)
+    if (!c) throw new ConfigError(`${describe(d.object)}: unknown cluster "${d.cluster}" (known: ${[...this.clusters.keys()].join(', ')})`)
     return c
   }
 
@@ -141,7 +142,7 @@ export class Target {
     const cluster = this.clusterOf(d)
     const obj = d.object
     const what = describe(obj)
-    if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) throw new Error(`${what}: a desired object needs apiVersion, kind and metadata.name`)
+    if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) throw new InvalidObjectError(`${what}: a desired object needs apiVersion, kind and metadata.name`)
     this.kinds.set(groupKind(obj as KindRef), { apiVersion: obj.apiVersion, kind: obj.kind })
     const r = await resolveKind(cluster, obj as KindRef)
     const key = objectKey(cluster.name, obj)
@@ -254,7 +255,7 @@ export class Target {
       this.lastApplied.delete(objectKey(s.cluster.name, s.obj))
     })
     for (const e of entries) if (e.error !== undefined) failures.push((e.error as Error).message)
-    if (failures.length) throw new Error(`prune: ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`)
+    if (failures.length) throw new PruneError(`prune: ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`, failures)
   }
 
   /** Runs fn over the entries, `concurrency` at a time; failures are set on the entries. */

@@ -3,7 +3,6 @@
 
 export { Reconciler, type FailedObject, type ReconcilerStats } from './reconciler.ts'
 export {
-  ConfigError,
   defaultClone,
   type BatchEntry,
   type BatchOperations,
@@ -27,7 +26,7 @@ export {
   type Status,
   type StatusKind,
 } from './status.ts'
-export { StoppedError } from './runner.ts'
+export { ReconcilerError, ConfigError, StoppedError, UsageError, type ReconcilerErrorCode } from './errors.ts'
 export type { FullReport } from './full.ts'
 export { describeHealth, type Health, type HealthLevel, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'

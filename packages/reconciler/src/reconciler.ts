@@ -11,11 +11,12 @@
 //   timer, closes the change iterator and stops the limiters: nothing of it keeps the process alive.
 //   The retry queue survives a stop (failed deletes must still be retried after a restart).
 
+import { StoppedError, UsageError } from './errors.ts'
 import Bottleneck from 'bottleneck'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import type { ChangeIterator, Watch } from '@statewright/statedb'
 import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
-import { OperationRunner, StoppedError } from './runner.ts'
+import { OperationRunner } from './runner.ts'
 import { showRetryKey } from './retries.ts'
 import { fullReconciliation, type FullReport } from './full.ts'
 import { markForRefresh, RefreshBudget } from './refresh.ts'
@@ -90,7 +91,7 @@ export class Reconciler<Obj> {
    */
   start(): this {
     if (this.running) return this
-    if (this.stopping) throw new Error(`reconciler "${this.name}" is stopping: await stop() before start()`)
+    if (this.stopping) throw new UsageError(`reconciler "${this.name}" is stopping: await stop() before start()`)
     this.running = true
     this.initialRoundDone = false
     this.waiters.reset()

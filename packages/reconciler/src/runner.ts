@@ -15,6 +15,7 @@
 // - one `done` status object is shared by every success of a round (fewer allocations, less retained
 //   memory; ids only need to be unique per write of one object).
 
+import { StoppedError } from './errors.ts'
 import Bottleneck from 'bottleneck'
 import { Query, type Key, type ReadTxn, type WriteTxn } from '@statewright/statedb'
 import type { BatchEntry, OpContext, Resolved } from './config.ts'
@@ -40,9 +41,6 @@ export interface Outcome<Obj> {
   changed: boolean
 }
 
-export class StoppedError extends Error {
-  override name = 'StoppedError'
-}
 
 export class OperationRunner<Obj> {
   readonly retries: RetryQueue<Obj>

@@ -11,6 +11,7 @@
 // `updatedAt` is epoch milliseconds (a number, not a Date: one object per status is the main cost
 // of a status, and the reconciler writes one per object per round).
 
+import { UsageError } from './errors.ts'
 import { Index, Query, type IndexOptions } from '@statewright/statedb'
 
 export type StatusKind = 'pending' | 'refreshing' | 'done' | 'error'
@@ -139,7 +140,7 @@ export class StatusIndex<Obj> extends Index<Obj, string> {
   /** The objects with status `kind` (for a status set: of the reconciler `name`). */
   kind(kind: StatusKind, name?: string): Query<Obj> {
     if (this.isSet) {
-      if (name === undefined) throw new Error(`status index "${this.name}" covers a status set: give the reconciler name`)
+      if (name === undefined) throw new UsageError(`status index "${this.name}" covers a status set: give the reconciler name`)
       return this.query(name + KIND_SEPARATOR + kind)
     }
     return this.query(kind)

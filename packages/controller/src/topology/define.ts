@@ -5,6 +5,7 @@
 // kind stands for all of them (a route's parentRef without sectionName names every listener);
 // `accepts(parent, child)` then narrows (hostnames that intersect). Links are stored by those
 // locators, so a change costs O(its links) and reads use indexes, never scans.
+import { ConfigError } from '../errors.ts'
 import type { Table } from '@statewright/statedb'
 import { locator } from './locator.ts'
 
@@ -89,8 +90,8 @@ export class TopologyCycleError extends Error {
 export function defineTopology<D extends TopologyDefinition>(def: D): D {
   const kinds = new Map<string, string>()
   const add = (what: string, k: KindBase<unknown>) => {
-    if (typeof k?.kind !== 'string' || !k.kind) throw new Error(`topology: a ${what} has no kind`)
-    if (kinds.has(k.kind)) throw new Error(`topology: kind "${k.kind}" is defined twice (as ${kinds.get(k.kind)} and ${what})`)
+    if (typeof k?.kind !== 'string' || !k.kind) throw new ConfigError(`topology: a ${what} has no kind`)
+    if (kinds.has(k.kind)) throw new ConfigError(`topology: kind "${k.kind}" is defined twice (as ${kinds.get(k.kind)} and ${what})`)
     kinds.set(k.kind, what)
   }
   for (const t of def.targetables ?? []) add('targetable', t)
@@ -98,7 +99,7 @@ export function defineTopology<D extends TopologyDefinition>(def: D): D {
   for (const o of def.objects ?? []) add('object', o)
   const sectionKinds = new Set<string>()
   for (const [i, l] of (def.links ?? []).entries()) {
-    if (!l.parents && !l.children) throw new Error(`topology: link ${i} (${l.from} -> ${l.to}) needs parents(child) or children(parent)`)
+    if (!l.parents && !l.children) throw new ConfigError(`topology: link ${i} (${l.from} -> ${l.to}) needs parents(child) or children(parent)`)
     for (const k of [l.from, l.to]) if (!kinds.has(k)) sectionKinds.add(k)
   }
   // a kind no table holds must be a section kind; it is checked when sections are made

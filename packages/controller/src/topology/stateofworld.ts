@@ -15,6 +15,7 @@
 //   operations: retried per object with backoff, never dropped.
 // - A change of a derived object's apply status (applied, failed) runs reconcile again without
 //   events, so a status that waits for "applied" is written once it is.
+import { ConfigError, UsageError } from '../errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Table, defineIndex, waitAny, type ChangeIterator, type DB, type ReadTxn, type Watch } from '@statewright/statedb'
 import { Reconciler, newStatusIndex, statusPending, type Status, type StatusIndex } from '@statewright/reconciler'
@@ -133,8 +134,8 @@ export class StateOfWorldController {
   private state: { runs: number; failures: number; lastError?: string; synced: boolean; idle: boolean } = { runs: 0, failures: 0, synced: false, idle: false }
 
   constructor(o: StateOfWorldOptions) {
-    if (!o?.name) throw new Error('StateOfWorldController: `name` is required')
-    if (!o.manager && !(o.clusters?.length)) throw new Error(`StateOfWorldController "${o.name}": give a manager, or clusters (and a db)`)
+    if (!o?.name) throw new ConfigError('StateOfWorldController: `name` is required')
+    if (!o.manager && !(o.clusters?.length)) throw new ConfigError(`StateOfWorldController "${o.name}": give a manager, or clusters (and a db)`)
     this.o = o
     this.name = o.name
     this.own = !o.manager
@@ -144,11 +145,11 @@ export class StateOfWorldController {
     for (const w of o.watch) {
       const { kind, table: tname, mode, predicate: _p, ...wopts } = w
       const cluster = w.cluster ? m.clusters.get(w.cluster) : m.cluster
-      if (!cluster) throw new Error(`StateOfWorldController "${o.name}": no cluster named "${w.cluster}"`)
+      if (!cluster) throw new ConfigError(`StateOfWorldController "${o.name}": no cluster named "${w.cluster}"`)
       const table = mode === 'stateOfWorld'
         ? this.listedTable(tname ?? `${o.name}-${plural(kind.kind)}`)
         : m.watch(kind, { ...wopts, ...(tname ? { name: tname } : {}) }) as Table<KubeObject>
-      if (this.tables.has(kind.kind)) throw new Error(`StateOfWorldController "${o.name}": kind ${kind.kind} is watched twice`)
+      if (this.tables.has(kind.kind)) throw new ConfigError(`StateOfWorldController "${o.name}": kind ${kind.kind} is watched twice`)
       this.tables.set(kind.kind, { spec: w, table, cluster })
     }
     const fill = <K extends { kind: string; table?: Table<any> }>(k: K): K => (k.table ? k : { ...k, table: this.tables.get(k.kind)?.table })
@@ -178,7 +179,7 @@ export class StateOfWorldController {
 
   /** Starts (standalone: the inner Manager; with a manager, start that instead). */
   async start(): Promise<void> {
-    if (!this.own) throw new Error(`StateOfWorldController "${this.name}": it runs in its manager; start the manager`)
+    if (!this.own) throw new UsageError(`StateOfWorldController "${this.name}": it runs in its manager; start the manager`)
     await this.manager.start()
   }
   async stop(): Promise<void> {
@@ -387,7 +388,7 @@ export class StateOfWorldController {
       events, txn, signal, state: new Map(), logger: this.log, topology: this.topology.view(txn),
       table: <T extends KubeObject>(kind: string) => {
         const t = this.tables.get(kind)
-        if (!t) throw new Error(`StateOfWorldController "${this.name}": kind "${kind}" is not watched (watched: ${[...this.tables.keys()].join(', ')})`)
+        if (!t) throw new ConfigError(`StateOfWorldController "${this.name}": kind "${kind}" is not watched (watched: ${[...this.tables.keys()].join(', ')})`)
         return t.table as unknown as Table<T>
       },
       desire: (group, objects) => {

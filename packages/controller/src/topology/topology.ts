@@ -13,6 +13,7 @@
 // - A throwing `sections`, `parents`, `children`, `accepts` or `targetRefs` is an error of the object
 //   being processed (errors() names it); it keeps its node, loses that link, and is processed again
 //   with backoff.
+import { ConfigError } from '../errors.ts'
 import { DB, Table, defineIndex, waitAny, type ChangeIterator, type ReadTxn, type Watch, type WriteTxn } from '@statewright/statedb'
 import { targetRefLocators, type LinkDefinition, type PolicyKind, type Section, type TargetableKind, type TopologyDefinition, type TopologyNode } from './define.ts'
 import { locator, groupOfApiVersion } from './locator.ts'
@@ -64,7 +65,7 @@ export class Topology {
     this.retry = { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000 }
     this.kinds = []
     const entry = (policy: boolean) => (k: TargetableKind | PolicyKind) => {
-      if (!k.table) throw new Error(`topology "${this.name}": kind "${k.kind}" has no table (give one, or watch the kind in the StateOfWorldController)`)
+      if (!k.table) throw new ConfigError(`topology "${this.name}": kind "${k.kind}" has no table (give one, or watch the kind in the StateOfWorldController)`)
       this.kinds.push({ def: k, table: k.table, policy })
     }
     def.targetables.forEach(entry(false))
