@@ -13,6 +13,7 @@
 // - `to` is initialized once every `from` table is initialized and a round has derived from them.
 // - Dependencies are recorded by the queries `fn` makes: (table, index=key) and the primary keys of
 //   what the query returned, so an object that moves out of a query's key re-derives its readers too.
+import { ConfigError, InvalidObjectError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { DB, Table, defineIndex, type ChangeIterator, type Key, type Query, type ReadTxn, type Txn, type Watch, type WriteTxn, waitAny } from '@statewright/statedb'
 import type { Logger } from './logging.ts'
@@ -128,7 +129,7 @@ export class Derivation<In, Out> {
   constructor(o: DeriveOptions<In, Out>) {
     this.o = o
     this.from = Array.isArray(o.from) ? o.from : [o.from as Table<In>]
-    if (this.from.length === 0) throw new Error('derive: `from` needs at least one table')
+    if (this.from.length === 0) throw new ConfigError('derive: `from` needs at least one table')
     this.joins = o.joins ?? []
     this.name = o.name ?? `${this.from.map((t) => t.name).join('+')}->${o.to.name}`
     this.equals = o.equals ?? jsonEquals
@@ -142,7 +143,7 @@ export class Derivation<In, Out> {
    * while it was stopped (a new change iterator does not see deletions from before it).
    */
   async start(): Promise<this> {
-    if (this.loop) throw new Error(`derivation "${this.name}": already started`)
+    if (this.loop) throw new UsageError(`derivation "${this.name}": already started`)
     const { db, to } = this.o
     if (this.ctrl.signal.aborted) {
       this.ctrl = new AbortController()
@@ -172,7 +173,7 @@ export class Derivation<In, Out> {
   async waitFor(txn: ReadTxn, signal?: AbortSignal): Promise<void> {
     const want = [...this.from, ...this.joins].map((t) => [t, t.revision(txn)] as const)
     while (!want.every(([t, r]) => (this.consumed.get(t) ?? -1) >= r)) {
-      if (!this.running) throw new Error(`derivation "${this.name}" is not running`)
+      if (!this.running) throw new StoppedError(`derivation "${this.name}" is not running`)
       signal?.throwIfAborted()
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(signal!.reason)
@@ -372,7 +373,7 @@ export class Derivation<In, Out> {
       outs = r === undefined || r === null ? [] : Array.isArray(r) ? [...(r as readonly Out[])] : [r as Out]
       for (const out of outs) {
         const why = validate?.(out, input)
-        if (why) throw new Error(`output refused: ${why}`)
+        if (why) throw new InvalidObjectError(`output refused: ${why}`)
       }
     } catch (err) {
       this.remember(id, reads)
@@ -441,7 +442,7 @@ export class Derivation<In, Out> {
 
   private recordRead<T>(t: Table<T>, q: Query<T>, found: T[]): string[] {
     if (!this.joins.includes(t)) {
-      throw new Error(`derivation "${this.name}": fn read table "${t.name}", which is not in \`joins\` (add it so its changes re-derive this input)`)
+      throw new ConfigError(`derivation "${this.name}": fn read table "${t.name}", which is not in \`joins\` (add it so its changes re-derive this input)`)
     }
     let idx = this.queried.get(t)
     if (!idx) this.queried.set(t, (idx = new Set()))

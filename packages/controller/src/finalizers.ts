@@ -19,6 +19,7 @@
 //   controller's finalizer) makes ours fail with 409 and be retried on the newer object, never lost.
 // - A failing cleanup is never silent: the object gets a `FinalizerCleanup` False condition with the
 //   error (by server-side apply on /status), and health() lists the key, error, attempts and retry.
+import { CleanupError, ConfigError, UsageError } from './errors.ts'
 import { statusPending, newStatusIndex, Reconciler, type Status, type RetryOptions, type OpContext } from '@statewright/reconciler'
 import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
 import { describe, isConflict, isNotFound, namespacedName, objectPath, resolveKind, type Cluster, type KubeObject, type KindRef, type ResourceRef } from '@statewright/k8s'
@@ -99,10 +100,10 @@ export class Finalizer {
 
   constructor(opts: FinalizerOptions) {
     if (typeof opts?.name !== 'string' || !QUALIFIED.test(opts.name)) {
-      throw new Error(`finalizer ${JSON.stringify(opts?.name)}: must be a domain-qualified name such as "example.com/cleanup"`)
+      throw new ConfigError(`finalizer ${JSON.stringify(opts?.name)}: must be a domain-qualified name such as "example.com/cleanup"`)
     }
-    if (typeof opts.cleanup !== 'function') throw new Error(`finalizer "${opts.name}": cleanup must be a function`)
-    if (!opts.cluster || !opts.db || !opts.table) throw new Error(`finalizer "${opts.name}": cluster, db and table are required`)
+    if (typeof opts.cleanup !== 'function') throw new ConfigError(`finalizer "${opts.name}": cleanup must be a function`)
+    if (!opts.cluster || !opts.db || !opts.table) throw new ConfigError(`finalizer "${opts.name}": cluster, db and table are required`)
     this.opts = opts
     this.name = opts.name
     this.key = opts.key ?? namespacedName
@@ -125,7 +126,7 @@ export class Finalizer {
   }
 
   start(): this {
-    if (this.following) throw new Error(`finalizer "${this.name}": already started`)
+    if (this.following) throw new UsageError(`finalizer "${this.name}": already started`)
     const ctrl = new AbortController()
     this.following = { ctrl, done: this.follow(ctrl.signal) }
     this.reconciler.start()
@@ -230,7 +231,7 @@ export class Finalizer {
           .catch((e) => { note = `; the ${this.conditionType} condition could not be written: ${(e as Error).message}` })
       }
       this.opts.logger?.warn({ object: describe(obj), finalizer: this.name, attempt, err: error }, 'finalizer cleanup failed; will retry with backoff')
-      throw new Error(`${describe(obj)}: cleanup for finalizer ${this.name} failed (attempt ${attempt}): ${error}${note}`)
+      throw new CleanupError(`${describe(obj)}: cleanup for finalizer ${this.name} failed (attempt ${attempt}): ${error}${note}`)
     }
     let cur = obj
     // other finalizers may keep the object: do not leave a stale failure on it (we know of one from our

@@ -8,6 +8,7 @@
 // Invariants: read-only (anything but GET/HEAD is 405); bound to 127.0.0.1 unless told otherwise; with
 // a token, every path but the web view's static files needs `Authorization: Bearer <token>`,
 // compared in constant time.
+import { ConfigError } from './errors.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { DB } from '@statewright/statedb'
@@ -62,8 +63,8 @@ export class ManagerServer {
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
         reject(e.code === 'EADDRINUSE'
-          ? new Error(`manager HTTP server: port ${port} on ${host} is in use; choose another with http.port (0 picks a free one), or stop what holds it`, { cause: e })
-          : new Error(`manager HTTP server: cannot listen on ${host}:${port}: ${e.message}`, { cause: e }))
+          ? new ConfigError(`manager HTTP server: port ${port} on ${host} is in use; choose another with http.port (0 picks a free one), or stop what holds it`, { cause: e })
+          : new ConfigError(`manager HTTP server: cannot listen on ${host}:${port}: ${e.message}`, { cause: e }))
       }
       server.once('error', onError)
       server.listen(port, host, () => { server.off('error', onError); resolve() })

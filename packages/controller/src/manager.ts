@@ -11,6 +11,7 @@
 //   watches. Object errors show as degraded health with counts and examples (/statusz).
 // - stop() is graceful and idempotent: intake stops first, in-flight applies get until the deadline,
 //   then everything stops and the Lease is released. SIGTERM and SIGINT call it.
+import { ConfigError, UsageError } from './errors.ts'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { Reconciler, type BatchEntry, type Health, type PromRegistry } from '@statewright/reconciler'
 import {
@@ -61,6 +62,8 @@ export interface ComponentHealth {
 export interface ManagerOptions {
   /** The controller's name: field manager, owner label value, Event source, metrics label. */
   name: string
+  /** The database (default: a new one). Tables of other parts may share it. */
+  db?: DB
   /** The cluster (default: KUBECONFIG or in-cluster config). A given cluster is not closed by stop(). */
   cluster?: Cluster
   /**
@@ -97,7 +100,7 @@ export interface ManagerOptions {
   pruneNamespace?: string
 }
 
-export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields'> {
+export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields' | 'transform'> {
   /** The table's name (default: the kind, lower case, plural-ish: "sites"; "<cluster>-sites" for another cluster). */
   name?: string
   /** The cluster to reflect from, by name (default: the manager's `cluster`). */
@@ -130,7 +133,7 @@ const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'PersistentVolume', 'Cluste
 
 export class Manager {
   readonly name: string
-  readonly db = new DB()
+  readonly db: DB
   readonly cluster: Cluster
   /** Every cluster, by name (the default one included). */
   readonly clusters = new Map<string, Cluster>()
@@ -167,11 +170,12 @@ export class Manager {
   private readonly offMetrics: Array<() => void> = []
 
   constructor(o: ManagerOptions) {
-    if (!o.name) throw new Error('Manager: `name` is required (field manager and owner label value)')
-    if (o.sharding && o.leaderElection) throw new Error(`Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`)
-    if (o.sharding && !(o.sharding.shards >= 1)) throw new Error(`Manager "${o.name}": sharding.shards must be at least 1`)
+    if (!o.name) throw new ConfigError('Manager: `name` is required (field manager and owner label value)')
+    if (o.sharding && o.leaderElection) throw new ConfigError(`Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`)
+    if (o.sharding && !(o.sharding.shards >= 1)) throw new ConfigError(`Manager "${o.name}": sharding.shards must be at least 1`)
     this.o = o
     this.name = o.name
+    this.db = o.db ?? new DB()
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
     this.registry = o.registry ?? (loadPromClient() ? new (loadPromClient()!.Registry)() : undefined)
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
@@ -179,7 +183,7 @@ export class Manager {
     this.ownsCluster = !o.cluster
     this.cluster = o.cluster ?? new Cluster()
     for (const c of [this.cluster, ...(o.clusters ?? [])]) {
-      if (this.clusters.has(c.name)) throw new Error(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
+      if (this.clusters.has(c.name)) throw new ConfigError(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
       this.clusters.set(c.name, c)
       if (this.metrics) this.offMetrics.push(c.onResponse(this.metrics.request))
     }
@@ -206,7 +210,7 @@ export class Manager {
   watch<T extends KubeObject = KubeObject>(kind: KindRef, opts: WatchOptions = {}): Table<T> {
     this.notStarted('watch')
     const cluster = this.clusterNamed(opts.cluster)
-    const name = opts.name ?? `${cluster === this.cluster ? '' : `${cluster.name}-`}${kind.kind.toLowerCase()}s`
+    const name = opts.name ?? `${cluster === this.cluster ? '' : `${cluster.name}-`}${plural(kind.kind)}`
     const table = new Table<KubeObject>({ name, primary: byName })
     this.db.register(table)
     const typed = table as unknown as Table<T>
@@ -223,12 +227,7 @@ export class Manager {
   /** Derives desired objects from tables: what `fn` returns is applied, and deleted when no longer returned. */
   derive<In>(o: ManagedDeriveOptions<In>): Derivation<In, DesiredObject> {
     this.notStarted('derive')
-    for (const k of o.owns ?? []) {
-      const id = `${k.apiVersion}/${k.kind}`
-      if (this.owned.has(id)) continue
-      this.owned.set(id, k)
-      for (const c of this.clusters.values()) this.watchOwned(k, c)
-    }
+    this.owns(...(o.owns ?? []))
     const d = new Derivation<In, DesiredObject>({
       db: this.db, from: o.from, to: this.desired.table, logger: this.logger,
       ...(o.name ? { name: o.name } : {}), ...(o.joins ? { joins: o.joins } : {}),
@@ -255,6 +254,21 @@ export class Manager {
     })
     this.derivations.push(d)
     return d
+  }
+
+  /**
+   * Kinds the desired objects have (like controller-runtime's Owns): objects of them carrying our
+   * owner label are pruned when not desired (also right after a restart), and watched for drift.
+   */
+  owns(...kinds: KindRef[]): void {
+    this.notStarted('owns')
+    for (const k of kinds) {
+      const id = `${k.apiVersion}/${k.kind}`
+      if (this.owned.has(id)) continue
+      this.owned.set(id, k)
+      this.target.manage(k)
+      for (const c of this.clusters.values()) this.watchOwned(k, c)
+    }
   }
 
   /**
@@ -286,7 +300,7 @@ export class Manager {
   get url(): string | undefined { return this.url_ }
 
   async start(): Promise<void> {
-    if (this.state !== 'new') throw new Error(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
+    if (this.state !== 'new') throw new UsageError(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
     this.state = 'starting'
     try {
       if (this.server) this.url_ = await this.server.listen()
@@ -295,7 +309,7 @@ export class Manager {
       for (const c of this.components.filter((c) => !c.leaderOnly)) await c.start()
       const le = this.o.leaderElection
       const sh = this.o.sharding
-      if (sh && this.components.some((c) => c.leaderOnly)) throw new Error(`Manager "${this.name}": leader-only components (${this.components.filter((c) => c.leaderOnly).map((c) => c.name).join(', ')}) need leaderElection, not sharding`)
+      if (sh && this.components.some((c) => c.leaderOnly)) throw new ConfigError(`Manager "${this.name}": leader-only components (${this.components.filter((c) => c.leaderOnly).map((c) => c.name).join(', ')}) need leaderElection, not sharding`)
       if (sh) {
         for (const p of leaderParts) await p.start()
         this.leading = true
@@ -458,7 +472,7 @@ export class Manager {
   /** A reflector of an owned kind in one cluster (selected by our owner label) and drift repair over it. */
   private watchOwned(kind: KindRef, cluster: Cluster): void {
     const isDefault = cluster === this.cluster
-    const observed = this.watch(kind, { name: `owned-${isDefault ? '' : `${cluster.name}-`}${kind.kind.toLowerCase()}s`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true, cluster: cluster.name })
+    const observed = this.watch(kind, { name: `owned-${isDefault ? '' : `${cluster.name}-`}${plural(kind.kind)}`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true, cluster: cluster.name })
     const log = this.logger.child({ drift: kind.kind, cluster: cluster.name })
     this.drift.push(new DriftWatcher({
       db: this.db, observed, desired: this.desired, fieldManager: this.name, events: this.eventsFor(cluster.name),
@@ -503,13 +517,19 @@ export class Manager {
   private clusterNamed(name: string | undefined): Cluster {
     if (name === undefined) return this.cluster
     const c = this.clusters.get(name)
-    if (!c) throw new Error(`Manager "${this.name}": no cluster named "${name}" (clusters: ${[...this.clusters.keys()].join(', ')})`)
+    if (!c) throw new ConfigError(`Manager "${this.name}": no cluster named "${name}" (clusters: ${[...this.clusters.keys()].join(', ')})`)
     return c
   }
 
   private notStarted(what: string): void {
-    if (this.state !== 'new') throw new Error(`Manager "${this.name}": ${what}() must be called before start()`)
+    if (this.state !== 'new') throw new UsageError(`Manager "${this.name}": ${what}() must be called before start()`)
   }
+}
+
+/** A kind's table name: lower case, plural-ish ("sites", "gatewayclasses", "ratelimitpolicies"). */
+export function plural(kind: string): string {
+  const k = kind.toLowerCase()
+  return /(s|x|ch|sh)$/.test(k) ? `${k}es` : /[^aeiou]y$/.test(k) ? `${k.slice(0, -1)}ies` : `${k}s`
 }
 
 function defaultIdentity(): string {

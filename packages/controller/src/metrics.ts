@@ -7,6 +7,7 @@
 // - rest_client_requests_total{code,method,host}, rest_client_request_duration_seconds{verb,host};
 // - leader_election_master_status{name}.
 // prom-client is an optional peer: loaded when a ControllerMetrics is built, never at import.
+import { ConfigError } from './errors.ts'
 import { createRequire } from 'node:module'
 import type * as PromClient from 'prom-client'
 import type { Metrics, OperationName, OperationResult, PromRegistry } from '@statewright/reconciler'
@@ -38,7 +39,7 @@ export class ControllerMetrics implements Metrics {
   /** Throws, naming the install command, when prom-client is not installed. */
   constructor(registry?: PromRegistry) {
     const prom = loadPromClient()
-    if (!prom) throw new Error('ControllerMetrics needs prom-client, an optional peer dependency: npm install prom-client@^15.1.3')
+    if (!prom) throw new ConfigError('ControllerMetrics needs prom-client, an optional peer dependency: npm install prom-client@^15.1.3')
     const reg = (registry as PromClient.Registry | undefined) ?? new prom.Registry()
     this.registry = reg
     const registers = [reg]

@@ -5,6 +5,7 @@
 // 3. the reconciler has acted on the resulting desired objects (applied, deleted, or failed and
 //    queued for retry), deletes included; and every component with `converged` says so.
 // On timeout it throws, listing what is still pending per table with each object's last error.
+import { TimeoutError } from './errors.ts'
 import { listAll, resolveKind, namespacedName, type KubeObject } from '@statewright/k8s'
 import { waitForReconciliation } from '@statewright/reconciler'
 import type { Manager } from './manager.ts'
@@ -43,7 +44,7 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
     }
   } catch (err) {
     if (!signal.aborted) throw err
-    throw new Error(`waitForConvergence: not converged after ${timeout} ms (${state.phase}):\n${describePending(m, state.pending).map((l) => `  - ${l}`).join('\n')}`, { cause: err })
+    throw new TimeoutError(`waitForConvergence: not converged after ${timeout} ms (${state.phase}):\n${describePending(m, state.pending).map((l) => `  - ${l}`).join('\n')}`, { cause: err })
   }
 }
 

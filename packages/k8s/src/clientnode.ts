@@ -4,6 +4,7 @@
 // A static import of a missing package fails while Node links the module graph, before any of our
 // code runs, with "Cannot find package ... imported from .../dist/cluster.js". Loading it with a
 // (top-level awaited) dynamic import lets us replace that with an error that says what to install.
+import { ConfigError } from './errors.ts'
 import type * as ClientNode from '@kubernetes/client-node'
 
 const PEER = '@kubernetes/client-node'
@@ -16,7 +17,7 @@ async function load(): Promise<typeof ClientNode> {
   } catch (e) {
     const err = e as NodeJS.ErrnoException
     if (err.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes(`'${PEER}'`)) throw e
-    throw new Error(
+    throw new ConfigError(
       `@statewright/k8s needs its peer dependency ${PEER}, which is not installed. ` +
         `Install it with: npm install ${PEER}@${PEER_RANGE}`,
       { cause: e },

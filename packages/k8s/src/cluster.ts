@@ -6,6 +6,7 @@
 // Invariants: every request has a timeout (watches: a client-side deadline past their server-side
 // timeoutSeconds); every failed request rejects with an ApiError naming the method, path and object;
 // close() destroys the agent's sockets and stops the limiter so a process can exit.
+import { ConfigError, K8sError, TimeoutError } from './errors.ts'
 import http from 'node:http'
 import https from 'node:https'
 import { setMaxListeners } from 'node:events'
@@ -60,18 +61,20 @@ export interface RequestOptions {
 }
 
 /** A failed request: the HTTP status (0 for a transport error), the Status reason and message. */
-export class ApiError extends Error {
+export class ApiError extends K8sError {
   override name = 'ApiError'
+  /** The HTTP status (0 for a transport error). */
+  declare readonly code: number
   constructor(
     message: string,
-    readonly code: number,
+    code: number,
     readonly reason: string,
     /** The parsed Status body, when the server sent one. */
     readonly status?: any,
     /** Retry-After, ms, when the server sent it. */
     readonly retryAfterMs?: number,
   ) {
-    super(message)
+    super(message, code)
   }
 }
 
@@ -122,11 +125,11 @@ export class Cluster {
     }
     this.kubeConfig = kc
     const c = kc.getCurrentCluster()
-    if (!c) throw new Error('cluster: the kubeconfig has no current cluster')
+    if (!c) throw new ConfigError('cluster: the kubeconfig has no current cluster')
     this.server = new URL(c.server)
     this.isHttps = this.server.protocol === 'https:'
     if (!this.isHttps && !c.skipTLSVerify) {
-      throw new Error(`cluster: ${c.server} is plain HTTP: the kubeconfig's cluster must set insecure-skip-tls-verify`)
+      throw new ConfigError(`cluster: ${c.server} is plain HTTP: the kubeconfig's cluster must set insecure-skip-tls-verify`)
     }
     this.name = opts.name ?? (kc.getCurrentContext() || c.name)
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 30_000
@@ -300,7 +303,7 @@ export class Cluster {
     const timeoutMs = o.timeoutMs ?? this.requestTimeoutMs
     return new Promise((resolve, reject) => {
       const req = (this.isHttps ? https : http).request(u, { method, agent: this.agent, headers, signal: o.signal })
-      const timer = setTimeout(() => req.destroy(new Error(`no answer after ${timeoutMs} ms`)), timeoutMs)
+      const timer = setTimeout(() => req.destroy(new TimeoutError(`no answer after ${timeoutMs} ms`)), timeoutMs)
       timer.unref()
       req.on('error', (e) => {
         clearTimeout(timer)

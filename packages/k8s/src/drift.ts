@@ -9,8 +9,9 @@
 // object keeps drifting, so a second writer that reverts us is not answered at full speed forever;
 // such a fight is reported (health, metrics, onFight, a Warning Event naming the other manager).
 // An object that holds what we want again before its repair is due is not repaired.
+import { StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Reconciler, statusPending, type ReconcilerConfig } from '@statewright/reconciler'
+import { Reconciler, statusPending } from '@statewright/reconciler'
 import type { ChangeIterator, DB, ReadTxn, Table } from '@statewright/statedb'
 import type { KubeObject } from './gvk.ts'
 import type { EventRecorder } from './events.ts'
@@ -88,7 +89,7 @@ export class DriftWatcher {
   async waitFor(txn: ReadTxn, signal?: AbortSignal): Promise<void> {
     const want = this.o.observed.revision(txn)
     while (this.consumed < want) {
-      if (!this.loop || this.ctrl.signal.aborted) throw new Error('drift watcher is not running')
+      if (!this.loop || this.ctrl.signal.aborted) throw new StoppedError('drift watcher is not running')
       signal?.throwIfAborted()
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(signal!.reason)
@@ -215,26 +216,4 @@ function subset(have: unknown, want: unknown): boolean {
   if (have === null || typeof have !== 'object' || Array.isArray(have)) return false
   for (const [k, v] of Object.entries(want)) if (!subset((have as any)[k], v)) return false
   return true
-}
-
-export type TargetReconcilerOptions = Omit<ReconcilerConfig<DesiredObject>, 'db' | 'table' | 'statusIndex' | 'primaryKey' | 'getObjectStatus' | 'setObjectStatus' | 'operations' | 'batchOperations'> & {
-  /** Use batch operations (bounded concurrency; default true). */
-  batch?: boolean
-}
-
-/** A reconciler of the desired table, driving the target's clusters. Call start() on it. */
-export function targetReconciler(db: DB, desired: DesiredTable, target: Target, opts: TargetReconcilerOptions = {}): Reconciler<DesiredObject> {
-  const { batch = true, ...rest } = opts
-  return new Reconciler<DesiredObject>({
-    name: target.name,
-    ...rest,
-    db,
-    table: desired.table,
-    statusIndex: desired.statusIndex,
-    primaryKey: desired.primaryKey,
-    getObjectStatus: (d) => d.status,
-    setObjectStatus: (d, status) => ({ ...d, status }),
-    operations: target.operations,
-    ...(batch ? { batchOperations: target.batchOperations } : {}),
-  })
 }

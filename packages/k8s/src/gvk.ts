@@ -1,6 +1,7 @@
 // Kinds and resource paths. A kind is named by apiVersion + kind; its resource (the URL segment) and
 // scope come from discovery (GET /api/v1 or /apis/<group>/<version>, cached per cluster), or are
 // given explicitly to skip discovery.
+import { InvalidObjectError, UnknownKindError } from './errors.ts'
 import type { Cluster } from './cluster.ts'
 
 /** A Kubernetes object as JSON (unstructured). */
@@ -61,7 +62,7 @@ export async function resolveKind(cluster: Cluster, ref: KindRef | ResourceRef):
   const found = (list?.resources ?? []).find((r: any) => r.kind === ref.kind && !String(r.name).includes('/'))
   if (!found) {
     cluster.discoveryCache.delete(path) // the kind may be registered later (a CRD)
-    throw new Error(`cluster ${cluster.name}: the server has no kind ${ref.kind} in ${ref.apiVersion}`)
+    throw new UnknownKindError(`cluster ${cluster.name}: the server has no kind ${ref.kind} in ${ref.apiVersion}`)
   }
   return { apiVersion: ref.apiVersion, kind: ref.kind, resource: found.name, namespaced: !!found.namespaced }
 }
@@ -75,7 +76,7 @@ export function collectionPath(r: ResourceRef, namespace?: string): string {
 }
 
 export function objectPath(r: ResourceRef, name: string, namespace?: string): string {
-  if (r.namespaced && !namespace) throw new Error(`${r.kind} ${name}: a namespaced kind needs a namespace`)
+  if (r.namespaced && !namespace) throw new InvalidObjectError(`${r.kind} ${name}: a namespaced kind needs a namespace`)
   return `${collectionPath(r, namespace)}/${encodeURIComponent(name)}`
 }
 

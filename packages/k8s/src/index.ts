@@ -6,20 +6,29 @@ export {
   type KubeObject, type KindRef, type ResourceRef,
 } from './gvk.ts'
 export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
-export { LineDecoder, parseEvent, type WatchEvent } from './ndjson.ts'
-export { Batcher, type Pending } from './batch.ts'
+export type { WatchEvent } from './ndjson.ts'
+export {
+  K8sError, ConfigError, UnknownKindError, InvalidObjectError, WatchError, ReflectorError, PruneError, TimeoutError, StoppedError,
+  type K8sErrorCode,
+} from './errors.ts'
 export { K8sMetrics, type CounterLike, type GaugeLike } from './metrics.ts'
 export { StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'
-export * from './lease.ts'
-export * from './leader.ts'
 export {
-  Target, newDesiredTable, desired, objectKey,
-  type DesiredObject, type DesiredTable, type TargetOptions, type TargetStats,
+  LeaseLock, leaseDurationMsOf, LEASE_DURATION_ANNOTATION,
+  type LeaseSpec, type LeaseObject, type LeaseTerm, type LeaseLockOptions, type AttemptResult,
+} from './lease.ts'
+export { LeaderElector, leaderOnly, type LeaderCallbacks, type LeaderElectorOptions, type LeaderElectorStatus, type Runnable } from './leader.ts'
+export {
+  Target, newDesiredTable, desired, objectKey, targetReconciler,
+  type DesiredObject, type DesiredTable, type TargetOptions, type TargetStats, type TargetReconcilerOptions,
 } from './target.ts'
-export { DriftWatcher, holds, targetReconciler, type DriftOptions, type DriftHealth, type TargetReconcilerOptions } from './drift.ts'
+export { DriftWatcher, holds, type DriftOptions, type DriftHealth } from './drift.ts'
 export { type Fight, type RepairPacing } from './repairs.ts'
-export * from './events.ts'
-export * from './sharding.ts'
-export * from './registry.ts'
-export * from './ondemand.ts'
+export {
+  EventRecorder, ReconcileEvents,
+  type EventType, type InvolvedObject, type EventRecorderOptions, type EventRecorderStats, type ReconcileEventsOptions,
+} from './events.ts'
+export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
+export { ClusterRegistry, type ClusterDefaults, type SecretRef } from './registry.ts'
+export { WatchOnDemand, targetString, type TargetRef, type WatchOnDemandOptions, type CacheInfo } from './ondemand.ts'

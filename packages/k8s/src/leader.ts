@@ -15,10 +15,11 @@
 //   a small departure from client-go that keeps the token strictly increasing per term).
 // Timestamps are written as MicroTime (exactly six fractional digits), as a real server requires.
 // Lease durations below one second (tests) are kept in an annotation: leaseDurationSeconds is an integer.
+import { ConfigError, StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, type AttemptResult, type LeaseTerm } from './lease.ts'
-import { reportError } from './callbacks.ts'
+import { noteFailure } from './callbacks.ts'
 
 export interface LeaderCallbacks {
   /** A term began: start the work; stop it when `term.signal` aborts (onStoppedLeading is also called). */
@@ -84,7 +85,7 @@ export class LeaderElector {
       cluster: o.cluster, namespace: o.namespace, name: o.name, identity: this.identity,
       leaseDurationMs: o.leaseDurationMs, renewDeadlineMs: o.renewDeadlineMs, labels: o.labels,
     })
-    if (!(this.retryMs < this.lock.renewDeadlineMs)) throw new Error('leader election: retryPeriodMs must be below renewDeadlineMs')
+    if (!(this.retryMs < this.lock.renewDeadlineMs)) throw new ConfigError('leader election: retryPeriodMs must be below renewDeadlineMs')
   }
 
   /** Starts campaigning. Returns at once. */
@@ -111,7 +112,7 @@ export class LeaderElector {
   /** Resolves when this candidate leads (rejects when the signal aborts or the elector stops). */
   async waitLeading(signal?: AbortSignal): Promise<LeaseTerm> {
     while (!this.isLeader()) {
-      if (this.ctrl.signal.aborted) throw new Error('leader election stopped')
+      if (this.ctrl.signal.aborted) throw new StoppedError('leader election stopped')
       await sleep(Math.min(20, this.retryMs), undefined, { signal })
     }
     return this.term!
@@ -123,15 +124,13 @@ export class LeaderElector {
       await this.loop
       return
     }
-    this.ctrl.abort(new Error('leader election stopped'))
+    this.ctrl.abort(new StoppedError('leader election stopped'))
     this.wakeLeader?.()
     await this.loop
   }
 
   private failed(err: Error): void {
-    this.st.errors++
-    this.st.lastError = err.message
-    reportError(this.o.onError, err)
+    noteFailure(this.st, this.o.onError, err)
   }
 
   private jitter(): number {

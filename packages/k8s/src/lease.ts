@@ -1,6 +1,7 @@
 // Lease records and the lock over one Lease (coordination.k8s.io/v1): reading, acquiring, renewing
 // and releasing it with optimistic concurrency, and the Term a holder acts within. The election loop
 // built on it is ./leader.ts, which states the protocol's invariants.
+import { ConfigError, StoppedError } from './errors.ts'
 import { isConflict, isNotFound, type Cluster } from './cluster.ts'
 
 export const LEASE_DURATION_ANNOTATION = 'coordination.statewright.dev/lease-duration-ms'
@@ -125,9 +126,9 @@ export class LeaseLock {
     this.renewDeadlineMs = o.renewDeadlineMs ?? 10_000
     this.labels = o.labels
     this.timeoutMs = o.requestTimeoutMs ?? this.renewDeadlineMs
-    if (!o.identity) throw new Error('lease: identity must not be empty')
+    if (!o.identity) throw new ConfigError('lease: identity must not be empty')
     if (!(this.renewDeadlineMs < this.leaseDurationMs)) {
-      throw new Error(`lease ${o.name}: renewDeadlineMs (${this.renewDeadlineMs}) must be below leaseDurationMs (${this.leaseDurationMs})`)
+      throw new ConfigError(`lease ${o.name}: renewDeadlineMs (${this.renewDeadlineMs}) must be below leaseDurationMs (${this.leaseDurationMs})`)
     }
   }
 
@@ -377,7 +378,7 @@ export class Term implements LeaseTerm {
     this.endedAt = wallNow()
     this.endReason = reason
     clearTimeout(this.timer)
-    this.ctrl.abort(new Error(`lease ${this.lease}: term ${this.transitions} ended: ${reason}`))
+    this.ctrl.abort(new StoppedError(`lease ${this.lease}: term ${this.transitions} ended: ${reason}`))
     return true
   }
 }

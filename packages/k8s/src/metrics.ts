@@ -4,6 +4,7 @@
 // prom-client is an optional peer dependency: it is required when a K8sMetrics is built, never at
 // import, so the package works without it (reflectors and targets without `metrics`). No public type
 // names a prom-client type, so a consumer without prom-client still type-checks our .d.ts.
+import { ConfigError } from './errors.ts'
 import { createRequire } from 'node:module'
 import type * as PromClient from 'prom-client'
 import type { PromRegistry } from '@statewright/reconciler'
@@ -21,7 +22,7 @@ function loadPromClient(): typeof PromClient {
     return requireHere('prom-client') as typeof PromClient
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((e as Error).message).includes("'prom-client'")) throw e
-    throw new Error(
+    throw new ConfigError(
       'K8sMetrics needs prom-client, an optional peer dependency of @statewright/k8s that is not installed. ' +
         'Install it with: npm install prom-client@^15.1.3 (or leave `metrics` unset)',
       { cause: e },

@@ -1,5 +1,6 @@
 // Newline-delimited JSON, as a watch stream sends it: one event per line, lines split anywhere
 // across chunks (even inside a multi-byte UTF-8 character).
+import { WatchError } from './errors.ts'
 import { StringDecoder } from 'node:string_decoder'
 
 export class LineDecoder {
@@ -33,10 +34,10 @@ export function parseEvent(line: string): WatchEvent {
   try {
     ev = JSON.parse(line)
   } catch (err) {
-    throw new Error(`watch: bad JSON line (${(err as Error).message}): ${line.slice(0, 80)}`)
+    throw new WatchError(`watch: bad JSON line (${(err as Error).message}): ${line.slice(0, 80)}`)
   }
   if (ev === null || typeof ev !== 'object' || typeof ev.type !== 'string' || ev.object === null || typeof ev.object !== 'object') {
-    throw new Error(`watch: not a watch event: ${line.slice(0, 80)}`)
+    throw new WatchError(`watch: not a watch event: ${line.slice(0, 80)}`)
   }
   return ev as WatchEvent
 }

@@ -10,6 +10,7 @@
 // - changes are delivered per cache, in batches: onChange(owners, targets) is awaited before the
 //   next batch; the initial list counts as changes (owners of existing targets are told once);
 // - stop() stops every reflector and timer; the registry's clusters stay open (it owns them).
+import { InvalidObjectError, StoppedError } from './errors.ts'
 import type { DB as DBType, Index, Table as TableType } from '@statewright/statedb'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import type { ClusterRegistry } from './registry.ts'
@@ -177,8 +178,8 @@ export class WatchOnDemand {
   }
 
   private add(owner: string, target: TargetRef): Cache {
-    if (this.stopped) throw new Error('watch on demand: stopped')
-    if (!target.name) throw new Error(`watch on demand: target ${targetString(target)} has no name`)
+    if (this.stopped) throw new StoppedError('watch on demand: stopped')
+    if (!target.name) throw new InvalidObjectError(`watch on demand: target ${targetString(target)} has no name`)
     const ck = cacheKeyOf(target)
     let cache = this.caches.get(ck)
     if (!cache) cache = this.startCache(target)
@@ -278,7 +279,7 @@ export class WatchOnDemand {
     if (!c.stopped) {
       clearTimeout(c.gc)
       c.gc = undefined
-      c.ctrl.abort(new Error(`cache ${c.cluster}/${c.kind} stopped`))
+      c.ctrl.abort(new StoppedError(`cache ${c.cluster}/${c.kind} stopped`))
       c.stopped = (async () => {
         await c.loop
         await c.reflector.stop()

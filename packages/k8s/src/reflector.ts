@@ -10,6 +10,7 @@
 //   `batchSize` objects, written at most `batchDelayMs` after the first event of a batch;
 // - the table is initialized (statedb initializer) after the first complete list;
 // - state-of-world mode: no watch, a full list replacing the table every `intervalMs`.
+import { K8sError, ReflectorError, StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pRetry from 'p-retry'
 import type { DB, Table, Txn, WriteTxn } from '@statewright/statedb'
@@ -152,7 +153,7 @@ export class Reflector<Obj = KubeObject> {
 
   /** Registers the table initializer and starts listing and watching. Resolves once started. */
   async start(): Promise<void> {
-    if (this.loop) throw new Error(`reflector ${this.name}: already started`)
+    if (this.loop) throw new K8sError(`reflector ${this.name}: already started`)
     const txn = await this.o.db.writeTxn(this.o.table)
     try {
       this.markInitialized = this.o.table.registerInitializer(txn, `reflector:${this.name}`)
@@ -166,7 +167,7 @@ export class Reflector<Obj = KubeObject> {
 
   /** Stops watching, writes what is buffered and resolves when nothing is left running. */
   async stop(): Promise<void> {
-    this.ctrl.abort(new Error(`reflector ${this.name} stopped`))
+    this.ctrl.abort(new StoppedError(`reflector ${this.name} stopped`))
     await this.loop
     await this.batcher.flush()
     this.h.state = 'stopped'
@@ -266,7 +267,7 @@ export class Reflector<Obj = KubeObject> {
         return
       }
       // p-retry stops on TypeError (a programming error): wrap so the reflector keeps going.
-      throw err instanceof ApiError ? err : new Error(`reflector ${this.name}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+      throw err instanceof ApiError ? err : new ReflectorError(`reflector ${this.name}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
     }
   }
 
@@ -346,7 +347,7 @@ export class Reflector<Obj = KubeObject> {
       if (out === undefined || out === null) return []
       return Array.isArray(out) ? out : [out]
     } catch (err) {
-      this.failed(new Error(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`), true)
+      this.failed(new ReflectorError(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`), true)
       return []
     }
   }
@@ -356,7 +357,7 @@ export class Reflector<Obj = KubeObject> {
       if (this.o.merge) this.o.table.modify(txn, obj, this.o.merge)
       else this.o.table.insert(txn, obj)
     } catch (err) {
-      this.failed(new Error(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`), true)
+      this.failed(new ReflectorError(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`), true)
     }
   }
 
@@ -468,7 +469,7 @@ export class Reflector<Obj = KubeObject> {
       })
       if (!this.o.queryAll) this.gauge('objects', table.count(db.readTxn()))
     } catch (err) {
-      this.failed(new Error(`reflector ${this.name}: write of ${batch.size} objects failed: ${(err as Error).message}`))
+      this.failed(new ReflectorError(`reflector ${this.name}: write of ${batch.size} objects failed: ${(err as Error).message}`))
       this.needList = true // the table may miss these events: relist to be sure, now
       this.endWatch?.()
     }

@@ -2,6 +2,7 @@
 // kubeconfig stored in a Secret (Cluster API's `<cluster>-kubeconfig` convention: key `value`), or an
 // existing Cluster. One Cluster per name, hence one keep-alive agent and one rate limiter per cluster
 // shared by every reflector, target and lease on it (client-node would open a socket per request).
+import { ConfigError, StoppedError } from './errors.ts'
 import { readFileSync } from 'node:fs'
 import { KubeConfig } from './clientnode.ts'
 import { Cluster, type ClusterOptions } from './cluster.ts'
@@ -60,7 +61,7 @@ export class ClusterRegistry {
     const data: Record<string, string> = secret?.data ?? {}
     const key = ref.key ?? SECRET_KEYS.find((k) => data[k] !== undefined)
     if (!key || data[key] === undefined) {
-      throw new Error(`Secret ${ref.namespace}/${ref.name} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`)
+      throw new ConfigError(`Secret ${ref.namespace}/${ref.name} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`)
     }
     const yaml = Buffer.from(data[key], 'base64').toString('utf8')
     const kc = new KubeConfig()
@@ -69,7 +70,7 @@ export class ClusterRegistry {
     } catch (err) {
       // YAML errors quote the lines around the fault (tokens, keys): keep only the first line.
       const why = String((err as Error)?.message ?? err).split('\n')[0]
-      throw new Error(`Secret ${ref.namespace}/${ref.name}: key "${key}" is not a valid kubeconfig: ${why}`)
+      throw new ConfigError(`Secret ${ref.namespace}/${ref.name}: key "${key}" is not a valid kubeconfig: ${why}`)
     }
     return this.fromKubeConfig(name, kc, { ...opts, context: ref.context })
   }
@@ -81,7 +82,7 @@ export class ClusterRegistry {
   /** The cluster by name; throws when unknown. */
   require(name: string): Cluster {
     const c = this.get(name)
-    if (!c) throw new Error(`cluster registry: no cluster named "${name}" (known: ${this.names().join(', ') || 'none'})`)
+    if (!c) throw new ConfigError(`cluster registry: no cluster named "${name}" (known: ${this.names().join(', ') || 'none'})`)
     return c
   }
 
@@ -108,7 +109,7 @@ export class ClusterRegistry {
   private fromKubeConfig(name: string, kc: KubeConfig, opts: { context?: string } & ClusterDefaults): Cluster {
     const { context, ...rest } = opts
     if (context) {
-      if (!kc.getContextObject(context)) throw new Error(`kubeconfig: no context "${context}"`)
+      if (!kc.getContextObject(context)) throw new ConfigError(`kubeconfig: no context "${context}"`)
       kc.setCurrentContext(context)
     }
     const cluster = new Cluster({ ...this.defaults, ...rest, kubeConfig: kc, name })
@@ -117,10 +118,10 @@ export class ClusterRegistry {
   }
 
   private put(name: string, cluster: Cluster, owned: boolean): void {
-    if (this.closed) throw new Error('cluster registry: closed')
+    if (this.closed) throw new StoppedError('cluster registry: closed')
     if (this.clusters.has(name)) {
       if (owned) void cluster.close()
-      throw new Error(`cluster registry: "${name}" is already registered (remove it first)`)
+      throw new ConfigError(`cluster registry: "${name}" is already registered (remove it first)`)
     }
     this.clusters.set(name, { cluster, owned })
   }

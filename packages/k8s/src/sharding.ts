@@ -11,10 +11,11 @@
 //   a renew deadline after which the replica stops acting on it, never two owners acting at once.
 // - A replica that dies stops renewing: after a lease duration its member lease is no longer live
 //   (the others' shares grow) and its shard leases expire (the others take them).
+import { ConfigError, StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, leasePath, wallNow, type LeaseObject, type LeaseTerm } from './lease.ts'
-import { reportError } from './callbacks.ts'
+import { noteFailure } from './callbacks.ts'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
 
@@ -86,7 +87,7 @@ export class ShardedLeases {
   private readonly st = { errors: 0, lastError: undefined as string | undefined }
 
   constructor(o: ShardedLeasesOptions) {
-    if (!(o.shards >= 1) || !Number.isInteger(o.shards)) throw new Error('sharding: shards must be a positive integer')
+    if (!(o.shards >= 1) || !Number.isInteger(o.shards)) throw new ConfigError('sharding: shards must be a positive integer')
     this.o = o
     this.identity = o.identity
     this.shards = o.shards
@@ -96,7 +97,7 @@ export class ShardedLeases {
     const common = { cluster: o.cluster, namespace: o.namespace, identity: o.identity, leaseDurationMs: o.leaseDurationMs, renewDeadlineMs: o.renewDeadlineMs, labels }
     this.member = new LeaseLock({ ...common, name: `${o.name}-member-${o.identity}` })
     this.locks = Array.from({ length: o.shards }, (_, i) => new LeaseLock({ ...common, name: `${o.name}-shard-${i}` }))
-    if (!(this.retryMs < this.member.renewDeadlineMs)) throw new Error('sharding: retryPeriodMs must be below renewDeadlineMs')
+    if (!(this.retryMs < this.member.renewDeadlineMs)) throw new ConfigError('sharding: retryPeriodMs must be below renewDeadlineMs')
   }
 
   start(): this {
@@ -130,14 +131,12 @@ export class ShardedLeases {
 
   /** Stops: ends every shard term (callbacks awaited), releases the shard leases and the member lease. */
   async stop(): Promise<void> {
-    this.ctrl.abort(new Error('sharding stopped'))
+    this.ctrl.abort(new StoppedError('sharding stopped'))
     await this.loop
   }
 
   private failed(err: Error): void {
-    this.st.errors++
-    this.st.lastError = err.message
-    reportError(this.o.onError, err)
+    noteFailure(this.st, this.o.onError, err)
   }
 
   private async run(): Promise<void> {

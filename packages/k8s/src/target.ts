@@ -8,10 +8,12 @@
 // - Batches run with bounded concurrency; every request goes through its cluster's shared limiter
 //   (QPS/burst) and pause (429 Retry-After).
 // - Errors name the object ("ConfigMap default/web: ...") and never carry object contents.
-import { newStatusIndex, statusPending, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
-import { Table, defineIndex, type Index } from '@statewright/statedb'
+import { ConfigError, InvalidObjectError, PruneError } from './errors.ts'
+import { Reconciler, newStatusIndex, statusPending, type ReconcilerConfig, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
+import { Table, defineIndex, type DB, type Index } from '@statewright/statedb'
 import { ApiError, isNotFound, type Cluster } from './cluster.ts'
 import { collectionPath, describe, groupKind, groupOf, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
+import { listAll } from './list.ts'
 import type { K8sMetrics } from './metrics.ts'
 
 /** One desired object of one cluster, with the reconciler's status. */
@@ -98,7 +100,7 @@ export class Target {
   constructor(opts: TargetOptions) {
     this.o = opts
     const list = Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
-    if (list.length === 0) throw new Error('target: no cluster')
+    if (list.length === 0) throw new ConfigError('target: no cluster')
     for (const c of list) this.clusters.set(c.name, c)
     this.defaultCluster = list[0]
     this.fieldManager = opts.fieldManager ?? 'statewright'
@@ -126,8 +128,13 @@ export class Target {
   clusterOf(d: DesiredObject): Cluster {
     if (d.cluster === undefined) return this.defaultCluster
     const c = this.clusters.get(d.cluster)
-    if (!c) throw new Error(`${describe(d.object)}: unknown cluster "${d.cluster}" (known: ${[...this.clusters.keys()].join(', ')})`)
+    if (!c) throw new ConfigError(`${describe(d.object)}: unknown cluster "${d.cluster}" (known: ${[...this.clusters.keys()].join(', ')})`)
     return c
+  }
+
+  /** Adds a kind to those pruned (kinds of desired objects are added as they are seen). */
+  manage(kind: KindRef): void {
+    this.kinds.set(groupKind(kind), { apiVersion: kind.apiVersion, kind: kind.kind })
   }
 
   /** Server-side apply. True when the object changed (created or modified) since our last apply. */
@@ -135,7 +142,7 @@ export class Target {
     const cluster = this.clusterOf(d)
     const obj = d.object
     const what = describe(obj)
-    if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) throw new Error(`${what}: a desired object needs apiVersion, kind and metadata.name`)
+    if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) throw new InvalidObjectError(`${what}: a desired object needs apiVersion, kind and metadata.name`)
     this.kinds.set(groupKind(obj as KindRef), { apiVersion: obj.apiVersion, kind: obj.kind })
     const r = await resolveKind(cluster, obj as KindRef)
     const key = objectKey(cluster.name, obj)
@@ -233,20 +240,10 @@ export class Target {
       for (const kind of this.kinds.values()) {
         try {
           const r = await resolveKind(cluster, kind)
-          let cont: string | undefined
-          do {
-            const page: any = await cluster.request({
-              path: collectionPath(r, this.o.pruneNamespace),
-              query: { labelSelector: `${this.ownerLabel}=${this.owner}`, limit: 500, continue: cont },
-              signal: ctx?.signal,
-              what: `prune list of ${groupKind(kind)}`,
-            })
-            for (const it of page?.items ?? []) {
-              const obj: KubeObject = { ...it, apiVersion: it.apiVersion ?? kind.apiVersion, kind: it.kind ?? kind.kind }
-              if (!want.has(objectKey(cluster.name, obj)) && (this.o.prunable?.(obj, cluster.name) ?? true)) stale.push({ cluster, obj })
-            }
-            cont = page?.metadata?.continue || undefined
-          } while (cont)
+          const { items } = await listAll(cluster, r, { ...(this.o.pruneNamespace ? { namespace: this.o.pruneNamespace } : {}), labelSelector: `${this.ownerLabel}=${this.owner}`, ...(ctx?.signal ? { signal: ctx.signal } : {}) })
+          for (const obj of items) {
+            if (!want.has(objectKey(cluster.name, obj)) && (this.o.prunable?.(obj, cluster.name) ?? true)) stale.push({ cluster, obj })
+          }
         } catch (err) {
           failures.push(`cluster ${cluster.name}: ${(err as Error).message}`)
         }
@@ -258,7 +255,7 @@ export class Target {
       this.lastApplied.delete(objectKey(s.cluster.name, s.obj))
     })
     for (const e of entries) if (e.error !== undefined) failures.push((e.error as Error).message)
-    if (failures.length) throw new Error(`prune: ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`)
+    if (failures.length) throw new PruneError(`prune: ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`, failures)
   }
 
   /** Runs fn over the entries, `concurrency` at a time; failures are set on the entries. */
@@ -287,4 +284,26 @@ function conflictFields(err: ApiError): string {
   const causes: any[] = err.status?.details?.causes ?? []
   if (causes.length === 0) return err.message
   return causes.map((c) => `${c.field ?? '?'}: ${c.message ?? c.reason ?? ''}`).join('; ')
+}
+
+export type TargetReconcilerOptions = Omit<ReconcilerConfig<DesiredObject>, 'db' | 'table' | 'statusIndex' | 'primaryKey' | 'getObjectStatus' | 'setObjectStatus' | 'operations' | 'batchOperations'> & {
+  /** Use batch operations (bounded concurrency; default true). */
+  batch?: boolean
+}
+
+/** A reconciler of the desired table, driving the target's clusters. Call start() on it. */
+export function targetReconciler(db: DB, desired: DesiredTable, target: Target, opts: TargetReconcilerOptions = {}): Reconciler<DesiredObject> {
+  const { batch = true, ...rest } = opts
+  return new Reconciler<DesiredObject>({
+    name: target.name,
+    ...rest,
+    db,
+    table: desired.table,
+    statusIndex: desired.statusIndex,
+    primaryKey: desired.primaryKey,
+    getObjectStatus: (d) => d.status,
+    setObjectStatus: (d, status) => ({ ...d, status }),
+    operations: target.operations,
+    ...(batch ? { batchOperations: target.batchOperations } : {}),
+  })
 }

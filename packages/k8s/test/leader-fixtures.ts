@@ -1,7 +1,8 @@
 // Fixtures for the leader election and sharding tests: a Cluster whose requests can be frozen (a
 // holder cut off from the API server), a fenced register on the server (a ConfigMap that every
 // acting leader read-modify-writes with its fencing token) and the checks of recorded terms.
-import { Cluster, isConflict, isNotFound, wallNow, type LeaseTerm, type RequestOptions } from '@statewright/k8s'
+import { Cluster, isConflict, isNotFound, type LeaseTerm, type RequestOptions } from '@statewright/k8s'
+import { wallNow } from '../src/lease.ts'
 
 /** A Cluster whose requests stall while frozen (they go out when thawed). */
 export class FreezableCluster extends Cluster {

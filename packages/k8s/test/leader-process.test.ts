@@ -4,7 +4,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { wallNow } from '@statewright/k8s'
+import { wallNow } from '../src/lease.ts'
 import { startServer } from './helpers.ts'
 import { checkFencing, waitUntil, type Period } from './leader-fixtures.ts'
 

@@ -1,6 +1,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { LeaderElector, LeaseLock, leaderOnly, leasePath, microTime, wallNow, type LeaseTerm } from '@statewright/k8s'
+import { LeaderElector, LeaseLock, leaderOnly, type LeaseTerm } from '@statewright/k8s'
+import { leasePath, microTime, wallNow } from '../src/lease.ts'
 import { clusterFor, startServer } from './helpers.ts'
 import { FreezableCluster, actWhileLeading, checkFencing, periodOf, waitUntil, type Period } from './leader-fixtures.ts'
 

@@ -1,7 +1,9 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { Batcher, LineDecoder, Reflector, parseEvent, type ReflectorOptions } from '@statewright/k8s'
+import { Reflector, type ReflectorOptions } from '@statewright/k8s'
+import { Batcher } from '../src/batch.ts'
+import { LineDecoder, parseEvent } from '../src/ndjson.ts'
 import { WIDGET, waitFor, clusterFor, create, diffState, objectTable, patch, remove, sameState, serverState, startServer, tableState, waitTable, widget } from './helpers.ts'
 
 test('initial sync, then adds, updates and deletes', async () => {

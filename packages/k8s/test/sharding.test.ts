@@ -1,6 +1,8 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { ShardedLeases, fairShare, fnv1a, shardOf, wallNow, type LeaseTerm } from '@statewright/k8s'
+import { ShardedLeases, shardOf, type LeaseTerm } from '@statewright/k8s'
+import { fairShare, fnv1a } from '../src/sharding.ts'
+import { wallNow } from '../src/lease.ts'
 import { startServer } from './helpers.ts'
 import { FreezableCluster, checkFencing, periodOf, waitUntil, type Period } from './leader-fixtures.ts'
 

@@ -2,6 +2,7 @@
 // status, and the knobs. `resolveConfig` fills the defaults and rejects bad configurations at
 // construction with a message that names the option, so nothing fails later inside the loop.
 
+import { ConfigError } from './errors.ts'
 import type Bottleneck from 'bottleneck'
 import type { DB, Key, ReadTxn, Table } from '@statewright/statedb'
 import type { Metrics } from './metrics.ts'
@@ -123,10 +124,6 @@ export interface Resolved<Obj> {
   refreshPerSecond: number
   rateLimit: { rounds?: Bottleneck.ConstructorOptions; operations?: Bottleneck.ConstructorOptions }
   metrics: Metrics | undefined
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError'
 }
 
 /** Plain objects are spread (fast); others keep their prototype. */

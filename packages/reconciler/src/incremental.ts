@@ -18,7 +18,7 @@
 //   treating `error` as actionable for revisions up to the start revision.
 
 import type { ChangeIterator, Watch } from '@statewright/statedb'
-import type { Engine, Outcome } from './engine.ts'
+import type { OperationRunner, Outcome } from './runner.ts'
 import { wantsReconcile } from './status.ts'
 
 export interface RoundResult {
@@ -34,10 +34,10 @@ export interface RoundResult {
   watch: Watch
 }
 
-export async function incrementalRound<Obj>(engine: Engine<Obj>, iter: ChangeIterator<Obj>, startRevision: number): Promise<RoundResult> {
-  const cfg = engine.cfg
+export async function incrementalRound<Obj>(runner: OperationRunner<Obj>, iter: ChangeIterator<Obj>, startRevision: number): Promise<RoundResult> {
+  const cfg = runner.cfg
   const { db, table, getObjectStatus, roundSize } = cfg
-  const retries = engine.retries
+  const retries = runner.retries
   const txn = db.readTxn()
   const [changes, watch] = iter.next(txn)
   const updates: Outcome<Obj>[] = []
@@ -47,13 +47,13 @@ export async function incrementalRound<Obj>(engine: Engine<Obj>, iter: ChangeIte
   let processedRevision = table.revision(txn)
   for (const c of changes) {
     if (c.deleted) {
-      const attempts = retries.size > 0 ? retries.take(engine.key(c.object)) : 0
-      deletes.push(engine.deleteOutcome(c.object, c.revision, attempts))
+      const attempts = runner.takeRetry(c.object)
+      deletes.push(runner.deleteOutcome(c.object, c.revision, attempts))
     } else {
       const s = getObjectStatus(c.object)
       if (!wantsReconcile(s) && !(s.kind === 'error' && c.revision <= startRevision)) continue
-      const attempts = retries.size > 0 ? retries.take(engine.key(c.object)) : 0
-      updates.push(engine.updateOutcome(c.object, c.revision, s, attempts))
+      const attempts = runner.takeRetry(c.object)
+      updates.push(runner.updateOutcome(c.object, c.revision, s, attempts))
     }
     if (++n >= roundSize) {
       more = true
@@ -67,43 +67,43 @@ export async function incrementalRound<Obj>(engine: Engine<Obj>, iter: ChangeIte
   if (n < roundSize && retries.size > 0) {
     for (const item of retries.popDue(Date.now(), roundSize - n)) {
       if (item.deleted) {
-        if (table.getEntry(txn, engine.primaryQuery(item.object!)) !== undefined) continue // re-inserted: stale
-        retried.push(engine.deleteOutcome(item.object!, item.revision, item.attempts))
+        if (table.getEntry(txn, runner.primaryQuery(item.object!)) !== undefined) continue // re-inserted: stale
+        retried.push(runner.deleteOutcome(item.object!, item.revision, item.attempts))
       } else {
-        const cur = table.getEntry(txn, engine.primaryQuery(item.object!))
+        const cur = table.getEntry(txn, runner.primaryQuery(item.object!))
         if (cur === undefined) continue // deleted: its delete change supersedes this retry
         const s = getObjectStatus(cur.object)
         if (s.id !== item.statusId) continue // rewritten since: the newer version is reconciled instead
-        retried.push(engine.updateOutcome(cur.object, cur.revision, s, item.attempts))
+        retried.push(runner.updateOutcome(cur.object, cur.revision, s, item.attempts))
       }
     }
   }
 
-  const ctx = engine.context(txn, false)
+  const ctx = runner.context(txn, false)
   try {
     if (cfg.batchOperations) {
       // New changes go in batches, deletes first; retries fall back to single operations.
-      await engine.runBatch(deletes, ctx)
-      await engine.runBatch(updates, ctx)
+      await runner.runBatch(deletes, ctx)
+      await runner.runBatch(updates, ctx)
     } else {
       // Awaited only when some operation returned a promise: an await costs a microtask turn even
       // when there is nothing to wait for.
-      let p = engine.runAll(deletes, ctx)
+      let p = runner.runAll(deletes, ctx)
       if (p !== undefined) await p
-      p = engine.runAll(updates, ctx)
+      p = runner.runAll(updates, ctx)
       if (p !== undefined) await p
     }
-    const p = engine.runAll(retried, ctx)
+    const p = runner.runAll(retried, ctx)
     if (p !== undefined) await p
-    engine.signal.throwIfAborted()
+    runner.signal.throwIfAborted()
   } catch (err) {
     // Stopped mid-round: nothing is written back, but no delete may be lost.
-    engine.requeueDeletes(deletes)
-    engine.requeueDeletes(retried)
+    runner.requeueDeletes(deletes)
+    runner.requeueDeletes(retried)
     throw err
   }
   const all = deletes.length === 0 && retried.length === 0 ? updates : deletes.concat(updates, retried)
-  const dropped = await engine.commit(all)
+  const dropped = await runner.commit(all)
   return { objects: deletes.length + updates.length + retried.length, dropped, more, processedRevision, watch }
 }
 

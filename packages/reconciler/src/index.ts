@@ -3,7 +3,6 @@
 
 export { Reconciler, type FailedObject, type ReconcilerStats } from './reconciler.ts'
 export {
-  ConfigError,
   defaultClone,
   type BatchEntry,
   type BatchOperations,
@@ -27,9 +26,8 @@ export {
   type Status,
   type StatusKind,
 } from './status.ts'
-export { StoppedError } from './engine.ts'
+export { ReconcilerError, ConfigError, StoppedError, UsageError, type ReconcilerErrorCode } from './errors.ts'
 export type { FullReport } from './full.ts'
-export { RetryQueue, type RetryItem } from './retries.ts'
 export { describeHealth, type Health, type HealthLevel, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'

@@ -19,6 +19,7 @@
 // reason no public type here names a prom-client type (a consumer without prom-client must still
 // type-check our .d.ts without skipLibCheck): the registry is described by the little we need.
 
+import { ConfigError } from './errors.ts'
 import { createRequire } from 'node:module'
 import type * as PromClient from 'prom-client'
 import type { Metrics, OperationName, OperationResult } from './metrics.ts'
@@ -42,7 +43,7 @@ function loadPromClient(forWhat: string): typeof PromClient {
     return (promClient = requireHere('prom-client') as typeof PromClient)
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((e as Error).message).includes("'prom-client'")) throw e
-    throw new Error(
+    throw new ConfigError(
       `${forWhat} needs prom-client, an optional peer dependency that is not installed. ` +
         'Install it with: npm install prom-client@^15.1.3 (or use InMemoryMetrics / no metrics)',
       { cause: e },

@@ -11,16 +11,18 @@
 //   timer, closes the change iterator and stops the limiters: nothing of it keeps the process alive.
 //   The retry queue survives a stop (failed deletes must still be retried after a restart).
 
+import { StoppedError, UsageError } from './errors.ts'
 import Bottleneck from 'bottleneck'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import type { ChangeIterator, Watch } from '@statewright/statedb'
 import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
-import { Engine, StoppedError } from './engine.ts'
-import { fullReconciliation, markForRefresh, RefreshBudget, type FullReport } from './full.ts'
+import { OperationRunner } from './runner.ts'
+import { showRetryKey, type RetryItem } from './retries.ts'
+import { fullReconciliation, type FullReport } from './full.ts'
+import { markForRefresh, RefreshBudget } from './refresh.ts'
 import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type Health } from './health.ts'
 import { incrementalRound } from './incremental.ts'
 import { RevisionWaiters } from './wait.ts'
-import type { RetryItem } from './retries.ts'
 
 export interface FailedObject<Obj> {
   /** The object's primary key, as text. */
@@ -51,7 +53,7 @@ interface FullRequest {
 
 export class Reconciler<Obj> {
   readonly config: Resolved<Obj>
-  private readonly engine: Engine<Obj>
+  private readonly runner: OperationRunner<Obj>
   private readonly healthReporter: HealthReporter
   private readonly waiters = new RevisionWaiters()
   private loopDone: Promise<void> | undefined
@@ -76,7 +78,7 @@ export class Reconciler<Obj> {
 
   constructor(config: ReconcilerConfig<Obj>) {
     this.config = resolveConfig(config)
-    this.engine = new Engine(this.config)
+    this.runner = new OperationRunner(this.config)
     this.reportError = config.onError ?? reportToProcess
     this.healthReporter = new HealthReporter(this.reportError)
   }
@@ -91,11 +93,11 @@ export class Reconciler<Obj> {
    */
   start(): this {
     if (this.running) return this
-    if (this.stopping) throw new Error(`reconciler "${this.name}" is stopping: await stop() before start()`)
+    if (this.stopping) throw new UsageError(`reconciler "${this.name}" is stopping: await stop() before start()`)
     this.running = true
     this.initialRoundDone = false
     this.waiters.reset()
-    this.engine.start()
+    this.runner.start()
     const rounds = this.config.rateLimit.rounds
     this.roundLimiter = rounds ? new Bottleneck(rounds) : undefined
     const now = Date.now()
@@ -118,14 +120,14 @@ export class Reconciler<Obj> {
 
   private async stopLoop(): Promise<void> {
     const stopped = new StoppedError(`reconciler "${this.name}" stopped`)
-    await this.engine.stop()
+    await this.runner.stop()
     this.wake?.()
     await this.loopDone
     this.loopDone = undefined
     this.clearTimer()
     const l = this.roundLimiter
     this.roundLimiter = undefined
-    if (l) l.stop({ dropWaitingJobs: true }).catch(() => {}) // not awaited: see Engine.stop
+    if (l) l.stop({ dropWaitingJobs: true }).catch(() => {}) // not awaited: see OperationRunner.stop
     this.waiters.fail(stopped)
     for (const r of this.fullRequests.splice(0)) r.reject(stopped)
     this.healthReporter.stopped()
@@ -149,7 +151,7 @@ export class Reconciler<Obj> {
   /** Objects failing now, updates and deletes, oldest failure first. */
   failures(): FailedObject<Obj>[] {
     const out: FailedObject<Obj>[] = []
-    for (const i of this.engine.retries.values()) {
+    for (const i of this.runner.retries.values()) {
       out.push(failed(i))
     }
     return out
@@ -157,7 +159,7 @@ export class Reconciler<Obj> {
 
   /** The failure being retried for this object (by its primary key), if any: message, attempts, next retry time. */
   failureOf(obj: Obj): FailedObject<Obj> | undefined {
-    const i = this.engine.retries.get(this.engine.key(obj))
+    const i = this.runner.retries.get(this.runner.key(obj))
     return i && failed(i, obj)
   }
 
@@ -167,7 +169,7 @@ export class Reconciler<Obj> {
   }
 
   stats(): ReconcilerStats {
-    return { ...this.counters, retryQueue: this.engine.retries.size }
+    return { ...this.counters, retryQueue: this.runner.retries.size }
   }
 
   /** The last full reconciliation's report. */
@@ -208,7 +210,7 @@ export class Reconciler<Obj> {
     try {
       while (this.running) {
         this.poked = false
-        if (this.roundLimiter) await this.engine.race(this.roundLimiter.schedule(async () => undefined))
+        if (this.roundLimiter) await this.runner.race(this.roundLimiter.schedule(async () => undefined))
         const watches: Watch[] = []
         let fullAt = this.nextFullAt
 
@@ -228,13 +230,13 @@ export class Reconciler<Obj> {
         // Refresh: mark stale done objects; the round below reconciles them.
         const now = Date.now()
         if (budget && now >= this.nextRefreshAt) {
-          await markForRefresh(this.engine, budget, now)
+          await markForRefresh(this.runner, budget, now)
           this.nextRefreshAt = now + Math.min(this.config.refreshIntervalMs, 1000)
         }
 
         // ready once a round has acted on a table that was initialized when the round began
         const initializedBefore = this.initialRoundDone || table.initialized(db.readTxn())[0]
-        const r = await incrementalRound(this.engine, iter, startRevision)
+        const r = await incrementalRound(this.runner, iter, startRevision)
         if (initializedBefore) this.initialRoundDone = true
         this.counters.rounds++
         this.counters.objects += r.objects
@@ -243,7 +245,7 @@ export class Reconciler<Obj> {
         this.waiters.advance(r.processedRevision)
         this.report()
 
-        const nextRetry = this.engine.retries.nextDue()
+        const nextRetry = this.runner.retries.nextDue()
         if (r.more || (nextRetry !== undefined && nextRetry <= Date.now())) {
           await yieldToEventLoop() // let writers, timers and I/O in between rounds
           continue
@@ -258,7 +260,7 @@ export class Reconciler<Obj> {
         await this.sleep(watches, Math.min(nextRetry ?? Infinity, fullAt, this.nextRefreshAt))
       }
     } catch (err) {
-      if (!(err instanceof StoppedError) && !this.engine.signal.aborted) {
+      if (!(err instanceof StoppedError) && !this.runner.signal.aborted) {
         // A bug or a statedb failure: report it loudly rather than spin.
         this.reportError(err, `reconciler "${this.name}" loop failed`)
         this.running = false
@@ -271,7 +273,7 @@ export class Reconciler<Obj> {
   private async runFull(): Promise<void> {
     const requests = this.fullRequests.splice(0)
     try {
-      const report = await fullReconciliation(this.engine)
+      const report = await fullReconciliation(this.runner)
       this.counters.fullRuns++
       this.lastFull = report
       this.lastPruneError = report.pruneError
@@ -285,12 +287,12 @@ export class Reconciler<Obj> {
   }
 
   private report(): void {
-    const retries = this.engine.retries
+    const retries = this.runner.retries
     const messages: string[] = []
     const failing: FailingObject[] = []
     for (const i of retries.values()) {
       if (messages.length >= HEALTH_MESSAGES) break
-      const key = showKey(i.key)
+      const key = showRetryKey(i.key)
       messages.push(`${i.deleted ? 'delete ' : ''}${key}: ${i.error}`)
       failing.push({ key, error: i.error, deleted: i.deleted })
     }
@@ -334,9 +336,5 @@ export class Reconciler<Obj> {
 }
 
 function failed<Obj>(i: RetryItem<Obj>, obj?: Obj): FailedObject<Obj> {
-  return { key: showKey(i.key), object: i.object ?? obj!, deleted: i.deleted, error: i.error, attempts: i.attempts, retryAt: i.dueAt }
-}
-
-function showKey(k: string | number): string {
-  return typeof k === 'number' ? String(k) : k.startsWith('\u0000') ? k.slice(1) : k
+  return { key: showRetryKey(i.key), object: i.object ?? obj!, deleted: i.deleted, error: i.error, attempts: i.attempts, retryAt: i.dueAt }
 }

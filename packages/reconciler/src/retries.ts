@@ -12,8 +12,31 @@
 //   still carry the error status `statusId` this reconciler wrote); a delete item holds the deleted
 //   object, because it is no longer in the table. That is what makes failed deletes queryable.
 
-/** A primary key as the queue's map key (see keyString in engine.ts). */
+import type { Key } from '@statewright/statedb'
+
+/** A primary key as the queue's map key: retryKey encodes it, showRetryKey shows it. */
 export type RetryKey = string | number
+
+/**
+ * The queue's key for a primary key: strings and numbers are used as they are (no allocation on the
+ * hot path), other keys (arrays, bytes) become a tagged string.
+ */
+export function retryKey(k: Key): RetryKey {
+  if (typeof k === 'string' || typeof k === 'number') return k
+  return '\u0000' + showPart(k)
+}
+
+/** A queue key as text for health and logs. */
+export function showRetryKey(k: RetryKey): string {
+  return typeof k === 'number' ? String(k) : k.startsWith('\u0000') ? k.slice(1) : k
+}
+
+function showPart(k: Key): string {
+  if (Array.isArray(k)) return '[' + k.map((p) => showPart(p as Key)).join(',') + ']'
+  if (k instanceof Uint8Array) return 'b' + Array.from(k).join('.')
+  if (typeof k === 'string') return JSON.stringify(k)
+  return typeof k + ':' + String(k)
+}
 
 export interface RetryItem<Obj> {
   readonly key: RetryKey

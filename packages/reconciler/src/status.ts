@@ -11,6 +11,7 @@
 // `updatedAt` is epoch milliseconds (a number, not a Date: one object per status is the main cost
 // of a status, and the reconciler writes one per object per round).
 
+import { UsageError } from './errors.ts'
 import { Index, Query, type IndexOptions } from '@statewright/statedb'
 
 export type StatusKind = 'pending' | 'refreshing' | 'done' | 'error'
@@ -125,7 +126,7 @@ const KIND_SEPARATOR = ':'
 /**
  * A non-unique index by status kind, ready to add to a table. For a single status the key is the
  * kind ("pending"); for a status set it is "name:kind", so each reconciler's view is one query.
- * `query(kind, name?)` builds the query; `forName(name)` binds the name for status sets.
+ * `kind(kind, name?)` builds the query (for a status set, of the reconciler `name`).
  */
 export class StatusIndex<Obj> extends Index<Obj, string> {
   /** Set when the index covers a status set. */
@@ -139,7 +140,7 @@ export class StatusIndex<Obj> extends Index<Obj, string> {
   /** The objects with status `kind` (for a status set: of the reconciler `name`). */
   kind(kind: StatusKind, name?: string): Query<Obj> {
     if (this.isSet) {
-      if (name === undefined) throw new Error(`status index "${this.name}" covers a status set: give the reconciler name`)
+      if (name === undefined) throw new UsageError(`status index "${this.name}" covers a status set: give the reconciler name`)
       return this.query(name + KIND_SEPARATOR + kind)
     }
     return this.query(kind)

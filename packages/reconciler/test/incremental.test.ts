@@ -1,6 +1,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { InMemoryMetrics, RetryQueue, type BatchOperations } from '@statewright/reconciler'
+import { InMemoryMetrics, type BatchOperations } from '@statewright/reconciler'
+import { RetryQueue } from '../src/retries.ts'
 import { byId, deferred, setup, sleep, until, within, type Obj } from './helpers.ts'
 
 test('a result for an object that changed meanwhile is dropped; the newer version is reconciled', async () => {

@@ -7,17 +7,9 @@ import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { waitForReconciliation, type BatchOperations } from '@statewright/reconciler'
 import { FakeTarget, setup, sleep, until, within, type Obj } from './helpers.ts'
+import { rng } from '../../../bench/lib/rng.ts'
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+const mulberry32 = (seed: number): (() => number) => rng(seed).next
 
 const step = fc.record({ del: fc.boolean(), key: fc.nat(11), newTxn: fc.boolean(), pause: fc.nat(3) })
 

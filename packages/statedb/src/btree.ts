@@ -10,6 +10,7 @@
 //   and mutates its own copies freely, so a transaction of N writes copies each touched node once.
 //   Publishing a tree (`TreeWriter.publish`) gives the writer a fresh token, which freezes every node
 //   it made.
+import { InternalError } from './errors.ts'
 
 export type TreeKey = string | number
 
@@ -228,7 +229,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   private remove(node: TreeNode<K, V>, k: K): void {
     if (node.leaf) {
       const i = lowerIndex(node.keys, k)
-      if (node.keys[i] !== k) throw new Error('statedb internal error: deleting a key that is not in the tree')
+      if (node.keys[i] !== k) throw new InternalError('statedb internal error: deleting a key that is not in the tree')
       removeAt(node.keys, i)
       removeAt(node.vals, i)
       return

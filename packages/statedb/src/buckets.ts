@@ -14,6 +14,7 @@
 // in this index. Inside a write transaction a bucket being changed is a TreeWriter (it may hold 0 or
 // 1 entries until publish normalizes it).
 
+import { InternalError } from './errors.ts'
 import { emptyTree, less, lowerIndex, treeGet, TreeIterator, TreeWriter, type Leaf, type Tree, type TreeNode } from './btree.ts'
 import { validateTree } from './treecheck.ts'
 import type { EncodedKey } from './encoding.ts'
@@ -28,7 +29,7 @@ const isTree = (b: Bucket): b is Tree<EncodedKey, EncodedKey> => typeof b === 'o
 
 function resolve<Obj>(primary: PrimaryRoot<Obj>, pk: EncodedKey): Entry<Obj> {
   const e = treeGet(primary, pk)
-  if (e === undefined) throw new Error('statedb internal error: a bucket holds a primary key the primary index lacks')
+  if (e === undefined) throw new InternalError('statedb internal error: a bucket holds a primary key the primary index lacks')
   return e
 }
 
@@ -76,7 +77,7 @@ class Resolver<Obj> {
         return node.vals[j]!
       }
     }
-    throw new Error('statedb internal error: a bucket holds a primary key the primary index lacks')
+    throw new InternalError('statedb internal error: a bucket holds a primary key the primary index lacks')
   }
 }
 
@@ -240,8 +241,8 @@ export function validateBuckets<Obj>(tree: BucketTree, primary: PrimaryRoot<Obj>
   let pairs = 0
   const check = (sk: EncodedKey, pk: EncodedKey) => {
     const e = treeGet(primary, pk)
-    if (e === undefined) throw new Error(`${what}: bucket of ${String(sk)} holds a primary key the primary index lacks`)
-    if (!hasKey(e.object, sk)) throw new Error(`${what}: bucket of ${String(sk)} holds an object without that key`)
+    if (e === undefined) throw new InternalError(`${what}: bucket of ${String(sk)} holds a primary key the primary index lacks`)
+    if (!hasKey(e.object, sk)) throw new InternalError(`${what}: bucket of ${String(sk)} holds an object without that key`)
     pairs++
   }
   const it = new TreeIterator(tree.root, undefined)
@@ -253,10 +254,10 @@ export function validateBuckets<Obj>(tree: BucketTree, primary: PrimaryRoot<Obj>
       continue
     }
     validateTree(b, `${what} bucket`)
-    if (b.size < 2) throw new Error(`${what}: a bucket tree of ${b.size} entries (want an inline key)`)
+    if (b.size < 2) throw new InternalError(`${what}: a bucket tree of ${b.size} entries (want an inline key)`)
     const inner = new TreeIterator(b.root, undefined)
     for (let x = inner.next(); !x.done; x = inner.next()) {
-      if (inner.key !== x.value) throw new Error(`${what}: bucket entry not under its own primary key`)
+      if (inner.key !== x.value) throw new InternalError(`${what}: bucket entry not under its own primary key`)
       check(sk, x.value)
     }
   }

@@ -11,6 +11,7 @@
 // invariant of ./btree.ts (checked by validateTree in the tests and in validation mode), and only
 // nodes owned by the writer were changed.
 
+import { InternalError } from './errors.ts'
 import { lastKey, lowerIndex, MAX, mergeInto, MIN, rebalance, type Branch, type TreeKey, type TreeNode, type TreeWriter } from './btree.ts'
 
 /** Removes `keys` (strictly increasing, every one present) from the writer's tree. */
@@ -43,7 +44,7 @@ function removeRun<K extends TreeKey, V>(w: TreeWriter<K, V>, node: TreeNode<K, 
       nv[out] = nv[i]!
       out++
     }
-    if (k !== to) throw new Error('statedb internal error: deleting a key that is not in the tree')
+    if (k !== to) throw new InternalError('statedb internal error: deleting a key that is not in the tree')
     nk.length = out
     nv.length = out
     return
@@ -52,7 +53,7 @@ function removeRun<K extends TreeKey, V>(w: TreeWriter<K, V>, node: TreeNode<K, 
   let i = from
   while (i < to) {
     const c = lowerIndex(node.keys, keys[i]!)
-    if (c === node.keys.length) throw new Error('statedb internal error: deleting a key that is not in the tree')
+    if (c === node.keys.length) throw new InternalError('statedb internal error: deleting a key that is not in the tree')
     const bound = node.keys[c]!
     let j = i + 1
     while (j < to && (keys[j]! === bound || lessKey(keys[j]!, bound))) j++

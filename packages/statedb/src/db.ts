@@ -11,7 +11,7 @@
 // Commit builds the new root array and assigns it in one statement: readers see all of a
 // transaction's tables change at once, or none.
 
-import { StateDBError, TxnError } from './errors.ts'
+import { DefinitionError, StateDBError, TxnError } from './errors.ts'
 import type { TableState } from './state.ts'
 import type { Table } from './table.ts'
 import { ReadTxn, WriteTxn } from './txn.ts'
@@ -89,7 +89,7 @@ export class DB {
     const root = this.root.slice()
     for (const t of tables) {
       if (this.ids.has(t)) continue
-      if (this.tables.some((o) => o.name === t.name)) throw new StateDBError(`a table named "${t.name}" is already registered`)
+      if (this.tables.some((o) => o.name === t.name)) throw new DefinitionError(`a table named "${t.name}" is already registered`)
       this.ids.set(t, this.tables.length)
       t.home = this
       t.homeId = this.tables.length

@@ -16,6 +16,7 @@
 // - empty keys ("", [], empty bytes) are keys like any other;
 // - keys of one type keep their order; keys of different types never compare equal (their relative
 //   order is unspecified).
+import { KeyError } from './errors.ts'
 
 export type KeyPart = string | number | bigint | boolean | Uint8Array
 export type Key = KeyPart | readonly KeyPart[]
@@ -37,7 +38,6 @@ const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 const HI = littleEndian ? 1 : 0
 const LO = littleEndian ? 0 : 1
 
-export class KeyError extends Error {}
 
 function encodeNumber(n: number): string {
   if (Number.isNaN(n)) throw new KeyError('NaN cannot be a key')

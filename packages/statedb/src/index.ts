@@ -11,6 +11,9 @@ export { Entry } from './state.ts'
 export { Results } from './results.ts'
 export { Watch, WatchSet, waitAny } from './watch.ts'
 export { ChangeIterator, type Change } from './changes.ts'
-export { StateDBError, TxnError, UniqueConflictError, IndexKeyError } from './errors.ts'
+export {
+  StateDBError, DefinitionError, QueryError, KeyError, IndexKeyError, UniqueConflictError, TxnError, InternalError,
+  type StateDBErrorCode,
+} from './errors.ts'
 export { setValidation } from './validate.ts'
 export { dump, httpHandler, keyText, redactSecrets, markSensitive, SENSITIVE, type HttpHandlerOptions, type Redactor } from './inspect.ts'

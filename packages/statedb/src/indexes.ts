@@ -5,6 +5,7 @@
 // encode it lazily, once.
 
 import { encodeKey, encodePrefix, showKey, type EncodedKey, type Key } from './encoding.ts'
+import { DefinitionError, IndexKeyError } from './errors.ts'
 
 export const REVISION_INDEX = 'revision'
 
@@ -32,11 +33,11 @@ export class Index<Obj, K extends Key = Key> {
 
   constructor(opts: IndexOptions<Obj, K>) {
     if (typeof opts.name !== 'string' || !NAME.test(opts.name)) {
-      throw new Error(`invalid index name ${JSON.stringify(opts.name)}: want letters, digits, '.', '_' or '-', starting with a letter`)
+      throw new DefinitionError(`invalid index name ${JSON.stringify(opts.name)}: want letters, digits, '.', '_' or '-', starting with a letter`)
     }
-    if (opts.name === REVISION_INDEX) throw new Error(`index name "${REVISION_INDEX}" is reserved for the revision index`)
+    if (opts.name === REVISION_INDEX) throw new DefinitionError(`index name "${REVISION_INDEX}" is reserved for the revision index`)
     if ((opts.key === undefined) === (opts.keys === undefined)) {
-      throw new Error(`index "${opts.name}": give exactly one of key() or keys()`)
+      throw new DefinitionError(`index "${opts.name}": give exactly one of key() or keys()`)
     }
     this.name = opts.name
     this.unique = opts.unique ?? false
@@ -54,7 +55,7 @@ export class Index<Obj, K extends Key = Key> {
   keyOf(obj: Obj): K {
     if (this.single) return this.single(obj)
     const keys = this.keysOf(obj)
-    if (keys.length !== 1) throw new Error(`index "${this.name}": keyOf needs exactly one key, the object has ${keys.length}`)
+    if (keys.length !== 1) throw new IndexKeyError(`index "${this.name}": keyOf needs exactly one key, the object has ${keys.length}`)
     return keys[0]!
   }
 

@@ -1,7 +1,7 @@
 // A table's schema: its name and indexes, and how an object's keys are computed and encoded.
 
-import { encodeKey, KeyError, showKey, type EncodedKey, type Key } from './encoding.ts'
-import { IndexKeyError } from './errors.ts'
+import { encodeKey, showKey, type EncodedKey, type Key } from './encoding.ts'
+import { DefinitionError, IndexKeyError, KeyError } from './errors.ts'
 import type { Index } from './indexes.ts'
 
 const TABLE_NAME = /^[a-z][a-z0-9_.-]{0,62}$/i
@@ -13,11 +13,11 @@ export class TableSchema<Obj> {
     readonly secondary: ReadonlyArray<Index<Obj, Key>>,
   ) {
     if (typeof name !== 'string' || !TABLE_NAME.test(name)) {
-      throw new Error(`invalid table name ${JSON.stringify(name)}: want 1-63 letters, digits, '.', '_' or '-', starting with a letter`)
+      throw new DefinitionError(`invalid table name ${JSON.stringify(name)}: want 1-63 letters, digits, '.', '_' or '-', starting with a letter`)
     }
     const seen = new Set<string>([primary.name])
     for (const idx of secondary) {
-      if (seen.has(idx.name)) throw new Error(`table "${name}": two indexes named "${idx.name}"`)
+      if (seen.has(idx.name)) throw new DefinitionError(`table "${name}": two indexes named "${idx.name}"`)
       seen.add(idx.name)
     }
   }

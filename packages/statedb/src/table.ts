@@ -12,7 +12,7 @@ import { TableBatch } from './batch.ts'
 import { ChangeIterator, Graveyard } from './changes.ts'
 import type { Key } from './encoding.ts'
 import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
-import { StateDBError } from './errors.ts'
+import { QueryError, StateDBError } from './errors.ts'
 import { REVISION_INDEX, type Index, type Query } from './indexes.ts'
 import { WatchRegistry } from './registry.ts'
 import { Results } from './results.ts'
@@ -124,7 +124,7 @@ export class Table<Obj> {
   prefixWatch(txn: Txn, q: Query<Obj>): [Results<Obj>, Watch] {
     const view = txn.view(this)
     const ref = this.ref(q)
-    if (ref.pos < 0) throw new StateDBError(`table "${this.name}": prefix queries do not apply to the revision index`)
+    if (ref.pos < 0) throw new QueryError(`table "${this.name}": prefix queries do not apply to the revision index`)
     const p = q.encodedPrefix()
     // A number is a prefix only of itself: its prefix query is a key query.
     const watch = typeof p === 'number' ? this.keyWatch(txn, view, q) : this.isCurrent(txn, view) ? this.watches.prefix(ref.pos, p) : Watch.closed()
@@ -298,7 +298,7 @@ export class Table<Obj> {
 
   private ref(q: Query<Obj>): IndexRef {
     const ref = this.refs.get(q.index)
-    if (ref === undefined) throw new StateDBError(`table "${this.name}" has no index "${q.index}" (indexes: ${[...this.refs.keys()].join(', ')})`)
+    if (ref === undefined) throw new QueryError(`table "${this.name}" has no index "${q.index}" (indexes: ${[...this.refs.keys()].join(', ')})`)
     return ref
   }
 
@@ -307,7 +307,7 @@ export class Table<Obj> {
   }
 
   private revisionKey(q: Query<Obj>): number {
-    if (typeof q.key !== 'number') throw new StateDBError(`table "${this.name}": the revision index takes a number, got ${typeof q.key}`)
+    if (typeof q.key !== 'number') throw new QueryError(`table "${this.name}": the revision index takes a number, got ${typeof q.key}`)
     return q.key
   }
 
@@ -330,7 +330,7 @@ export class Table<Obj> {
 
   private prefixIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
     const ref = this.ref(q)
-    if (ref.pos < 0) throw new StateDBError(`table "${this.name}": prefix queries do not apply to the revision index`)
+    if (ref.pos < 0) throw new QueryError(`table "${this.name}": prefix queries do not apply to the revision index`)
     const p = q.encodedPrefix()
     if (typeof p === 'number') return this.listIter(view, q) // a number is a prefix only of itself
     const root = this.treeOf(view, ref.pos).root

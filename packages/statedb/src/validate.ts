@@ -1,6 +1,7 @@
 // Validation mode (STATEWRIGHT_VALIDATE=1): after every commit, check each changed table's trees
 // and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
 
+import { InternalError } from './errors.ts'
 import { TreeIterator, type Tree, type TreeKey } from './btree.ts'
 import { validateTree } from './treecheck.ts'
 import { validateBuckets, type BucketTree } from './buckets.ts'
@@ -32,17 +33,17 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
     return tree.size
   })
   if (state.byRevision.size !== state.primary.size) {
-    throw new Error(`${t}: ${state.primary.size} objects but ${state.byRevision.size} revision entries`)
+    throw new InternalError(`${t}: ${state.primary.size} objects but ${state.byRevision.size} revision entries`)
   }
   let expected = state.secondary.map(() => 0)
   for (const e of new TreeIterator(state.primary.root, undefined)) {
-    if (e.revision > state.revision) throw new Error(`${t}: object at revision ${e.revision} above table revision ${state.revision}`)
-    if (schema.primaryKey(e.object) !== e.key) throw new Error(`${t}: stored object's primary key changed (was it mutated?)`)
+    if (e.revision > state.revision) throw new InternalError(`${t}: object at revision ${e.revision} above table revision ${state.revision}`)
+    if (schema.primaryKey(e.object) !== e.key) throw new InternalError(`${t}: stored object's primary key changed (was it mutated?)`)
     expected = expected.map((n, i) => n + new Set(schema.secondaryKeys(i, e.object)).size)
   }
   pairs.forEach((n, i) => {
     if (n !== expected[i]) {
-      throw new Error(`${t} index "${schema.secondary[i]!.name}": ${n} entries, objects give ${expected[i]} keys`)
+      throw new InternalError(`${t} index "${schema.secondary[i]!.name}": ${n} entries, objects give ${expected[i]} keys`)
     }
   })
 }

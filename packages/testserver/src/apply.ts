@@ -9,7 +9,7 @@
 // - Update (create, replace, patch): the writer takes the fields whose value it changed; fields the
 //   write removed leave every manager.
 // - Lists and maps merge as the kind's schema says (schema.ts).
-import { ApiError } from './status.ts'
+import { StatusError } from './status.ts'
 import { deepEqual, clone } from './patch.ts'
 import type { FieldSchema } from './schema.ts'
 import { fieldSetOf, fromFieldsV1, getAt, IGNORED_META, itemElement, keyOf, pathString, removePaths, schemaAt, toFieldsV1, topLevelAllowed, type FieldSet, type Path, type Scope } from './fieldset.ts'
@@ -155,7 +155,7 @@ function stripIgnored(applied: any, scope: Scope): any {
   return out
 }
 
-function applyConflict(conflicts: Array<{ manager: string; apiVersion: string; path: Path; sub?: string }>): ApiError {
+function applyConflict(conflicts: Array<{ manager: string; apiVersion: string; path: Path; sub?: string }>): StatusError {
   const who = (c: { manager: string; apiVersion: string; sub?: string }) => `"${c.manager}" using ${c.apiVersion}${c.sub ? ` with subresource "${c.sub}"` : ''}`
   const causes = conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with ${who(c)}`, field: pathString(c.path) }))
   const n = conflicts.length
@@ -166,7 +166,7 @@ function applyConflict(conflicts: Array<{ manager: string; apiVersion: string; p
     for (const c of conflicts) byMgr.set(who(c), [...(byMgr.get(who(c)) ?? []), pathString(c.path)])
     message = `Apply failed with ${n} conflicts: ` + [...byMgr].map(([w, ps]) => `conflicts with ${w}:\n- ${ps.join('\n- ')}`).join('\n')
   }
-  return new ApiError(409, 'Conflict', message, { causes })
+  return new StatusError(409, 'Conflict', message, { causes })
 }
 
 /**

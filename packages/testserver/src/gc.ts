@@ -16,7 +16,7 @@
 //   have been collected by an earlier step of the same cascade).
 import type { Objects } from './objects.ts'
 import type { ResourceType } from './resources.ts'
-import { ApiError } from './status.ts'
+import { StatusError } from './status.ts'
 
 export const FOREGROUND = 'foregroundDeletion'
 export const ORPHAN = 'orphan'
@@ -142,5 +142,5 @@ function refsOf(obj: any): OwnerRef[] {
 
 /** A cascade step may find its object already collected (404) or replaced by a new one (409, uid). */
 function ignoreGone(fn: () => unknown): void {
-  try { fn() } catch (e) { if (!(e instanceof ApiError && (e.code === 404 || e.code === 409))) throw e }
+  try { fn() } catch (e) { if (!(e instanceof StatusError && (e.code === 404 || e.code === 409))) throw e }
 }

@@ -15,7 +15,7 @@ import type { Store, Snapshot } from './store.ts'
 import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
 import { apiVersionOf, typesFromCrd } from './resources.ts'
-import { ApiError, alreadyExists, badRequest, conflict, invalid, notFound, success, unsupportedMediaType, expired, type Status } from './status.ts'
+import { StatusError, alreadyExists, badRequest, conflict, invalid, notFound, success, unsupportedMediaType, expired, type Status } from './status.ts'
 import { deepEqual, clone, mergePatch, jsonPatch, strategicMerge, type PatchKind } from './patch.ts'
 import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
 import { fieldSchemaOf } from './schema.ts'
@@ -112,7 +112,7 @@ export class Objects {
     if (!/^\d+$/.test(rv)) throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`)
     const n = Number(rv)
     if (n > cur.rv) {
-      throw new ApiError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 })
+      throw new StatusError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 })
     }
     if (match === 'Exact' && n !== cur.rv) {
       const s = this.snapshots.get(n)
@@ -141,7 +141,7 @@ export class Objects {
     const nsObj = this.store.get(NS_TYPE_KEY, '', ns)
     if (!nsObj) throw notFound({ resource: 'namespaces', group: '' }, ns)
     if (nsObj.metadata.deletionTimestamp) {
-      throw new ApiError(403, 'Forbidden', `${t.resource} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, { kind: t.resource, causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }] })
+      throw new StatusError(403, 'Forbidden', `${t.resource} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, { kind: t.resource, causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }] })
     }
   }
   private checkBody(t: ResourceType, ns: string, body: any, urlName?: string): void {
@@ -330,7 +330,7 @@ export class Objects {
     const snap = this.store.snapshot()
     for (const [, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)) {
       if (matcher && !matcher(obj)) continue
-      try { this.delete(t, obj.metadata.namespace ?? '', obj.metadata.name, {}) } catch (e) { if (!(e instanceof ApiError && e.code === 404)) throw e }
+      try { this.delete(t, obj.metadata.namespace ?? '', obj.metadata.name, {}) } catch (e) { if (!(e instanceof StatusError && e.code === 404)) throw e }
     }
     return JSON.stringify(success(t, ''))
   }
@@ -347,7 +347,7 @@ export class Objects {
       if (!rt.namespaced) continue
       for (const [, obj] of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) {
         // the garbage collector may have removed it already, as a dependent of an earlier one
-        if (!obj.metadata.deletionTimestamp) try { this.delete(rt, name, obj.metadata.name, {}) } catch (e) { if (!(e instanceof ApiError && e.code === 404)) throw e }
+        if (!obj.metadata.deletionTimestamp) try { this.delete(rt, name, obj.metadata.name, {}) } catch (e) { if (!(e instanceof StatusError && e.code === 404)) throw e }
       }
     }
     return this.out(t, this.maybeFinishNamespace(name) ?? ns)

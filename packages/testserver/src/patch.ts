@@ -2,10 +2,10 @@
 // JSON patch and merge patch stay our own (small, no dependency) and are held to the public
 // json-patch test suite and RFC 7386's examples (test/patch-suites.test.ts).
 // Invariants: inputs are never mutated (every function returns fresh values); a malformed patch is
-// a 400/422 ApiError, never a 500. Strategic merge knows the merge keys of the common built-in list
+// a 400/422 StatusError, never a 500. Strategic merge knows the merge keys of the common built-in list
 // fields (containers by name, ports, env, volumes, conditions by type, ...); other lists are replaced,
 // which is also what a real server does for lists without a patch strategy.
-import { ApiError, badRequest } from './status.ts'
+import { StatusError, badRequest } from './status.ts'
 import { BUILTIN_SET_LISTS, builtinMergeKey } from './schema.ts'
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
@@ -47,8 +47,8 @@ function parsePointer(p: string): string[] {
   if (!p.startsWith('/')) throw badRequest(`invalid JSON pointer: "${p}"`)
   return p.slice(1).split('/').map(unescape)
 }
-function patchFail(msg: string): ApiError {
-  return new ApiError(422, 'Invalid', `the server rejected our request due to an error in our request: ${msg}`)
+function patchFail(msg: string): StatusError {
+  return new StatusError(422, 'Invalid', `the server rejected our request due to an error in our request: ${msg}`)
 }
 
 export function jsonPatch(doc: any, ops: any): any {

@@ -8,7 +8,7 @@
 //   `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`); a list the schema says nothing about is
 //   atomic. Built-in kinds have no full schema here: their keyed lists are known by field name
 //   (containers by name, conditions by type, ...), the way their Go types declare them.
-import { ApiError } from './status.ts'
+import { StatusError } from './status.ts'
 
 export type ListType = { type: 'atomic' } | { type: 'set' } | { type: 'map'; keys: string[] }
 
@@ -85,7 +85,7 @@ class OpenApiSchema implements FieldSchema {
     for (const [i, x] of items.entries()) {
       const missing = keys.find((k) => !isObj(x) || x[k] === undefined)
       if (missing !== undefined) {
-        throw new ApiError(422, 'Invalid', `${this.at}: element ${i}: associative list with keys has an element that omits key field "${missing}" (and doesn't have default value)`)
+        throw new StatusError(422, 'Invalid', `${this.at}: element ${i}: associative list with keys has an element that omits key field "${missing}" (and doesn't have default value)`)
       }
     }
     return { type: 'map', keys }

@@ -18,7 +18,7 @@ import { Faults, prng, type FailRule, type DelayRule } from './faults.ts'
 import { route } from './routes.ts'
 import { apiGroup, apiGroupList, coreVersions, resourceList, versionInfo } from './discovery.ts'
 import { openApiDocument, openApiIndex } from './openapi.ts'
-import { ApiError, badRequest, methodNotAllowed, pathNotFound, toApiError, tooManyRequests, unauthorized, serviceUnavailable } from './status.ts'
+import { StatusError, badRequest, methodNotAllowed, pathNotFound, toApiError, tooManyRequests, unauthorized, serviceUnavailable } from './status.ts'
 import { makeMatcher } from './selectors.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
@@ -215,7 +215,7 @@ export class TestServer {
     res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers })
     res.end(body)
   }
-  private sendError(res: ServerResponse, e: ApiError): void {
+  private sendError(res: ServerResponse, e: StatusError): void {
     this.sendJson(res, e.code, JSON.stringify(e.status), e.headers)
   }
 
@@ -315,14 +315,14 @@ export class TestServer {
   kind(ref: KindRef | ResourceType): ResourceType { return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind) }
 }
 
-function failureError(f: FailRule): ApiError {
+function failureError(f: FailRule): StatusError {
   const status = f.status ?? 500
   if (status === 429) return tooManyRequests(f.retryAfterSeconds ?? 1)
   if (status === 503) {
     const e = serviceUnavailable()
-    return new ApiError(503, e.status.reason!, e.message, { retryAfterSeconds: f.retryAfterSeconds ?? 1 }, { 'Retry-After': String(f.retryAfterSeconds ?? 1) })
+    return new StatusError(503, e.status.reason!, e.message, { retryAfterSeconds: f.retryAfterSeconds ?? 1 }, { 'Retry-After': String(f.retryAfterSeconds ?? 1) })
   }
-  return new ApiError(status, 'InternalError', 'Internal error occurred: injected fault')
+  return new StatusError(status, 'InternalError', 'Internal error occurred: injected fault')
 }
 
 function defaultManager(ua: string | undefined): string {

@@ -1,5 +1,5 @@
 // Kubernetes `Status` objects and the errors that carry them.
-// Invariants: every error a handler throws is an ApiError whose `status.code` is the HTTP status sent;
+// Invariants: every error a handler throws is a StatusError whose `status.code` is the HTTP status sent;
 // messages, reasons and `details` follow what a real kube-apiserver answers, because clients
 // (client-go, @kubernetes/client-node, kubectl) branch on `reason` and `code`, not on messages.
 
@@ -26,7 +26,7 @@ export interface Status {
 /** Identifies the resource in `details` the way the real server does: plural resource name + group. */
 export interface ResourceRef { resource: string; group: string }
 
-export class ApiError extends Error {
+export class StatusError extends Error {
   readonly status: Status
   /** Extra response headers (e.g. Retry-After). */
   readonly headers: Record<string, string>
@@ -48,50 +48,50 @@ function details(ref: ResourceRef, name: string, extra: Partial<StatusDetails> =
   return d
 }
 
-export function notFound(ref: ResourceRef, name: string): ApiError {
-  return new ApiError(404, 'NotFound', `${qualified(ref)} "${name}" not found`, details(ref, name))
+export function notFound(ref: ResourceRef, name: string): StatusError {
+  return new StatusError(404, 'NotFound', `${qualified(ref)} "${name}" not found`, details(ref, name))
 }
-export function alreadyExists(ref: ResourceRef, name: string): ApiError {
-  return new ApiError(409, 'AlreadyExists', `${qualified(ref)} "${name}" already exists`, details(ref, name))
+export function alreadyExists(ref: ResourceRef, name: string): StatusError {
+  return new StatusError(409, 'AlreadyExists', `${qualified(ref)} "${name}" already exists`, details(ref, name))
 }
-export function conflict(ref: ResourceRef, name: string, why = 'the object has been modified; please apply your changes to the latest version and try again'): ApiError {
-  return new ApiError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(ref)} "${name}": ${why}`, details(ref, name))
+export function conflict(ref: ResourceRef, name: string, why = 'the object has been modified; please apply your changes to the latest version and try again'): StatusError {
+  return new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(ref)} "${name}": ${why}`, details(ref, name))
 }
-export function invalid(kind: string, group: string, name: string, causes: StatusCause[]): ApiError {
+export function invalid(kind: string, group: string, name: string, causes: StatusCause[]): StatusError {
   const what = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join(', ')
   const d: StatusDetails = { name, kind, causes }
   if (group) d.group = group
-  return new ApiError(422, 'Invalid', `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${what}`, d)
+  return new StatusError(422, 'Invalid', `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${what}`, d)
 }
-export function badRequest(message: string): ApiError {
-  return new ApiError(400, 'BadRequest', message)
+export function badRequest(message: string): StatusError {
+  return new StatusError(400, 'BadRequest', message)
 }
-export function methodNotAllowed(message = 'the server does not allow this method on the requested resource'): ApiError {
-  return new ApiError(405, 'MethodNotAllowed', message)
+export function methodNotAllowed(message = 'the server does not allow this method on the requested resource'): StatusError {
+  return new StatusError(405, 'MethodNotAllowed', message)
 }
-export function unsupportedMediaType(contentType: string): ApiError {
-  return new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${contentType})`)
+export function unsupportedMediaType(contentType: string): StatusError {
+  return new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${contentType})`)
 }
-export function expired(message: string): ApiError {
-  return new ApiError(410, 'Expired', message)
+export function expired(message: string): StatusError {
+  return new StatusError(410, 'Expired', message)
 }
-export function gone(message: string): ApiError {
-  return new ApiError(410, 'Gone', message)
+export function gone(message: string): StatusError {
+  return new StatusError(410, 'Gone', message)
 }
-export function unauthorized(): ApiError {
-  return new ApiError(401, 'Unauthorized', 'Unauthorized')
+export function unauthorized(): StatusError {
+  return new StatusError(401, 'Unauthorized', 'Unauthorized')
 }
-export function tooManyRequests(retryAfterSeconds: number): ApiError {
-  return new ApiError(429, 'TooManyRequests', 'The server has received too many requests and has asked us to try again later', { retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) })
+export function tooManyRequests(retryAfterSeconds: number): StatusError {
+  return new StatusError(429, 'TooManyRequests', 'The server has received too many requests and has asked us to try again later', { retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) })
 }
-export function internalError(message: string): ApiError {
-  return new ApiError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] })
+export function internalError(message: string): StatusError {
+  return new StatusError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] })
 }
-export function serviceUnavailable(message = 'the server is currently unable to handle the request'): ApiError {
-  return new ApiError(503, 'ServiceUnavailable', message)
+export function serviceUnavailable(message = 'the server is currently unable to handle the request'): StatusError {
+  return new StatusError(503, 'ServiceUnavailable', message)
 }
-export function pathNotFound(): ApiError {
-  return new ApiError(404, 'NotFound', 'the server could not find the requested resource', {})
+export function pathNotFound(): StatusError {
+  return new StatusError(404, 'NotFound', 'the server could not find the requested resource', {})
 }
 /** A Status of success, sent e.g. for a DELETE that removed the object at once. */
 export function success(ref: ResourceRef, name: string, uid?: string): Status {
@@ -99,8 +99,8 @@ export function success(ref: ResourceRef, name: string, uid?: string): Status {
   if (uid) d.uid = uid
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: d, code: 200 }
 }
-/** Turns any thrown value into an ApiError (unexpected exceptions become 500 InternalError). */
-export function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err
+/** Turns any thrown value into an StatusError (unexpected exceptions become 500 InternalError). */
+export function toApiError(err: unknown): StatusError {
+  if (err instanceof StatusError) return err
   return internalError(err instanceof Error ? err.message : String(err))
 }

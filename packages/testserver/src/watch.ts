@@ -13,7 +13,7 @@ import type { Store, StoreEvent } from './store.ts'
 import type { ResourceType } from './resources.ts'
 import { apiVersionOf } from './resources.ts'
 import type { Matcher } from './selectors.ts'
-import { expired, badRequest, type ApiError } from './status.ts'
+import { expired, badRequest, type StatusError } from './status.ts'
 
 export interface WatchRequest {
   type: ResourceType
@@ -185,5 +185,5 @@ function bookmarkLine(t: ResourceType, rv: number, initialEnd: boolean): string 
   if (initialEnd) metadata.annotations = { 'k8s.io/initial-events-end': 'true' }
   return JSON.stringify({ type: 'BOOKMARK', object: { kind: t.kind, apiVersion: apiVersionOf(t), metadata } }) + '\n'
 }
-export type { ApiError }
+export type { StatusError }
 export { objectJson }

@@ -14,7 +14,7 @@ import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { serverSideApply, recordUpdate } from '../src/apply.ts'
 import { crdSchema } from '../src/schema.ts'
-import { ApiError } from '../src/status.ts'
+import { StatusError } from '../src/status.ts'
 
 const schema = crdSchema({
   type: 'object',
@@ -195,7 +195,7 @@ function run(ops: Op[]): void {
         obj = serverSideApply(obj, toObject(op.cfg), { manager: op.manager, force: op.force, apiVersion: 'x.io/v1', scope: 'all', schema }).object
         assert.ok(expectOk, `step ${step}: the model expected a conflict`)
       } catch (e) {
-        if (!(e instanceof ApiError) || e.code !== 409) throw e
+        if (!(e instanceof StatusError) || e.code !== 409) throw e
         assert.not.ok(expectOk, `step ${step}: unexpected conflict: ${e.message}`)
       }
     }

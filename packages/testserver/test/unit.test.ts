@@ -11,7 +11,7 @@ import { kubeconfigYaml } from '../src/kubeconfig.ts'
 import { KubeConfig } from '@kubernetes/client-node'
 import { Registry } from '../src/resources.ts'
 import { route } from '../src/routes.ts'
-import { ApiError } from '../src/status.ts'
+import { StatusError } from '../src/status.ts'
 
 test('label selectors: every operator', () => {
   const l = { app: 'web', tier: 'front', n: '5' }
@@ -28,14 +28,14 @@ test('label selectors: every operator', () => {
   assert.not.ok(m('n<3'))
   assert.ok(m('missing!=x'), 'a missing key satisfies !=')
   assert.ok(m(''))
-  assert.throws(() => parseLabelSelector('app=(web'), (e: unknown) => e instanceof ApiError && e.code === 400)
+  assert.throws(() => parseLabelSelector('app=(web'), (e: unknown) => e instanceof StatusError && e.code === 400)
 })
 
 test('field selectors: metadata fields and declared ones only', () => {
   const m = makeMatcher(undefined, 'metadata.name=a,metadata.namespace!=kube-system', [])!
   assert.ok(m({ metadata: { name: 'a', namespace: 'default' } }))
   assert.not.ok(m({ metadata: { name: 'a', namespace: 'kube-system' } }))
-  assert.throws(() => makeMatcher(undefined, 'spec.foo=1', []), (e: unknown) => e instanceof ApiError && e.code === 400)
+  assert.throws(() => makeMatcher(undefined, 'spec.foo=1', []), (e: unknown) => e instanceof StatusError && e.code === 400)
   assert.ok(makeMatcher(undefined, 'type=Opaque', ['type'])!({ type: 'Opaque', metadata: {} }))
 })
 
@@ -53,8 +53,8 @@ test('json patch (RFC 6902): all operations, test failure is 422', () => {
   ])
   assert.equal(out, { a: [9, 2, 7], b: { c: 'y' }, e: 'y' })
   assert.equal(doc, { a: [1, 2], b: { c: 'x' } }, 'input untouched')
-  assert.throws(() => jsonPatch(doc, [{ op: 'test', path: '/b/c', value: 'nope' }]), (e: unknown) => e instanceof ApiError && e.code === 422)
-  assert.throws(() => jsonPatch(doc, [{ op: 'remove', path: '/zz' }]), (e: unknown) => e instanceof ApiError && e.code === 422)
+  assert.throws(() => jsonPatch(doc, [{ op: 'test', path: '/b/c', value: 'nope' }]), (e: unknown) => e instanceof StatusError && e.code === 422)
+  assert.throws(() => jsonPatch(doc, [{ op: 'remove', path: '/zz' }]), (e: unknown) => e instanceof StatusError && e.code === 422)
 })
 
 test('strategic merge: lists merge by key, $patch directives, set lists', () => {
@@ -89,8 +89,8 @@ test('SSA: conflicts, force, shared ownership, removal of unapplied fields', () 
     serverSideApply(b1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } }, { manager: 'B', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
     assert.unreachable('conflict expected')
   } catch (e) {
-    assert.instance(e, ApiError)
-    const err = e as ApiError
+    assert.instance(e, StatusError)
+    const err = e as StatusError
     assert.is(err.code, 409)
     assert.equal(err.status.details?.causes, [{ reason: 'FieldManagerConflict', message: 'conflict with "A" using v1', field: '.data.a' }])
   }

@@ -15,10 +15,11 @@
 // - one `done` status object is shared by every success of a round (fewer allocations, less retained
 //   memory; ids only need to be unique per write of one object).
 
+import { StoppedError } from './errors.ts'
 import Bottleneck from 'bottleneck'
 import { Query, type Key, type ReadTxn, type WriteTxn } from '@statewright/statedb'
 import type { BatchEntry, OpContext, Resolved } from './config.ts'
-import { RetryQueue, type RetryKey } from './retries.ts'
+import { RetryQueue, retryKey, type RetryKey } from './retries.ts'
 import { errorMessage, statusDone, statusError, type Status, type StatusKind } from './status.ts'
 
 /** One object's pass through an operation. */
@@ -40,27 +41,8 @@ export interface Outcome<Obj> {
   changed: boolean
 }
 
-export class StoppedError extends Error {
-  override name = 'StoppedError'
-}
 
-/**
- * A Map key for a primary key: strings and numbers are used as they are (no allocation on the hot
- * path), other keys become a tagged string.
- */
-export function keyString(k: Key): RetryKey {
-  if (typeof k === 'string' || typeof k === 'number') return k
-  return '\u0000' + showPart(k)
-}
-
-function showPart(k: Key): string {
-  if (Array.isArray(k)) return '[' + k.map((p) => showPart(p as Key)).join(',') + ']'
-  if (k instanceof Uint8Array) return 'b' + Array.from(k).join('.')
-  if (typeof k === 'string') return JSON.stringify(k)
-  return typeof k + ':' + String(k)
-}
-
-export class Engine<Obj> {
+export class OperationRunner<Obj> {
   readonly retries: RetryQueue<Obj>
   private readonly primaryIndex: string
   private opLimiter: Bottleneck | undefined
@@ -101,7 +83,12 @@ export class Engine<Obj> {
   }
 
   key(obj: Obj): RetryKey {
-    return keyString(this.cfg.primaryKey(obj))
+    return retryKey(this.cfg.primaryKey(obj))
+  }
+
+  /** Takes the object's queued retry (a newer change supersedes it); returns its attempt count, 0 if none. */
+  takeRetry(obj: Obj): number {
+    return this.retries.size > 0 ? this.retries.take(this.key(obj)) : 0
   }
 
   primaryQuery(obj: Obj): Query<Obj> {
@@ -277,11 +264,11 @@ export class Engine<Obj> {
       if (o.deleted) {
         if (o.error !== undefined) {
           this.retries.fail(this.key(o.object), { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: o.error }, o.attempts, now)
-        } else if (o.attempts > 0) this.retries.take(this.key(o.object))
+        } else if (o.attempts > 0) this.takeRetry(o.object)
         continue
       }
       if (o.error === undefined && writeDone !== undefined && !writeDone(o)) {
-        if (o.attempts > 0) this.retries.take(this.key(o.object))
+        if (o.attempts > 0) this.takeRetry(o.object)
         continue
       }
       let status = o.error === undefined ? (done ??= statusDone()) : statusError(o.error)
@@ -312,7 +299,7 @@ export class Engine<Obj> {
       }
       if (o.error !== undefined) {
         this.retries.fail(this.key(o.object), { deleted: false, object: o.object, statusId: status.id, revision: o.revision, error: o.error }, o.attempts, now)
-      } else if (o.attempts > 0) this.retries.take(this.key(o.object))
+      } else if (o.attempts > 0) this.takeRetry(o.object)
     }
     return dropped
   }

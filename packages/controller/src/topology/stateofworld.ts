@@ -1,0 +1,471 @@
+// StateOfWorldController: Kuadrant policy-machinery's state-of-world reconciliation on statewright.
+// Watched kinds are reflected into tables; the topology over them is kept incrementally; `reconcile`
+// receives the events coalesced since its last run, a view of the topology and a snapshot of every
+// table, and declares what it wants: derived objects (applied by the k8s Target, retried per object,
+// pruned by owner label) and statuses (server-side apply on /status).
+// Invariants:
+// - Nothing runs before every watched kind is synced (its table initialized).
+// - One run at a time. Events are coalesced per object (create+update = create with the newest,
+//   create+delete = nothing, update+delete = delete with the oldest); a failed run keeps its events
+//   for the retry, which backs off (100 ms doubling to 30 s); events arriving meanwhile join them.
+// - A run declares its derived objects by group (`ctx.desire(group, objects)`): a group's set is
+//   replaced whole when the run succeeds and kept when a run does not mention it; an object equal to
+//   the stored one is not written (stable resourceVersions, also across restarts).
+// - A status equal to the object's current one is not written. Status writes are a reconciler's
+//   operations: retried per object with backoff, never dropped.
+// - A change of a derived object's apply status (applied, failed) runs reconcile again without
+//   events, so a status that waits for "applied" is written once it is.
+import { ConfigError, UsageError } from '../errors.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Table, defineIndex, waitAny, type ChangeIterator, type DB, type ReadTxn, type Watch } from '@statewright/statedb'
+import { Reconciler, newStatusIndex, statusPending, type Status, type StatusIndex } from '@statewright/reconciler'
+import { desired, holds, listAll, namespacedName, objectKey, resolveKind, type Cluster, type DesiredObject, type KindRef, type KubeObject } from '@statewright/k8s'
+import { StatusWriter, conditionsOf, type StatusPatch } from '../conditions.ts'
+import type { Logger } from '../logging.ts'
+import { Manager, plural, type Component, type ComponentHealth, type Placed, type WatchOptions } from '../manager.ts'
+import { Topology } from './topology.ts'
+import type { TopologyDefinition } from './define.ts'
+import type { TopologyView } from './view.ts'
+import { groupOfApiVersion } from './locator.ts'
+
+/** A change of a watched object, coalesced since the last run. */
+export interface ResourceEvent<T extends KubeObject = KubeObject> {
+  kind: string
+  group: string
+  type: 'create' | 'update' | 'delete'
+  old?: T
+  new?: T
+}
+
+export interface ReconcileContext {
+  readonly events: readonly ResourceEvent[]
+  readonly topology: TopologyView
+  /** The snapshot every table is read at (the topology's too). */
+  readonly txn: ReadTxn
+  /** Scratch space shared by the functions of one run (a Workflow's tasks). */
+  readonly state: Map<string, unknown>
+  readonly signal: AbortSignal
+  readonly logger: Logger
+  /** The table of a watched kind ("Gateway"). */
+  table<T extends KubeObject = KubeObject>(kind: string): Table<T>
+  /** The whole set of derived objects of a group; replaces the group's previous set when the run succeeds. */
+  desire(group: string, objects: ReadonlyArray<KubeObject | Placed>): void
+  /** A status for an object's /status subresource (server-side apply; skipped when already so). */
+  status(obj: KubeObject, status: StatusPatch): void
+  /** Whether this object, exactly as given, is applied (desired, and the apply succeeded). */
+  applied(obj: KubeObject, cluster?: string): boolean
+  /**
+   * The object as applied: our desired copy once its apply succeeded, else what the cluster holds
+   * (the Manager's reflector of owned kinds; after a restart, before our first apply). Undefined when
+   * neither has it.
+   */
+  observed(obj: KubeObject, cluster?: string): KubeObject | undefined
+  /** Notes what inspection shows for a topology node (a policy's status, a target's effective policy). */
+  inspect(locator: string, info: { status?: string; effective?: unknown }): void
+}
+
+export type ReconcileFn = (ctx: ReconcileContext) => void | Promise<void>
+
+export interface WatchSpec extends Omit<WatchOptions, 'name'> {
+  kind: KindRef
+  /** Table name (default: the Manager's name for the kind). */
+  table?: string
+  /** 'incremental' (default): list+watch into the table. 'stateOfWorld': listed again before every run. */
+  mode?: 'incremental' | 'stateOfWorld'
+  /** Which changes are events (the table keeps every object). */
+  predicate?: (e: ResourceEvent) => boolean
+}
+
+export interface StateOfWorldOptions {
+  name: string
+  /** The Manager to run in (its DB, clusters, desired table, Events, logger). */
+  manager?: Manager
+  /** Without a manager: the DB and clusters (the first is the default); a Manager is made inside. */
+  db?: DB
+  clusters?: Cluster[]
+  /** Without a manager: the logger (default: JSON lines on stderr at info). */
+  logger?: Logger
+  watch: WatchSpec[]
+  topology: TopologyDefinition
+  reconcile: ReconcileFn
+  /** Run again every this many ms without events (default 0: never). */
+  resyncIntervalMs?: number
+  retry?: { minMs?: number; maxMs?: number }
+}
+
+interface StatusRow { key: string; cluster: string; object: KubeObject; patch: StatusPatch; status: Status }
+
+const SAME_CONDITION = ['type', 'status', 'reason', 'message', 'observedGeneration'] as const
+function sameStatus(obj: KubeObject, patch: StatusPatch): boolean {
+  const cur = conditionsOf(obj)
+  const { conditions, ...fields } = patch
+  const curStatus = (obj as { status?: Record<string, unknown> }).status ?? {}
+  for (const [k, v] of Object.entries(fields)) if (JSON.stringify(curStatus[k]) !== JSON.stringify(v)) return false
+  for (const c of conditions ?? []) {
+    const x = cur.find((y) => y.type === c.type) as Record<string, unknown> | undefined
+    const want = { observedGeneration: obj.metadata.generation, ...c } as Record<string, unknown>
+    if (!x || SAME_CONDITION.some((f) => want[f] !== undefined && x[f] !== want[f])) return false
+  }
+  return true
+}
+
+export class StateOfWorldController {
+  readonly name: string
+  readonly manager: Manager
+  readonly topology: Topology
+  private readonly own: boolean
+  private readonly o: StateOfWorldOptions
+  private readonly log: Logger
+  private readonly tables = new Map<string, { spec: WatchSpec; table: Table<KubeObject>; cluster: Cluster }>()
+  private readonly statusTable: Table<StatusRow>
+  private readonly statusIndex: StatusIndex<StatusRow>
+  private readonly statusReconciler: Reconciler<StatusRow>
+  private readonly groups = new Map<string, Set<string>>()
+  private readonly mine = new Set<string>()
+  private readonly inspectInfo = new Map<string, { status?: string; effective?: unknown }>()
+  private readonly pending = new Map<string, ResourceEvent>()
+  private readonly lastSeen = new Map<string, KubeObject>()
+  private ac: AbortController | undefined
+  private loop: Promise<void> | undefined
+  private wake: (() => void) | undefined
+  private idleWaiters: Array<() => void> = []
+  private writes = 0
+  private writesSeen = 0
+  private state: { runs: number; failures: number; lastError?: string; synced: boolean; idle: boolean } = { runs: 0, failures: 0, synced: false, idle: false }
+
+  constructor(o: StateOfWorldOptions) {
+    if (!o?.name) throw new ConfigError('StateOfWorldController: `name` is required')
+    if (!o.manager && !(o.clusters?.length)) throw new ConfigError(`StateOfWorldController "${o.name}": give a manager, or clusters (and a db)`)
+    this.o = o
+    this.name = o.name
+    this.own = !o.manager
+    this.manager = o.manager ?? new Manager({ name: o.name, cluster: o.clusters![0]!, clusters: o.clusters!.slice(1), ...(o.db ? { db: o.db } : {}), ...(o.logger ? { logger: o.logger } : {}), http: false, handleSignals: false })
+    const m = this.manager
+    this.log = m.logger.child({ stateOfWorld: o.name })
+    for (const w of o.watch) {
+      const { kind, table: tname, mode, predicate: _p, ...wopts } = w
+      const cluster = w.cluster ? m.clusters.get(w.cluster) : m.cluster
+      if (!cluster) throw new ConfigError(`StateOfWorldController "${o.name}": no cluster named "${w.cluster}"`)
+      const table = mode === 'stateOfWorld'
+        ? this.listedTable(tname ?? `${o.name}-${plural(kind.kind)}`)
+        : m.watch(kind, { ...wopts, ...(tname ? { name: tname } : {}) }) as Table<KubeObject>
+      if (this.tables.has(kind.kind)) throw new ConfigError(`StateOfWorldController "${o.name}": kind ${kind.kind} is watched twice`)
+      this.tables.set(kind.kind, { spec: w, table, cluster })
+    }
+    const fill = <K extends { kind: string; table?: Table<any> }>(k: K): K => (k.table ? k : { ...k, table: this.tables.get(k.kind)?.table })
+    const def = o.topology
+    this.topology = new Topology({ ...def, targetables: def.targetables.map(fill), policies: (def.policies ?? []).map(fill), objects: (def.objects ?? []).map(fill) }, { db: m.db, name: `${o.name}-topology` })
+    const statusIndex = this.statusIndex = newStatusIndex<StatusRow>((r) => r.status)
+    this.statusTable = new Table<StatusRow>({ name: `${o.name}-status-writes`, primary: defineIndex({ name: 'key', key: (r: StatusRow) => r.key, unique: true }), indexes: [statusIndex] })
+    m.db.register(this.statusTable)
+    const writers = new Map<string, StatusWriter>()
+    const writerOf = (cluster: string) => {
+      let w = writers.get(cluster)
+      if (!w) { w = new StatusWriter({ cluster: m.clusters.get(cluster)!, fieldManager: m.name }); writers.set(cluster, w) }
+      return w
+    }
+    this.statusReconciler = new Reconciler<StatusRow>({
+      name: `${o.name}-status`, db: m.db, table: this.statusTable, statusIndex, primaryKey: (r) => r.key,
+      getObjectStatus: (r) => r.status, setObjectStatus: (r, status) => ({ ...r, status }),
+      operations: {
+        update: async (r, ctx) => { await writerOf(r.cluster).apply(r.object, r.patch, { signal: ctx.signal }) },
+        delete: () => {},
+      },
+      retry: { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000, jitter: 0.2 },
+      onError: (err, what) => this.log.error({ err }, what),
+    })
+    m.add(this.component())
+  }
+
+  /** Starts (standalone: the inner Manager; with a manager, start that instead). */
+  async start(): Promise<void> {
+    if (!this.own) throw new UsageError(`StateOfWorldController "${this.name}": it runs in its manager; start the manager`)
+    await this.manager.start()
+  }
+  async stop(): Promise<void> {
+    if (this.own) await this.manager.stop()
+  }
+
+  /** Runs, failures, last error. */
+  stats(): { runs: number; failures: number; lastError?: string } {
+    return { runs: this.state.runs, failures: this.state.failures, ...(this.state.lastError ? { lastError: this.state.lastError } : {}) }
+  }
+
+  private component(): Component {
+    return {
+      name: `state-of-world ${this.name}`, leaderOnly: true,
+      start: () => {
+        this.statusReconciler.start()
+        this.ac = new AbortController()
+        this.loop = this.run(this.ac.signal).catch((err) => { if (!this.ac?.signal.aborted) this.log.error({ err }, 'state-of-world loop failed') })
+      },
+      stop: async () => {
+        this.ac?.abort()
+        this.wake?.()
+        await this.loop
+        await this.statusReconciler.stop()
+        for (const w of this.idleWaiters.splice(0)) w()
+      },
+      health: (): ComponentHealth => {
+        const topoErrors = this.topology.errors()
+        const failing = [...topoErrors.map((e) => ({ key: e.object, error: e.error })), ...(this.state.lastError ? [{ key: this.name, error: this.state.lastError }] : [])]
+        const h = this.statusReconciler.health
+        return {
+          ready: this.state.synced && this.state.runs > 0,
+          level: failing.length || h.level !== 'ok' ? 'degraded' : 'ok',
+          message: !this.state.synced ? 'waiting for watched kinds to sync' : this.state.lastError ? `reconcile failed (${this.state.failures} times); retrying: ${this.state.lastError}` : `${this.state.runs} runs`,
+          ...(failing.length ? { failing: failing.slice(0, 10) } : {}),
+        }
+      },
+      // not idle while anything is to do, and once after a pass that wrote (waitForConvergence then
+      // goes round again, so reflectors see what the writes caused)
+      idle: () => {
+        const wrote = this.writes !== this.writesSeen
+        this.writesSeen = this.writes
+        return !wrote && this.state.idle && this.pending.size === 0 && this.quiet()
+      },
+      converged: async (signal) => {
+        for (;;) {
+          while (!this.state.idle || this.pending.size) await new Promise<void>((resolve, reject) => { this.idleWaiters.push(resolve); signal.addEventListener('abort', () => reject(signal.reason), { once: true }) })
+          const txn = this.manager.db.readTxn()
+          await this.statusReconciler.waitForRevision(this.statusTable.revision(txn), { signal })
+          if (this.manager.reconciler.isRunning) await this.manager.reconciler.waitForRevision(this.manager.desired.table.revision(txn), { signal })
+          if (this.state.idle && !this.pending.size && this.quiet()) return
+          await new Promise<void>((resolve) => setImmediate(resolve))
+        }
+      },
+      graph: () => this.graph(),
+    } as Component
+  }
+
+  /** No status write and none of our desired objects pending. */
+  private quiet(): boolean {
+    const m = this.manager
+    const txn = m.db.readTxn()
+    if (this.statusTable.list(txn, this.statusIndex.kind('pending')).toArray().length) return false
+    for (const d of m.desired.table.list(txn, m.desired.statusIndex.kind('pending'))) if (this.mine.has(m.desired.primaryKey(d))) return false
+    return true
+  }
+
+  /** The topology with each node's inspection info (policy status, effective policy). */
+  graph(): { nodes: Array<Record<string, unknown>>; edges: Array<{ from: string; to: string; policy?: boolean }> } {
+    const v = this.topology.view()
+    return {
+      nodes: v.nodes().map((n) => ({ id: n.locator, kind: n.kind, name: n.section ? `${n.name}#${n.section}` : n.name, ...(n.namespace ? { namespace: n.namespace } : {}), ...(n.policy ? { policy: true } : {}), ...this.inspectInfo.get(n.locator) })),
+      edges: v.edges(),
+    }
+  }
+
+  private listedTable(name: string): Table<KubeObject> {
+    const t = new Table<KubeObject>({ name, primary: defineIndex({ name: 'name', key: namespacedName, unique: true }) })
+    this.manager.db.register(t)
+    return t
+  }
+
+  /** Lists the stateOfWorld kinds and writes what changed (by resourceVersion) in one txn. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    for (const { spec, table, cluster } of this.tables.values()) {
+      if (spec.mode !== 'stateOfWorld') continue
+      const ref = await resolveKind(cluster, spec.kind)
+      const { items } = await listAll(cluster, ref, { ...(spec.namespace ? { namespace: spec.namespace } : {}), ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}), signal })
+      const objs = items.flatMap((i) => { const x = spec.transform ? spec.transform(i) : i; return x ? (Array.isArray(x) ? x : [x]) : [] })
+      await this.manager.db.write(table, (w) => {
+        const keep = new Set<string>()
+        for (const obj of objs) {
+          keep.add(namespacedName(obj))
+          const cur = table.get(w, table.primary.query(namespacedName(obj) as never))
+          if (!cur || cur.metadata.resourceVersion !== obj.metadata.resourceVersion) table.insert(w, obj)
+        }
+        for (const cur of table.all(w).toArray()) if (!keep.has(namespacedName(cur))) table.delete(w, cur)
+      })
+    }
+  }
+
+  private collect(iters: Array<{ kind: string; it: ChangeIterator<KubeObject>; spec: WatchSpec; group: string }>, txn: ReadTxn, watches: Watch[]): void {
+    for (const { kind, it, spec, group } of iters) {
+      const [changes, w] = it.next(txn)
+      watches.push(w)
+      for (const c of changes) {
+        const key = `${kind}|${namespacedName(c.object)}`
+        const old = this.lastSeen.get(key)
+        if (c.deleted) this.lastSeen.delete(key); else this.lastSeen.set(key, c.object)
+        const e: ResourceEvent = c.deleted ? { kind, group, type: 'delete', ...(old ? { old } : { old: c.object }) } : old ? { kind, group, type: 'update', old, new: c.object } : { kind, group, type: 'create', new: c.object }
+        if (spec.predicate && !spec.predicate(e)) continue
+        const prev = this.pending.get(key)
+        if (!prev) { this.pending.set(key, e); continue }
+        if (prev.type === 'create' && e.type === 'delete') { this.pending.delete(key); continue }
+        const type = prev.type === 'create' ? 'create' : e.type === 'delete' ? 'delete' : prev.type === 'delete' ? 'update' : 'update'
+        this.pending.set(key, { kind, group, type, ...(prev.old && type !== 'create' ? { old: prev.old } : {}), ...(e.new && type !== 'delete' ? { new: e.new } : {}) })
+      }
+    }
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    const m = this.manager
+    const specs = [...this.tables.entries()]
+    // wait for every watched (incremental) kind to sync
+    for (;;) {
+      if (signal.aborted) return
+      const txn = m.db.readTxn()
+      const waiting = specs.filter(([, t]) => t.spec.mode !== 'stateOfWorld' && !t.table.initialized(txn)[0])
+      if (!waiting.length) break
+      await waitAny(waiting.map(([, t]) => t.table.initialized(txn)[1]), signal).catch(() => {})
+    }
+    await this.relistUntilDone(signal)
+    this.state.synced = true
+    const first = m.db.readTxn()
+    const iters = specs.map(([kind, t]) => ({ kind, it: t.table.changes(first), spec: t.spec, group: t.spec.kind.apiVersion.includes('/') ? groupOfApiVersion(t.spec.kind.apiVersion) : '' }))
+    const desiredIt = m.desired.table.changes(first)
+    let failures = 0
+    let retryAt = 0
+    let nextResync = this.o.resyncIntervalMs ? Date.now() + this.o.resyncIntervalMs : Infinity
+    let dirty = true // the first run happens even without objects
+    while (!signal.aborted) {
+      const txn = m.db.readTxn()
+      const watches: Watch[] = []
+      this.collect(iters, txn, watches)
+      const [dchanges, dw] = desiredIt.next(txn)
+      watches.push(dw)
+      for (const c of dchanges) if (this.mine.has(m.desired.primaryKey(c.object))) dirty = true
+      const topo = await this.topology.sync()
+      watches.push(...topo.watches)
+      if (topo.processed) dirty = true
+      const now = Date.now()
+      if (now >= nextResync) { dirty = true; nextResync = now + this.o.resyncIntervalMs! }
+      if ((dirty || this.pending.size) && now >= retryAt) {
+        this.state.idle = false
+        dirty = false
+        const events = [...this.pending.values()]
+        this.pending.clear()
+        try {
+          if (specs.some(([, t]) => t.spec.mode === 'stateOfWorld')) { await this.relist(signal); this.collect(iters, m.db.readTxn(), []); events.push(...this.pending.values()); this.pending.clear(); await this.topology.sync() }
+          await this.once(events, signal)
+          failures = 0
+          this.state.lastError = undefined
+        } catch (err) {
+          if (signal.aborted) return
+          failures++
+          this.state.failures++
+          this.state.lastError = (err as Error)?.message ?? String(err)
+          this.log.warn({ err: this.state.lastError, events: events.length, attempt: failures }, 'reconcile failed; retrying with backoff')
+          // keep the events for the retry, older first
+          const later = [...this.pending.entries()]
+          this.pending.clear()
+          for (const e of events) this.pending.set(`${e.kind}|${namespacedName((e.new ?? e.old)!)}`, e)
+          for (const [k, e] of later) this.pending.set(k, e)
+          retryAt = Date.now() + Math.min(this.o.retry?.maxMs ?? 30_000, (this.o.retry?.minMs ?? 100) * 2 ** (failures - 1))
+        }
+        continue
+      }
+      this.state.idle = !this.pending.size && !dirty
+      if (this.state.idle) for (const w of this.idleWaiters.splice(0)) w()
+      const wakeAt = Math.min(retryAt > now ? retryAt : Infinity, nextResync, topo.nextRetryAt ?? Infinity)
+      const woke = new AbortController()
+      this.wake = () => woke.abort()
+      const timer = wakeAt < Infinity ? AbortSignal.timeout(Math.max(1, wakeAt - now)) : undefined
+      await waitAny(watches, AbortSignal.any([signal, woke.signal, ...(timer ? [timer] : [])])).catch(() => {})
+    }
+  }
+
+  private async relistUntilDone(signal: AbortSignal): Promise<void> {
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try { await this.relist(signal); return } catch (err) {
+        if (signal.aborted) return
+        this.log.warn({ err: (err as Error).message }, 'listing state-of-world kinds failed; retrying')
+        await sleep(Math.min(30_000, 100 * 2 ** attempt), undefined, { signal }).catch(() => {})
+      }
+    }
+  }
+
+  /** One run of reconcile; on success its desired groups and statuses are written. */
+  private async once(events: ResourceEvent[], signal: AbortSignal): Promise<void> {
+    const m = this.manager
+    const txn = m.db.readTxn()
+    const want = new Map<string, Map<string, DesiredObject>>()
+    const statuses = new Map<string, { cluster: string; object: KubeObject; patch: StatusPatch }>()
+    const info = new Map<string, { status?: string; effective?: unknown }>()
+    const ctx: ReconcileContext = {
+      events, txn, signal, state: new Map(), logger: this.log, topology: this.topology.view(txn),
+      table: <T extends KubeObject>(kind: string) => {
+        const t = this.tables.get(kind)
+        if (!t) throw new ConfigError(`StateOfWorldController "${this.name}": kind "${kind}" is not watched (watched: ${[...this.tables.keys()].join(', ')})`)
+        return t.table as unknown as Table<T>
+      },
+      desire: (group, objects) => {
+        const set = new Map<string, DesiredObject>()
+        for (const x of objects) {
+          const placed = 'object' in x && 'cluster' in x && !('apiVersion' in x) ? x as Placed : { cluster: m.cluster.name, object: x as KubeObject }
+          const d = desired(placed.object, placed.cluster === m.cluster.name ? undefined : placed.cluster)
+          set.set(m.desired.primaryKey(d), d)
+        }
+        want.set(group, set)
+      },
+      status: (obj, patch) => { statuses.set(objectKey(m.cluster.name, obj), { cluster: m.cluster.name, object: obj, patch }) },
+      applied: (obj, cluster) => {
+        const memo = appliedMemo.get(obj)
+        if (memo !== undefined && cluster === undefined) return memo
+        const r = isApplied(obj, cluster)
+        if (cluster === undefined) appliedMemo.set(obj, r)
+        return r
+      },
+      observed: (obj, cluster) => {
+        const other = cluster !== undefined && cluster !== m.cluster.name
+        const now = m.db.readTxn()
+        const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
+        if (d && d.status.kind === 'done') return d.object
+        const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
+        return observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
+      },
+      inspect: (loc, i) => { info.set(loc, { ...info.get(loc), ...i }) },
+    }
+    const appliedMemo = new WeakMap<KubeObject, boolean>()
+    const isApplied = (obj: KubeObject, cluster: string | undefined): boolean => {
+      {
+        const other = cluster !== undefined && cluster !== m.cluster.name
+        const now = m.db.readTxn()
+        const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
+        if (d && d.status.kind === 'done' && JSON.stringify(d.object) === JSON.stringify(obj)) return true
+        // or the cluster holds it already (after a restart, before our first apply of it)
+        const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? "")}`)
+        const cur = observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
+        return !!cur && holds(cur, obj)
+      }
+    }
+    this.state.runs++
+    await this.o.reconcile(ctx)
+    if (signal.aborted) return
+    if (want.size) {
+      await m.db.write(m.desired.table, (w) => {
+        for (const [group, set] of want) {
+          const before = this.groups.get(group) ?? new Set<string>()
+          for (const key of before) {
+            if (set.has(key)) continue
+            const cur = m.desired.table.get(w, m.desired.byKey.query(key))
+            if (cur) { m.desired.table.delete(w, cur); this.writes++ }
+            this.mine.delete(key)
+          }
+          for (const [key, d] of set) {
+            const cur = m.desired.table.get(w, m.desired.byKey.query(key))
+            if (!cur || JSON.stringify(cur.object) !== JSON.stringify(d.object) || cur.cluster !== d.cluster) { m.desired.table.insert(w, d); this.writes++ }
+            this.mine.add(key)
+          }
+          this.groups.set(group, new Set(set.keys()))
+        }
+      })
+    }
+    if (statuses.size) {
+      await m.db.write(this.statusTable, (w) => {
+        for (const [key, s] of statuses) {
+          const cur = this.statusTable.get(w, this.statusTable.primary.query(key as never))
+          const samePatch = !!cur && JSON.stringify(cur.patch) === JSON.stringify(s.patch)
+          // written already (or on its way); a different pending patch is replaced so the last one wins
+          if (sameStatus(s.object, s.patch) ? (!cur || samePatch) : (samePatch && cur!.status.kind === 'pending')) continue
+          this.statusTable.insert(w, { key, cluster: s.cluster, object: s.object, patch: s.patch, status: statusPending() })
+          this.writes++
+        }
+      })
+    }
+    this.inspectInfo.clear()
+    for (const [k, v] of info) this.inspectInfo.set(k, v)
+  }
+}

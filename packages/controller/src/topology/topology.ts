@@ -1,0 +1,264 @@
+// Topology: a graph of nodes kept incrementally in statedb tables from the tables of its kinds.
+// Invariants:
+// - The graph lives in statedb tables (nodes, links, declarations, attachments), so a view reads one
+//   snapshot: it is immutable for its read txn, and a writer never disturbs a reader.
+// - sync() applies the changes of the input tables since the last sync in one write txn. An input
+//   object's nodes, the link declarations its nodes make (parents(child) / children(parent), by
+//   locator) and its policy attachments carry its source id and are replaced together.
+// - A declaration is resolved when it is written: the locator it names becomes links to the node, or
+//   to those of the named object's sections of the link's kind that `accepts` admits. When a node
+//   appears, changes or goes, the declarations of other objects naming it are resolved again (an
+//   index finds them). So a change costs O(its links), never a rebuild, and reads follow stored links
+//   only (no candidate filtering at read time: a Gateway's 64 listeners do not each test its routes).
+// - A throwing `sections`, `parents`, `children`, `accepts` or `targetRefs` is an error of the object
+//   being processed (errors() names it); it keeps its node, loses that link, and is processed again
+//   with backoff.
+import { ConfigError } from '../errors.ts'
+import { DB, Table, defineIndex, waitAny, type ChangeIterator, type ReadTxn, type Watch, type WriteTxn } from '@statewright/statedb'
+import { targetRefLocators, type LinkDefinition, type PolicyKind, type Section, type TargetableKind, type TopologyDefinition, type TopologyNode } from './define.ts'
+import { locator, groupOfApiVersion } from './locator.ts'
+import { TopologyView } from './view.ts'
+
+/** A stored link: `parent` and `child` as declared (either may be an object standing for its sections). */
+/** A link between two nodes (by locator); `via` is the declaration it resolves ("" for owner -> section). */
+export interface StoredLink { readonly id: string; readonly link: number; readonly parent: string; readonly child: string; readonly source: string; readonly via: string }
+/** A link as a node declared it: `target` is the locator it names, resolved again when that changes. */
+export interface Declaration { readonly id: string; readonly link: number; readonly side: 'parents' | 'children'; readonly node: string; readonly target: string; readonly source: string }
+export interface Attachment { readonly id: string; readonly policy: string; readonly target: string; readonly source: string }
+
+/** An input object whose processing threw. */
+export interface TopologyError { source: string; object: string; error: string; attempts: number; retryAt: number }
+
+export interface TopologyOptions {
+  db: DB
+  /** Prefix of the graph's table names (default "topology"). */
+  name?: string
+  /** Backoff of failing objects (default 100 ms doubling to 30 s). */
+  retry?: { minMs?: number; maxMs?: number }
+}
+
+export interface GraphTables {
+  nodes: Table<TopologyNode>
+  links: Table<StoredLink>
+  declarations: Table<Declaration>
+  attachments: Table<Attachment>
+}
+
+type KindEntry = { def: TargetableKind | PolicyKind; table: Table<any>; policy: boolean }
+
+const str = (k: unknown) => (typeof k === 'string' ? k : JSON.stringify(k))
+
+export class Topology {
+  readonly name: string
+  readonly def: TopologyDefinition
+  readonly tables: GraphTables
+  private readonly db: DB
+  private readonly kinds: KindEntry[]
+  private iters: ChangeIterator<any>[] | undefined
+  private readonly errs = new Map<string, TopologyError & { kind: number; key: unknown }>()
+  private readonly retry: { minMs: number; maxMs: number }
+
+  constructor(def: TopologyDefinition, o: TopologyOptions) {
+    this.def = def
+    this.db = o.db
+    this.name = o.name ?? 'topology'
+    this.retry = { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000 }
+    this.kinds = []
+    const entry = (policy: boolean) => (k: TargetableKind | PolicyKind) => {
+      if (!k.table) throw new ConfigError(`topology "${this.name}": kind "${k.kind}" has no table (give one, or watch the kind in the StateOfWorldController)`)
+      this.kinds.push({ def: k, table: k.table, policy })
+    }
+    def.targetables.forEach(entry(false))
+    ;(def.objects ?? []).forEach(entry(false))
+    ;(def.policies ?? []).forEach(entry(true))
+    const nodes = new Table<TopologyNode>({
+      name: `${this.name}-nodes`,
+      primary: defineIndex({ name: 'locator', key: (n: TopologyNode) => n.locator, unique: true }),
+      indexes: [
+        defineIndex({ name: 'source', key: (n: TopologyNode) => n.source }),
+        defineIndex({ name: 'owner', keys: (n: TopologyNode) => (n.owner ? [n.owner] : []) }),
+        // a section is also found by "<owner>#<section>" (a policy's targetRef with sectionName)
+        defineIndex({ name: 'alias', keys: (n: TopologyNode) => (n.owner && n.section ? [`${n.owner}#${n.section}`] : []) }),
+        defineIndex({ name: 'kind', key: (n: TopologyNode) => n.kind }),
+      ],
+    })
+    const links = new Table<StoredLink>({
+      name: `${this.name}-links`,
+      primary: defineIndex({ name: 'id', key: (l: StoredLink) => l.id, unique: true }),
+      indexes: [
+        defineIndex({ name: 'parent', key: (l: StoredLink) => l.parent }),
+        defineIndex({ name: 'child', key: (l: StoredLink) => l.child }),
+        defineIndex({ name: 'via', key: (l: StoredLink) => l.via }),
+        defineIndex({ name: 'source', key: (l: StoredLink) => l.source }),
+      ],
+    })
+    const declarations = new Table<Declaration>({
+      name: `${this.name}-declarations`,
+      primary: defineIndex({ name: 'id', key: (d: Declaration) => d.id, unique: true }),
+      indexes: [
+        defineIndex({ name: 'target', key: (d: Declaration) => d.target }),
+        defineIndex({ name: 'source', key: (d: Declaration) => d.source }),
+      ],
+    })
+    const attachments = new Table<Attachment>({
+      name: `${this.name}-attachments`,
+      primary: defineIndex({ name: 'id', key: (a: Attachment) => a.id, unique: true }),
+      indexes: [
+        defineIndex({ name: 'target', key: (a: Attachment) => a.target }),
+        defineIndex({ name: 'source', key: (a: Attachment) => a.source }),
+      ],
+    })
+    this.tables = { nodes, links, declarations, attachments }
+    this.db.register(nodes, links, declarations, attachments)
+  }
+
+  /** The graph at a snapshot (default: now). */
+  view(txn: ReadTxn = this.db.readTxn()): TopologyView {
+    return new TopologyView(this.def, this.tables, txn)
+  }
+
+  /** Input tables (their changes are what sync() applies). */
+  inputs(): Table<any>[] { return this.kinds.map((k) => k.table) }
+
+  /** Objects whose processing threw, with their errors and next retry. */
+  errors(): TopologyError[] {
+    return [...this.errs.values()].map(({ kind: _k, key: _key, ...e }) => e)
+  }
+
+  /**
+   * Applies every input change (and due retry) since the last sync in one write txn. Returns the
+   * number of objects processed and watches that close when there is more to do.
+   */
+  async sync(now = Date.now()): Promise<{ processed: number; watches: Watch[]; nextRetryAt: number | undefined }> {
+    const rtxn = this.db.readTxn()
+    this.iters ??= this.kinds.map((k) => k.table.changes(rtxn))
+    const work: Array<{ kind: number; key: unknown; obj: unknown }> = []
+    const watches: Watch[] = []
+    this.iters.forEach((it, i) => {
+      const [changes, w] = it.next(rtxn)
+      watches.push(w)
+      const t = this.kinds[i]!.table
+      for (const c of changes) work.push({ kind: i, key: t.primary.keyOf(c.object), obj: c.deleted ? undefined : c.object })
+    })
+    for (const e of this.errs.values()) {
+      if (e.retryAt > now) continue
+      const t = this.kinds[e.kind]!.table
+      if (work.some((x) => x.kind === e.kind && str(x.key) === str(e.key))) continue
+      work.push({ kind: e.kind, key: e.key, obj: t.get(rtxn, t.primary.query(e.key as never)) })
+    }
+    if (work.length) {
+      const { nodes, links, declarations, attachments } = this.tables
+      await this.db.write([nodes, links, declarations, attachments], (w) => { for (const x of work) this.process(w, x.kind, x.key, x.obj, now) })
+    }
+    let next: number | undefined
+    for (const e of this.errs.values()) next = next === undefined ? e.retryAt : Math.min(next, e.retryAt)
+    return { processed: work.length, watches, nextRetryAt: next }
+  }
+
+  /** Syncs until stopped: for tests and standalone use (a StateOfWorldController calls sync() itself). */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const r = await this.sync()
+      if (r.processed) continue
+      const timeout = r.nextRetryAt === undefined ? undefined : AbortSignal.timeout(Math.max(1, r.nextRetryAt - Date.now()))
+      await waitAny(r.watches, timeout ? AbortSignal.any([signal, timeout]) : signal).catch(() => {})
+    }
+  }
+
+  private q<T>(w: WriteTxn, table: Table<T>, index: string, key: string): T[] {
+    return table.list(w, table.indexNamed(index)!.query(key as never)).toArray()
+  }
+
+  /** The nodes a declared locator stands for, of a kind: the node, or the object's sections of that kind. */
+  private resolveKey(w: WriteTxn, key: string, kind: string): TopologyNode[] {
+    const { nodes } = this.tables
+    const n = nodes.get(w, nodes.primary.query(key as never)) ?? this.q(w, nodes, 'alias', key)[0]
+    if (n && n.kind === kind) return [n]
+    return this.q(w, nodes, 'owner', key).filter((x) => x.kind === kind)
+  }
+
+  /** Replaces the links of one declaration by its resolution now. */
+  private resolve(w: WriteTxn, d: Declaration, errors: string[]): void {
+    const { nodes, links } = this.tables
+    for (const l of this.q(w, links, 'via', d.id)) links.delete(w, l)
+    const def = this.def.links[d.link]!
+    const self = nodes.get(w, nodes.primary.query(d.node as never))
+    if (!self) return
+    for (const other of this.resolveKey(w, d.target, d.side === 'parents' ? def.from : def.to)) {
+      const [parent, child] = d.side === 'parents' ? [other, self] : [self, other]
+      let ok = true
+      if (def.accepts) {
+        try { ok = def.accepts(parent, child) } catch (err) { errors.push(`link ${def.from} -> ${def.to} (accepts ${parent.locator} -> ${child.locator}): ${(err as Error)?.message ?? String(err)}`); ok = false }
+      }
+      if (ok) links.insert(w, { id: `${d.id}\u0000${parent.locator}\u0000${child.locator}`, link: d.link, parent: parent.locator, child: child.locator, source: d.source, via: d.id })
+    }
+  }
+
+  private process(w: WriteTxn, kind: number, key: unknown, obj: unknown, now: number): void {
+    const { nodes, links, declarations, attachments } = this.tables
+    const entry = this.kinds[kind]!
+    const source = `${entry.table.name}/${str(key)}`
+    const oldNodes = this.q(w, nodes, 'source', source)
+    for (const n of oldNodes) nodes.delete(w, n)
+    for (const l of this.q(w, links, 'source', source)) links.delete(w, l)
+    for (const d of this.q(w, declarations, 'source', source)) declarations.delete(w, d)
+    for (const a of this.q(w, attachments, 'source', source)) attachments.delete(w, a)
+    const errors: string[] = []
+    const guard = <T>(what: string, fn: () => T, fallback: T): T => {
+      try { return fn() } catch (err) { errors.push(`${what}: ${(err as Error)?.message ?? String(err)}`); return fallback }
+    }
+    const made: TopologyNode[] = []
+    if (obj !== undefined) {
+      const o = obj as { apiVersion?: string; metadata?: { name?: string; namespace?: string } }
+      const group = entry.def.group ?? groupOfApiVersion(o.apiVersion)
+      const ns = o.metadata?.namespace
+      const main: TopologyNode = {
+        locator: locator({ kind: entry.def.kind, group, name: o.metadata?.name ?? str(key), ...(ns ? { namespace: ns } : {}) }),
+        kind: entry.def.kind, group, name: o.metadata?.name ?? str(key), ...(ns ? { namespace: ns } : {}),
+        object: obj, policy: entry.policy, source,
+      }
+      made.push(main)
+      if (entry.policy) {
+        const def = entry.def as PolicyKind
+        const targets = guard('targetRefs', () => (def.targetRefs ? def.targetRefs(obj) : targetRefLocators(obj as never)), [] as string[])
+        made[0] = { ...main, targets }
+        for (const t of new Set(targets)) attachments.insert(w, { id: `${main.locator}\u0000${t}`, policy: main.locator, target: t, source })
+      } else {
+        const def = entry.def as TargetableKind
+        const sections = def.sections ? guard('sections', () => def.sections!(obj), [] as Section[]) : []
+        for (const s of sections) {
+          const sg = s.group ?? group
+          made.push({
+            locator: locator({ kind: s.kind, group: sg, name: main.name, ...(ns ? { namespace: ns } : {}), section: s.name }),
+            kind: s.kind, group: sg, name: main.name, ...(ns ? { namespace: ns } : {}), section: s.name,
+            object: s.object, owner: main.locator, policy: false, source,
+          })
+        }
+      }
+      for (const n of made) nodes.insert(w, n)
+      const declare = (link: number, side: 'parents' | 'children', node: string, target: string) => {
+        const d: Declaration = { id: `${source}\u0000${link}\u0000${side}\u0000${node}\u0000${target}`, link, side, node, target, source }
+        declarations.insert(w, d)
+        this.resolve(w, d, errors)
+      }
+      for (const n of made) {
+        if (n.owner) links.insert(w, { id: `\u0000${n.owner}\u0000${n.locator}`, link: -1, parent: n.owner, child: n.locator, source, via: '' })
+        if (n.policy) continue
+        this.def.links.forEach((l: LinkDefinition, i) => {
+          if (l.to === n.kind && l.parents) for (const p of guard(`link ${l.from} -> ${l.to} (parents of ${n.locator})`, () => l.parents!(n), [])) declare(i, 'parents', n.locator, p)
+          if (l.from === n.kind && l.children) for (const c of guard(`link ${l.from} -> ${l.to} (children of ${n.locator})`, () => l.children!(n), [])) declare(i, 'children', n.locator, c)
+        })
+      }
+    }
+    // declarations of other objects that name a node of this one (or the object) resolve again
+    const names = new Set<string>()
+    for (const n of [...oldNodes, ...made]) { names.add(n.locator); if (n.owner && n.section) names.add(`${n.owner}#${n.section}`) }
+    for (const name of names) for (const d of this.q(w, declarations, 'target', name)) if (d.source !== source) this.resolve(w, d, errors)
+    if (obj === undefined) { this.errs.delete(source); return }
+    if (errors.length === 0) { this.errs.delete(source); return }
+    const prev = this.errs.get(source)
+    const attempts = (prev?.attempts ?? 0) + 1
+    const delay = Math.min(this.retry.maxMs, this.retry.minMs * 2 ** (attempts - 1))
+    this.errs.set(source, { source, object: made[0]!.locator, error: errors.join('; '), attempts, retryAt: now + delay, kind, key })
+  }
+}
