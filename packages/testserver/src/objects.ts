@@ -8,7 +8,8 @@
 //   .status (as on a real server, so controllers must use /status).
 // - An object with finalizers is not removed by DELETE: it gets deletionTimestamp and stays until its
 //   finalizers are cleared, at which point the clearing write removes it.
-// - Writes into a namespace require the namespace to exist (404) and not be terminating (403).
+// - Writes into a namespace require the namespace to exist (404) and not be terminating (403);
+//   deleting a namespace empties it first (namespaces.ts).
 // - With a garbage collector (gc.ts), every write and every removal from storage is shown to it
 //   after its commit, so ownerReferences cascades happen within the request that causes them.
 import type { Store, Snapshot } from './store.ts'
@@ -22,10 +23,9 @@ import { fieldSchemaOf } from './schema.ts'
 import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
 import { FOREGROUND, ORPHAN, type GarbageCollector } from './gc.ts'
+import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
-const NS_TYPE_KEY = '/namespaces'
-const nowSeconds = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z')
 
 export interface WriteOpts { manager: string; subresource?: string; dryRun?: boolean }
 export interface ListOpts {
@@ -44,8 +44,10 @@ export class Objects {
   private readonly maxSnapshots = 64
   /** Set by the server unless `gc: false`. */
   gc: GarbageCollector | undefined
+  private readonly namespaces: Namespaces
 
   constructor(readonly store: Store, readonly registry: Registry, private readonly rand: () => number) {
+    this.namespaces = new Namespaces(store, registry)
     registry.onChange((change, t) => { if (change === 'added') store.ensure(t.storageKey) })
     for (const t of registry.all()) store.ensure(t.storageKey)
   }
@@ -135,15 +137,6 @@ export class Objects {
     return o.apiVersion === apiVersion && o.kind === t.kind ? o : { ...o, apiVersion, kind: t.kind }
   }
 
-  // ---------- namespace checks ----------
-  private checkNamespace(t: ResourceType, ns: string): void {
-    if (!t.namespaced) return
-    const nsObj = this.store.get(NS_TYPE_KEY, '', ns)
-    if (!nsObj) throw notFound({ resource: 'namespaces', group: '' }, ns)
-    if (nsObj.metadata.deletionTimestamp) {
-      throw new StatusError(403, 'Forbidden', `${t.resource} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, { kind: t.resource, causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }] })
-    }
-  }
   private checkBody(t: ResourceType, ns: string, body: any, urlName?: string): void {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object')
     if (body.kind !== undefined && body.kind !== t.kind) throw badRequest(`the kind of the provided object (${body.kind}) does not match the kind of the request (${t.kind})`)
@@ -184,7 +177,7 @@ export class Objects {
     }
     let obj: any = { ...body, apiVersion: apiVersionOf(t), kind: t.kind, metadata: meta }
     this.validate(t, obj)
-    this.checkNamespace(t, ns)
+    this.namespaces.check(t, ns)
     if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
     delete meta.resourceVersion; delete meta.deletionTimestamp; delete meta.deletionGracePeriodSeconds; delete meta.managedFields
     if (t.namespaced) meta.namespace = ns; else delete meta.namespace
@@ -313,7 +306,7 @@ export class Objects {
     // as the apiserver: these policies become finalizers that the garbage collector acts on and removes
     if (d.propagationPolicy === 'Foreground' && !finalizers.includes(FOREGROUND)) finalizers = [...finalizers, FOREGROUND]
     if (d.propagationPolicy === 'Orphan' && !finalizers.includes(ORPHAN)) finalizers = [...finalizers, ORPHAN]
-    if (t.storageKey === NS_TYPE_KEY) return this.deleteNamespace(t, cur)
+    if (t.storageKey === NS_TYPE_KEY) return this.out(t, this.namespaces.terminate(t, cur, (rt, ns, name) => { this.delete(rt, ns, name, {}) }))
     if (finalizers.length > 0) {
       if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return this.out(t, cur)
       const next = { ...cur, metadata: { ...cur.metadata, finalizers, deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(), deletionGracePeriodSeconds: 0 } }
@@ -335,40 +328,6 @@ export class Objects {
     return JSON.stringify(success(t, ''))
   }
 
-  /** Namespace deletion: mark Terminating, delete every namespaced object in it, remove it once empty. */
-  private deleteNamespace(t: ResourceType, cur: any): any {
-    let ns = cur
-    if (!cur.metadata.deletionTimestamp) {
-      const next = { ...cur, metadata: { ...cur.metadata, deletionTimestamp: nowSeconds(), deletionGracePeriodSeconds: 0 }, status: { ...(cur.status ?? {}), phase: 'Terminating' } }
-      ;[ns] = this.store.write(t.storageKey, (put) => put(next))
-    }
-    const name = cur.metadata.name
-    for (const rt of this.uniqueStorage()) {
-      if (!rt.namespaced) continue
-      for (const [, obj] of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) {
-        // the garbage collector may have removed it already, as a dependent of an earlier one
-        if (!obj.metadata.deletionTimestamp) try { this.delete(rt, name, obj.metadata.name, {}) } catch (e) { if (!(e instanceof StatusError && e.code === 404)) throw e }
-      }
-    }
-    return this.out(t, this.maybeFinishNamespace(name) ?? ns)
-  }
-  private uniqueStorage(): ResourceType[] {
-    const seen = new Map<string, ResourceType>()
-    for (const rt of this.registry.all()) if (!seen.has(rt.storageKey)) seen.set(rt.storageKey, rt)
-    return [...seen.values()]
-  }
-  /** Removes a terminating namespace once nothing is left in it; returns the removed object. */
-  private maybeFinishNamespace(name: string): any {
-    const ns = this.store.get(NS_TYPE_KEY, '', name)
-    if (!ns?.metadata.deletionTimestamp) return undefined
-    for (const rt of this.uniqueStorage()) {
-      if (!rt.namespaced) continue
-      for (const _ of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) return undefined
-    }
-    const [gone] = this.store.write(NS_TYPE_KEY, (_put, del) => del(ns))
-    return gone
-  }
-
   private afterWrite(t: ResourceType, stored: any): void {
     if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') this.syncCrd(t, stored)
     this.gc?.written(t, stored)
@@ -380,7 +339,7 @@ export class Objects {
       if (first && !this.registry.all().some((rt) => rt.storageKey === `${first.group}/${first.resource}`)) void this.store.drop(`${first.group}/${first.resource}`)
     }
     this.gc?.removed(gone)
-    if (t.namespaced && gone.metadata.namespace) this.maybeFinishNamespace(gone.metadata.namespace)
+    if (t.namespaced && gone.metadata.namespace) this.namespaces.finishIfEmpty(gone.metadata.namespace)
   }
   /** Registers the kinds a CRD defines and reports it Established, as the real CRD controller does. */
   private syncCrd(t: ResourceType, crd: any): void {
@@ -401,7 +360,7 @@ export class Objects {
 
   /** Inserts n objects directly (no HTTP), one batch, names `${prefix}${i}`. */
   seed(t: ResourceType, ns: string, n: number, template: any = {}, prefix = 'obj-'): number {
-    this.checkNamespace(t, ns)
+    this.namespaces.check(t, ns)
     const ts = nowSeconds()
     this.store.write(t.storageKey, (put) => {
       for (let i = 0; i < n; i++) {
