@@ -96,7 +96,7 @@ function route() {
   teardown = () => {}
   current = null
   view.replaceChildren(h('p', { class: 'muted' }, 'Loading…'))
-  for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', (a.dataset.nav === 'topology') === path.startsWith('/topology'))
+  for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', (a.getAttribute('data-nav') === 'topology') === path.startsWith('/topology'))
   setLive('')
   const run = path.startsWith('/t/') ? tableView(decodeURIComponent(path.slice(3)), params, base)
     : path.startsWith('/topology') ? topologyView(params)
@@ -203,7 +203,8 @@ async function tableView(name, params, base) {
   let revision = 0
   let changes = 0
   let recent = []
-  const stats = (window.__statewright = { flushes: 0, applied: 0, maxFlushMs: 0, lastFlushMs: 0 })
+  // figures the browser test reads
+  const stats = (/** @type {any} */ (window).__statewright = { flushes: 0, applied: 0, maxFlushMs: 0, lastFlushMs: 0 })
 
   const pageUrl = () => {
     const p = new URLSearchParams({ limit: String(PAGE) })
