@@ -432,7 +432,9 @@ export class StateOfWorldController {
       }
     }
     this.state.runs++
+    const t0 = performance.now()
     await this.o.reconcile(ctx)
+    this.log.debug({ run: this.state.runs, events: events.length, ms: Math.round(performance.now() - t0) }, 'reconciled')
     if (signal.aborted) return
     if (want.size) {
       await m.db.write(m.desired.table, (w) => {
