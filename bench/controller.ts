@@ -125,7 +125,7 @@ const startController = async (c: Cluster) => {
   return manager
 }
 
-async function endToEnd(policies: number, listeners: number, routes: number): Promise<Result[]> {
+export async function endToEnd(policies: number, listeners: number, routes: number): Promise<Result[]> {
   const out: Result[] = []
   const { server, cluster: c } = await cluster()
   let m: Manager | undefined

@@ -20,6 +20,8 @@ const program = ts.createProgram(entries, { ...options, customConditions: ['@sta
 const checker = program.getTypeChecker()
 const flags = ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope
 const oneLine = (s) => s.replace(/\s+/g, ' ').trim()
+/** Members marked @internal are not part of the contract (they are public only for the package's own files). */
+const internal = (decl) => ts.getJSDocTags(decl).some((t) => t.tagName.text === 'internal') || /@internal/.test(decl.getFullText().slice(0, decl.getLeadingTriviaWidth()))
 
 function describe(sym) {
   const s = sym.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym) : sym
@@ -29,11 +31,11 @@ function describe(sym) {
   if (s.flags & ts.SymbolFlags.Class) {
     const lines = [`class ${name}`]
     const type = checker.getTypeOfSymbolAtLocation(s, decl)
-    for (const sig of type.getConstructSignatures()) lines.push(`  new${oneLine(checker.signatureToString(sig, decl, flags))}`)
+    for (const sig of type.getConstructSignatures()) if (!sig.declaration || !internal(sig.declaration)) lines.push(`  new${oneLine(checker.signatureToString(sig, decl, flags))}`)
     const inst = checker.getDeclaredTypeOfSymbol(s)
     for (const p of checker.getPropertiesOfType(inst)) {
       const pd = p.declarations?.[0]
-      if (!pd || ts.getCombinedModifierFlags(pd) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected) || p.getName().startsWith('#')) continue
+      if (!pd || ts.getCombinedModifierFlags(pd) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected) || p.getName().startsWith('#') || internal(pd)) continue
       if (pd.getSourceFile().fileName.includes('node_modules')) continue
       lines.push(`  ${p.getName()}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
     }
@@ -53,7 +55,7 @@ function describe(sym) {
   if (s.flags & ts.SymbolFlags.Interface) {
     const lines = [`interface ${name}`]
     const t = checker.getDeclaredTypeOfSymbol(s)
-    for (const p of checker.getPropertiesOfType(t)) lines.push(`  ${p.getName()}${p.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
+    for (const p of checker.getPropertiesOfType(t)) if (!p.declarations?.[0] || !internal(p.declarations[0])) lines.push(`  ${p.getName()}${p.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
     return lines
   }
   if (s.flags & ts.SymbolFlags.TypeAlias) return [`type ${name} = ${oneLine(checker.typeToString(checker.getDeclaredTypeOfSymbol(s), decl, flags | ts.TypeFormatFlags.InTypeAlias))}`]

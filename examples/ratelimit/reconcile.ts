@@ -78,7 +78,9 @@ export function compute(view: TopologyView, o: RateLimitOptions) {
     gatewayObjects.set(gateway.locator, objs)
     objects.push(...objs)
   }
-  return { paths, objects, gatewayObjects, limitador: objects[0]!, specOf }
+  const pathsByPolicy = new Map<string, PathInfo[]>()
+  for (const p of paths) for (const loc of new Set(p.effective.policies)) { const list = pathsByPolicy.get(loc); if (list) list.push(p); else pathsByPolicy.set(loc, [p]) }
+  return { paths, pathsByPolicy, objects, gatewayObjects, limitador: objects[0]!, specOf }
 }
 
 const parsed = new WeakMap<KubeObject, unknown>()
@@ -137,7 +139,7 @@ export function conditionsFor(view: TopologyView, policy: TopologyNode<RateLimit
     return { conditions: [{ type: 'Accepted', status: 'False', reason: 'TargetNotFound', message: `RateLimitPolicy target ${ref.name}${ref.sectionName ? `#${ref.sectionName}` : ''} was not found` }], inspect: 'TargetNotFound' }
   }
   const accepted: ConditionInput = { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'RateLimitPolicy has been accepted' }
-  const mine = run.paths.filter((p) => p.effective.policies.includes(policy.locator))
+  const mine = run.pathsByPolicy.get(policy.locator) ?? []
   if (mine.length === 0) return { conditions: [accepted, { type: 'Enforced', status: 'False', reason: 'Unknown', message: 'RateLimitPolicy is not in the path to any existing routes' }], inspect: 'Unknown' }
   const names = Object.keys(v.spec.rules)
   let some = false

@@ -14,7 +14,7 @@
 import { DefinitionError, StateDBError, TxnError } from './errors.ts'
 import type { TableState } from './state.ts'
 import type { Table } from './table.ts'
-import { ReadTxn, WriteTxn } from './txn.ts'
+import { ReadTxn, WriteTxn, type TxnHost, type TxnTable } from './txn.ts'
 import { validateState, validating } from './validate.ts'
 import type { TableWriter } from './writer.ts'
 
@@ -65,9 +65,9 @@ class TableLock {
   }
 }
 
-export class DB {
+export class DB implements TxnHost {
   private readonly tables: Table<any>[] = []
-  private readonly ids = new Map<Table<any>, number>()
+  private readonly ids = new Map<TxnTable, number>()
   private readonly locks: TableLock[] = []
   /** Per table: the one-element table list of its single-table transactions (shared, never changed). */
   private readonly single: Array<ReadonlyArray<Table<any>>> = []
@@ -107,7 +107,7 @@ export class DB {
     return this.tables
   }
 
-  /** @internal */ tableId(table: Table<any>): number {
+  /** @internal */ tableId(table: TxnTable): number {
     if (table.home === this) return table.homeId // every read and write asks: no Map lookup
     const id = this.ids.get(table)
     if (id === undefined) throw new TxnError(`table "${table.name}" is not registered with this database`)
@@ -202,20 +202,12 @@ export class DB {
       const w = writers[id]
       if (w === undefined || !w.dirty) continue
       if (w.revision !== w.base.revision) this.tables[id]!.clock.mark(w.revision, now)
-      const graveyard = this.tables[id]!.graveyard
-      graveyard.append(w.deletes)
-      graveyard.collect()
+      this.tables[id]!.committed(w)
     }
     this.release(txn, false)
     for (let id = 0; id < writers.length; id++) {
       const w = writers[id]
-      if (w === undefined || !w.dirty) continue
-      const table = this.tables[id]!
-      if (w.revision !== w.base.revision) {
-        const stale = w.changedAll || (w.changed === undefined && table.watches.hasKeyWatches())
-        table.watches.fire(stale ? undefined : w.changed)
-      }
-      if (w.pendingInit.length === 0 && w.base.pendingInit.length > 0) table.watches.fireInitialized()
+      if (w !== undefined && w.dirty) this.tables[id]!.notify(w)
     }
     this.metrics?.writeTxnCommitted?.({
       tables: txn.tables.map((t) => t.name),

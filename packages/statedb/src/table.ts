@@ -254,6 +254,21 @@ export class Table<Obj> {
     }
   }
 
+  /** @internal After a commit published `w`, before anything runs: its deletions go to the graveyard. */
+  committed(w: TableWriter<Obj>): void {
+    this.graveyard.append(w.deletes)
+    this.graveyard.collect()
+  }
+
+  /** @internal After the commit released its locks: fires the watches the write closed. */
+  notify(w: TableWriter<Obj>): void {
+    if (w.revision !== w.base.revision) {
+      const stale = w.changedAll || (w.changed === undefined && this.watches.hasKeyWatches())
+      this.watches.fire(stale ? undefined : w.changed)
+    }
+    if (w.pendingInit.length === 0 && w.base.pendingInit.length > 0) this.watches.fireInitialized()
+  }
+
   /**
    * A change iterator: every current object, then every insert, update and delete after it, in
    * revision order. Close it when done (a dropped iterator is collected too, later). It starts at the

@@ -5,20 +5,43 @@
 // publishes all of them in one step (one assignment of the database root): atomic across tables.
 // Abort drops what it built. Either way the transaction is finished and using it throws.
 
-import type { DB } from './db.ts'
 import { TxnError } from './errors.ts'
 import type { TableState, TableView } from './state.ts'
-import type { Table } from './table.ts'
+import type { WatchRegistry } from './registry.ts'
+import type { TableSchema } from './schema.ts'
 import { TableWriter } from './writer.ts'
+
+/**
+ * What a transaction needs from its database (the DB implements it): table ids, the clock switch, and
+ * commit and release. Transactions depend on this, not on the DB, so no module cycle runs through them.
+ */
+/** What a transaction uses of a table (Table implements it). */
+export interface TxnTable<Obj = any> {
+  readonly name: string
+  /** @internal */ readonly empty: TableState<Obj>
+  /** @internal */ readonly schema: TableSchema<Obj>
+  /** @internal */ readonly watches: WatchRegistry
+  /** @internal The database the table was last registered with, and its id there (a cache). */
+  readonly home: object | undefined
+  /** @internal */ readonly homeId: number
+}
+
+export interface TxnHost {
+  tableId(table: TxnTable): number
+  readonly timed: boolean
+  readTxn(): ReadTxn
+  commit(txn: WriteTxn, writers: ReadonlyArray<TableWriter<unknown> | undefined>): ReadTxn
+  release(txn: WriteTxn, aborted?: boolean): void
+}
 
 export class ReadTxn {
   /** @internal */
   constructor(
-    readonly db: DB,
+    /** @internal */ readonly db: TxnHost,
     /** @internal */ readonly states: ReadonlyArray<TableState<unknown>>,
   ) {}
 
-  /** @internal */ view<Obj>(table: Table<Obj>): TableView<Obj> {
+  /** @internal */ view<Obj>(table: TxnTable<Obj>): TableView<Obj> {
     // A table registered after this snapshot was empty when it was taken.
     return (this.states[this.db.tableId(table)] ?? table.empty) as TableState<Obj>
   }
@@ -32,9 +55,9 @@ export class WriteTxn {
 
   /** @internal */
   constructor(
-    readonly db: DB,
+    /** @internal */ readonly db: TxnHost,
     /** @internal */ readonly base: ReadonlyArray<TableState<unknown>>,
-    /** @internal */ readonly tables: ReadonlyArray<Table<any>>,
+    /** @internal */ readonly tables: ReadonlyArray<TxnTable>,
     /** @internal */ readonly waitedMs: number,
   ) {
     this.writers = new Array(base.length)
@@ -46,7 +69,7 @@ export class WriteTxn {
     return this.finished !== undefined
   }
 
-  /** @internal */ view<Obj>(table: Table<Obj>): TableView<Obj> {
+  /** @internal */ view<Obj>(table: TxnTable<Obj>): TableView<Obj> {
     this.checkOpen(table)
     const id = this.db.tableId(table)
     const w = this.writers[id]
@@ -55,12 +78,12 @@ export class WriteTxn {
   }
 
   /** @internal The writer of a declared table. */
-  writer<Obj>(table: Table<Obj>): TableWriter<Obj> {
+  writer<Obj>(table: TxnTable<Obj>): TableWriter<Obj> {
     this.checkOpen(table)
     const id = this.db.tableId(table)
     let w = this.writers[id]
     if (w === undefined) {
-      if (!this.tables.includes(table as Table<any>)) {
+      if (!this.tables.includes(table as TxnTable)) {
         throw new TxnError(`table "${table.name}" is not locked by this write transaction (declared: ${this.tables.map((t) => t.name).join(', ') || 'none'})`)
       }
       w = new TableWriter<unknown>(table.schema as never, this.base[id] ?? table.empty, table.watches.watchedPositions())
@@ -83,7 +106,7 @@ export class WriteTxn {
     this.db.release(this)
   }
 
-  private checkOpen(table?: Table<any>): void {
+  private checkOpen(table?: TxnTable): void {
     if (this.finished) {
       throw new TxnError(`write transaction already ${this.finished}${table ? ` (used on table "${table.name}")` : ''}`)
     }

@@ -18,9 +18,10 @@
 import { ConfigError, UsageError } from '../errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Table, defineIndex, waitAny, type ChangeIterator, type DB, type ReadTxn, type Watch } from '@statewright/statedb'
-import { Reconciler, newStatusIndex, statusPending, type Status, type StatusIndex } from '@statewright/reconciler'
 import { desired, holds, listAll, namespacedName, objectKey, resolveKind, type Cluster, type DesiredObject, type KindRef, type KubeObject } from '@statewright/k8s'
-import { StatusWriter, conditionsOf, type StatusPatch } from '../conditions.ts'
+import type { StatusPatch } from '../conditions.ts'
+import { StatusWrites, type StatusToWrite } from './statuswrites.ts'
+import { PendingEvents } from './events.ts'
 import type { Logger } from '../logging.ts'
 import { Manager, plural, type Component, type ComponentHealth, type Placed, type WatchOptions } from '../manager.ts'
 import { Topology } from './topology.ts'
@@ -93,22 +94,6 @@ export interface StateOfWorldOptions {
   retry?: { minMs?: number; maxMs?: number }
 }
 
-interface StatusRow { key: string; cluster: string; object: KubeObject; patch: StatusPatch; status: Status }
-
-const SAME_CONDITION = ['type', 'status', 'reason', 'message', 'observedGeneration'] as const
-function sameStatus(obj: KubeObject, patch: StatusPatch): boolean {
-  const cur = conditionsOf(obj)
-  const { conditions, ...fields } = patch
-  const curStatus = (obj as { status?: Record<string, unknown> }).status ?? {}
-  for (const [k, v] of Object.entries(fields)) if (JSON.stringify(curStatus[k]) !== JSON.stringify(v)) return false
-  for (const c of conditions ?? []) {
-    const x = cur.find((y) => y.type === c.type) as Record<string, unknown> | undefined
-    const want = { observedGeneration: obj.metadata.generation, ...c } as Record<string, unknown>
-    if (!x || SAME_CONDITION.some((f) => want[f] !== undefined && x[f] !== want[f])) return false
-  }
-  return true
-}
-
 export class StateOfWorldController {
   readonly name: string
   readonly manager: Manager
@@ -117,14 +102,11 @@ export class StateOfWorldController {
   private readonly o: StateOfWorldOptions
   private readonly log: Logger
   private readonly tables = new Map<string, { spec: WatchSpec; table: Table<KubeObject>; cluster: Cluster }>()
-  private readonly statusTable: Table<StatusRow>
-  private readonly statusIndex: StatusIndex<StatusRow>
-  private readonly statusReconciler: Reconciler<StatusRow>
+  private readonly statusWrites: StatusWrites
   private readonly groups = new Map<string, Set<string>>()
   private readonly mine = new Set<string>()
   private readonly inspectInfo = new Map<string, { status?: string; effective?: unknown }>()
-  private readonly pending = new Map<string, ResourceEvent>()
-  private readonly lastSeen = new Map<string, KubeObject>()
+  private readonly pending = new PendingEvents()
   private ac: AbortController | undefined
   private loop: Promise<void> | undefined
   private wake: (() => void) | undefined
@@ -155,25 +137,7 @@ export class StateOfWorldController {
     const fill = <K extends { kind: string; table?: Table<any> }>(k: K): K => (k.table ? k : { ...k, table: this.tables.get(k.kind)?.table })
     const def = o.topology
     this.topology = new Topology({ ...def, targetables: def.targetables.map(fill), policies: (def.policies ?? []).map(fill), objects: (def.objects ?? []).map(fill) }, { db: m.db, name: `${o.name}-topology` })
-    const statusIndex = this.statusIndex = newStatusIndex<StatusRow>((r) => r.status)
-    this.statusTable = new Table<StatusRow>({ name: `${o.name}-status-writes`, primary: defineIndex({ name: 'key', key: (r: StatusRow) => r.key, unique: true }), indexes: [statusIndex] })
-    m.db.register(this.statusTable)
-    const writers = new Map<string, StatusWriter>()
-    const writerOf = (cluster: string) => {
-      let w = writers.get(cluster)
-      if (!w) { w = new StatusWriter({ cluster: m.clusters.get(cluster)!, fieldManager: m.name }); writers.set(cluster, w) }
-      return w
-    }
-    this.statusReconciler = new Reconciler<StatusRow>({
-      name: `${o.name}-status`, db: m.db, table: this.statusTable, statusIndex, primaryKey: (r) => r.key,
-      getObjectStatus: (r) => r.status, setObjectStatus: (r, status) => ({ ...r, status }),
-      operations: {
-        update: async (r, ctx) => { await writerOf(r.cluster).apply(r.object, r.patch, { signal: ctx.signal }) },
-        delete: () => {},
-      },
-      retry: { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000, jitter: 0.2 },
-      onError: (err, what) => this.log.error({ err }, what),
-    })
+    this.statusWrites = new StatusWrites({ manager: m, name: o.name, logger: this.log, ...(o.retry ? { retry: o.retry } : {}) })
     m.add(this.component())
   }
 
@@ -195,7 +159,11 @@ export class StateOfWorldController {
     return {
       name: `state-of-world ${this.name}`, leaderOnly: true,
       start: () => {
-        this.statusReconciler.start()
+        // a new term (leader election) starts from the state of the world: every object is an event again
+        this.pending.reset()
+        this.state.synced = false
+        this.state.idle = false
+        this.statusWrites.start()
         this.ac = new AbortController()
         this.loop = this.run(this.ac.signal).catch((err) => { if (!this.ac?.signal.aborted) this.log.error({ err }, 'state-of-world loop failed') })
       },
@@ -203,13 +171,13 @@ export class StateOfWorldController {
         this.ac?.abort()
         this.wake?.()
         await this.loop
-        await this.statusReconciler.stop()
+        await this.statusWrites.stop()
         for (const w of this.idleWaiters.splice(0)) w()
       },
       health: (): ComponentHealth => {
         const topoErrors = this.topology.errors()
         const failing = [...topoErrors.map((e) => ({ key: e.object, error: e.error })), ...(this.state.lastError ? [{ key: this.name, error: this.state.lastError }] : [])]
-        const h = this.statusReconciler.health
+        const h = this.statusWrites.health
         return {
           ready: this.state.synced && this.state.runs > 0,
           level: failing.length || h.level !== 'ok' ? 'degraded' : 'ok',
@@ -228,7 +196,7 @@ export class StateOfWorldController {
         for (;;) {
           while (!this.state.idle || this.pending.size) await new Promise<void>((resolve, reject) => { this.idleWaiters.push(resolve); signal.addEventListener('abort', () => reject(signal.reason), { once: true }) })
           const txn = this.manager.db.readTxn()
-          await this.statusReconciler.waitForRevision(this.statusTable.revision(txn), { signal })
+          await this.statusWrites.waitWritten(signal)
           if (this.manager.reconciler.isRunning) await this.manager.reconciler.waitForRevision(this.manager.desired.table.revision(txn), { signal })
           if (this.state.idle && !this.pending.size && this.quiet()) return
           await new Promise<void>((resolve) => setImmediate(resolve))
@@ -242,7 +210,7 @@ export class StateOfWorldController {
   private quiet(): boolean {
     const m = this.manager
     const txn = m.db.readTxn()
-    if (this.statusTable.list(txn, this.statusIndex.kind('pending')).toArray().length) return false
+    if (this.statusWrites.pending()) return false
     for (const d of m.desired.table.list(txn, m.desired.statusIndex.kind('pending'))) if (this.mine.has(m.desired.primaryKey(d))) return false
     return true
   }
@@ -285,18 +253,7 @@ export class StateOfWorldController {
     for (const { kind, it, spec, group } of iters) {
       const [changes, w] = it.next(txn)
       watches.push(w)
-      for (const c of changes) {
-        const key = `${kind}|${namespacedName(c.object)}`
-        const old = this.lastSeen.get(key)
-        if (c.deleted) this.lastSeen.delete(key); else this.lastSeen.set(key, c.object)
-        const e: ResourceEvent = c.deleted ? { kind, group, type: 'delete', ...(old ? { old } : { old: c.object }) } : old ? { kind, group, type: 'update', old, new: c.object } : { kind, group, type: 'create', new: c.object }
-        if (spec.predicate && !spec.predicate(e)) continue
-        const prev = this.pending.get(key)
-        if (!prev) { this.pending.set(key, e); continue }
-        if (prev.type === 'create' && e.type === 'delete') { this.pending.delete(key); continue }
-        const type = prev.type === 'create' ? 'create' : e.type === 'delete' ? 'delete' : prev.type === 'delete' ? 'update' : 'update'
-        this.pending.set(key, { kind, group, type, ...(prev.old && type !== 'create' ? { old: prev.old } : {}), ...(e.new && type !== 'delete' ? { new: e.new } : {}) })
-      }
+      for (const c of changes) this.pending.add(kind, group, c.object, c.deleted, spec.predicate)
     }
   }
 
@@ -335,10 +292,9 @@ export class StateOfWorldController {
       if ((dirty || this.pending.size) && now >= retryAt) {
         this.state.idle = false
         dirty = false
-        const events = [...this.pending.values()]
-        this.pending.clear()
+        const events = this.pending.take()
         try {
-          if (specs.some(([, t]) => t.spec.mode === 'stateOfWorld')) { await this.relist(signal); this.collect(iters, m.db.readTxn(), []); events.push(...this.pending.values()); this.pending.clear(); await this.topology.sync() }
+          if (specs.some(([, t]) => t.spec.mode === 'stateOfWorld')) { await this.relist(signal); this.collect(iters, m.db.readTxn(), []); events.push(...this.pending.take()); await this.topology.sync() }
           await this.once(events, signal)
           failures = 0
           this.state.lastError = undefined
@@ -349,10 +305,7 @@ export class StateOfWorldController {
           this.state.lastError = (err as Error)?.message ?? String(err)
           this.log.warn({ err: this.state.lastError, events: events.length, attempt: failures }, 'reconcile failed; retrying with backoff')
           // keep the events for the retry, older first
-          const later = [...this.pending.entries()]
-          this.pending.clear()
-          for (const e of events) this.pending.set(`${e.kind}|${namespacedName((e.new ?? e.old)!)}`, e)
-          for (const [k, e] of later) this.pending.set(k, e)
+          this.pending.restore(events)
           retryAt = Date.now() + Math.min(this.o.retry?.maxMs ?? 30_000, (this.o.retry?.minMs ?? 100) * 2 ** (failures - 1))
         }
         continue
@@ -382,7 +335,7 @@ export class StateOfWorldController {
     const m = this.manager
     const txn = m.db.readTxn()
     const want = new Map<string, Map<string, DesiredObject>>()
-    const statuses = new Map<string, { cluster: string; object: KubeObject; patch: StatusPatch }>()
+    const statuses = new Map<string, StatusToWrite>()
     const info = new Map<string, { status?: string; effective?: unknown }>()
     const ctx: ReconcileContext = {
       events, txn, signal, state: new Map(), logger: this.log, topology: this.topology.view(txn),
@@ -400,7 +353,7 @@ export class StateOfWorldController {
         }
         want.set(group, set)
       },
-      status: (obj, patch) => { statuses.set(objectKey(m.cluster.name, obj), { cluster: m.cluster.name, object: obj, patch }) },
+      status: (obj, patch) => { const key = objectKey(m.cluster.name, obj); statuses.set(key, { key, cluster: m.cluster.name, object: obj, patch }) },
       applied: (obj, cluster) => {
         const memo = appliedMemo.get(obj)
         if (memo !== undefined && cluster === undefined) return memo
@@ -432,7 +385,9 @@ export class StateOfWorldController {
       }
     }
     this.state.runs++
+    const t0 = performance.now()
     await this.o.reconcile(ctx)
+    this.log.debug({ run: this.state.runs, events: events.length, ms: Math.round(performance.now() - t0) }, 'reconciled')
     if (signal.aborted) return
     if (want.size) {
       await m.db.write(m.desired.table, (w) => {
@@ -453,18 +408,7 @@ export class StateOfWorldController {
         }
       })
     }
-    if (statuses.size) {
-      await m.db.write(this.statusTable, (w) => {
-        for (const [key, s] of statuses) {
-          const cur = this.statusTable.get(w, this.statusTable.primary.query(key as never))
-          const samePatch = !!cur && JSON.stringify(cur.patch) === JSON.stringify(s.patch)
-          // written already (or on its way); a different pending patch is replaced so the last one wins
-          if (sameStatus(s.object, s.patch) ? (!cur || samePatch) : (samePatch && cur!.status.kind === 'pending')) continue
-          this.statusTable.insert(w, { key, cluster: s.cluster, object: s.object, patch: s.patch, status: statusPending() })
-          this.writes++
-        }
-      })
-    }
+    this.writes += await this.statusWrites.queue(statuses.values())
     this.inspectInfo.clear()
     for (const [k, v] of info) this.inspectInfo.set(k, v)
   }
