@@ -270,11 +270,6 @@ export class Table<Obj> {
   }
 
   /**
-   * A change iterator: every current object, then every insert, update and delete after it, in
-   * revision order. Close it when done (a dropped iterator is collected too, later). It starts at the
-   * latest snapshot: `next()` with a snapshot older than that yields nothing (and a fired watch).
-   */
-  /**
    * Epoch ms at which `revision` of this table was committed, within 100 ms; undefined for a
    * revision older than the times kept (the last 4096 windows of 100 ms with a commit).
    */
@@ -282,6 +277,11 @@ export class Table<Obj> {
     return this.clock.timeOf(revision)
   }
 
+  /**
+   * A change iterator: every current object, then every insert, update and delete after it, in
+   * revision order. Close it when done (a dropped iterator is collected too, later). It starts at the
+   * latest snapshot: `next()` with a snapshot older than that yields nothing (and a fired watch).
+   */
   changes(txn: Txn): ChangeIterator<Obj> {
     const floor = this.currentView(txn).revision
     return new ChangeIterator<Obj>(this, floor)
