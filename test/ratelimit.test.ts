@@ -92,6 +92,13 @@ test('seed 001: policies on gateways and routes become limits and per-gateway co
     assert.is(cond(server, 'rlp-1', 'Enforced'), 'True Enforced: RateLimitPolicy has been partially enforced')
     assert.is(cond(server, 'rlp-2', 'Enforced'), 'True Enforced: RateLimitPolicy has been successfully enforced')
 
+    // inspection: the topology with each policy's status, and a route's effective policy
+    const graphs = await (await fetch(`${m.url}/topology`)).json() as { graphs: Array<{ component: string; graph: { nodes: Array<{ id: string; status?: string; effective?: unknown }> } }> }
+    const nodes = graphs.graphs.find((g) => g.component === 'state-of-world ratelimit')!.graph.nodes
+    assert.is(nodes.find((n) => n.id === 'ratelimitpolicy.kuadrant.io:default/rlp-1')?.status, 'PartiallyEnforced')
+    assert.is(nodes.find((n) => n.id === 'ratelimitpolicy.kuadrant.io:default/rlp-2')?.status, 'Enforced')
+    assert.equal(nodes.find((n) => n.id === 'httproute.gateway.networking.k8s.io:default/route-1')?.effective, [{ name: 'narrow', source: 'ratelimitpolicy.kuadrant.io:default/rlp-2', rule: { rates: [{ limit: 10, seconds: 1 }], counters: [] } }])
+
     // rlp-3 on route-3, which both gateways serve: gw-2 gets its ConfigMaps
     await apply(cluster, rlp('rlp-3', 'HTTPRoute', 'route-3', { limits: { three: limit(5, '10s') } }))
     await converge(m)

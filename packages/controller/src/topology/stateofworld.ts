@@ -21,6 +21,7 @@ import { Table, defineIndex, waitAny, type ChangeIterator, type DB, type ReadTxn
 import { desired, holds, listAll, namespacedName, objectKey, resolveKind, type Cluster, type DesiredObject, type KindRef, type KubeObject } from '@statewright/k8s'
 import type { StatusPatch } from '../conditions.ts'
 import { StatusWrites, type StatusToWrite } from './statuswrites.ts'
+import type { InspectGraph } from '../inspect/graph.ts'
 import { PendingEvents } from './events.ts'
 import type { Logger } from '../logging.ts'
 import { Manager, plural, type Component, type ComponentHealth, type Placed, type WatchOptions } from '../manager.ts'
@@ -203,7 +204,8 @@ export class StateOfWorldController {
         }
       },
       graph: () => this.graph(),
-    } as Component
+      reconcilers: () => [this.statusWrites.reconciler],
+    }
   }
 
   /** No status write and none of our desired objects pending. */
@@ -216,10 +218,13 @@ export class StateOfWorldController {
   }
 
   /** The topology with each node's inspection info (policy status, effective policy). */
-  graph(): { nodes: Array<Record<string, unknown>>; edges: Array<{ from: string; to: string; policy?: boolean }> } {
+  graph(): InspectGraph {
     const v = this.topology.view()
     return {
-      nodes: v.nodes().map((n) => ({ id: n.locator, kind: n.kind, name: n.section ? `${n.name}#${n.section}` : n.name, ...(n.namespace ? { namespace: n.namespace } : {}), ...(n.policy ? { policy: true } : {}), ...this.inspectInfo.get(n.locator) })),
+      nodes: v.nodes().map((n) => {
+        const info = this.inspectInfo.get(n.locator)
+        return { id: n.locator, kind: n.kind, name: n.section ? `${n.name}#${n.section}` : n.name, ...(n.namespace ? { namespace: n.namespace } : {}), ...(n.policy ? { policy: true } : {}), ...(info?.status ? { status: info.status } : {}), ...(info?.effective !== undefined ? { effective: info.effective } : {}) }
+      }),
       edges: v.edges(),
     }
   }

@@ -35,7 +35,8 @@ export function sameStatus(obj: KubeObject, patch: StatusPatch): boolean {
 export class StatusWrites {
   private readonly table: Table<StatusRow>
   private readonly index: StatusIndex<StatusRow>
-  private readonly reconciler: Reconciler<StatusRow>
+  /** The reconciler writing the statuses (inspection shows its per-object status). */
+  readonly reconciler: Reconciler<StatusRow>
   private readonly manager: Manager
 
   constructor(o: { manager: Manager; name: string; logger: Logger; retry?: { minMs?: number; maxMs?: number } }) {
