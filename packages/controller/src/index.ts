@@ -16,3 +16,8 @@ export {
   type FinalizerOptions, type FinalizerHealth, type FailingCleanup, type CleanupContext,
 } from './finalizers.ts'
 export { controllerRef, withOwner, ownerOf, ownerReferences, isOwnedBy, type OwnerReference } from './owners.ts'
+export {
+  PrimaryController, KubeSecondaries, kubeStatusWriter, ownerKeyLabelValue, ownerStampKeys,
+  type PrimaryControllerOptions, type PrimaryControllerStats, type SecondarySpec, type SecondaryTarget, type SecondaryWriteResult,
+  type OwnerStamps, type PrimaryStatusWriter, type EventSink, type SyncContext, type SyncResult,
+} from './primary.ts'
