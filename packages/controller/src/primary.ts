@@ -365,8 +365,11 @@ export class PrimaryController<P> {
         }
         const watches: Promise<unknown>[] = [ws.wait(signal)]
         if (this.markInitialized) {
-          watches.push(this.o.primaries.initialized(txn)[1].wait(signal))
-          for (const s of this.o.secondaries) watches.push(s.observed.initialized(txn)[1].wait(signal))
+          // only the tables still waiting (an initialized table's watch has fired already)
+          for (const t of [this.o.primaries, ...this.o.secondaries.map((s) => s.observed)]) {
+            const [ready, w] = t.initialized(txn)
+            if (!ready) watches.push(w.wait(signal))
+          }
         }
         await Promise.race(watches).catch(() => {})
       }

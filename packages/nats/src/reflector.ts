@@ -42,6 +42,8 @@ export interface NatsKvReflectorOptions<V = unknown, Obj = KvRow<V>> {
   decode?: (bytes: Uint8Array, entry: KvEntry) => V
   /** Turns an entry into the table's object, or none (default the KvRow itself). */
   transform?: (row: KvRow<V>) => Obj | undefined | null
+  /** Timeout of the JetStream API requests the reflector makes (default 5000 ms, the client's). */
+  requestTimeoutMs?: number
   /** Backoff after failures (default 100 ms doubling up to 30 s, randomized ±20 %). */
   backoff?: { minMs?: number; maxMs?: number }
   metrics?: NatsMetrics
@@ -134,11 +136,19 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     })
   }
 
+  /**
+   * Stops: ends the watch and waits for the loop, but not for a JetStream request in flight (after
+   * a lost connection one can take the client's request timeout): its result is dropped, nothing
+   * is written to the table after stop() resolves.
+   */
   async stop(): Promise<void> {
     this.stopper.abort()
     this.watcher?.stop()
-    await this.loop?.catch(() => {})
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([this.loop?.catch(() => {}), new Promise<void>((r) => { timer = setTimeout(r, 100) })])
+    clearTimeout(timer)
     this.h.state = 'stopped'
+    this.o.metrics?.set('watching', this.labels(), 0)
   }
 
   health(): NatsKvReflectorHealth {
@@ -165,7 +175,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     const signal = this.stopper.signal
     while (!signal.aborted) {
       try {
-        const kv = await new Kvm(this.o.nc).open(this.o.bucket)
+        const kv = await new Kvm(this.o.nc).open(this.o.bucket, this.o.requestTimeoutMs ? { timeout: this.o.requestTimeoutMs } : {})
         const st = await kv.status().catch((err: Error) => {
           throw new Error(`bucket "${this.o.bucket}": ${/stream not found/i.test(err.message) ? 'bucket not found' : err.message}`)
         })
@@ -226,6 +236,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     let listed = false
     const w = await kv.watch({ key: keyFilter })
     this.watcher = w
+    if (this.stopper.signal.aborted) w.stop() // stopped while the watch was being made
     this.h.watches++
     // the resume point of an empty list is the stream's last sequence; else the newest entry listed
     let maxRev = empty ? lastSeq : 0
@@ -263,6 +274,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   private async watchFrom(kv: KV, from: number): Promise<void> {
     const w = await kv.watch({ key: this.o.keys, include: 'history', resumeFromRevision: from })
     this.watcher = w
+    if (this.stopper.signal.aborted) w.stop()
     this.h.watches++
     this.h.state = 'watching'
     this.o.metrics?.set('watching', this.labels(), 1)
@@ -324,6 +336,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   private async replace(entries: Iterable<KvWatchEntry>, maxRev: number): Promise<void> {
     const t = this.o.table
     const txn = await this.o.db.writeTxn(t)
+    if (this.stopper.signal.aborted) return txn.abort() // stopped: nothing more is written
     try {
       const keep = new Set<unknown>()
       for (const e of entries) {
@@ -369,6 +382,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     if (batch.length === 0) return
     const t = this.o.table
     const txn = await this.o.db.writeTxn(t)
+    if (this.stopper.signal.aborted) return txn.abort()
     let maxRev = this.rev
     try {
       for (const e of batch) {

@@ -63,11 +63,12 @@ export class TcpProxy {
 
 /** A client that reconnects forever, quickly (what a controller wants). */
 export function natsClient(url: string): Promise<NatsConnection> {
-  return connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 50, reconnectJitter: 20 })
+  // timeout: a connection cut during the reconnect handshake is retried after 1 s, not the default 20 s
+  return connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 50, reconnectJitter: 20, timeout: 1000 })
 }
 
 export async function openBucket(nc: NatsConnection, bucket: string, history = 5): Promise<KV> {
-  return new Kvm(nc).create(bucket, { history })
+  return new Kvm(nc).create(bucket, { history, timeout: 1000 })
 }
 
 export function rowTable(name = 'rows'): Table<KvRow> {
