@@ -208,6 +208,8 @@ export class PrimaryController<P> {
   /** foreign id -> primary keys waiting for it to go. */
   private readonly blockedBy = new Map<string, Set<string>>()
   private readonly requeues = new Map<string, NodeJS.Timeout>()
+  /** key -> what its last sync applied (kept here too: a row's write-back can lose a CAS race). */
+  private readonly ownedByKey = new Map<string, readonly OwnedRef[]>()
   private readonly inflight = new Set<Promise<unknown>>()
   private follow: { ctrl: AbortController; done: Promise<void> } | undefined
   private resyncTimer: NodeJS.Timeout | undefined
@@ -336,7 +338,14 @@ export class PrimaryController<P> {
       const [pending, w] = this.work.listWatch(txn, this.statusIndex.kind('pending'))
       const caughtUp = [this.o.primaries, ...this.o.secondaries.map((s) => s.observed)].every((t, i) => (this.processed[i] ?? -1) >= t.revision(txn))
       if (caughtUp && pending.count() === 0 && this.gcDone && this.requeues.size === 0 && this.inflight.size === 0) {
-        return this.health().errors
+        // the reconciler has acted on every change of the work table, deletes of rows included
+        const rev = this.work.revision(txn)
+        await this.reconciler.waitForRevision(rev, { signal })
+        if (this.work.revision(this.o.db.readTxn()) === rev && this.inflight.size === 0) {
+          const failedDeletes = this.reconciler.failedDeletes().map((f) => ({ key: String(f.object.key), error: `delete: ${f.error}` }))
+          return [...this.health().errors, ...failedDeletes]
+        }
+        continue
       }
       const ws = new WatchSet().add(w, this.o.primaries.allWatch(txn)[1], this.work.allWatch(txn)[1])
       await Promise.race([ws.wait(signal), new Promise((r) => setTimeout(r, 20))])
@@ -429,6 +438,7 @@ export class PrimaryController<P> {
     const [changes, watch] = iter.next(txn)
     const target = this.o.secondaries[spec]!.target
     const repair = new Set<string>()
+    let orphans = false
     for (const c of changes) {
       let id: string
       try { id = target.id(c.object) } catch { continue }
@@ -452,6 +462,7 @@ export class PrimaryController<P> {
         repair.add(prevOwner) // our stamp was removed or changed: the owner puts it back
       }
       if (owner === undefined) continue
+      if (this.o.primaries.get(txn, this.o.primaries.primary.query(owner as never)) === undefined) orphans = true
       let m = this.byOwner.get(owner)
       if (!m) this.byOwner.set(owner, (m = new Map()))
       m.set(id, { spec, object: c.object })
@@ -463,14 +474,18 @@ export class PrimaryController<P> {
       await this.o.db.write(this.work, (w) => {
         const s = statusPending()
         for (const k of repair) {
+          // a new pending mark even on a row being synced: the reconciler drops that sync's result
+          // (it saw the secondary before this change) and syncs again
           const cur = this.work.get(w, this.work.primary.query(k))
-          if (cur && cur.status.kind !== 'pending') {
+          if (cur) {
             this.work.insert(w, { ...cur, status: s })
             this.stats.repairs++
           }
         }
       })
     }
+    // a secondary whose owner is gone (its sync made it just before the owner's delete ran, say)
+    if (orphans && !this.markInitialized) await this.gc().catch((e) => this.report(e))
     return watch
   }
 
@@ -564,6 +579,7 @@ export class PrimaryController<P> {
           continue
         }
         if (r.version !== undefined) this.lastWritten.set(id, r.version)
+        this.deletedByUs.delete(id) // a delete of ours whose event never came (already gone) is no longer pending
         applied.push({ spec, object: stamped })
         if (r.result === 'created' || r.result === 'updated') {
           changed = true
@@ -579,7 +595,7 @@ export class PrimaryController<P> {
     }
     // secondaries this primary no longer returns: what it owned before and what is observed with its stamp
     const stale = new Map<string, OwnedRef>()
-    for (const o of w.owned) stale.set(this.o.secondaries[o.spec]!.target.id(o.object), o)
+    for (const o of [...w.owned, ...(this.ownedByKey.get(key) ?? [])]) stale.set(this.o.secondaries[o.spec]!.target.id(o.object), o)
     for (const [id, o] of this.byOwner.get(key) ?? []) stale.set(id, o)
     for (const [id, o] of stale) {
       if (appliedIds.has(id)) continue
@@ -598,6 +614,7 @@ export class PrimaryController<P> {
       }
     }
     w.owned = applied
+    this.ownedByKey.set(key, applied)
     if (failures.length) {
       this.stats.syncErrors++
       const msg = failures.join('; ')
@@ -645,24 +662,24 @@ export class PrimaryController<P> {
     if (t) { clearTimeout(t); this.requeues.delete(w.key) }
     if (this.o.primaries.get(ctx.txn, this.o.primaries.primary.query(w.key as never)) !== undefined) return // back again
     const all = new Map<string, OwnedRef>()
-    for (const o of w.owned) all.set(this.o.secondaries[o.spec]!.target.id(o.object), o)
+    for (const o of [...w.owned, ...(this.ownedByKey.get(w.key) ?? [])]) all.set(this.o.secondaries[o.spec]!.target.id(o.object), o)
     for (const [id, o] of this.byOwner.get(w.key) ?? []) all.set(id, o)
     const failures: string[] = []
-    for (const [id, o] of all) {
+    for (const [, o] of all) {
       const target = this.o.secondaries[o.spec]!.target
       try {
-        this.deletedByUs.add(id)
+        // not marked as our own delete: a primary made again meanwhile is re-marked by the deletion
         if (await target.delete(o.object, this.ownedBy(w.key, target), ctx.signal)) {
           this.stats.deleted++
           this.o.events?.normal(this.involved(undefined, w.key), 'Synced', `"${target.describe(o.object)}" synced successfully (deleted)`)
-        } else this.deletedByUs.delete(id)
+        }
       } catch (err) {
-        this.deletedByUs.delete(id)
         failures.push(`${target.describe(o.object)}: ${(err as Error).message}`)
       }
     }
     for (const [id, keys] of this.blockedBy) { keys.delete(w.key); if (keys.size === 0) this.blockedBy.delete(id) }
     if (failures.length) throw new Error(`secondaries of deleted ${this.o.kind} "${w.key}": ${failures.join('; ')}`)
+    this.ownedByKey.delete(w.key)
   }
 
   /**
@@ -670,20 +687,21 @@ export class PrimaryController<P> {
    * primary. Runs only once every table is initialized.
    */
   async gc(): Promise<number> {
-    const txn = this.o.db.readTxn()
-    if (!this.allInitialized(txn) || this.markInitialized) return 0
+    if (!this.allInitialized(this.o.db.readTxn()) || this.markInitialized) return 0
     let n = 0
     const failures: string[] = []
     for (const [owner, objs] of [...this.byOwner]) {
-      if (this.o.primaries.get(txn, this.o.primaries.primary.query(owner as never)) !== undefined) continue
-      if (this.work.get(txn, this.work.primary.query(owner)) !== undefined) continue // its delete is still running
-      for (const [id, o] of [...objs]) {
+      for (const [, o] of [...objs]) {
+        // the latest snapshot for each object: a primary that appeared since keeps its secondaries.
+        // (Not marked as our own delete: should its primary appear while the delete is on its way,
+        // the observed deletion re-marks it and the secondary is made again.)
+        const now = this.o.db.readTxn()
+        if (this.o.primaries.get(now, this.o.primaries.primary.query(owner as never)) !== undefined) break
+        if (this.work.get(now, this.work.primary.query(owner)) !== undefined) break // its delete is still running
         const target = this.o.secondaries[o.spec]!.target
         try {
-          this.deletedByUs.add(id)
-          if (await target.delete(o.object, this.ownedBy(owner, target))) { n++; this.stats.garbage++ } else this.deletedByUs.delete(id)
+          if (await target.delete(o.object, this.ownedBy(owner, target))) { n++; this.stats.garbage++ }
         } catch (err) {
-          this.deletedByUs.delete(id)
           failures.push(`${target.describe(o.object)}: ${(err as Error).message}`)
         }
       }
