@@ -445,11 +445,14 @@ export class PrimaryController<P> {
       const owner = this.ownerKeyOf(target, c.object)
       const prevOwner = this.ownerOfId.get(id)
       if (c.deleted) {
-        if (prevOwner !== undefined) {
-          this.byOwner.get(prevOwner)?.delete(id)
+        // the owner we knew, or the deleted object's own stamp (made and deleted between two reads,
+        // it was never seen alive)
+        const was = prevOwner ?? owner
+        if (was !== undefined) {
+          this.byOwner.get(was)?.delete(id)
           this.ownerOfId.delete(id)
           if (this.deletedByUs.has(id)) this.deletedByUs.delete(id)
-          else repair.add(prevOwner)
+          else repair.add(was)
         }
         this.lastWritten.delete(id)
         const waiting = this.blockedBy.get(id)
