@@ -3,6 +3,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { tour } from '../examples/statedb-tour.ts'
+import { main as natsPrimary } from '../examples/nats-primary.ts'
 
 test('the statedb tour (docs/statedb.md) runs and shows snapshots, watches, changes, CAS and initialization', async () => {
   const lines: string[] = []
@@ -16,6 +17,14 @@ test('the statedb tour (docs/statedb.md) runs and shows snapshots, watches, chan
     'written since revision 4: taxes',
     'initialized: before false, after true',
   ])
+})
+
+test('the NATS primary example (docs/nats.md) shows ConfigMaps, ErrResourceExists, orphan GC and a server restart', async () => {
+  const lines: string[] = []
+  const r = await natsPrimary((l) => lines.push(l))
+  assert.equal(r, { configMaps: ['app-api', 'app-shop', 'app-web-front'], garbage: 1, foreignWarnings: 1 })
+  assert.ok(lines.some((l) => l.includes('ErrResourceExists: shop: Resource "default/app-shop" already exists and is not managed by this controller')), lines.join('\n'))
+  assert.ok(lines.some((l) => l.includes('nats-server restarted')), lines.join('\n'))
 })
 
 test.run()

@@ -4,13 +4,14 @@
 //   ├─ UsageError          'Usage'          a call at the wrong time (after start, a second start)
 //   ├─ InvalidObjectError  'InvalidObject'  an object or condition lacking what the operation needs
 //   ├─ CleanupError        'Cleanup'        a finalizer's cleanup failed (retried with backoff)
+//   ├─ SyncError           'Sync'           a PrimaryController sync, or a write of its secondaries, failed (retried with backoff)
 //   ├─ StoppedError        'Stopped'        the part is not running
 //   └─ TimeoutError        'Timeout'        waitForConvergence ran out of time (the message lists what is pending)
 // Errors of the layers below keep their own classes (statedb's StateDBError, k8s's K8sError and
 // ApiError, the reconciler's ReconcilerError); object errors of derivations and reconcilers are kept
 // as statuses and in health, not thrown.
 
-export type ControllerErrorCode = 'Config' | 'Usage' | 'InvalidObject' | 'Cleanup' | 'Stopped' | 'Timeout'
+export type ControllerErrorCode = 'Config' | 'Usage' | 'InvalidObject' | 'Cleanup' | 'Sync' | 'Stopped' | 'Timeout'
 
 export class ControllerError extends Error {
   override name = 'ControllerError'
@@ -33,6 +34,10 @@ export class InvalidObjectError extends ControllerError {
 export class CleanupError extends ControllerError {
   override name = 'CleanupError'
   constructor(message: string, options?: ErrorOptions) { super(message, 'Cleanup', options) }
+}
+export class SyncError extends ControllerError {
+  override name = 'SyncError'
+  constructor(message: string, options?: ErrorOptions) { super(message, 'Sync', options) }
 }
 export class StoppedError extends ControllerError {
   override name = 'StoppedError'

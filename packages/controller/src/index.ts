@@ -33,6 +33,11 @@ export {
 export { StateOfWorldController, type StateOfWorldOptions, type ReconcileContext, type ReconcileFn, type ResourceEvent, type WatchSpec } from './topology/stateofworld.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './topology/workflow.ts'
 export {
-  ControllerError, ConfigError, UsageError, InvalidObjectError, CleanupError, StoppedError, TimeoutError,
+  ControllerError, ConfigError, UsageError, InvalidObjectError, CleanupError, SyncError, StoppedError, TimeoutError,
   type ControllerErrorCode,
 } from './errors.ts'
+export {
+  PrimaryController, KubeSecondaries, kubeStatusWriter, ownerKeyLabelValue, ownerStampKeys,
+  type PrimaryControllerOptions, type PrimaryControllerStats, type SecondarySpec, type SecondaryTarget, type SecondaryWriteResult,
+  type OwnerStamps, type PrimaryStatusWriter, type EventSink, type SyncContext, type SyncResult,
+} from './primary.ts'

@@ -1,0 +1,317 @@
+// PrimaryController with in-memory primaries and an in-memory secondary target whose observed
+// table is written as the target changes (as a reflector would): stamps, ownership, repair,
+// garbage collection, threadiness, requeue, resync, tertiary tables, status write-back, stop.
+// The same controller against a real nats-server and the test API server is test/nats-primary.test.ts.
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
+import {
+  PrimaryController, ownerKeyLabelValue, ownerStampKeys,
+  type EventSink, type OwnerStamps, type PrimaryControllerOptions, type SecondaryTarget, type SecondaryWriteResult,
+} from '@statewright/controller'
+
+setValidation(true)
+
+interface Prim { key: string; revision: number; value: { spec: { n: number }; status?: unknown } }
+interface Obj { kind: string; name: string; version: number; metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; data: unknown }
+
+const primTable = () => new Table<Prim>({ name: 'prims', primary: defineIndex<Prim, string>({ name: 'key', key: (p) => p.key, unique: true }) })
+const objTable = () => new Table<Obj>({ name: 'objs', primary: defineIndex<Obj, string>({ name: 'name', key: (o) => o.name, unique: true }) })
+
+/** A target keeping objects in a Map and mirroring them into an observed table (a reflector's view). */
+class MemTarget implements SecondaryTarget<Obj> {
+  readonly store = new Map<string, Obj>()
+  private version = 0
+  writes = 0
+  constructor(private db: DB, private observed: Table<Obj>) {}
+  kindOf(s: Obj) { return s.kind }
+  id(s: Obj) { return s.name }
+  describe(s: Obj) { return `default/${s.name}` }
+  stampsOf(s: Obj) { return s.metadata }
+  versionOf(s: Obj) { return String(s.version) }
+  withStamps(s: Obj, st: OwnerStamps): Obj { return { ...s, metadata: { labels: { ...s.metadata.labels, ...st.labels }, annotations: { ...s.metadata.annotations, ...st.annotations } } } }
+  async set(o: Obj): Promise<Obj> {
+    const v = { ...o, version: ++this.version }
+    this.store.set(o.name, v)
+    await this.db.write(this.observed, (t) => this.observed.insert(t, v))
+    return v
+  }
+  async drop(name: string): Promise<void> {
+    const cur = this.store.get(name)
+    if (!cur) return
+    this.store.delete(name)
+    await this.db.write(this.observed, (t) => this.observed.delete(t, cur))
+  }
+  async apply(s: Obj, owned: (e: Obj) => boolean): Promise<{ result: SecondaryWriteResult; version?: string }> {
+    const cur = this.store.get(s.name)
+    if (cur && !owned(cur)) return { result: 'foreign' }
+    if (cur && JSON.stringify({ ...cur, version: 0 }) === JSON.stringify({ ...s, version: 0 })) return { result: 'unchanged', version: String(cur.version) }
+    this.writes++
+    const v = await this.set(s)
+    return { result: cur ? 'updated' : 'created', version: String(v.version) }
+  }
+  async delete(s: Obj, owned: (e: Obj) => boolean): Promise<boolean> {
+    const cur = this.store.get(s.name)
+    if (!cur || !owned(cur)) return false
+    await this.drop(s.name)
+    return true
+  }
+}
+
+class Events implements EventSink {
+  readonly list: Array<{ type: string; name: string | undefined; namespace: string | undefined; reason: string; message: string }> = []
+  normal(o: any, reason: string, message: string) { this.list.push({ type: 'Normal', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message }) }
+  warning(o: any, reason: string, message: string) { this.list.push({ type: 'Warning', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message }) }
+}
+
+function setup(over: Partial<PrimaryControllerOptions<Prim>> = {}) {
+  const prims = primTable()
+  const observed = objTable()
+  const db = new DB({ tables: [prims, observed] })
+  const target = new MemTarget(db, observed)
+  const events = new Events()
+  const statuses = new Map<string, unknown>()
+  const calls: string[] = []
+  const c = new PrimaryController<Prim>({
+    name: 'test', kind: 'App', db, primaries: prims, events, eventNamespace: 'apps',
+    secondaries: [{ kinds: ['Thing'], target, observed }],
+    status: {
+      writeStatus: async (p, status) => {
+        statuses.set(p.key, status)
+        // a status write changes the primary (as KvStatusWriter does), not its spec
+        await db.write(prims, (t) => { const cur = prims.get(t, prims.primary.query(p.key)); if (cur) prims.insert(t, { ...cur, revision: cur.revision + 1, value: { ...cur.value, status } }) })
+      },
+    },
+    sync: (p) => {
+      calls.push(p.key)
+      return { secondaries: [{ kind: 'Thing', name: `thing-${ownerKeyLabelValue(p.key).toLowerCase()}`, version: 0, metadata: {}, data: p.value.spec }], status: { seen: p.value.spec.n } }
+    },
+    retry: { minMs: 20, maxMs: 200 },
+    ...over,
+  })
+  // both tables start uninitialized, as a reflector's do until its first list
+  const t0 = db.tryWriteTxn(prims, observed)!
+  const done = [prims.registerInitializer(t0, 'x'), observed.registerInitializer(t0, 'y')]
+  t0.commit()
+  const initialize = () => db.write([prims, observed], (t) => { for (const d of done) d(t) })
+  const put = (key: string, n: number) => db.write(prims, (t) => {
+    const cur = prims.get(t, prims.primary.query(key))
+    prims.insert(t, { key, revision: (cur?.revision ?? 0) + 1, value: { spec: { n }, status: cur?.value.status } })
+  })
+  const del = (key: string) => db.write(prims, (t) => { const cur = prims.get(t, prims.primary.query(key)); if (cur) prims.delete(t, cur) })
+  return { c, db, prims, observed, target, events, statuses, calls, initialize, put, del }
+}
+
+const idle = (c: PrimaryController<any>) => c.waitIdle(AbortSignal.timeout(5000))
+
+test('owner stamps: labels and annotations, prefix statewright.io or kumori; the label hashes keys that are not label values', async () => {
+  assert.equal(ownerStampKeys(), { key: 'statewright.io/ownerkey', kind: 'statewright.io/ownerkind' })
+  assert.equal(ownerStampKeys('kumori'), { key: 'kumori/ownerkey', kind: 'kumori/ownerkind' })
+  assert.is(ownerKeyLabelValue('web-1'), 'web-1')
+  const long = 'k'.repeat(100)
+  for (const k of ['a.b/c', long, '-x', 'x_', 'sp ace']) {
+    const v = ownerKeyLabelValue(k)
+    assert.match(v, /^h-[0-9a-f]{40}$/, k)
+    assert.is(ownerKeyLabelValue(k), v, 'stable')
+  }
+  const s = setup({ stampPrefix: 'kumori' })
+  await s.initialize()
+  await s.c.start()
+  await s.put('a.b/c', 1)
+  await s.put(long, 2)
+  await idle(s.c)
+  const objs = [...s.target.store.values()]
+  assert.is(objs.length, 2)
+  const byKey = new Map(objs.map((o) => [o.metadata.annotations!['kumori/ownerkey'], o]))
+  assert.ok(byKey.has('a.b/c') && byKey.has(long), 'the annotation holds the exact key')
+  assert.is(byKey.get('a.b/c')!.metadata.labels!['kumori/ownerkey'], ownerKeyLabelValue('a.b/c'))
+  assert.is(byKey.get(long)!.metadata.annotations!['kumori/ownerkind'], 'App')
+  assert.is(byKey.get(long)!.metadata.labels!['kumori/ownerkind'], 'App')
+  assert.equal(s.statuses.get('a.b/c'), { seen: 1 })
+  const synced = s.events.list.filter((e) => e.reason === 'Synced').map((e) => e.message).sort()
+  assert.equal(synced, [`"default/thing-${ownerKeyLabelValue('a.b/c')}" synced successfully (created)`, `"default/thing-${ownerKeyLabelValue(long)}" synced successfully (created)`].sort())
+  assert.ok(s.events.list.every((e) => e.namespace === 'apps'), 'a pseudo-object in the configured namespace')
+  await s.c.stop()
+})
+
+test('a status-only change never triggers a sync; a spec change syncs once', async () => {
+  const s = setup()
+  await s.initialize()
+  await s.c.start()
+  await s.put('a', 1)
+  await idle(s.c)
+  assert.equal(s.calls, ['a'], 'the status write-back changed the primary and did not sync it again')
+  await s.put('a', 2)
+  await idle(s.c)
+  assert.equal(s.calls, ['a', 'a'])
+  assert.is(s.target.store.get('thing-a')!.data && (s.target.store.get('thing-a')!.data as any).n, 2)
+  assert.ok(s.events.list.some((e) => e.message === '"default/thing-a" synced successfully (updated)'))
+  await s.c.stop()
+})
+
+test('a deleted or edited secondary is repaired (HandleSecondary); our own writes re-mark nothing', async () => {
+  const s = setup()
+  await s.initialize()
+  await s.c.start()
+  await s.put('a', 1)
+  await idle(s.c)
+  const n0 = s.calls.length
+  await s.target.drop('thing-a')
+  await idle(s.c)
+  assert.ok(s.target.store.has('thing-a'), 'recreated')
+  const cur = s.target.store.get('thing-a')!
+  await s.target.set({ ...cur, data: { n: 666 } })
+  await idle(s.c)
+  assert.equal(s.target.store.get('thing-a')!.data, { n: 1 }, 'the edit is undone')
+  assert.is(s.calls.length, n0 + 2, 'one sync per vandalism')
+  assert.is(s.c.stats.repairs, 2)
+  await s.c.stop()
+})
+
+test('ErrResourceExists: a foreign object is never adopted; Warning event, error status, retried; created once it is gone', async () => {
+  const s = setup()
+  await s.initialize()
+  await s.target.set({ kind: 'Thing', name: 'thing-a', version: 0, metadata: { labels: { app: 'theirs' } }, data: 'foreign' })
+  await s.c.start()
+  await s.put('a', 1)
+  const errs = await idle(s.c)
+  assert.is(errs.length, 1)
+  assert.match(errs[0]!.error, 'Resource "default/thing-a" already exists and is not managed by this controller')
+  assert.is(s.target.store.get('thing-a')!.data, 'foreign', 'untouched')
+  const w = s.events.list.filter((e) => e.type === 'Warning')
+  assert.ok(w.length >= 1)
+  assert.equal({ reason: w[0]!.reason, message: w[0]!.message }, { reason: 'ErrResourceExists', message: 'Resource "default/thing-a" already exists and is not managed by this controller' })
+  assert.match(String((s.statuses.get('a') as any)?.error), 'already exists')
+  // retried with backoff: more than one attempt, still untouched
+  const t0 = Date.now()
+  while (s.c.stats.foreign < 3 && Date.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 20))
+  assert.ok(s.c.stats.foreign >= 3, 'retried')
+  assert.is(s.target.store.get('thing-a')!.data, 'foreign')
+  await s.target.drop('thing-a')
+  assert.equal(await idle(s.c), [])
+  assert.equal(s.target.store.get('thing-a')!.data, { n: 1 }, 'created once the foreign object is gone')
+  assert.equal(s.statuses.get('a'), { seen: 1 })
+  await s.c.stop()
+})
+
+test('GarbageSecondaries at start, after every table is initialized: orphans with our kind go, objects without our stamps stay; a deleted primary deletes its secondaries', async () => {
+  const s = setup()
+  const { key, kind } = ownerStampKeys()
+  await s.target.set({ kind: 'Thing', name: 'orphan', version: 0, metadata: { annotations: { [key]: 'ghost', [kind]: 'App' } }, data: 1 })
+  await s.target.set({ kind: 'Thing', name: 'other-kind', version: 0, metadata: { annotations: { [key]: 'ghost', [kind]: 'Other' } }, data: 1 })
+  await s.target.set({ kind: 'Thing', name: 'plain', version: 0, metadata: {}, data: 1 })
+  await s.c.start()
+  await s.put('a', 1) // not initialized yet: no GC may run
+  await new Promise((r) => setTimeout(r, 100))
+  assert.ok(s.target.store.has('orphan'), 'no GC before every table is initialized')
+  await s.initialize()
+  await idle(s.c)
+  assert.equal([...s.target.store.keys()].sort(), ['other-kind', 'plain', 'thing-a'])
+  assert.is(s.c.stats.garbage, 1)
+  await s.del('a')
+  await idle(s.c)
+  assert.equal([...s.target.store.keys()].sort(), ['other-kind', 'plain'])
+  assert.ok(s.events.list.some((e) => e.message === '"default/thing-a" synced successfully (deleted)'))
+  await s.c.stop()
+})
+
+test('threadiness: at most `concurrency` syncs at once, never two for one key; stop waits for syncs in flight', async () => {
+  let running = 0
+  let max = 0
+  const perKey = new Set<string>()
+  let overlap = 0
+  let finished = 0
+  const s = setup({
+    concurrency: 3,
+    sync: async (p) => {
+      if (perKey.has(p.key)) overlap++
+      perKey.add(p.key)
+      running++
+      max = Math.max(max, running)
+      await new Promise((r) => setTimeout(r, 30))
+      running--
+      perKey.delete(p.key)
+      finished++
+      return { secondaries: [] }
+    },
+  })
+  await s.initialize()
+  await s.c.start()
+  for (let i = 0; i < 12; i++) await s.put(`k${i}`, 1)
+  for (let i = 0; i < 12; i++) await s.put(`k${i}`, 2) // changes while syncing
+  await idle(s.c)
+  assert.is(max, 3)
+  assert.is(overlap, 0)
+  // stop while syncs are in flight: stop resolves after they finish
+  for (let i = 0; i < 6; i++) await s.put(`k${i}`, 3)
+  await new Promise((r) => setTimeout(r, 10))
+  const before = finished
+  await s.c.stop()
+  assert.is(running, 0, 'no sync running after stop')
+  assert.ok(finished > before, 'the syncs in flight finished before stop resolved')
+})
+
+test('requeueAfterMs runs the key again later without an error; resync syncs every primary and runs GC', async () => {
+  const times: number[] = []
+  const s = setup({
+    resyncIntervalMs: 300,
+    sync: (p) => {
+      if (p.key === 'r') times.push(Date.now())
+      return { secondaries: [], requeueAfterMs: p.key === 'r' && times.length < 3 ? 60 : undefined }
+    },
+  })
+  await s.initialize()
+  await s.c.start()
+  await s.put('r', 1)
+  await s.put('q', 1)
+  const t0 = Date.now()
+  while (times.length < 3 && Date.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 10))
+  assert.is(times.length, 3)
+  assert.ok(times[1]! - times[0]! >= 55 && times[2]! - times[1]! >= 55, `requeued after 60 ms: ${times.map((t) => t - times[0]!)}`)
+  assert.is(s.c.stats.syncErrors, 0)
+  assert.is(s.c.stats.requeues, 2)
+  // an orphan appears; the resync deletes it and syncs q again
+  const { key, kind } = ownerStampKeys()
+  await s.target.set({ kind: 'Thing', name: 'late-orphan', version: 0, metadata: { annotations: { [key]: 'gone', [kind]: 'App' } }, data: 1 })
+  const syncsBefore = s.c.stats.syncs
+  const t1 = Date.now()
+  while ((s.target.store.has('late-orphan') || s.c.stats.syncs < syncsBefore + 2) && Date.now() - t1 < 3000) await new Promise((r) => setTimeout(r, 10))
+  assert.ok(!s.target.store.has('late-orphan'), 'GC at resync')
+  assert.ok(s.c.stats.syncs >= syncsBefore + 2, 'every primary synced again')
+  await s.c.stop()
+})
+
+test('tertiary tables are read through ctx.txn and their changes trigger nothing', async () => {
+  const ter = new Table<{ name: string; v: number }>({ name: 'ter', primary: defineIndex<{ name: string; v: number }, string>({ name: 'name', key: (o) => o.name, unique: true }) })
+  let seen = -1
+  const s = setup({ sync: (p, ctx) => { seen = ter.get(ctx.txn, ter.primary.query('cfg'))?.v ?? -1; return { secondaries: [] } } })
+  s.db.register(ter)
+  await s.db.write(ter, (t) => ter.insert(t, { name: 'cfg', v: 7 }))
+  await s.initialize()
+  await s.c.start()
+  await s.put('a', 1)
+  await idle(s.c)
+  assert.is(seen, 7)
+  const n = s.c.stats.syncs
+  await s.db.write(ter, (t) => ter.insert(t, { name: 'cfg', v: 8 }))
+  await new Promise((r) => setTimeout(r, 100))
+  await idle(s.c)
+  assert.is(s.c.stats.syncs, n, 'no sync for a tertiary change')
+  await s.c.stop()
+})
+
+test('a sync that throws is an error status, retried with backoff, and never drops the key', async () => {
+  let fail = 2
+  const s = setup({ sync: (p) => { if (fail-- > 0) throw new Error('boom'); return { secondaries: [], status: { ok: true } } } })
+  await s.initialize()
+  await s.c.start()
+  await s.put('a', 1)
+  const t0 = Date.now()
+  while (fail >= 0 && Date.now() - t0 < 3000) await new Promise((r) => setTimeout(r, 10))
+  assert.equal(await idle(s.c), [])
+  assert.equal(s.statuses.get('a'), { ok: true })
+  assert.is(s.c.stats.syncErrors, 2)
+  await s.c.stop()
+})
+
+test.run()

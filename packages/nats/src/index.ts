@@ -1,0 +1,31 @@
+// @statewright/nats: NATS JetStream key-value buckets for statewright. A reflector mirrors a bucket
+// into a statedb table; a target gives the reconciler CAS writes into a bucket; KvSecondaries and
+// KvStatusWriter plug a bucket into @statewright/controller's PrimaryController; startNatsServer
+// runs a nats-server for tests. The one public face of the package; docs/nats.md explains it.
+export {
+  NatsKvReflector,
+  type KvRow,
+  type NatsKvReflectorOptions,
+  type NatsKvReflectorHealth,
+  type NatsReflectorState,
+  type NatsMetrics,
+} from './reflector.ts'
+export {
+  NatsKvTarget,
+  KvSecondaries,
+  KvStatusWriter,
+  newDesiredKvTable,
+  desiredKv,
+  isCasConflict,
+  listEntries,
+  metadataOf,
+  withMetadata,
+  type DesiredKv,
+  type DesiredKvTable,
+  type KvObject,
+  type NatsKvTargetOptions,
+  type NatsKvTargetStats,
+  type SecondaryWriteResult,
+} from './target.ts'
+export { startNatsServer, natsServerBinary, type NatsServerOptions, type RunningNatsServer } from './server.ts'
+export { NatsError, ConfigError, BucketError, DecodeError, WriteError, PruneError, ServerError, type NatsErrorCode } from './errors.ts'

@@ -1,0 +1,410 @@
+// A reflector mirrors one NATS JetStream key-value bucket into a statedb table, with the k8s
+// Reflector's semantics:
+// - the initial values (a watch of the last value per key, up to the entry whose `delta` is 0, or
+//   nothing at all when the bucket's status says it holds no values) go into the table in ONE
+//   transaction, which also marks the table initialized;
+// - later entries are coalesced into write transactions (one per burst of entries);
+// - after a reconnect (or a watch that ends) it watches again from the last revision + 1;
+// - when history was lost (the stream's first sequence is past the resume point, the stream went
+//   backwards, or it is a different stream) it relists and replaces the table in one transaction;
+// - DEL and PURGE delete the row; a value that does not decode is an error naming bucket, key and
+//   revision, that row is skipped and the reflector keeps running;
+// - a missing bucket (or any other failure) is retried with exponential backoff, forever; health()
+//   says what is wrong.
+import { BucketError, ConfigError, DecodeError, NatsError } from './errors.ts'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { NatsConnection } from '@nats-io/transport-node'
+import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv'
+import type { DB, Table, WriteTxn } from '@statewright/statedb'
+
+/** A key-value entry as the default transform stores it. */
+export interface KvRow<V = unknown> {
+  readonly key: string
+  readonly revision: number
+  readonly value: V
+}
+
+/** Counters and gauges a reflector reports (prom-client's Counter and Gauge fit). */
+export interface NatsMetrics {
+  inc(name: 'events' | 'errors' | 'lists' | 'relists', labels: { reflector: string; bucket: string; op?: string }, value?: number): void
+  set(name: 'objects' | 'watching' | 'revision', labels: { reflector: string; bucket: string }, value: number): void
+}
+
+export interface NatsKvReflectorOptions<V = unknown, Obj = KvRow<V>> {
+  nc: NatsConnection
+  bucket: string
+  db: DB
+  table: Table<Obj>
+  /** Name in health, metrics and the table's initializer (default "nats/<bucket>"). */
+  name?: string
+  /** Only these keys (NATS subject wildcards allowed: "sites.>"); default every key. */
+  keys?: string | string[]
+  /** Turns the stored bytes into a value (default JSON.parse of UTF-8). Throwing skips the entry. */
+  decode?: (bytes: Uint8Array, entry: KvEntry) => V
+  /** Turns an entry into the table's object, or none (default the KvRow itself). */
+  transform?: (row: KvRow<V>) => Obj | undefined | null
+  /** Timeout of the JetStream API requests the reflector makes (default 5000 ms, the client's). */
+  requestTimeoutMs?: number
+  /** Backoff after failures (default 100 ms doubling up to 30 s, randomized ±20 %). */
+  backoff?: { minMs?: number; maxMs?: number }
+  metrics?: NatsMetrics
+  /** Called for every failure (the reflector retries anyway). */
+  onError?: (err: Error) => void
+}
+
+export type NatsReflectorState = 'new' | 'listing' | 'watching' | 'backoff' | 'stopped'
+
+export interface NatsKvReflectorHealth {
+  name: string
+  bucket: string
+  state: NatsReflectorState
+  /** The first complete list is in the table. */
+  synced: boolean
+  /** Synced and not stopped (a backoff after a lost connection keeps it ready: the table catches up). */
+  ready: boolean
+  lastSyncAt: number | undefined
+  lastEventAt: number | undefined
+  /** The last revision applied (the resume point is this + 1). */
+  revision: number
+  /** Complete lists, the first included. */
+  lists: number
+  /** Lists forced by lost history. */
+  relists: number
+  /** Watches started (the first, and one per resume). */
+  watches: number
+  /** Entries applied. */
+  events: number
+  errors: number
+  lastError: string | undefined
+  objects: number
+}
+
+const textDecoder = new TextDecoder()
+const jsonDecode = (b: Uint8Array): any => JSON.parse(textDecoder.decode(b))
+
+/** Why the watch loop ended: a reconnect (resume), stop, or a failure. */
+class Interrupted extends Error {}
+
+export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
+  readonly name: string
+  private readonly o: NatsKvReflectorOptions<V, Obj>
+  private readonly decode: (bytes: Uint8Array, entry: KvEntry) => V
+  private readonly transform: (row: KvRow<V>) => Obj | undefined | null
+  /** With a transform: the object each key produced (for deletes). */
+  private readonly byKey = new Map<string, Obj>()
+  private readonly stopper = new AbortController()
+  private loop: Promise<void> | undefined
+  private markInitialized: ((txn: WriteTxn) => void) | undefined
+  private watcher: { stop(): void } | undefined
+  private streamCreated: string | undefined
+  private rev = 0
+  private initialized = false
+  private readonly h: Omit<NatsKvReflectorHealth, 'objects' | 'name' | 'bucket' | 'ready' | 'revision'> = {
+    state: 'new', synced: false, lastSyncAt: undefined, lastEventAt: undefined,
+    lists: 0, relists: 0, watches: 0, events: 0, errors: 0, lastError: undefined,
+  }
+  private syncedWaiters: Array<() => void> = []
+
+  constructor(opts: NatsKvReflectorOptions<V, Obj>) {
+    if (!opts.nc) throw new ConfigError('NatsKvReflector: nc (a NATS connection) is missing')
+    if (!opts.bucket) throw new ConfigError('NatsKvReflector: bucket is missing')
+    if (!opts.db || !opts.table) throw new ConfigError(`NatsKvReflector of bucket "${opts.bucket}": db and table are required`)
+    this.o = opts
+    this.name = opts.name ?? `nats/${opts.bucket}`
+    this.decode = opts.decode ?? jsonDecode
+    this.transform = opts.transform ?? ((row) => row as unknown as Obj)
+  }
+
+  /** Registers the table initializer and starts listing and watching. */
+  async start(): Promise<this> {
+    if (this.loop) throw new NatsError(`reflector ${this.name}: already started`)
+    const txn = await this.o.db.writeTxn(this.o.table)
+    this.markInitialized = this.o.table.registerInitializer(txn, this.name)
+    txn.commit()
+    this.loop = this.run()
+    this.watchStatus()
+    return this
+  }
+
+  /** Resolves once the first complete list is in the table. */
+  waitSynced(signal?: AbortSignal): Promise<void> {
+    if (this.h.synced) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      const done = () => { signal?.removeEventListener('abort', onAbort); resolve() }
+      const onAbort = () => { this.syncedWaiters = this.syncedWaiters.filter((w) => w !== done); reject(signal!.reason) }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      this.syncedWaiters.push(done)
+    })
+  }
+
+  /**
+   * Stops: ends the watch and waits for the loop, but not for a JetStream request in flight (after
+   * a lost connection one can take the client's request timeout): its result is dropped, nothing
+   * is written to the table after stop() resolves.
+   */
+  async stop(): Promise<void> {
+    this.stopper.abort()
+    this.watcher?.stop()
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([this.loop?.catch(() => {}), new Promise<void>((r) => { timer = setTimeout(r, 100) })])
+    clearTimeout(timer)
+    this.h.state = 'stopped'
+    this.o.metrics?.set('watching', this.labels(), 0)
+  }
+
+  health(): NatsKvReflectorHealth {
+    const objects = this.o.table.count(this.o.db.readTxn())
+    return { name: this.name, bucket: this.o.bucket, ...this.h, ready: this.h.synced && this.h.state !== 'stopped', revision: this.rev, objects }
+  }
+
+  // ---- the loop ----
+
+  /** Ends the current watch on every reconnect, so the loop resumes from the last revision + 1. */
+  private watchStatus(): void {
+    void (async () => {
+      for await (const s of this.o.nc.status()) {
+        if (this.stopper.signal.aborted) return
+        if (s.type === 'reconnect') this.watcher?.stop()
+      }
+    })().catch(() => {})
+  }
+
+  private async run(): Promise<void> {
+    const minMs = this.o.backoff?.minMs ?? 100
+    const maxMs = this.o.backoff?.maxMs ?? 30_000
+    let attempt = 0
+    const signal = this.stopper.signal
+    while (!signal.aborted) {
+      try {
+        const kv = await new Kvm(this.o.nc).open(this.o.bucket, this.o.requestTimeoutMs ? { timeout: this.o.requestTimeoutMs } : {})
+        const st = await kv.status().catch((err: Error) => {
+          throw new BucketError(`bucket "${this.o.bucket}": ${/stream not found/i.test(err.message) ? 'bucket not found' : err.message}`)
+        })
+        const state = st.streamInfo.state
+        const created = st.streamInfo.created
+        const resume = this.rev + 1
+        const lost = this.initialized && (created !== this.streamCreated || state.first_seq > resume || state.last_seq < this.rev)
+        if (!this.initialized || lost) {
+          if (lost) {
+            this.h.relists++
+            this.o.metrics?.inc('relists', this.labels())
+          }
+          this.streamCreated = created
+          attempt = 0
+          await this.listAndWatch(kv, st.values === 0, state.last_seq)
+        } else {
+          attempt = 0
+          await this.watchFrom(kv, resume)
+        }
+      } catch (err) {
+        if (signal.aborted) break
+        if (!(err instanceof Interrupted)) {
+          this.fail(err as Error)
+          this.h.state = 'backoff'
+          const d = Math.min(maxMs, minMs * 2 ** attempt++) * (0.8 + Math.random() * 0.4)
+          await sleep(d, undefined, { signal }).catch(() => {})
+        }
+      }
+    }
+    this.h.state = 'stopped'
+    this.o.metrics?.set('watching', this.labels(), 0)
+  }
+
+  private labels() {
+    return { reflector: this.name, bucket: this.o.bucket }
+  }
+
+  private fail(err: Error): void {
+    this.h.errors++
+    this.h.lastError = err.message
+    this.o.metrics?.inc('errors', this.labels())
+    if (this.o.onError) {
+      try { this.o.onError(err) } catch { /* the callback's failure is not ours */ }
+    }
+  }
+
+  /** A relist: the last value of every key, into the table in one transaction; then the updates. */
+  private async listAndWatch(kv: KV, empty: boolean, lastSeq: number): Promise<void> {
+    this.h.state = 'listing'
+    const keyFilter = this.o.keys
+    if (!empty && keyFilter !== undefined) {
+      // a filtered watch of a bucket with no matching key delivers nothing: find out first
+      const it = await kv.keys(keyFilter)
+      empty = true
+      for await (const _ of it) { empty = false; it.stop(); break }
+    }
+    const initial = new Map<string, KvWatchEntry>()
+    let listed = false
+    const w = await kv.watch({ key: keyFilter })
+    this.watcher = w
+    if (this.stopper.signal.aborted) w.stop() // stopped while the watch was being made
+    this.h.watches++
+    // the resume point of an empty list is the stream's last sequence; else the newest entry listed
+    let maxRev = empty ? lastSeq : 0
+    const finishList = async () => {
+      listed = true
+      await this.replace(initial.values(), maxRev)
+      initial.clear()
+    }
+    if (empty) await finishList()
+    const pending: KvWatchEntry[] = []
+    let flushing: Promise<void> | undefined
+    const flush = async () => {
+      while (pending.length) {
+        const batch = pending.splice(0, pending.length)
+        await this.apply(batch)
+      }
+      flushing = undefined
+    }
+    for await (const e of w) {
+      if (!listed) {
+        initial.set(e.key, e)
+        if (e.revision > maxRev) maxRev = e.revision
+        if (e.delta === 0 || e.isUpdate) await finishList()
+        continue
+      }
+      pending.push(e)
+      flushing ??= new Promise<void>((r) => setImmediate(r)).then(flush)
+    }
+    await flushing
+    if (!listed) throw new BucketError(`bucket "${this.o.bucket}": the watch ended before the initial values were complete`)
+    throw new Interrupted()
+  }
+
+  /** A resumed watch: every entry from `from` on, history included. */
+  private async watchFrom(kv: KV, from: number): Promise<void> {
+    const w = await kv.watch({ key: this.o.keys, include: 'history', resumeFromRevision: from })
+    this.watcher = w
+    if (this.stopper.signal.aborted) w.stop()
+    this.h.watches++
+    this.h.state = 'watching'
+    this.o.metrics?.set('watching', this.labels(), 1)
+    const pending: KvWatchEntry[] = []
+    let flushing: Promise<void> | undefined
+    const flush = async () => {
+      while (pending.length) await this.apply(pending.splice(0, pending.length))
+      flushing = undefined
+    }
+    for await (const e of w) {
+      pending.push(e)
+      flushing ??= new Promise<void>((r) => setImmediate(r)).then(flush)
+    }
+    await flushing
+    throw new Interrupted()
+  }
+
+  /** The object an entry becomes (undefined: none; an error is reported and the entry skipped). */
+  private objectOf(e: KvEntry): { obj: Obj | undefined; ok: boolean } {
+    let value: V
+    try {
+      value = this.decode(e.value, e)
+    } catch (err) {
+      this.fail(new DecodeError(`bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: cannot decode the value: ${(err as Error).message}`))
+      return { obj: undefined, ok: false }
+    }
+    try {
+      return { obj: this.transform({ key: e.key, revision: e.revision, value }) ?? undefined, ok: true }
+    } catch (err) {
+      this.fail(new DecodeError(`bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: transform failed: ${(err as Error).message}`))
+      return { obj: undefined, ok: false }
+    }
+  }
+
+  private removeKey(txn: WriteTxn, key: string): void {
+    const t = this.o.table
+    if (this.o.transform) {
+      const old = this.byKey.get(key)
+      if (old !== undefined) {
+        t.delete(txn, old)
+        this.byKey.delete(key)
+      }
+    } else {
+      t.delete(txn, { key, revision: 0, value: undefined } as unknown as Obj)
+    }
+  }
+
+  private put(txn: WriteTxn, key: string, obj: Obj | undefined): void {
+    if (obj === undefined) return this.removeKey(txn, key)
+    if (this.o.transform) {
+      const old = this.byKey.get(key)
+      if (old !== undefined && this.o.table.primary.keyOf(old) !== this.o.table.primary.keyOf(obj)) this.o.table.delete(txn, old)
+      this.byKey.set(key, obj)
+    }
+    this.o.table.insert(txn, obj)
+  }
+
+  /** Replaces the table's contents with the listed entries, in one transaction that also initializes it. */
+  private async replace(entries: Iterable<KvWatchEntry>, maxRev: number): Promise<void> {
+    const t = this.o.table
+    const txn = await this.o.db.writeTxn(t)
+    if (this.stopper.signal.aborted) return txn.abort() // stopped: nothing more is written
+    try {
+      const keep = new Set<unknown>()
+      for (const e of entries) {
+        if (e.operation !== 'PUT') continue
+        const { obj, ok } = this.objectOf(e)
+        if (!ok) {
+          // keep what the table had for a key whose new value does not decode
+          const old = this.o.transform ? this.byKey.get(e.key) : t.get(txn, t.primary.query(e.key as never))
+          if (old !== undefined) keep.add(t.primary.keyOf(old))
+          continue
+        }
+        if (obj === undefined) continue
+        this.put(txn, e.key, obj)
+        keep.add(t.primary.keyOf(obj))
+      }
+      const stale: Obj[] = []
+      for (const o of t.all(txn)) if (!keep.has(t.primary.keyOf(o))) stale.push(o)
+      for (const o of stale) t.delete(txn, o)
+      if (this.o.transform) for (const [k, o] of this.byKey) if (!keep.has(t.primary.keyOf(o))) this.byKey.delete(k)
+      this.markInitialized?.(txn)
+      this.markInitialized = undefined
+      txn.commit()
+    } catch (err) {
+      txn.abort()
+      throw err
+    }
+    this.rev = maxRev
+    this.initialized = true
+    this.h.lists++
+    this.h.lastSyncAt = Date.now()
+    this.h.state = 'watching'
+    this.o.metrics?.inc('lists', this.labels())
+    this.o.metrics?.set('watching', this.labels(), 1)
+    this.o.metrics?.set('objects', this.labels(), t.count(this.o.db.readTxn()))
+    if (!this.h.synced) {
+      this.h.synced = true
+      for (const w of this.syncedWaiters.splice(0)) w()
+    }
+  }
+
+  /** Applies a burst of entries in one transaction. */
+  private async apply(batch: KvWatchEntry[]): Promise<void> {
+    if (batch.length === 0) return
+    const t = this.o.table
+    const txn = await this.o.db.writeTxn(t)
+    if (this.stopper.signal.aborted) return txn.abort()
+    let maxRev = this.rev
+    try {
+      for (const e of batch) {
+        if (e.revision <= this.rev) continue // already applied (a resume that overlapped)
+        if (e.revision > maxRev) maxRev = e.revision
+        this.h.events++
+        this.o.metrics?.inc('events', { ...this.labels(), op: e.operation })
+        if (e.operation === 'PUT') {
+          const { obj, ok } = this.objectOf(e)
+          if (ok) this.put(txn, e.key, obj)
+        } else {
+          this.removeKey(txn, e.key)
+        }
+      }
+      txn.commit()
+    } catch (err) {
+      txn.abort()
+      throw err
+    }
+    this.rev = maxRev
+    this.h.lastEventAt = Date.now()
+    this.o.metrics?.set('revision', this.labels(), maxRev)
+  }
+}

@@ -1,0 +1,197 @@
+// NatsKvReflector against a real nats-server (it must be installed: `apt-get install -y nats-server`;
+// without it these tests fail and say so): initial values in one transaction, puts, deletes and
+// purges, bad values, a missing bucket, connections cut by a TCP proxy, server restarts, and lost
+// history forcing a relist.
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import type { NatsConnection } from '@nats-io/transport-node'
+import { DB } from '@statewright/statedb'
+import { NatsKvReflector } from '@statewright/nats'
+import {
+  TcpProxy, bucketContents, natsClient, openBucket, purgeStream, rowTable, sameContents, startNatsServer, tableContents, until, waitTable,
+  type RunningNatsServer,
+} from './helpers.ts'
+
+let server: RunningNatsServer
+let admin: NatsConnection
+
+test.before(async () => {
+  server = await startNatsServer()
+  admin = await natsClient(server.url)
+})
+
+test.after(async () => {
+  await admin?.close()
+  await server?.stop()
+})
+
+test('initial values go into the table in one transaction that initializes it; puts, deletes and purges follow', async () => {
+  const kv = await openBucket(admin, 'init')
+  for (let i = 0; i < 50; i++) await kv.put(`k${i}`, JSON.stringify({ i }))
+  await kv.delete('k3')
+  const table = rowTable()
+  const db = new DB({ tables: [table] })
+  // count the transactions that touch the table until it is initialized
+  let commits = 0
+  let initializedAtCount = -1
+  const r = new NatsKvReflector({ nc: admin, bucket: 'init', db, table })
+  await r.start()
+  void (async () => {
+    let txn = db.readTxn()
+    for (;;) {
+      const [ready, w] = table.initialized(txn)
+      if (ready) { initializedAtCount = table.count(txn); return }
+      const [, all] = table.allWatch(txn)
+      await Promise.race([w.wait(AbortSignal.timeout(5000)), all.wait(AbortSignal.timeout(5000))]).catch(() => {})
+      txn = db.readTxn()
+      if (table.count(txn) > 0 && !table.initialized(txn)[0]) commits++
+    }
+  })()
+  await r.waitSynced(AbortSignal.timeout(5000))
+  assert.is(initializedAtCount === -1 ? table.count(db.readTxn()) : initializedAtCount, 49)
+  assert.is(commits, 0, 'no partial list was ever visible')
+  await kv.put('k0', JSON.stringify({ i: 'changed' }))
+  await kv.delete('k1')
+  await kv.purge('k2')
+  await kv.put('new', JSON.stringify({ n: 1 }))
+  await waitTable(db, table, (t) => table.count(t) === 48 && (table.get(t, table.primary.query('k0'))?.value as any)?.i === 'changed', 'updates')
+  assert.ok(sameContents(tableContents(db, table), await bucketContents(kv)))
+  const h = r.health()
+  assert.is(h.lists, 1)
+  assert.is(h.ready, true)
+  assert.ok(h.revision >= 54)
+  await r.stop()
+})
+
+test('an empty bucket initializes the table at once', async () => {
+  await openBucket(admin, 'empty')
+  const table = rowTable()
+  const db = new DB({ tables: [table] })
+  const r = new NatsKvReflector({ nc: admin, bucket: 'empty', db, table })
+  await r.start()
+  await r.waitSynced(AbortSignal.timeout(5000))
+  assert.is(table.initialized(db.readTxn())[0], true)
+  const kv = await openBucket(admin, 'empty')
+  await kv.put('a', '{"x":1}')
+  await waitTable(db, table, (t) => table.count(t) === 1, 'the first put')
+  await r.stop()
+})
+
+test('a value that does not decode is an error naming bucket, key and revision; the reflector keeps running', async () => {
+  const kv = await openBucket(admin, 'bad')
+  await kv.put('good', '{"ok":true}')
+  const badRev = await kv.put('broken', '{not json')
+  const errors: string[] = []
+  const table = rowTable()
+  const db = new DB({ tables: [table] })
+  const r = new NatsKvReflector({ nc: admin, bucket: 'bad', db, table, onError: (e) => errors.push(e.message) })
+  await r.start()
+  await r.waitSynced(AbortSignal.timeout(5000))
+  assert.equal([...tableContents(db, table).keys()], ['good'])
+  assert.is(errors.length, 1)
+  assert.match(errors[0]!, `bucket "bad", key "broken", revision ${badRev}: cannot decode the value`)
+  const rev2 = await kv.put('broken2', '[1,')
+  await kv.put('after', '{"fine":1}')
+  await waitTable(db, table, (t) => table.count(t) === 2, 'the entry after the bad one')
+  assert.match(errors[1]!, `key "broken2", revision ${rev2}`)
+  assert.is(r.health().errors, 2)
+  assert.match(r.health().lastError!, 'broken2')
+  await r.stop()
+})
+
+test('a missing bucket is retried with backoff and health says why; created later, it syncs', async () => {
+  const table = rowTable()
+  const db = new DB({ tables: [table] })
+  const r = new NatsKvReflector({ nc: admin, bucket: 'later', db, table, backoff: { minMs: 20, maxMs: 100 } })
+  await r.start()
+  await until(() => r.health().errors >= 3, 'three failed attempts')
+  const h = r.health()
+  assert.is(h.synced, false)
+  assert.is(h.ready, false)
+  assert.match(h.lastError!, 'bucket "later": bucket not found')
+  assert.is(table.initialized(db.readTxn())[0], false)
+  const kv = await openBucket(admin, 'later')
+  await kv.put('x', '{"v":1}')
+  await r.waitSynced(AbortSignal.timeout(5000))
+  assert.is(table.count(db.readTxn()), 1)
+  await r.stop()
+})
+
+test('connections cut by a proxy and a server restart while keys change: it resumes from the last revision + 1 and misses nothing', async () => {
+  const srv = await startNatsServer()
+  const proxy = await new TcpProxy(() => srv.port).start()
+  const direct = await natsClient(srv.url)
+  const nc = await natsClient(proxy.url)
+  let r: NatsKvReflector | undefined
+  try {
+    const kv = await openBucket(direct, 'cut', 1)
+    for (let i = 0; i < 20; i++) await kv.put(`k${i}`, JSON.stringify({ v: 0 }))
+    const table = rowTable()
+    const db = new DB({ tables: [table] })
+    r = new NatsKvReflector({ nc, bucket: 'cut', db, table, backoff: { minMs: 20, maxMs: 200 } })
+    await r.start()
+    await r.waitSynced(AbortSignal.timeout(5000))
+    for (let round = 1; round <= 3; round++) {
+      proxy.block()
+      for (let i = 0; i < 20; i += round) await kv.put(`k${i}`, JSON.stringify({ v: round }))
+      await kv.delete(`k${round}`)
+      proxy.unblock()
+      await waitTable(db, table, (t) => (table.get(t, table.primary.query('k0'))?.value as any)?.v === round && !table.get(t, table.primary.query(`k${round}`)), `round ${round} after a cut`)
+    }
+    assert.ok(sameContents(tableContents(db, table), await bucketContents(kv)), 'the table equals the bucket after cuts')
+    assert.is(r.health().relists, 0, 'no relist: the history was there')
+    assert.ok(r.health().watches >= 4, 'watched again after each cut')
+
+    // server restart on the same port and store, while keys change through the direct connection
+    await srv.restart()
+    let kv2 = kv
+    await until(async () => {
+      try {
+        kv2 = await openBucket(direct, 'cut', 1)
+        await kv2.put('k19', JSON.stringify({ v: 'restart' }))
+        return true
+      } catch { return false }
+    }, 'the restarted server')
+    await kv2.delete('k18')
+    await waitTable(db, table, (t) => (table.get(t, table.primary.query('k19'))?.value as any)?.v === 'restart' && !table.get(t, table.primary.query('k18')), 'changes after a restart')
+    assert.ok(sameContents(tableContents(db, table), await bucketContents(kv2)), 'the table equals the bucket after a restart')
+    assert.is(r.health().relists, 0)
+  } finally {
+    await r?.stop()
+    await nc.close()
+    await direct.close()
+    await proxy.stop()
+    await srv.stop()
+  }
+})
+
+test('history lost while disconnected (stream purged past the resume point): it relists and replaces the table in one transaction', async () => {
+  const proxy = await new TcpProxy(() => server.port).start()
+  const nc = await natsClient(proxy.url)
+  try {
+    const kv = await openBucket(admin, 'lost', 1)
+    for (let i = 0; i < 10; i++) await kv.put(`k${i}`, JSON.stringify({ v: 0 }))
+    const table = rowTable()
+    const db = new DB({ tables: [table] })
+    const r = new NatsKvReflector({ nc, bucket: 'lost', db, table, backoff: { minMs: 20, maxMs: 200 } })
+    await r.start()
+    await r.waitSynced(AbortSignal.timeout(5000))
+    proxy.block()
+    await kv.delete('k1')
+    await kv.delete('k2')
+    await kv.put('k3', JSON.stringify({ v: 1 }))
+    await purgeStream(admin, 'lost', 1) // the delete markers of k1 and k2 are gone
+    await kv.put('k4', JSON.stringify({ v: 2 }))
+    proxy.unblock()
+    await until(() => r.health().relists === 1, 'a relist')
+    await waitTable(db, table, (t) => !table.get(t, table.primary.query('k1')) && (table.get(t, table.primary.query('k4'))?.value as any)?.v === 2, 'the relisted contents')
+    assert.ok(sameContents(tableContents(db, table), await bucketContents(kv)))
+    assert.is(r.health().lists, 2)
+    await r.stop()
+  } finally {
+    await nc.close()
+    await proxy.stop()
+  }
+})
+
+test.run()
