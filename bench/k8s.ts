@@ -24,7 +24,11 @@ if (process.env.SW_K8S_BENCH_CHILD === 'server') {
   process.on('message', (m: any) => {
     if (m.cmd === 'seed') {
       for (let i = 0; i < m.n; i += 1000) {
-        s.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, Math.min(1000, m.n - i), { namespace: m.namespace, prefix: `${m.prefix}${i}-`, template: { metadata: { labels: { app: 'bench' } }, data: { key: 'value', other: 'some more text' } } })
+        s.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, Math.min(1000, m.n - i), {
+          namespace: m.namespace,
+          prefix: `${m.prefix}${i}-`,
+          template: { metadata: { labels: { app: 'bench' } }, data: { key: 'value', other: 'some more text' } },
+        })
       }
       process.send!({ id: m.id })
     } else if (m.cmd === 'ns') {
@@ -50,7 +54,8 @@ if (process.env.SW_K8S_BENCH_CHILD === 'client') {
 async function memoryInChild(c: Child, which: 'reflector' | 'informer', ns: string, n: number): Promise<number> {
   const proc = fork(fileURLToPath(import.meta.url), [], {
     env: { ...process.env, SW_K8S_BENCH_CHILD: 'client', SW_K8S_BENCH_ARGS: JSON.stringify({ kubeconfig: c.kubeconfig, ns, n, which }) },
-    execArgv: ['--conditions=@statewright/source', '--import', 'tsx', '--expose-gc'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: ['--conditions=@statewright/source', '--import', 'tsx', '--expose-gc'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const r = await new Promise<any>((resolve, reject) => {
     proc.on('message', resolve)
@@ -60,10 +65,18 @@ async function memoryInChild(c: Child, which: 'reflector' | 'informer', ns: stri
   return r.bytes
 }
 
-interface Child { proc: ChildProcess; kubeconfig: string; call(m: object): Promise<any> }
+interface Child {
+  proc: ChildProcess
+  kubeconfig: string
+  call(m: object): Promise<any>
+}
 
 async function startChild(): Promise<Child> {
-  const proc = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SW_K8S_BENCH_CHILD: 'server' }, execArgv: ['--conditions=@statewright/source', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const proc = fork(fileURLToPath(import.meta.url), [], {
+    env: { ...process.env, SW_K8S_BENCH_CHILD: 'server' },
+    execArgv: ['--conditions=@statewright/source', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   let seq = 0
   const pending = new Map<number, (v: any) => void>()
   const r = await new Promise<any>((resolve, reject) => {
@@ -71,8 +84,14 @@ async function startChild(): Promise<Child> {
     proc.on('exit', (code) => reject(new Error(`server process exited (${code})`)))
   })
   return {
-    proc, kubeconfig: r.kubeconfig,
-    call: (m) => new Promise((resolve) => { const id = ++seq; pending.set(id, resolve); proc.send({ ...m, id }) }),
+    proc,
+    kubeconfig: r.kubeconfig,
+    call: (m) =>
+      new Promise((resolve) => {
+        const id = ++seq
+        pending.set(id, resolve)
+        proc.send({ ...m, id })
+      }),
   }
 }
 
@@ -86,7 +105,13 @@ async function reflectorSync(c: Child, ns: string, n: number, _warm?: string): P
   const t0 = performance.now()
   const table = new Table<any>({ name: 'cms', primary: defineIndex<any, string>({ name: 'name', key: namespacedName, unique: true }) })
   const db = new DB({ tables: [table] })
-  const r = new Reflector({ cluster, db, table, kind: { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true }, namespace: ns })
+  const r = new Reflector({
+    cluster,
+    db,
+    table,
+    kind: { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true },
+    namespace: ns,
+  })
   await r.start()
   await r.waitSynced()
   // Synced means listed; the watch opens after. informer.start() includes opening its watch, so the
@@ -122,7 +147,12 @@ async function informerSync(c: Child, ns: string, n: number, _warm?: string): Pr
 }
 
 function configMap(name: string, ns: string) {
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, labels: { app: 'bench' } }, data: { key: 'value', other: 'some more text' } }
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: ns, labels: { app: 'bench' } },
+    data: { key: 'value', other: 'some more text' },
+  }
 }
 
 async function applyTarget(c: Child, ns: string, order: readonly number[]): Promise<number> {
@@ -137,7 +167,9 @@ async function applyTarget(c: Child, ns: string, order: readonly number[]): Prom
   try {
     rec.start()
     const t0 = performance.now()
-    await db.write(d.table, (w) => { for (const i of order) d.table.insert(w, desired(configMap(`t-${i}`, ns))) })
+    await db.write(d.table, (w) => {
+      for (const i of order) d.table.insert(w, desired(configMap(`t-${i}`, ns)))
+    })
     const signal = AbortSignal.timeout(120_000)
     for (;;) {
       const txn = db.readTxn()
@@ -163,12 +195,14 @@ async function applyRaw(c: Child, ns: string, order: readonly number[]): Promise
   const api = k8s.KubernetesObjectApi.makeApiClient(kc)
   let next = 0
   const t0 = performance.now()
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < n) {
-      const i = order[next++]!
-      await api.patch(configMap(`r-${i}`, ns), undefined, undefined, 'bench-raw', true, k8s.PatchStrategy.ServerSideApply)
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < n) {
+        const i = order[next++]!
+        await api.patch(configMap(`r-${i}`, ns), undefined, undefined, 'bench-raw', true, k8s.PatchStrategy.ServerSideApply)
+      }
+    }),
+  )
   return n / ((performance.now() - t0) / 1000)
 }
 
@@ -193,10 +227,24 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     const k = `${n / 1000}k`
     const rRate = median(refl.map((x) => x.rate))
     const iRate = median(inf.map((x) => x.rate))
-    results.push({ name: `ReflectorSync_${k}`, unit: 'objects/s', value: Math.round(rRate), baseline: 'client-node makeInformer', baselineValue: Math.round(iRate), ratio: rRate / iRate })
+    results.push({
+      name: `ReflectorSync_${k}`,
+      unit: 'objects/s',
+      value: Math.round(rRate),
+      baseline: 'client-node makeInformer',
+      baselineValue: Math.round(iRate),
+      ratio: rRate / iRate,
+    })
     const rBytes = median([await memoryInChild(c, 'reflector', 'sync', n), await memoryInChild(c, 'reflector', 'sync', n)])
     const iBytes = median([await memoryInChild(c, 'informer', 'sync', n), await memoryInChild(c, 'informer', 'sync', n)])
-    results.push({ name: `ReflectorMemory_${k}`, unit: 'bytes/object', value: Math.round(rBytes), baseline: 'client-node makeInformer', baselineValue: Math.round(iBytes), ratio: rBytes / iBytes })
+    results.push({
+      name: `ReflectorMemory_${k}`,
+      unit: 'bytes/object',
+      value: Math.round(rBytes),
+      baseline: 'client-node makeInformer',
+      baselineValue: Math.round(iBytes),
+      ratio: rBytes / iBytes,
+    })
 
     const applyRuns = Math.max(5, runs)
     for (const ns of ['warm-t', 'warm-r']) await c.call({ cmd: 'ns', name: ns })
@@ -208,7 +256,10 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     const rawRates: number[] = []
     const random = rng(17)
     for (let i = 0; i < applyRuns; i++) {
-      const order = shuffle(Array.from({ length: applyN }, (_, j) => j), random)
+      const order = shuffle(
+        Array.from({ length: applyN }, (_, j) => j),
+        random,
+      )
       if (i % 2 === 0) {
         tRates.push(await applyTarget(c, `apply-t${i}`, order))
         rawRates.push(await applyRaw(c, `apply-r${i}`, order))
@@ -221,8 +272,12 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     const tRate = median(tRates)
     const rawRate = median(rawRates)
     results.push({
-      name: `Apply_${applyN / 1000}k_c16`, unit: 'objects/s', value: Math.round(tRate),
-      baseline: 'client-node KubernetesObjectApi.patch (SSA) c16', baselineValue: Math.round(rawRate), ratio: tRate / rawRate,
+      name: `Apply_${applyN / 1000}k_c16`,
+      unit: 'objects/s',
+      value: Math.round(tRate),
+      baseline: 'client-node KubernetesObjectApi.patch (SSA) c16',
+      baselineValue: Math.round(rawRate),
+      ratio: tRate / rawRate,
     })
   } finally {
     const exited = new Promise((r) => c.proc.once('exit', r))

@@ -21,7 +21,8 @@ import { heapAfterGc, type Result, type RunOptions } from './lib/index.ts'
 
 const CONCURRENCY = 8
 
-const rowTable = (name: string) => new Table<KvRow<any>>({ name, primary: defineIndex<KvRow<any>, string>({ name: 'key', key: (r) => r.key, unique: true }) })
+const rowTable = (name: string) =>
+  new Table<KvRow<any>>({ name, primary: defineIndex<KvRow<any>, string>({ name: 'key', key: (r) => r.key, unique: true }) })
 
 /** f(primary): its secondary. */
 const secondaryOf = (key: string, value: any): KvObject => ({ key: `sec.${key}`, value: { metadata: {}, data: value?.spec ?? null } })
@@ -60,7 +61,11 @@ async function ours(nc: NatsConnection, n: number, run: number): Promise<number>
   const r1 = await new NatsKvReflector({ nc, bucket: `p${run}`, db, table: primaries }).start()
   const r2 = await new NatsKvReflector({ nc, bucket: `s${run}`, db, table: observed }).start()
   const c = await new PrimaryController<KvRow<any>>({
-    name: 'bench', kind: 'Bench', db, primaries, concurrency: CONCURRENCY,
+    name: 'bench',
+    kind: 'Bench',
+    db,
+    primaries,
+    concurrency: CONCURRENCY,
     secondaries: [{ kinds: ['Sec'], target, observed }],
     sync: (p) => ({ secondaries: [secondaryOf(p.key, p.value)] }),
   }).start()
@@ -95,7 +100,10 @@ async function baseline(nc: NatsConnection, n: number, run: number): Promise<num
   let wake: (() => void) | undefined
   let stopped = false
   const add = (k: string) => {
-    if (processing.has(k)) { dirty.add(k); return }
+    if (processing.has(k)) {
+      dirty.add(k)
+      return
+    }
     if (queued.has(k)) return
     queued.add(k)
     queue.push(k)
@@ -105,13 +113,22 @@ async function baseline(nc: NatsConnection, n: number, run: number): Promise<num
   const worker = async () => {
     while (!stopped) {
       const k = queue.shift()
-      if (k === undefined) { await new Promise<void>((r) => (wake = r)); continue }
+      if (k === undefined) {
+        await new Promise<void>((r) => (wake = r))
+        continue
+      }
       queued.delete(k)
       processing.add(k)
       try {
         const v = cache.get(k)
         const s = secondaryOf(k, v)
-        await target.apply({ key: s.key, value: { ...(s.value as object), metadata: { annotations: { 'kumori/ownerkey': k, 'kumori/ownerkind': 'Bench' } } } }, owned)
+        await target.apply(
+          {
+            key: s.key,
+            value: { ...(s.value as object), metadata: { annotations: { 'kumori/ownerkey': k, 'kumori/ownerkind': 'Bench' } } },
+          },
+          owned,
+        )
         failures.delete(k)
       } catch {
         const f = (failures.get(k) ?? 0) + 1
@@ -124,7 +141,13 @@ async function baseline(nc: NatsConnection, n: number, run: number): Promise<num
     }
   }
   const w = await prim.watch({})
-  void (async () => { for await (const e of w) { if (e.operation === 'PUT') cache.set(e.key, e.json()); else cache.delete(e.key); add(e.key) } })()
+  void (async () => {
+    for await (const e of w) {
+      if (e.operation === 'PUT') cache.set(e.key, e.json())
+      else cache.delete(e.key)
+      add(e.key)
+    }
+  })()
   const workers = Array.from({ length: CONCURRENCY }, worker)
   target.want = n
   const all = new Promise<void>((r) => (target.done = r))
@@ -134,7 +157,12 @@ async function baseline(nc: NatsConnection, n: number, run: number): Promise<num
   const secs = (performance.now() - t0) / 1000
   stopped = true
   w.stop()
-  for (let i = 0; i < CONCURRENCY; i++) { const f = wake; wake = undefined; f?.() ; queue.push(undefined as never) }
+  for (let i = 0; i < CONCURRENCY; i++) {
+    const f = wake
+    wake = undefined
+    f?.()
+    queue.push(undefined as never)
+  }
   await Promise.race([Promise.all(workers), new Promise((r) => setTimeout(r, 100))])
   await prim.destroy()
   await secKv.destroy()
@@ -155,12 +183,23 @@ export async function run(opts: RunOptions): Promise<Result[]> {
       mine.push(await ours(nc, puts, i))
     }
     const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-    results.push({ name: `PutToSecondary_${puts}`, unit: 'primaries/s', value: med(mine), baseline: 'Kumori-style watch + Map + dedup queue', baselineValue: med(base) })
+    results.push({
+      name: `PutToSecondary_${puts}`,
+      unit: 'primaries/s',
+      value: med(mine),
+      baseline: 'Kumori-style watch + Map + dedup queue',
+      baselineValue: med(base),
+    })
 
     // -- initial sync of N keys, and bytes per primary
     const n = opts.quick ? 5000 : 50_000
     const kv = await new Kvm(nc).create('sync', { history: 1, max_bytes: 512 * 1024 * 1024 })
-    await fill(kv, n, 'app.', (i) => JSON.stringify({ metadata: { name: `app-${i}`, labels: { team: `t${i % 20}` } }, spec: { replicas: i % 5, image: `registry.example/app:${i % 100}` } }))
+    await fill(kv, n, 'app.', (i) =>
+      JSON.stringify({
+        metadata: { name: `app-${i}`, labels: { team: `t${i % 20}` } },
+        spec: { replicas: i % 5, image: `registry.example/app:${i % 100}` },
+      }),
+    )
 
     // raw loop: keys() then get() per key into a Map
     let heap0 = heapAfterGc()
@@ -188,8 +227,20 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     await r.stop()
     const bytes = (heapAfterGc() - heap0) / n
     if (table.count(db.readTxn()) !== n) throw new Error(`reflector read ${table.count(db.readTxn())} of ${n}`)
-    results.push({ name: `InitialSync_${n / 1000}k`, unit: 'keys/s', value: rate, baseline: 'kv.keys() + get loop', baselineValue: rawRate })
-    results.push({ name: `BytesPerPrimary_${n / 1000}k`, unit: 'bytes/object', value: bytes, baseline: 'kv.keys() + get loop into a Map', baselineValue: rawBytes })
+    results.push({
+      name: `InitialSync_${n / 1000}k`,
+      unit: 'keys/s',
+      value: rate,
+      baseline: 'kv.keys() + get loop',
+      baselineValue: rawRate,
+    })
+    results.push({
+      name: `BytesPerPrimary_${n / 1000}k`,
+      unit: 'bytes/object',
+      value: bytes,
+      baseline: 'kv.keys() + get loop into a Map',
+      baselineValue: rawBytes,
+    })
     await kv.destroy()
   } finally {
     await nc.close()

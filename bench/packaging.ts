@@ -50,7 +50,12 @@ export async function run(opts: RunOptions): Promise<Result[]> {
       if (p === 'k8s') Object.assign(r, { baseline: `${CLIENT_NODE} alone`, baselineValue: med(CLIENT_NODE) })
       out.push(r)
     }
-    out.push({ name: 'ImportCold_client-node', unit: 'ms', value: med(CLIENT_NODE), note: `${CLIENT_NODE} alone, the baseline of ImportCold_k8s` })
+    out.push({
+      name: 'ImportCold_client-node',
+      unit: 'ms',
+      value: med(CLIENT_NODE),
+      note: `${CLIENT_NODE} alone, the baseline of ImportCold_k8s`,
+    })
     for (const p of PACKAGES) {
       const t = tarballs[p]
       out.push({ name: `Tarball_${p}`, unit: 'bytes', value: t.size, note: `${t.files.length} files` })

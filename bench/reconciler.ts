@@ -238,14 +238,17 @@ class RateLimitedQueue {
   }
   private arm(): void {
     if (this.timer !== undefined || this.delayed.length === 0) return
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      const now = Date.now()
-      let i = 0
-      while (i < this.delayed.length && this.delayed[i]!.at <= now) this.q.add(this.delayed[i++]!.k)
-      this.delayed = this.delayed.slice(i)
-      this.arm()
-    }, Math.max(0, this.delayed[0]!.at - Date.now()))
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined
+        const now = Date.now()
+        let i = 0
+        while (i < this.delayed.length && this.delayed[i]!.at <= now) this.q.add(this.delayed[i++]!.k)
+        this.delayed = this.delayed.slice(i)
+        this.arm()
+      },
+      Math.max(0, this.delayed[0]!.at - Date.now()),
+    )
   }
 }
 
@@ -357,7 +360,10 @@ export async function run(opts: RunOptions): Promise<Result[]> {
   await floorRun(20_000)
 
   const results: Result[] = []
-  for (const [variant, frac] of [['', 0], ['_Fail10pctOnce', 0.1]] as const) {
+  for (const [variant, frac] of [
+    ['', 0],
+    ['_Fail10pctOnce', 0.1],
+  ] as const) {
     const rec: Figures[] = []
     const wq: Figures[] = []
     for (let i = 0; i < runs; i++) {
@@ -366,19 +372,66 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     }
     const m = (fs: Figures[], f: keyof Figures) => median(fs.map((x) => x[f]))
     const name = `Reconciler_${label}${variant}`
-    results.push({ name, unit: 'objects/s', value: m(rec, 'rate'), baseline: 'workqueue', baselineValue: m(wq, 'rate'), note: 'end to end: insert pending, until the last is done' })
-    results.push({ name: `${name}_Allocated`, unit: 'bytes/object', value: m(rec, 'allocated'), baseline: 'workqueue', baselineValue: m(wq, 'allocated') })
-    results.push({ name: `${name}_Retained`, unit: 'bytes/object', value: m(rec, 'retained'), baseline: 'workqueue', baselineValue: m(wq, 'retained'), note: 'table (objects, 3 indexes) or Map cache alive; both keep a status per object' })
+    results.push({
+      name,
+      unit: 'objects/s',
+      value: m(rec, 'rate'),
+      baseline: 'workqueue',
+      baselineValue: m(wq, 'rate'),
+      note: 'end to end: insert pending, until the last is done',
+    })
+    results.push({
+      name: `${name}_Allocated`,
+      unit: 'bytes/object',
+      value: m(rec, 'allocated'),
+      baseline: 'workqueue',
+      baselineValue: m(wq, 'allocated'),
+    })
+    results.push({
+      name: `${name}_Retained`,
+      unit: 'bytes/object',
+      value: m(rec, 'retained'),
+      baseline: 'workqueue',
+      baselineValue: m(wq, 'retained'),
+      note: 'table (objects, 3 indexes) or Map cache alive; both keep a status per object',
+    })
   }
   // The floor, against the reconciler's figures of the first variant.
   const floor: Figures[] = []
   for (let i = 0; i < runs; i++) floor.push(await floorRun(n))
   const recRate = results[0]!.value
   const recAllocated = results[1]!.value
-  results.push({ name: `Floor_${label}`, unit: 'objects/s', value: median(floor.map((f) => f.rate)), baseline: 'reconciler', baselineValue: recRate, note: 'the same statedb work by hand (changes, clone, CAS done)' })
-  results.push({ name: `Floor_${label}_Allocated`, unit: 'bytes/object', value: median(floor.map((f) => f.allocated)), baseline: 'reconciler', baselineValue: recAllocated })
+  results.push({
+    name: `Floor_${label}`,
+    unit: 'objects/s',
+    value: median(floor.map((f) => f.rate)),
+    baseline: 'reconciler',
+    baselineValue: recRate,
+    note: 'the same statedb work by hand (changes, clone, CAS done)',
+  })
+  results.push({
+    name: `Floor_${label}_Allocated`,
+    unit: 'bytes/object',
+    value: median(floor.map((f) => f.allocated)),
+    baseline: 'reconciler',
+    baselineValue: recAllocated,
+  })
   const wb = writeBack(opts.quick ? 100_000 : 300_000)
-  results.push({ name: 'StatusWriteBack_CAS_1000', unit: 'objects/s', value: wb.cas, baseline: 'Insert_1000', baselineValue: wb.insert, note: 'compare-and-swap of a done status, 1000 per txn' })
-  results.push({ name: 'StatusWriteBack_Batch_1000', unit: 'objects/s', value: wb.batch, baseline: 'Insert_1000', baselineValue: wb.insert, note: 'the same through table.batch(txn)' })
+  results.push({
+    name: 'StatusWriteBack_CAS_1000',
+    unit: 'objects/s',
+    value: wb.cas,
+    baseline: 'Insert_1000',
+    baselineValue: wb.insert,
+    note: 'compare-and-swap of a done status, 1000 per txn',
+  })
+  results.push({
+    name: 'StatusWriteBack_Batch_1000',
+    unit: 'objects/s',
+    value: wb.batch,
+    baseline: 'Insert_1000',
+    baselineValue: wb.insert,
+    note: 'the same through table.batch(txn)',
+  })
   return results
 }

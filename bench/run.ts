@@ -67,8 +67,12 @@ async function runSuite(suite: string, opts: RunOptions): Promise<void> {
   const mod = (await import(pathToFileURL(file).href)) as { run?: unknown }
   if (typeof mod.run !== 'function') throw new Error(`bench/${suite}.ts does not export a function run(opts)`)
   const cpus = cpus_()
-  const load = loadavg().map((l) => l.toFixed(2)).join(' ')
-  console.log(`\n== ${suite}${opts.quick ? ' (quick)' : ''}: node ${process.version}, ${cpus.length} x ${cpus[0]?.model.trim() ?? '?'}, load ${load}, ${new Date().toISOString()}`)
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')
+  console.log(
+    `\n== ${suite}${opts.quick ? ' (quick)' : ''}: node ${process.version}, ${cpus.length} x ${cpus[0]?.model.trim() ?? '?'}, load ${load}, ${new Date().toISOString()}`,
+  )
   const started = performance.now()
   const raw = await (mod.run as (o: RunOptions) => Promise<unknown>)(opts)
   if (!Array.isArray(raw)) throw new Error(`suite "${suite}": run() must resolve to an array of results`)

@@ -113,7 +113,8 @@ function log(msg: string): void {
 function rows(name: string, unit: string, sdb: Measurement, base: Record<string, Measurement>, main: string): Result[] {
   const out: Result[] = [{ name, unit, value: sdb.opsPerSec, baseline: main, baselineValue: base[main]!.opsPerSec, note: note(sdb) }]
   for (const [b, m] of Object.entries(base)) {
-    if (b !== main) out.push({ name: `${name} (vs ${b})`, unit, value: sdb.opsPerSec, baseline: b, baselineValue: m.opsPerSec, note: `${b}: ${note(m)}` })
+    if (b !== main)
+      out.push({ name: `${name} (vs ${b})`, unit, value: sdb.opsPerSec, baseline: b, baselineValue: m.opsPerSec, note: `${b}: ${note(m)}` })
   }
   return out
 }
@@ -128,14 +129,16 @@ function rows(name: string, unit: string, sdb: Measurement, base: Record<string,
  */
 async function writeTxn(s: Sizes, batch: number, withTags: boolean, sameIds = false): Promise<[Measurement, Record<string, Measurement>]> {
   const total = batch === 1 ? s.writeTxns1 : s.writeObjects
-  const objs = sameIds ? Array.from({ length: total }, (_, i) => ({ id: i % batch, tags: withTags ? TAG_TEST : NO_TAGS })) : objects(total, withTags ? () => TAG_TEST : undefined)
+  const objs = sameIds
+    ? Array.from({ length: total }, (_, i) => ({ id: i % batch, tags: withTags ? TAG_TEST : NO_TAGS }))
+    : objects(total, withTags ? () => TAG_TEST : undefined)
   const rows = sameIds ? batch : total
   const mopts = { runs: s.runs, warmup: s.warmup }
   const sdb = await measure({
     ...mopts,
     setup: () => newDB(withTags),
     run: ({ db, table }) => {
-      for (let i = 0; i < total; ) {
+      for (let i = 0; i < total;) {
         const txn = db.tryWriteTxn(table)!
         const end = Math.min(i + batch, total)
         for (; i < end; i++) table.insert(txn, objs[i]!)
@@ -152,7 +155,7 @@ async function writeTxn(s: Sizes, batch: number, withTags: boolean, sameIds = fa
       ...mopts,
       setup: () => make(withTags),
       run: (store) => {
-        for (let i = 0; i < total; ) {
+        for (let i = 0; i < total;) {
           const txn = store.txn()
           const end = Math.min(i + batch, total)
           for (; i < end; i++) txn.insert(objs[i]!)
@@ -186,7 +189,10 @@ async function writeTxnAsync(s: Sizes): Promise<Measurement> {
 
 async function modify(s: Sizes): Promise<[Measurement, Record<string, Measurement>]> {
   const n = 1000
-  const ids = shuffle(Array.from({ length: n }, (_, i) => i), rng(1))
+  const ids = shuffle(
+    Array.from({ length: n }, (_, i) => i),
+    rng(1),
+  )
   const objs = ids.map((id) => ({ id, tags: NO_TAGS }))
   // Like cilium's merge returning `new` (a fresh value): a new object, so every write really writes.
   const merge = (_old: TestObject, nw: TestObject): TestObject => ({ id: nw.id, tags: nw.tags })
@@ -237,7 +243,10 @@ async function randomReplace(s: Sizes): Promise<[Measurement, Record<string, Mea
   const initial = objects(rows, parityTags)
   // Replacements: new objects (same keys and tags), in random order; two generations used in turn,
   // so that a replacement is never the very object stored (which `immutable` would skip as a no-op).
-  const order = shuffle(Array.from({ length: rows }, (_, i) => i), rng(2))
+  const order = shuffle(
+    Array.from({ length: rows }, (_, i) => i),
+    rng(2),
+  )
   const repl = [...order.map((id) => ({ id, tags: parityTags(id) })), ...order.map((id) => ({ id, tags: parityTags(id) }))]
   const mopts = { runs: s.runs, warmup: s.warmup }
   const count = s.replaceObjects
@@ -527,7 +536,10 @@ async function changes(s: Sizes): Promise<[Measurement, Measurement]> {
 async function propagationDelay(s: Sizes): Promise<number[]> {
   const batch = 10
   const t1 = new Table<TestObject>({ name: 'test', primary: idIndex })
-  const t2 = new Table<TestObject>({ name: 'test2', primary: defineIndex<TestObject, number>({ name: 'id', key: (o) => o.id, unique: true }) })
+  const t2 = new Table<TestObject>({
+    name: 'test2',
+    primary: defineIndex<TestObject, number>({ name: 'id', key: (o) => o.id, unique: true }),
+  })
   const db = new DB({ tables: [t1, t2] })
   const objs = objects(batch)
   let revision = 0
@@ -618,7 +630,14 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     log('WriteTxn_1_Async')
     const m = await writeTxnAsync(s)
     const sync = out.find((r) => r.name === 'WriteTxn_1')!
-    out.push({ name: 'WriteTxn_1_Async', unit: 'txns/s', value: m.opsPerSec, baseline: 'WriteTxn_1 (tryWriteTxn)', baselineValue: sync.value, note: note(m) })
+    out.push({
+      name: 'WriteTxn_1_Async',
+      unit: 'txns/s',
+      value: m.opsPerSec,
+      baseline: 'WriteTxn_1 (tryWriteTxn)',
+      baselineValue: sync.value,
+      note: note(m),
+    })
   }
   {
     log('WriteTxn_100_SecondaryIndex')
@@ -641,17 +660,35 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     const [sdb, base] = await randomReplace(s)
     out.push(...rows('RandomReplace', ops, sdb, base, MAIN))
   }
-  for (const [name, random, size] of [['RandomLookup', true, s.lookupRows], ['RandomLookup_1k', true, 1000], ['SequentialLookup', false, s.lookupRows]] as const) {
+  for (const [name, random, size] of [
+    ['RandomLookup', true, s.lookupRows],
+    ['RandomLookup_1k', true, 1000],
+    ['SequentialLookup', false, s.lookupRows],
+  ] as const) {
     log(name)
     const [sdb, base, fresh] = await lookups(s, random, size)
     out.push(...rows(name, 'lookups/s', sdb, base, MAIN))
-    out.push({ name: `${name}_NewQuery`, unit: 'lookups/s', value: fresh.opsPerSec, baseline: name, baselineValue: sdb.opsPerSec, note: note(fresh) })
+    out.push({
+      name: `${name}_NewQuery`,
+      unit: 'lookups/s',
+      value: fresh.opsPerSec,
+      baseline: name,
+      baselineValue: sdb.opsPerSec,
+      note: note(fresh),
+    })
   }
   {
     log('Prefix_SecondaryIndex')
     const [sdb, base, list] = await prefixSecondary(s)
     out.push(...rows('Prefix_SecondaryIndex', ops, sdb, base, MAIN))
-    out.push({ name: 'List_SecondaryIndex', unit: ops, value: list.opsPerSec, baseline: MAIN, baselineValue: base[MAIN]!.opsPerSec, note: note(list) })
+    out.push({
+      name: 'List_SecondaryIndex',
+      unit: ops,
+      value: list.opsPerSec,
+      baseline: MAIN,
+      baselineValue: base[MAIN]!.opsPerSec,
+      note: note(list),
+    })
   }
   {
     log('FullIteration_All')
@@ -663,13 +700,25 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     log('Changes')
     const [baseline, withIter] = await changes(s)
     out.push({ name: 'Changes_Baseline', unit: ops, value: baseline.opsPerSec, note: note(baseline) })
-    out.push({ name: 'Changes', unit: ops, value: withIter.opsPerSec, baseline: 'Changes_Baseline', baselineValue: baseline.opsPerSec, note: note(withIter) })
+    out.push({
+      name: 'Changes',
+      unit: ops,
+      value: withIter.opsPerSec,
+      baseline: 'Changes_Baseline',
+      baselineValue: baseline.opsPerSec,
+      note: note(withIter),
+    })
   }
   {
     log('PropagationDelay')
     const samples = await propagationDelay(s)
     for (const p of [50, 90, 99]) {
-      out.push({ name: `PropagationDelay_p${p}`, unit: 'µs', value: percentile(samples, p, true), note: `${samples.length} samples, batches of 10` })
+      out.push({
+        name: `PropagationDelay_p${p}`,
+        unit: 'µs',
+        value: percentile(samples, p, true),
+        note: `${samples.length} samples, batches of 10`,
+      })
     }
   }
   const label = s.memoryRows >= 1_000_000 ? `${s.memoryRows / 1_000_000}M` : `${s.memoryRows / 1000}k`
@@ -679,11 +728,34 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     forceGc()
     const m = memory(s.memoryRows, withTags)
     const b = 'bytes/object'
-    out.push({ name: `Memory_${label}${suffix}_Objects`, unit: b, value: m.objects, note: 'the objects alone (and the array holding them)' })
-    out.push({ name: `Memory_${label}${suffix}_Total`, unit: b, value: m.objects + m.overhead['statedb']!, baseline: MAIN, baselineValue: m.objects + m.overhead[MAIN]! })
-    out.push({ name: `Memory_${label}${suffix}_IndexOverhead`, unit: b, value: m.overhead['statedb']!, baseline: MAIN, baselineValue: m.overhead[MAIN]! })
+    out.push({
+      name: `Memory_${label}${suffix}_Objects`,
+      unit: b,
+      value: m.objects,
+      note: 'the objects alone (and the array holding them)',
+    })
+    out.push({
+      name: `Memory_${label}${suffix}_Total`,
+      unit: b,
+      value: m.objects + m.overhead['statedb']!,
+      baseline: MAIN,
+      baselineValue: m.objects + m.overhead[MAIN]!,
+    })
+    out.push({
+      name: `Memory_${label}${suffix}_IndexOverhead`,
+      unit: b,
+      value: m.overhead['statedb']!,
+      baseline: MAIN,
+      baselineValue: m.overhead[MAIN]!,
+    })
     for (const other of ['immutable', 'Map']) {
-      out.push({ name: `Memory_${label}${suffix}_IndexOverhead (vs ${other})`, unit: b, value: m.overhead['statedb']!, baseline: other, baselineValue: m.overhead[other]! })
+      out.push({
+        name: `Memory_${label}${suffix}_IndexOverhead (vs ${other})`,
+        unit: b,
+        value: m.overhead['statedb']!,
+        baseline: other,
+        baselineValue: m.overhead[other]!,
+      })
     }
   }
   return out

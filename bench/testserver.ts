@@ -22,7 +22,11 @@ if (process.env.SW_TESTSERVER_BENCH_CHILD === '1') {
     if (m.cmd === 'seed') {
       // batches of 1000: one statedb commit each, as a busy controller would produce
       for (let i = 0; i < m.n; i += 1000) {
-        s.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, Math.min(1000, m.n - i), { namespace: m.namespace, prefix: `${m.prefix}${i}-`, template: { data: { k: 'v' } } })
+        s.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, Math.min(1000, m.n - i), {
+          namespace: m.namespace,
+          prefix: `${m.prefix}${i}-`,
+          template: { data: { k: 'v' } },
+        })
       }
       process.send!({ id: m.id, rv: s.control.resourceVersion() })
     } else if (m.cmd === 'ns') {
@@ -37,10 +41,20 @@ if (process.env.SW_TESTSERVER_BENCH_CHILD === '1') {
 
 // ---------------------------------------------------------------------------------------------
 // Parent side.
-interface Child { proc: ChildProcess; url: string; token: string; kubeconfig: string; call(m: object): Promise<any> }
+interface Child {
+  proc: ChildProcess
+  url: string
+  token: string
+  kubeconfig: string
+  call(m: object): Promise<any>
+}
 
 async function startChild(): Promise<Child> {
-  const proc = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SW_TESTSERVER_BENCH_CHILD: '1' }, execArgv: ['--conditions=@statewright/source', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const proc = fork(fileURLToPath(import.meta.url), [], {
+    env: { ...process.env, SW_TESTSERVER_BENCH_CHILD: '1' },
+    execArgv: ['--conditions=@statewright/source', '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
   let seq = 0
   const pending = new Map<number, (v: any) => void>()
   const ready = new Promise<any>((resolve, reject) => {
@@ -52,19 +66,39 @@ async function startChild(): Promise<Child> {
   })
   const r = await ready
   return {
-    proc, url: r.url, token: r.token, kubeconfig: r.kubeconfig,
-    call: (m) => new Promise((resolve) => { const id = ++seq; pending.set(id, resolve); proc.send({ ...m, id }) }),
+    proc,
+    url: r.url,
+    token: r.token,
+    kubeconfig: r.kubeconfig,
+    call: (m) =>
+      new Promise((resolve) => {
+        const id = ++seq
+        pending.set(id, resolve)
+        proc.send({ ...m, id })
+      }),
   }
 }
 
 function httpJson(c: Child, agent: Agent, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : JSON.stringify(body)
-    const req = request(c.url + path, { method, agent, headers: { authorization: `Bearer ${c.token}`, 'content-type': 'application/json', ...(data ? { 'content-length': Buffer.byteLength(data) } : {}) } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (b) => chunks.push(b))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }))
-    })
+    const req = request(
+      c.url + path,
+      {
+        method,
+        agent,
+        headers: {
+          authorization: `Bearer ${c.token}`,
+          'content-type': 'application/json',
+          ...(data ? { 'content-length': Buffer.byteLength(data) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (b) => chunks.push(b))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }))
+      },
+    )
     req.on('error', reject)
     req.end(data)
   })
@@ -73,9 +107,11 @@ function httpJson(c: Child, agent: Agent, method: string, path: string, body?: u
 async function concurrently(n: number, concurrency: number, one: (i: number) => Promise<void>): Promise<number> {
   let next = 0
   const t0 = performance.now()
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) await one(next++)
-  }))
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await one(next++)
+    }),
+  )
   return n / ((performance.now() - t0) / 1000)
 }
 
@@ -83,12 +119,16 @@ async function createsLoadGen(c: Child, ns: string, n: number): Promise<number> 
   const agent = new Agent({ keepAlive: true, maxSockets: 16 })
   try {
     // warm-up
-    await concurrently(200, 16, async (i) => { await httpJson(c, agent, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: `warm-${i}` }, data: { k: 'v' } }) })
+    await concurrently(200, 16, async (i) => {
+      await httpJson(c, agent, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: `warm-${i}` }, data: { k: 'v' } })
+    })
     return await concurrently(n, 16, async (i) => {
       const r = await httpJson(c, agent, 'POST', `/api/v1/namespaces/${ns}/configmaps`, { metadata: { name: `lg-${i}` }, data: { k: 'v' } })
       if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text}`)
     })
-  } finally { agent.destroy() }
+  } finally {
+    agent.destroy()
+  }
 }
 
 async function createsClient(c: Child, ns: string, n: number, concurrency: number, prefix: string): Promise<number> {
@@ -96,8 +136,11 @@ async function createsClient(c: Child, ns: string, n: number, concurrency: numbe
   const kc = new k8s.KubeConfig()
   kc.loadFromString(c.kubeconfig)
   const core = kc.makeApiClient(k8s.CoreV1Api)
-  for (let i = 0; i < 50; i++) await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `${prefix}warm-${i}` }, data: { k: 'v' } } })
-  return concurrently(n, concurrency, async (i) => { await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `${prefix}${i}` }, data: { k: 'v' } } }) })
+  for (let i = 0; i < 50; i++)
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `${prefix}warm-${i}` }, data: { k: 'v' } } })
+  return concurrently(n, concurrency, async (i) => {
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: `${prefix}${i}` }, data: { k: 'v' } } })
+  })
 }
 
 /** Opens `watchers` raw watch streams, seeds n objects in the child, returns delivered events/s. */
@@ -107,20 +150,31 @@ async function watchFanout(c: Child, ns: string, n: number, watchers: number): P
   let delivered = 0
   let resolveAll!: () => void
   const all = new Promise<void>((r) => (resolveAll = r))
-  const reqs = await Promise.all(Array.from({ length: watchers }, () => new Promise<ReturnType<typeof request>>((resolve) => {
-    const req = request(`${c.url}/api/v1/namespaces/${ns}/configmaps?watch=1&resourceVersion=${rv}`, { agent, headers: { authorization: `Bearer ${c.token}` } }, (res) => {
-      let mine = 0
-      res.on('data', (b: Buffer) => {
-        let k = 0
-        for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) k++
-        mine += k; delivered += k
-        if (delivered >= n * watchers) resolveAll()
-        void mine
-      })
-      resolve(req)
-    })
-    req.end()
-  })))
+  const reqs = await Promise.all(
+    Array.from(
+      { length: watchers },
+      () =>
+        new Promise<ReturnType<typeof request>>((resolve) => {
+          const req = request(
+            `${c.url}/api/v1/namespaces/${ns}/configmaps?watch=1&resourceVersion=${rv}`,
+            { agent, headers: { authorization: `Bearer ${c.token}` } },
+            (res) => {
+              let mine = 0
+              res.on('data', (b: Buffer) => {
+                let k = 0
+                for (let i = b.indexOf(10); i !== -1; i = b.indexOf(10, i + 1)) k++
+                mine += k
+                delivered += k
+                if (delivered >= n * watchers) resolveAll()
+                void mine
+              })
+              resolve(req)
+            },
+          )
+          req.end()
+        }),
+    ),
+  )
   const t0 = performance.now()
   await c.call({ cmd: 'seed', n, namespace: ns, prefix: 'w' })
   await all
@@ -146,7 +200,9 @@ async function listBig(c: Child, ns: string, n: number): Promise<{ rate: number;
     times.sort((a, b) => a - b)
     const ms = times[1]!
     return { rate: n / (ms / 1000), ms }
-  } finally { agent.destroy() }
+  } finally {
+    agent.destroy()
+  }
 }
 
 export async function run(opts: RunOptions): Promise<Result[]> {
@@ -161,7 +217,14 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     const list = await listBig(c, 'lb', q ? 20_000 : 100_000)
     const listName = q ? 'List_20k' : 'List_100k'
     return [
-      { name: 'Create_LoadGen_c16', unit: 'objects/s', value: loadGen, baseline: 'Create_Client_c16', baselineValue: c16, note: 'floor: ratio >= 2' },
+      {
+        name: 'Create_LoadGen_c16',
+        unit: 'objects/s',
+        value: loadGen,
+        baseline: 'Create_Client_c16',
+        baselineValue: c16,
+        note: 'floor: ratio >= 2',
+      },
       { name: 'Create_LoadGen_c16 (vs floor)', unit: 'objects/s', value: loadGen, baseline: 'floor', baselineValue: 5_000 },
       { name: 'Create_Client_seq', unit: 'objects/s', value: seq },
       { name: 'Create_Client_c16', unit: 'objects/s', value: c16, baseline: 'Create_Client_seq', baselineValue: seq },
@@ -179,5 +242,8 @@ export async function run(opts: RunOptions): Promise<Result[]> {
 // Standalone: node --conditions=@statewright/source --import tsx bench/testserver.ts [--quick]
 if (process.env.SW_TESTSERVER_BENCH_CHILD !== '1' && process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const results = await run({ quick: process.argv.includes('--quick') })
-  for (const r of results) console.log(`${r.name.padEnd(32)} ${r.value.toFixed(1).padStart(12)} ${r.unit}${r.baselineValue ? `   vs ${r.baseline} ${r.baselineValue.toFixed(1)} (ratio ${(r.value / r.baselineValue).toFixed(2)})` : ''}`)
+  for (const r of results)
+    console.log(
+      `${r.name.padEnd(32)} ${r.value.toFixed(1).padStart(12)} ${r.unit}${r.baselineValue ? `   vs ${r.baseline} ${r.baselineValue.toFixed(1)} (ratio ${(r.value / r.baselineValue).toFixed(2)})` : ''}`,
+    )
 }

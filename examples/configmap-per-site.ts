@@ -7,7 +7,9 @@ import { Manager, controllerRef, type ManagerOptions } from '@statewright/contro
 import { Site } from './site-types.ts'
 
 /** What a Site holds outside the cluster (a DNS record, say), released before the Site goes. */
-export interface Outside { release(site: Site): Promise<void> }
+export interface Outside {
+  release(site: Site): Promise<void>
+}
 
 export function siteController(opts: Partial<ManagerOptions> = {}, outside: Outside = { release: async () => {} }): Manager {
   const m = new Manager({ name: 'site-controller', ...opts })
@@ -16,7 +18,8 @@ export function siteController(opts: Partial<ManagerOptions> = {}, outside: Outs
     from: sites,
     owns: [{ apiVersion: 'v1', kind: 'ConfigMap' }],
     fn: (site) => ({
-      apiVersion: 'v1', kind: 'ConfigMap',
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
       metadata: { name: `site-${site.metadata.name}`, namespace: site.metadata.namespace, ownerReferences: [controllerRef(site)] },
       data: { title: site.spec?.title ?? '', replicas: String(site.spec?.replicas ?? 1) },
     }),
@@ -27,5 +30,8 @@ export function siteController(opts: Partial<ManagerOptions> = {}, outside: Outs
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const ns = process.env.POD_NAMESPACE
-  await siteController({ http: { host: process.env.HTTP_HOST ?? '127.0.0.1', port: 8080 }, ...(ns ? { leaderElection: { namespace: ns } } : {}) }).start()
+  await siteController({
+    http: { host: process.env.HTTP_HOST ?? '127.0.0.1', port: 8080 },
+    ...(ns ? { leaderElection: { namespace: ns } } : {}),
+  }).start()
 }

@@ -156,7 +156,12 @@ async function main(): Promise<number> {
     for (const m of errors) log(`   error: ${m.name}: ${m.status.error}`)
     for (const f of reconciler.failedDeletes()) log(`   failed delete: ${f.object.name}: ${f.error} (attempt ${f.attempts})`)
     await until(() => reconciler.failures().some((f) => f.attempts >= 3), signal)
-    log(`   retrying with backoff: ${reconciler.failures().map((f) => `${f.object.name} x${f.attempts}`).join(', ')}`)
+    log(
+      `   retrying with backoff: ${reconciler
+        .failures()
+        .map((f) => `${f.object.name} x${f.attempts}`)
+        .join(', ')}`,
+    )
 
     log('4. make the directory writable again')
     await chmod(dir, 0o755)

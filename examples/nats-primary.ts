@@ -23,12 +23,15 @@ const CMS = `/api/v1/namespaces/${NS}/configmaps`
 
 /** f(primary): a ConfigMap named after the key ("web.front" -> "app-web-front"). */
 const configMapOf = (app: App): KubeObject => ({
-  apiVersion: 'v1', kind: 'ConfigMap',
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
   metadata: { name: `app-${app.key.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`, namespace: NS },
   data: { greeting: app.value.spec?.greeting ?? '' },
 })
 
-export async function main(print: (line: string) => void = console.log): Promise<{ configMaps: string[]; garbage: number; foreignWarnings: number }> {
+export async function main(
+  print: (line: string) => void = console.log,
+): Promise<{ configMaps: string[]; garbage: number; foreignWarnings: number }> {
   const started = Date.now()
   const log = (what: string) => print(`[${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${what}`)
   let nats: RunningNatsServer | undefined
@@ -38,19 +41,33 @@ export async function main(print: (line: string) => void = console.log): Promise
   const nc: NatsConnection = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100, timeout: 2000 })
   const kv: KV = await new Kvm(nc).create('demo-apps', { history: 5 })
   const cmList = async () => ((await cluster.request({ path: CMS })) as { items: KubeObject[] }).items
-  const show = async () => (await cmList()).map((c) => `${c.metadata.name}${c.metadata.annotations?.[ownerStampKeys().key] ? '' : ' (foreign)'}`).sort().join(', ')
+  const show = async () =>
+    (await cmList())
+      .map((c) => `${c.metadata.name}${c.metadata.annotations?.[ownerStampKeys().key] ? '' : ' (foreign)'}`)
+      .sort()
+      .join(', ')
 
   const controller = async () => {
     const apps = new Table<App>({ name: 'apps', primary: defineIndex<App, string>({ name: 'key', key: (r) => r.key, unique: true }) })
-    const configMaps = new Table<KubeObject>({ name: 'configmaps', primary: defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true }) })
+    const configMaps = new Table<KubeObject>({
+      name: 'configmaps',
+      primary: defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true }),
+    })
     const db = new DB({ tables: [apps, configMaps] })
     const reflector = await new NatsKvReflector({ nc, bucket: 'demo-apps', db, table: apps, requestTimeoutMs: 2000 }).start()
     const cms = new Reflector({ cluster, db, table: configMaps, kind: { apiVersion: 'v1', kind: 'ConfigMap' }, namespace: NS })
     await cms.start()
     const events = new EventRecorder({ cluster, component: 'nats-primary-demo' })
     const c = await new PrimaryController<App>({
-      name: 'demo', kind: 'App', db, primaries: apps, events, eventNamespace: NS,
-      secondaries: [{ kinds: ['ConfigMap'], target: new KubeSecondaries({ cluster, fieldManager: 'nats-primary-demo' }), observed: configMaps }],
+      name: 'demo',
+      kind: 'App',
+      db,
+      primaries: apps,
+      events,
+      eventNamespace: NS,
+      secondaries: [
+        { kinds: ['ConfigMap'], target: new KubeSecondaries({ cluster, fieldManager: 'nats-primary-demo' }), observed: configMaps },
+      ],
       sync: (app) => ({ secondaries: [configMapOf(app)], status: { phase: 'Synced' } }),
       status: new KvStatusWriter({ kv }),
       retry: { minMs: 50, maxMs: 1000 },
@@ -58,7 +75,12 @@ export async function main(print: (line: string) => void = console.log): Promise
     return {
       c,
       idle: () => c.waitIdle(AbortSignal.timeout(15_000)),
-      stop: async () => { await reflector.stop(); await cms.stop(); await c.stop(); await events.close() },
+      stop: async () => {
+        await reflector.stop()
+        await cms.stop()
+        await c.stop()
+        await events.close()
+      },
     }
   }
   const waitFor = async (what: string, cond: () => Promise<boolean>) => {
@@ -73,7 +95,12 @@ export async function main(print: (line: string) => void = console.log): Promise
   let garbage = 0
   try {
     // 1. primaries -> ConfigMaps
-    for (const [k, g] of [['web.front', 'hello'], ['api', 'hi'], ['batch/nightly', 'zzz']]) await kv.put(k, JSON.stringify({ spec: { greeting: g } }))
+    for (const [k, g] of [
+      ['web.front', 'hello'],
+      ['api', 'hi'],
+      ['batch/nightly', 'zzz'],
+    ])
+      await kv.put(k, JSON.stringify({ spec: { greeting: g } }))
     await waitFor('three ConfigMaps', async () => (await cmList()).length === 3)
     await ctl.idle()
     log(`primaries -> ConfigMaps: ${await show()}`)
@@ -81,12 +108,23 @@ export async function main(print: (line: string) => void = console.log): Promise
     log(`status written back into the bucket (CAS): api ${JSON.stringify(status)}`)
 
     // 2. ErrResourceExists
-    await cluster.request({ method: 'POST', path: CMS, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-shop', namespace: NS }, data: { owner: 'someone else' } } })
+    await cluster.request({
+      method: 'POST',
+      path: CMS,
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-shop', namespace: NS }, data: { owner: 'someone else' } },
+    })
     await kv.put('shop', JSON.stringify({ spec: { greeting: 'buy' } }))
     await waitFor('the ErrResourceExists error', async () => ctl.c.stats.foreign > 0)
-    log(`ErrResourceExists: ${ctl.c.health().errors.map((e) => `${e.key}: ${e.error}`).join('; ')}`)
+    log(
+      `ErrResourceExists: ${ctl.c
+        .health()
+        .errors.map((e) => `${e.key}: ${e.error}`)
+        .join('; ')}`,
+    )
     await cluster.request({ method: 'DELETE', path: `${CMS}/app-shop` })
-    await waitFor('our app-shop', async () => (await cmList()).some((c) => c.metadata.name === 'app-shop' && c.metadata.annotations?.[ownerStampKeys().key] === 'shop'))
+    await waitFor('our app-shop', async () =>
+      (await cmList()).some((c) => c.metadata.name === 'app-shop' && c.metadata.annotations?.[ownerStampKeys().key] === 'shop'),
+    )
     log(`the foreign app-shop is gone; ours is created: ${await show()}`)
 
     // 3. orphan GC: a primary deleted while the controller is down
@@ -104,15 +142,26 @@ export async function main(print: (line: string) => void = console.log): Promise
       await nats.stop({ remove: false })
       log('nats-server stopped')
       await nats.restart()
-      await waitFor('the bucket after the restart', async () => kv.put('api', JSON.stringify({ spec: { greeting: 'hello again' } })).then(() => true, () => false))
-      await waitFor('the change after the restart', async () => (await cmList()).some((c) => c.metadata.name === 'app-api' && (c.data as { greeting?: string } | undefined)?.greeting === 'hello again'))
+      await waitFor('the bucket after the restart', async () =>
+        kv.put('api', JSON.stringify({ spec: { greeting: 'hello again' } })).then(
+          () => true,
+          () => false,
+        ),
+      )
+      await waitFor('the change after the restart', async () =>
+        (await cmList()).some(
+          (c) => c.metadata.name === 'app-api' && (c.data as { greeting?: string } | undefined)?.greeting === 'hello again',
+        ),
+      )
       log(`nats-server restarted; the change made right after is applied: app-api greeting "hello again"`)
     }
     await ctl.idle()
     const configMaps = (await cmList()).map((c) => String(c.metadata.name)).sort()
     const events = ((await cluster.request({ path: `/api/v1/namespaces/${NS}/events` })) as { items: Array<{ reason: string }> }).items
     const foreignWarnings = events.filter((e) => e.reason === 'ErrResourceExists').length
-    log(`summary: ConfigMaps ${configMaps.join(', ')}; ${events.length} events (${foreignWarnings} ErrResourceExists); syncs ${ctl.c.stats.syncs}`)
+    log(
+      `summary: ConfigMaps ${configMaps.join(', ')}; ${events.length} events (${foreignWarnings} ErrResourceExists); syncs ${ctl.c.stats.syncs}`,
+    )
     return { configMaps, garbage, foreignWarnings }
   } finally {
     await ctl.stop()

@@ -26,7 +26,13 @@ export async function tour(log: (line: string) => void = console.log): Promise<v
 
   // A snapshot never changes, whatever is written later.
   const snap = db.readTxn()
-  log(`todo: ${memos.list(snap, byTag.query('todo')).toArray().map((m) => m.name).join(', ')}`)
+  log(
+    `todo: ${memos
+      .list(snap, byTag.query('todo'))
+      .toArray()
+      .map((m) => m.name)
+      .join(', ')}`,
+  )
 
   // A watch fires when what a query returned may have changed.
   const [, watch] = memos.getWatch(snap, byName.query('taxes'))
@@ -49,7 +55,13 @@ export async function tour(log: (line: string) => void = console.log): Promise<v
     const stale = memos.compareAndSwap(txn, entry.revision, { ...entry.object, body: 'lost update' })
     log(`compare-and-swap: first ${swapped}, second (stale revision) ${stale}`)
   })
-  log(`written since revision 4: ${memos.lowerBound(db.readTxn(), byRevision(4)).toArray().map((m) => m.name).join(', ')}`)
+  log(
+    `written since revision 4: ${memos
+      .lowerBound(db.readTxn(), byRevision(4))
+      .toArray()
+      .map((m) => m.name)
+      .join(', ')}`,
+  )
 
   // Initialization: a table is not initialized until its registered initializers are done.
   const txn = await db.writeTxn(memos)

@@ -12,7 +12,9 @@ import ts from 'typescript'
 
 const root = new URL('..', import.meta.url).pathname
 const check = process.argv.includes('--check')
-const pkgs = readdirSync(join(root, 'packages')).filter((p) => existsSync(join(root, 'packages', p, 'src', 'index.ts'))).sort()
+const pkgs = readdirSync(join(root, 'packages'))
+  .filter((p) => existsSync(join(root, 'packages', p, 'src', 'index.ts')))
+  .sort()
 const base = ts.readConfigFile(join(root, 'tsconfig.base.json'), ts.sys.readFile).config ?? {}
 const { options } = ts.convertCompilerOptionsFromJson({ ...base.compilerOptions, noEmit: true }, root)
 const entries = pkgs.map((p) => join(root, 'packages', p, 'src', 'index.ts'))
@@ -21,7 +23,9 @@ const checker = program.getTypeChecker()
 const flags = ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope
 const oneLine = (s) => s.replace(/\s+/g, ' ').trim()
 /** Members marked @internal are not part of the contract (they are public only for the package's own files). */
-const internal = (decl) => ts.getJSDocTags(decl).some((t) => t.tagName.text === 'internal') || /@internal/.test(decl.getFullText().slice(0, decl.getLeadingTriviaWidth()))
+const internal = (decl) =>
+  ts.getJSDocTags(decl).some((t) => t.tagName.text === 'internal') ||
+  /@internal/.test(decl.getFullText().slice(0, decl.getLeadingTriviaWidth()))
 
 function describe(sym) {
   const s = sym.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym) : sym
@@ -31,11 +35,18 @@ function describe(sym) {
   if (s.flags & ts.SymbolFlags.Class) {
     const lines = [`class ${name}`]
     const type = checker.getTypeOfSymbolAtLocation(s, decl)
-    for (const sig of type.getConstructSignatures()) if (!sig.declaration || !internal(sig.declaration)) lines.push(`  new${oneLine(checker.signatureToString(sig, decl, flags))}`)
+    for (const sig of type.getConstructSignatures())
+      if (!sig.declaration || !internal(sig.declaration)) lines.push(`  new${oneLine(checker.signatureToString(sig, decl, flags))}`)
     const inst = checker.getDeclaredTypeOfSymbol(s)
     for (const p of checker.getPropertiesOfType(inst)) {
       const pd = p.declarations?.[0]
-      if (!pd || ts.getCombinedModifierFlags(pd) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected) || p.getName().startsWith('#') || internal(pd)) continue
+      if (
+        !pd ||
+        ts.getCombinedModifierFlags(pd) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected) ||
+        p.getName().startsWith('#') ||
+        internal(pd)
+      )
+        continue
       if (pd.getSourceFile().fileName.includes('node_modules')) continue
       lines.push(`  ${p.getName()}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
     }
@@ -55,11 +66,19 @@ function describe(sym) {
   if (s.flags & ts.SymbolFlags.Interface) {
     const lines = [`interface ${name}`]
     const t = checker.getDeclaredTypeOfSymbol(s)
-    for (const p of checker.getPropertiesOfType(t)) if (!p.declarations?.[0] || !internal(p.declarations[0])) lines.push(`  ${p.getName()}${p.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
+    for (const p of checker.getPropertiesOfType(t))
+      if (!p.declarations?.[0] || !internal(p.declarations[0]))
+        lines.push(
+          `  ${p.getName()}${p.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`,
+        )
     return lines
   }
-  if (s.flags & ts.SymbolFlags.TypeAlias) return [`type ${name} = ${oneLine(checker.typeToString(checker.getDeclaredTypeOfSymbol(s), decl, flags | ts.TypeFormatFlags.InTypeAlias))}`]
-  if (s.flags & (ts.SymbolFlags.Variable)) return [`const ${name}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(s, decl), decl, flags))}`]
+  if (s.flags & ts.SymbolFlags.TypeAlias)
+    return [
+      `type ${name} = ${oneLine(checker.typeToString(checker.getDeclaredTypeOfSymbol(s), decl, flags | ts.TypeFormatFlags.InTypeAlias))}`,
+    ]
+  if (s.flags & ts.SymbolFlags.Variable)
+    return [`const ${name}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(s, decl), decl, flags))}`]
   return [`${name}`]
 }
 
@@ -74,9 +93,14 @@ for (const [i, pkg] of pkgs.entries()) {
   const file = join(root, 'packages', pkg, 'api-report.md')
   const old = existsSync(file) ? readFileSync(file, 'utf8') : ''
   if (old === text) continue
-  if (!check) { writeFileSync(file, text); console.log(`wrote packages/${pkg}/api-report.md (${exports.length} exports)`); continue }
+  if (!check) {
+    writeFileSync(file, text)
+    console.log(`wrote packages/${pkg}/api-report.md (${exports.length} exports)`)
+    continue
+  }
   stale++
-  const was = new Set(old.split('\n')); const now = new Set(text.split('\n'))
+  const was = new Set(old.split('\n'))
+  const now = new Set(text.split('\n'))
   console.error(`packages/${pkg}/api-report.md is stale (the public surface changed); run node scripts/api-report.mjs and review the diff:`)
   for (const l of text.split('\n')) if (!was.has(l)) console.error(`  + ${l}`)
   for (const l of old.split('\n')) if (!now.has(l)) console.error(`  - ${l}`)

@@ -27,7 +27,11 @@ const before = load(args.slice(bi + 1, ai))
 const after = load(args.slice(ai + 1))
 type Row = ResultsFile['results'][number]
 const pick = (runs: ResultsFile[], name: string, f: (r: Row) => number | null): number | null => {
-  const vs = runs.map((r) => r.results.find((x) => x.name === name)).filter((x): x is Row => x !== undefined).map(f).filter((v): v is number => v !== null)
+  const vs = runs
+    .map((r) => r.results.find((x) => x.name === name))
+    .filter((x): x is Row => x !== undefined)
+    .map(f)
+    .filter((v): v is number => v !== null)
   return vs.length === 0 ? null : median(vs)
 }
 const results: Row[] = []
@@ -39,10 +43,25 @@ for (const r of after[0]!.results) {
   if (r.ratio !== null && r.baseline !== null) {
     const br = pick(before, r.name, (x) => x.ratio)
     const ar = pick(after, r.name, (x) => x.ratio)
-    if (ar !== null && br !== null) results.push({ name: `${r.name}/${r.baseline}`.replace(/\s+/g, '_'), unit: 'ratio', value: ar, baseline: `before (${beforeCommit})`, baselineValue: br, ratio: ar / br })
+    if (ar !== null && br !== null)
+      results.push({
+        name: `${r.name}/${r.baseline}`.replace(/\s+/g, '_'),
+        unit: 'ratio',
+        value: ar,
+        baseline: `before (${beforeCommit})`,
+        baselineValue: br,
+        ratio: ar / br,
+      })
   }
 }
-const file: ResultsFile = { suite: after[0]!.suite, node: after[0]!.node, quick: true, commit: afterCommit, date: new Date().toISOString(), results }
+const file: ResultsFile = {
+  suite: after[0]!.suite,
+  node: after[0]!.node,
+  quick: true,
+  commit: afterCommit,
+  date: new Date().toISOString(),
+  results,
+}
 mkdirSync(dirname(out), { recursive: true })
 writeFileSync(out, JSON.stringify(file, null, 2) + '\n')
 console.log(`wrote ${out}: ${results.length} rows from ${before.length} + ${after.length} runs`)

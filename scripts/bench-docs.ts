@@ -35,7 +35,10 @@ type Row = ResultsFile['results'][number]
  */
 export function loadResults(dir = join(root, 'bench', 'results')): Map<string, ResultsFile> {
   const out = new Map<string, ResultsFile>()
-  for (const [sub, prefix] of [['', ''], ['history', 'history/']] as const) {
+  for (const [sub, prefix] of [
+    ['', ''],
+    ['history', 'history/'],
+  ] as const) {
     const d = join(dir, sub)
     if (!existsSync(d)) continue
     for (const f of readdirSync(d)) {
@@ -73,7 +76,10 @@ function resultsTable(suite: string, f: ResultsFile, selectors: string[]): strin
     }
   }
   const lines = ['| case | value | unit | baseline | baseline value | ratio |', '| --- | ---: | --- | --- | ---: | ---: |']
-  for (const r of rows) lines.push(`| ${cell(r.name)} | ${fmt(r.value)} | ${r.unit} | ${cell(r.baseline ?? '-')} | ${fmt(r.baselineValue)} | ${ratio(r.ratio)} |`)
+  for (const r of rows)
+    lines.push(
+      `| ${cell(r.name)} | ${fmt(r.value)} | ${r.unit} | ${cell(r.baseline ?? '-')} | ${fmt(r.baselineValue)} | ${ratio(r.ratio)} |`,
+    )
   return lines.join('\n') + '\n' + footer(suite, f)
 }
 
@@ -119,7 +125,9 @@ export function renderDoc(text: string, results: Map<string, ResultsFile>): { te
 
 /** The files that may hold blocks: docs/*.md and README.md. */
 export function docFiles(): string[] {
-  const docs = readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join(root, 'docs', f))
+  const docs = readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => join(root, 'docs', f))
   const readme = join(root, 'README.md')
   return existsSync(readme) ? [...docs, readme] : docs
 }

@@ -33,8 +33,15 @@ if (process.argv.length > 2) {
     return [rel.startsWith('..') || isAbsolute(rel) ? abs : rel, abs]
   })
 } else {
-  const names = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)]
-  for (const p of readdirSync(join(root, 'packages')).sort()) if (existsSync(join(root, 'packages', p, 'README.md'))) names.push(`packages/${p}/README.md`)
+  const names = [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `docs/${f}`),
+  ]
+  for (const p of readdirSync(join(root, 'packages')).sort())
+    if (existsSync(join(root, 'packages', p, 'README.md'))) names.push(`packages/${p}/README.md`)
   docs = names.map((n) => [n, join(root, n)])
 }
 
@@ -70,7 +77,7 @@ if (base.error) throw new Error(ts.flattenDiagnosticMessageText(base.error.messa
 const parsed = ts.parseJsonConfigFileContent(base.config, ts.sys, root)
 const options = { ...parsed.options, noEmit: true, allowImportingTsExtensions: true, noUnusedLocals: false, types: ['node'] }
 const host = ts.createCompilerHost(options)
-host.getCurrentDirectory = () => root   // `types` resolve from the repository, whatever the working directory
+host.getCurrentDirectory = () => root // `types` resolve from the repository, whatever the working directory
 const { fileExists, readFile, getSourceFile } = host
 host.fileExists = (f) => snippets.has(f) || fileExists.call(host, f)
 host.readFile = (f) => snippets.get(f)?.text ?? readFile.call(host, f)

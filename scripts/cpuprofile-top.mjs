@@ -24,6 +24,9 @@ for (const file of args) {
   const idle = self.get('(idle)') ?? 0
   const busy = total - idle
   console.log(`${file}: ${(busy / 1000).toFixed(0)} ms busy; GC ${(((self.get('(garbage collector)') ?? 0) / busy) * 100).toFixed(1)}%`)
-  const rows = [...self].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top)
+  const rows = [...self]
+    .filter(([k]) => k !== '(idle)')
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
   for (const [k, us] of rows) console.log(`  ${((us / busy) * 100).toFixed(1).padStart(5)}%  ${k}`)
 }

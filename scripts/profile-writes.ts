@@ -28,7 +28,7 @@ const cases: Record<string, () => number> = {
   insert: () => {
     const { db, t } = table(false)
     const n = 2_000_000
-    for (let i = 0; i < n; ) {
+    for (let i = 0; i < n;) {
       const txn = db.tryWriteTxn(t)!
       for (const end = i + 100; i < end; i++) t.insert(txn, { id: i, tags: T })
       txn.commit()

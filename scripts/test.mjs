@@ -38,10 +38,21 @@ function failuresOf(dir, text) {
   let file = ''
   let cur
   for (const line of text.split('\n')) {
-    if (/^\S+\.test\.ts$/.test(line.trim()) && !line.startsWith(' ')) { file = line.trim(); cur = undefined; continue }
+    if (/^\S+\.test\.ts$/.test(line.trim()) && !line.startsWith(' ')) {
+      file = line.trim()
+      cur = undefined
+      continue
+    }
     const m = line.match(/^\s+FAIL\s+"(.*)"\s*$/)
-    if (m) { cur = { where: `${dir}/${file}`, test: m[1], lines: [] }; out.push(cur); continue }
-    if (/^\s+Total:/.test(line)) { cur = undefined; continue }
+    if (m) {
+      cur = { where: `${dir}/${file}`, test: m[1], lines: [] }
+      out.push(cur)
+      continue
+    }
+    if (/^\s+Total:/.test(line)) {
+      cur = undefined
+      continue
+    }
     if (cur && cur.lines.length < 40 && !/^\s+at /.test(line)) cur.lines.push(line)
   }
   for (const f of out) while (f.lines.length && f.lines[f.lines.length - 1].trim() === '') f.lines.pop()
@@ -87,12 +98,28 @@ function runFolder(dir) {
       const skipped = num('Skipped') || 0
       const seconds = (Date.now() - started) / 1000
       if (Number.isNaN(total)) {
-        resolve({ dir, passed: 0, failed: 1, skipped: 0, seconds, failures: [], note: note || `${dir}: exited with code ${code} before reporting` })
+        resolve({
+          dir,
+          passed: 0,
+          failed: 1,
+          skipped: 0,
+          seconds,
+          failures: [],
+          note: note || `${dir}: exited with code ${code} before reporting`,
+        })
         return
       }
       let failed = total - passed - skipped
       if (note || (code !== 0 && failed === 0)) failed += 1
-      resolve({ dir, passed, failed, skipped, seconds, failures: failuresOf(dir, text), note: note || (code !== 0 ? `${dir}: exit code ${code}` : '') })
+      resolve({
+        dir,
+        passed,
+        failed,
+        skipped,
+        seconds,
+        failures: failuresOf(dir, text),
+        note: note || (code !== 0 ? `${dir}: exit code ${code}` : ''),
+      })
     })
   })
 }
@@ -101,23 +128,35 @@ function checkPackages() {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [join(root, 'scripts/check-packages.mjs')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
-    child.stdout.on('data', (b) => { process.stdout.write(b); out += b })
+    child.stdout.on('data', (b) => {
+      process.stdout.write(b)
+      out += b
+    })
     child.on('exit', (code) => {
       const m = out.match(/^packaging: (\d+) passed, (\d+) failed/m)
       if (!m) resolve({ passed: 0, failed: 1, note: `packaging: scripts/check-packages.mjs exited with code ${code} before reporting` })
-      else resolve({ passed: Number(m[1]), failed: Number(m[2]) + (code !== 0 && m[2] === '0' ? 1 : 0), note: code !== 0 ? 'packaging: see the FAIL lines above' : '' })
+      else
+        resolve({
+          passed: Number(m[1]),
+          failed: Number(m[2]) + (code !== 0 && m[2] === '0' ? 1 : 0),
+          note: code !== 0 ? 'packaging: see the FAIL lines above' : '',
+        })
     })
   })
 }
 
-let passed = 0, failed = 0, skipped = 0
+let passed = 0,
+  failed = 0,
+  skipped = 0
 const notes = []
 const results = []
 for (const dir of selected) {
   console.log(`\n=== ${dir}`)
   const r = await runFolder(dir)
   results.push(r)
-  passed += r.passed; failed += r.failed; skipped += r.skipped
+  passed += r.passed
+  failed += r.failed
+  skipped += r.skipped
   if (r.note) notes.push(r.note)
 }
 // The packed-package check (build, pack, install in a consumer outside the workspace): its
@@ -127,7 +166,8 @@ if (!given && (!only.length || only.includes('packaging'))) {
   const started = Date.now()
   const r = await checkPackages()
   results.push({ dir: 'packaging', passed: r.passed, failed: r.failed, skipped: 0, seconds: (Date.now() - started) / 1000, failures: [] })
-  passed += r.passed; failed += r.failed
+  passed += r.passed
+  failed += r.failed
   if (r.note) notes.push(r.note)
 }
 const failures = results.flatMap((r) => r.failures)

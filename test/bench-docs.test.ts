@@ -37,7 +37,11 @@ const results = new Map([['s', sample]])
 test('a block renders the selected results in selector order, with the run it came from', () => {
   const out = renderBlock('s', ['M', 'A_*'], results)
   const rows = out.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| case') && !l.startsWith('| ---'))
-  assert.equal(rows, ['| M | 120 | bytes/object | - | - | - |', '| A_1 | 1,500 | objects/s | b | 1,000 | 1.50 |', '| A_2 | 500 | objects/s | b | 1,000 | 0.50 |'])
+  assert.equal(rows, [
+    '| M | 120 | bytes/object | - | - | - |',
+    '| A_1 | 1,500 | objects/s | b | 1,000 | 1.50 |',
+    '| A_2 | 500 | objects/s | b | 1,000 | 0.50 |',
+  ])
   assert.match(out, 'bench/results/s.json` (full run at abc1234, 2026-01-02 03:04 UTC')
 })
 

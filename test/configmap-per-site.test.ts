@@ -25,8 +25,18 @@ test('ConfigMaps follow Sites; a Site whose cleanup fails twice is deleted after
       if (site.metadata.name === 'b' && released.filter((n) => n === 'b').length <= 2) throw new Error('DNS API unavailable')
     },
   }
-  const m = siteController({ cluster, handleSignals: false, http: { port: 0 }, logger: createLogger({ level: 'silent' }), retry: { minMs: 20, maxMs: 200 } }, outside)
-  const put = (name: string, title: string) => cluster.request({ method: 'PATCH', path: `${SITES}/${name}`, query: { fieldManager: 'user', force: true }, contentType: 'application/apply-patch+yaml', body: { apiVersion: 'demo.statewright.io/v1', kind: 'Site', metadata: { name, namespace: 'default' }, spec: { title, replicas: 2 } } })
+  const m = siteController(
+    { cluster, handleSignals: false, http: { port: 0 }, logger: createLogger({ level: 'silent' }), retry: { minMs: 20, maxMs: 200 } },
+    outside,
+  )
+  const put = (name: string, title: string) =>
+    cluster.request({
+      method: 'PATCH',
+      path: `${SITES}/${name}`,
+      query: { fieldManager: 'user', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'demo.statewright.io/v1', kind: 'Site', metadata: { name, namespace: 'default' }, spec: { title, replicas: 2 } },
+    })
   const cm = (name: string) => server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, `site-${name}`, 'default')
   const site = (name: string) => server.control.get({ apiVersion: 'demo.statewright.io/v1', kind: 'Site' }, name, 'default')
   try {
@@ -49,7 +59,7 @@ test('ConfigMaps follow Sites; a Site whose cleanup fails twice is deleted after
     assert.is(cm('b'), undefined, 'and its ConfigMap with it')
     assert.ok(cm('a'), 'the other Site keeps its ConfigMap')
     const failures = server.control.requestLog().filter((e) => e.method === 'PATCH' && e.path === `${SITES}/b/status`)
-    assert.ok(failures.length >= 1, 'the failing cleanup was reported on the Site\'s status')
+    assert.ok(failures.length >= 1, "the failing cleanup was reported on the Site's status")
   } finally {
     await m.stop()
     await cluster.close()

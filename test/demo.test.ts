@@ -9,7 +9,10 @@ test('npm start: the Kubernetes demo converges after every fault and prints a su
   const lines: string[] = []
   const { ok, summary } = await runDemo({ log: (l) => lines.push(l), sites: 20 })
   assert.ok(ok, lines.join('\n'))
-  assert.ok(lines.some((l) => l.includes('nothing lost')), lines.join('\n'))
+  assert.ok(
+    lines.some((l) => l.includes('nothing lost')),
+    lines.join('\n'),
+  )
   assert.ok((summary.reflector as any).relists >= 1, 'the 410 fault forced a relist')
   assert.ok((summary.driftRepairs as number) >= 2, 'drift repaired')
   assert.is((summary.target as any).pruned, 1)

@@ -23,8 +23,16 @@ test('the NATS primary example (docs/nats.md) shows ConfigMaps, ErrResourceExist
   const lines: string[] = []
   const r = await natsPrimary((l) => lines.push(l))
   assert.equal(r, { configMaps: ['app-api', 'app-shop', 'app-web-front'], garbage: 1, foreignWarnings: 1 })
-  assert.ok(lines.some((l) => l.includes('ErrResourceExists: shop: Resource "default/app-shop" already exists and is not managed by this controller')), lines.join('\n'))
-  assert.ok(lines.some((l) => l.includes('nats-server restarted')), lines.join('\n'))
+  assert.ok(
+    lines.some((l) =>
+      l.includes('ErrResourceExists: shop: Resource "default/app-shop" already exists and is not managed by this controller'),
+    ),
+    lines.join('\n'),
+  )
+  assert.ok(
+    lines.some((l) => l.includes('nats-server restarted')),
+    lines.join('\n'),
+  )
 })
 
 test.run()

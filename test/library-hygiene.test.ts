@@ -17,10 +17,12 @@ test('no console.* in library code', () => {
   const hits: string[] = []
   for (const pkg of readdirSync(join(root, 'packages'))) {
     for (const f of files(join(root, 'packages', pkg, 'src'))) {
-      readFileSync(f, 'utf8').split('\n').forEach((line, i) => {
-        const code = line.replace(/\/\/.*$/, '').replace(/^\s*\*.*$/, '')
-        if (/\bconsole\.(log|error|warn|info|debug|trace)\b/.test(code)) hits.push(`${f.slice(root.length)}:${i + 1}: ${line.trim()}`)
-      })
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          const code = line.replace(/\/\/.*$/, '').replace(/^\s*\*.*$/, '')
+          if (/\bconsole\.(log|error|warn|info|debug|trace)\b/.test(code)) hits.push(`${f.slice(root.length)}:${i + 1}: ${line.trim()}`)
+        })
     }
   }
   assert.equal(hits, [])

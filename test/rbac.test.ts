@@ -22,20 +22,44 @@ const NEEDED_UNEXERCISED = new Map([
 export function rbacOf(e: RequestLogEntry): string | undefined {
   const segs = e.path.split('/').filter(Boolean)
   let group: string, rest: string[]
-  if (segs[0] === 'api') { group = ''; rest = segs.slice(2) } else if (segs[0] === 'apis') { group = segs[1]!; rest = segs.slice(3) } else return undefined
+  if (segs[0] === 'api') {
+    group = ''
+    rest = segs.slice(2)
+  } else if (segs[0] === 'apis') {
+    group = segs[1]!
+    rest = segs.slice(3)
+  } else return undefined
   if (rest.length === 0) return undefined // discovery of a group-version
   if (rest[0] === 'namespaces' && rest.length >= 3) rest = rest.slice(2)
   const [resource, name, sub] = rest
-  const verb = e.method === 'GET' ? (name ? 'get' : e.watch || e.query.watch ? 'watch' : 'list')
-    : e.method === 'POST' ? 'create' : e.method === 'PUT' ? 'update' : e.method === 'PATCH' ? 'patch'
-    : e.method === 'DELETE' ? (name ? 'delete' : 'deletecollection') : e.method.toLowerCase()
+  const verb =
+    e.method === 'GET'
+      ? name
+        ? 'get'
+        : e.watch || e.query.watch
+          ? 'watch'
+          : 'list'
+      : e.method === 'POST'
+        ? 'create'
+        : e.method === 'PUT'
+          ? 'update'
+          : e.method === 'PATCH'
+            ? 'patch'
+            : e.method === 'DELETE'
+              ? name
+                ? 'delete'
+                : 'deletecollection'
+              : e.method.toLowerCase()
   return `${group}/${resource}${sub ? `/${sub}` : ''}/${verb}`
 }
 
 test('the ClusterRole allows every request the controller makes, and nothing it does not need', async () => {
-  const role = parseAllDocuments(readFileSync(new URL('../examples/deploy/clusterrole.yaml', import.meta.url), 'utf8')).map((d) => d.toJS()).find((d) => d.kind === 'ClusterRole')
+  const role = parseAllDocuments(readFileSync(new URL('../examples/deploy/clusterrole.yaml', import.meta.url), 'utf8'))
+    .map((d) => d.toJS())
+    .find((d) => d.kind === 'ClusterRole')
   const allowed = new Set<string>()
-  for (const r of role.rules) for (const g of r.apiGroups) for (const res of r.resources) for (const v of r.verbs) allowed.add(`${g}/${res}/${v}`)
+  for (const r of role.rules)
+    for (const g of r.apiGroups) for (const res of r.resources) for (const v of r.verbs) allowed.add(`${g}/${res}/${v}`)
 
   const server = await startTestServer()
   const admin = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
@@ -43,13 +67,31 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
   const crd = parse(readFileSync(new URL('../examples/site-crd.yaml', import.meta.url), 'utf8'))
   await admin.request({ method: 'POST', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', body: crd })
   const sites = '/apis/demo.statewright.io/v1/namespaces/default/sites'
-  const put = (name: string, title: string) => admin.request({ method: 'PATCH', path: `${sites}/${name}`, query: { fieldManager: 'user', force: true }, contentType: 'application/apply-patch+yaml', body: { apiVersion: 'demo.statewright.io/v1', kind: 'Site', metadata: { name, namespace: 'default' }, spec: { title } } })
+  const put = (name: string, title: string) =>
+    admin.request({
+      method: 'PATCH',
+      path: `${sites}/${name}`,
+      query: { fieldManager: 'user', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'demo.statewright.io/v1', kind: 'Site', metadata: { name, namespace: 'default' }, spec: { title } },
+    })
   let fail = 1
-  const m = siteController({
-    cluster, handleSignals: false, http: { port: 0 }, logger: createLogger({ level: 'silent' }), retry: { minMs: 20, maxMs: 100 },
-    leaderElection: { namespace: 'default', retryPeriodMs: 100, leaseDurationMs: 1000, renewDeadlineMs: 800 },
-    drift: { minMs: 10, maxMs: 20, fightRepairs: 1 },
-  }, { release: async () => { if (fail-- > 0) throw new Error('not yet') } })
+  const m = siteController(
+    {
+      cluster,
+      handleSignals: false,
+      http: { port: 0 },
+      logger: createLogger({ level: 'silent' }),
+      retry: { minMs: 20, maxMs: 100 },
+      leaderElection: { namespace: 'default', retryPeriodMs: 100, leaseDurationMs: 1000, renewDeadlineMs: 800 },
+      drift: { minMs: 10, maxMs: 20, fightRepairs: 1 },
+    },
+    {
+      release: async () => {
+        if (fail-- > 0) throw new Error('not yet')
+      },
+    },
+  )
   try {
     await put('a', 'A')
     await put('b', 'B')
@@ -61,13 +103,27 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
     await waitForConvergence(m, { timeout: 15_000 })
     // drift: someone edits our ConfigMap twice (a fight at fightRepairs 1: a Warning Event)
     for (const v of ['x', 'y']) {
-      await admin.request({ method: 'PATCH', path: '/api/v1/namespaces/default/configmaps/site-a', query: { fieldManager: 'vandal' }, contentType: 'application/merge-patch+json', body: { data: { title: v } } })
+      await admin.request({
+        method: 'PATCH',
+        path: '/api/v1/namespaces/default/configmaps/site-a',
+        query: { fieldManager: 'vandal' },
+        contentType: 'application/merge-patch+json',
+        body: { data: { title: v } },
+      })
       await waitForConvergence(m, { timeout: 15_000 })
     }
     // the second repair is backed off (minMs): the fight starts when it runs
     while (m.drift[0]!.fights().length === 0) await new Promise((r) => setTimeout(r, 10))
     // a stale ConfigMap with our owner label: pruned by a full reconciliation
-    await admin.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'stale', namespace: 'default', labels: { 'statewright.io/owner': 'site-controller' } } } })
+    await admin.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'stale', namespace: 'default', labels: { 'statewright.io/owner': 'site-controller' } },
+      },
+    })
     await m.reconciler.triggerFullReconciliation()
     await admin.request({ method: 'DELETE', path: `${sites}/b` })
     await waitForConvergence(m, { timeout: 15_000 })
@@ -78,7 +134,13 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
     await admin.close()
     await server.stop()
   }
-  const used = new Set(server.control.requestLog().filter((e) => e.userAgent === UA).map(rbacOf).filter((x): x is string => !!x))
+  const used = new Set(
+    server.control
+      .requestLog()
+      .filter((e) => e.userAgent === UA)
+      .map(rbacOf)
+      .filter((x): x is string => !!x),
+  )
   const denied = [...used].filter((u) => !allowed.has(u))
   assert.equal(denied, [], `requests the ClusterRole does not allow: ${denied.join(', ')}`)
   const unused = [...allowed].filter((a) => !used.has(a) && !NEEDED_UNEXERCISED.has(a))

@@ -13,12 +13,15 @@ const dir = join(root, '.tmp', `runner-${process.pid}`)
 test('runner output: plain text off a terminal, failures with file, name and diff, a summary per folder', () => {
   mkdirSync(join(dir, 'a'), { recursive: true })
   mkdirSync(join(dir, 'b'), { recursive: true })
-  const body = (name: string, ok: boolean) => `import { test } from 'uvu'\nimport * as assert from 'uvu/assert'\ntest(${JSON.stringify(name)}, () => { assert.equal({ n: 1 }, { n: ${ok ? 1 : 2} }) })\ntest.run()\n`
+  const body = (name: string, ok: boolean) =>
+    `import { test } from 'uvu'\nimport * as assert from 'uvu/assert'\ntest(${JSON.stringify(name)}, () => { assert.equal({ n: 1 }, { n: ${ok ? 1 : 2} }) })\ntest.run()\n`
   writeFileSync(join(dir, 'a', 'good.test.ts'), body('passes', true))
   writeFileSync(join(dir, 'b', 'bad.test.ts'), body('compares n', false))
   try {
     const r = spawnSync(process.execPath, [join(root, 'scripts/test.mjs')], {
-      cwd: root, encoding: 'utf8', env: { ...process.env, STATEWRIGHT_TEST_FOLDERS: `${join(dir, 'a')},${join(dir, 'b')}` },
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, STATEWRIGHT_TEST_FOLDERS: `${join(dir, 'a')},${join(dir, 'b')}` },
     })
     const out = r.stdout + r.stderr
     assert.is(r.status, 1, out)

@@ -22,36 +22,43 @@ test('broken snippets fail the check, each error named by markdown file and line
   const dir = mkdtempSync(join(tmpdir(), 'snippets-test-'))
   try {
     const doc = join(dir, 'broken.md')
-    writeFileSync(doc, md([
-      '# A doc',                                                     // 1
-      '',                                                            // 2
-      `${fence}ts`,                                                  // 3
-      "import { DB, Table, defineIndex } from '@statewright/statedb'", // 4
-      "const byName = defineIndex<{ name: string }, string>({ name: 'name', key: (o) => o.name, unique: true })", // 5
-      "const t = new Table({ name: 't', primary: byName })",         // 6
-      'const db = new DB({ tables: [t] })',                          // 7
-      fence,                                                         // 8
-      '',                                                            // 9
-      '<!-- prelude',                                                // 10
-      "import type { DB } from '@statewright/statedb'",              // 11
-      'declare const db: DB',                                        // 12
-      '-->',                                                         // 13
-      `${fence}ts`,                                                  // 14
-      'const txn = db.readTxn()',                                    // 15
-      'const n: string = db.size',                                   // 16: no such property
-      fence,                                                         // 17
-      '',
-      `${fence}ts`,                                                  // 19
-      'new Cluster({ qps = 100, burst = 2 × qps })',                 // 20: pseudo code
-      fence,
-      '',
-      `${fence}sh`,
-      'npm test',
-      fence,
-    ]))
+    writeFileSync(
+      doc,
+      md([
+        '# A doc', // 1
+        '', // 2
+        `${fence}ts`, // 3
+        "import { DB, Table, defineIndex } from '@statewright/statedb'", // 4
+        "const byName = defineIndex<{ name: string }, string>({ name: 'name', key: (o) => o.name, unique: true })", // 5
+        "const t = new Table({ name: 't', primary: byName })", // 6
+        'const db = new DB({ tables: [t] })', // 7
+        fence, // 8
+        '', // 9
+        '<!-- prelude', // 10
+        "import type { DB } from '@statewright/statedb'", // 11
+        'declare const db: DB', // 12
+        '-->', // 13
+        `${fence}ts`, // 14
+        'const txn = db.readTxn()', // 15
+        'const n: string = db.size', // 16: no such property
+        fence, // 17
+        '',
+        `${fence}ts`, // 19
+        'new Cluster({ qps = 100, burst = 2 × qps })', // 20: pseudo code
+        fence,
+        '',
+        `${fence}sh`,
+        'npm test',
+        fence,
+      ]),
+    )
     const r = check(doc)
     assert.is(r.code, 1, r.out)
-    assert.match(r.out, `${doc}:16:22: error TS2339: Property 'size' does not exist on type 'DB'`, 'a type error after a prelude: its markdown line')
+    assert.match(
+      r.out,
+      `${doc}:16:22: error TS2339: Property 'size' does not exist on type 'DB'`,
+      'a type error after a prelude: its markdown line',
+    )
     assert.match(r.out, `${doc}:20:36: error TS1127: Invalid character.`, 'a syntax error in another snippet is reported too')
     assert.not.match(r.out, /broken\.md:[1-9]\b|broken\.md:1[0-5]\b/, 'nothing in the correct snippet')
     assert.not.match(r.out, /\.tmp\/snippets/, 'no extracted file names in the report')
@@ -78,7 +85,10 @@ test("docs/testserver.md's example test runs and passes", () => {
   try {
     writeFileSync(join(dir, 'testserver.test.ts'), code + '\n')
     const r = spawnSync(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', join(dir, 'testserver.test.ts')], {
-      cwd: root, encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
     })
     const out = r.stdout + r.stderr
     assert.is(r.status, 0, out)

@@ -258,4 +258,8 @@ class BTreeTxn implements BaselineTxn {
   }
 }
 
-export const BASELINES: ReadonlyArray<(withTags: boolean) => Baseline> = [(t) => new MapStore(t), (t) => new ImmutableStore(t), (t) => new BTreeStore(t)]
+export const BASELINES: ReadonlyArray<(withTags: boolean) => Baseline> = [
+  (t) => new MapStore(t),
+  (t) => new ImmutableStore(t),
+  (t) => new BTreeStore(t),
+]

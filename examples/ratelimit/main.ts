@@ -10,14 +10,21 @@ import { rateLimitReconcile } from './reconcile.ts'
 
 const GW = `${GATEWAY_API_GROUP}/v1`
 /** Spec changes only: a status write (ours) is no event. */
-const specChanged = (e: ResourceEvent) => e.type !== 'update' || e.old?.metadata.generation !== e.new?.metadata.generation || JSON.stringify(e.old?.metadata.labels) !== JSON.stringify(e.new?.metadata.labels)
+const specChanged = (e: ResourceEvent) =>
+  e.type !== 'update' ||
+  e.old?.metadata.generation !== e.new?.metadata.generation ||
+  JSON.stringify(e.old?.metadata.labels) !== JSON.stringify(e.new?.metadata.labels)
 
-export function rateLimitController(opts: Partial<ManagerOptions> & { limitadorNamespace?: string } = {}): { manager: Manager; controller: StateOfWorldController } {
+export function rateLimitController(opts: Partial<ManagerOptions> & { limitadorNamespace?: string } = {}): {
+  manager: Manager
+  controller: StateOfWorldController
+} {
   const { limitadorNamespace = process.env.LIMITADOR_NAMESPACE ?? 'kuadrant-system', ...mopts } = opts
   const manager = new Manager({ name: 'kuadrant-ratelimit', ...mopts })
   manager.owns({ apiVersion: 'v1', kind: 'ConfigMap' })
   const controller = new StateOfWorldController({
-    manager, name: 'ratelimit',
+    manager,
+    name: 'ratelimit',
     watch: [
       { kind: { apiVersion: GW, kind: 'GatewayClass' } },
       { kind: { apiVersion: GW, kind: 'Gateway' }, predicate: specChanged },
@@ -31,6 +38,8 @@ export function rateLimitController(opts: Partial<ManagerOptions> & { limitadorN
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { manager } = rateLimitController({ http: { host: process.env.HTTP_HOST ?? '127.0.0.1', port: Number(process.env.HTTP_PORT ?? 8080) } })
+  const { manager } = rateLimitController({
+    http: { host: process.env.HTTP_HOST ?? '127.0.0.1', port: Number(process.env.HTTP_PORT ?? 8080) },
+  })
   await manager.start()
 }

@@ -2,7 +2,14 @@
 // where the packages come from their packed tarballs: what a user gets from npm.
 import assert from 'node:assert/strict'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { InMemoryMetrics, PrometheusMetrics, Reconciler, newStatusIndex, statusPending, waitForReconciliation } from '@statewright/reconciler'
+import {
+  InMemoryMetrics,
+  PrometheusMetrics,
+  Reconciler,
+  newStatusIndex,
+  statusPending,
+  waitForReconciliation,
+} from '@statewright/reconciler'
 import { Cluster, K8sMetrics, Reflector, Target, desired, namespacedName, newDesiredTable, targetReconciler } from '@statewright/k8s'
 import { startTestServer } from '@statewright/testserver'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
@@ -13,21 +20,39 @@ const step = (what) => console.log(`  consumer: ${what}`)
 // statedb objects reconciled into an in-memory target
 {
   const statusIndex = newStatusIndex((m) => m.status)
-  const memos = new Table({ name: 'memos', primary: defineIndex({ name: 'name', key: (m) => m.name, unique: true }), indexes: [statusIndex] })
+  const memos = new Table({
+    name: 'memos',
+    primary: defineIndex({ name: 'name', key: (m) => m.name, unique: true }),
+    indexes: [statusIndex],
+  })
   const db = new DB({ tables: [memos] })
   const target = new Map()
   const metrics = new InMemoryMetrics()
   const reconciler = new Reconciler({
-    db, table: memos, statusIndex, metrics,
+    db,
+    table: memos,
+    statusIndex,
+    metrics,
     getObjectStatus: (m) => m.status,
     setObjectStatus: (m, status) => ({ ...m, status }),
-    operations: { update: (m) => { target.set(m.name, m.body) }, delete: (m) => { target.delete(m.name) } },
+    operations: {
+      update: (m) => {
+        target.set(m.name, m.body)
+      },
+      delete: (m) => {
+        target.delete(m.name)
+      },
+    },
   }).start()
   await db.write(memos, (txn) => {
     for (const name of ['a', 'b', 'c']) memos.insert(txn, { name, body: name.toUpperCase(), status: statusPending() })
   })
   assert.deepEqual(await waitForReconciliation(db, memos, statusIndex), [])
-  assert.deepEqual([...target.entries()].sort(), [['a', 'A'], ['b', 'B'], ['c', 'C']])
+  assert.deepEqual([...target.entries()].sort(), [
+    ['a', 'A'],
+    ['b', 'B'],
+    ['c', 'C'],
+  ])
   assert.equal(metrics.get(memos.name).operations['update/success'], 3)
   await reconciler.stop()
   step('statedb objects reconciled into an in-memory target; waitForReconciliation returned no errors')
@@ -50,7 +75,14 @@ const step = (what) => console.log(`  consumer: ${what}`)
   const want = newDesiredTable()
   const db = new DB({ tables: [observed, want.table] })
   const metrics = new K8sMetrics()
-  const reflector = new Reflector({ cluster, db, table: observed, kind: { apiVersion: 'v1', kind: 'ConfigMap' }, namespace: 'default', metrics })
+  const reflector = new Reflector({
+    cluster,
+    db,
+    table: observed,
+    kind: { apiVersion: 'v1', kind: 'ConfigMap' },
+    namespace: 'default',
+    metrics,
+  })
   const target = new Target({ clusters: cluster, fieldManager: 'consumer', kinds: [{ apiVersion: 'v1', kind: 'ConfigMap' }], metrics })
   const reconciler = targetReconciler(db, want, target).start()
   try {
@@ -63,7 +95,8 @@ const step = (what) => console.log(`  consumer: ${what}`)
     assert.deepEqual(await waitForReconciliation(db, want.table, want.statusIndex, { signal: AbortSignal.timeout(10_000) }), [])
     const stored = server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'applied', 'default')
     assert.deepEqual(stored?.data, { k: 'v' }, 'the server holds the applied ConfigMap')
-    for (;;) { // the reflector sees our own apply come back through the watch
+    for (;;) {
+      // the reflector sees our own apply come back through the watch
       const [obj, watch] = observed.getWatch(db.readTxn(), observed.primary.query('default/applied'))
       if (obj) break
       await watch.wait(AbortSignal.timeout(10_000))
@@ -83,9 +116,22 @@ const step = (what) => console.log(`  consumer: ${what}`)
   const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
   const m = new Manager({ name: 'copier', cluster, handleSignals: false, http: { port: 0 }, logger: createLogger({ level: 'silent' }) })
   const originals = m.watch({ apiVersion: 'v1', kind: 'ConfigMap' }, { labelSelector: 'copy=yes' })
-  m.derive({ from: originals, owns: [{ apiVersion: 'v1', kind: 'ConfigMap' }], fn: (cm) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${cm.metadata.name}-copy`, namespace: cm.metadata.namespace }, data: cm.data ?? {} }) })
+  m.derive({
+    from: originals,
+    owns: [{ apiVersion: 'v1', kind: 'ConfigMap' }],
+    fn: (cm) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: `${cm.metadata.name}-copy`, namespace: cm.metadata.namespace },
+      data: cm.data ?? {},
+    }),
+  })
   try {
-    await cluster.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'orig', labels: { copy: 'yes' } }, data: { a: '1' } } })
+    await cluster.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'orig', labels: { copy: 'yes' } }, data: { a: '1' } },
+    })
     await m.start()
     assert.deepEqual((await waitForConvergence(m, { timeout: 10_000 })).errors, [])
     assert.deepEqual(server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'orig-copy', 'default')?.data, { a: '1' })

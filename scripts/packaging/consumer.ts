@@ -4,12 +4,24 @@
 import { KubeConfig } from '@kubernetes/client-node'
 import { Registry } from 'prom-client'
 import { DB, Table, defineIndex, type Txn } from '@statewright/statedb'
-import { PrometheusMetrics, Reconciler, newStatusIndex, statusPending, waitForReconciliation, type Metrics, type Status } from '@statewright/reconciler'
+import {
+  PrometheusMetrics,
+  Reconciler,
+  newStatusIndex,
+  statusPending,
+  waitForReconciliation,
+  type Metrics,
+  type Status,
+} from '@statewright/reconciler'
 import { Cluster, K8sMetrics, Target, desired, newDesiredTable, type KubeObject } from '@statewright/k8s'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
 import { Manager, derive, waitForConvergence, type ConvergenceResult } from '@statewright/controller'
 
-interface Memo { readonly name: string; readonly body: string; readonly status: Status }
+interface Memo {
+  readonly name: string
+  readonly body: string
+  readonly status: Status
+}
 
 const statusIndex = newStatusIndex<Memo>((m) => m.status)
 const byName = defineIndex<Memo, string>({ name: 'name', key: (m) => m.name, unique: true })
@@ -18,12 +30,18 @@ const db = new DB({ tables: [memos] })
 const metrics: Metrics = new PrometheusMetrics({ registry: new Registry(), prefix: 'consumer' })
 
 export function names(txn: Txn): string[] {
-  return memos.all(txn).toArray().map((m) => m.name)
+  return memos
+    .all(txn)
+    .toArray()
+    .map((m) => m.name)
 }
 
 export async function run(): Promise<Memo[]> {
   const r = new Reconciler<Memo>({
-    db, table: memos, statusIndex, metrics,
+    db,
+    table: memos,
+    statusIndex,
+    metrics,
     getObjectStatus: (m) => m.status,
     setObjectStatus: (m, status) => ({ ...m, status }),
     operations: { update: async () => {}, delete: () => {} },
@@ -43,7 +61,7 @@ export async function k8s(): Promise<void> {
   const server: RunningTestServer = await startTestServer({ token: null })
   const kc = new KubeConfig()
   kc.loadFromString(server.kubeconfig)
-  const cluster = new Cluster({ kubeConfig: kc })                 // the user's own KubeConfig fits
+  const cluster = new Cluster({ kubeConfig: kc }) // the user's own KubeConfig fits
   const metrics = new K8sMetrics(new Registry())
   const text: string = await metrics.registry.metrics()
   const want = newDesiredTable()
@@ -61,7 +79,10 @@ export async function k8s(): Promise<void> {
 export async function controller(cluster: Cluster): Promise<ConvergenceResult> {
   const m = new Manager({ name: 'typed', cluster, http: false, handleSignals: false })
   const cms = m.watch<KubeObject>({ apiVersion: 'v1', kind: 'ConfigMap' })
-  m.derive({ from: cms, fn: (cm) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${cm.metadata.name}-x`, namespace: cm.metadata.namespace } }) })
+  m.derive({
+    from: cms,
+    fn: (cm) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${cm.metadata.name}-x`, namespace: cm.metadata.namespace } }),
+  })
   // @ts-expect-error a derivation returns Kubernetes objects, not strings
   m.derive({ from: cms, fn: () => 'not an object' })
   const db = new DB()

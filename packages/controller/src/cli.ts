@@ -14,11 +14,23 @@ ${INSPECT_USAGE}`
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv
   if (cmd === 'gen-types') {
-    const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { version: { type: 'string' }, 'kube-object-from': { type: 'string' } } })
+    const { values, positionals } = parseArgs({
+      args: rest,
+      allowPositionals: true,
+      options: { version: { type: 'string' }, 'kube-object-from': { type: 'string' } },
+    })
     const file = positionals[0]
-    if (!file) { process.stderr.write(`${USAGE}\n`); return 2 }
+    if (!file) {
+      process.stderr.write(`${USAGE}\n`)
+      return 2
+    }
     const text = readFileSync(file === '-' ? 0 : file, 'utf8')
-    process.stdout.write(await genTypes(text, { ...(values.version ? { version: values.version } : {}), ...(values['kube-object-from'] ? { kubeObjectFrom: values['kube-object-from'] } : {}) }))
+    process.stdout.write(
+      await genTypes(text, {
+        ...(values.version ? { version: values.version } : {}),
+        ...(values['kube-object-from'] ? { kubeObjectFrom: values['kube-object-from'] } : {}),
+      }),
+    )
     return 0
   }
   if (cmd !== undefined && INSPECT_COMMANDS.has(cmd)) {
@@ -26,12 +38,20 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGINT', () => ctl.abort())
     return runInspect(cmd, rest, { stdout: process.stdout, stderr: process.stderr, env: process.env, signal: ctl.signal })
   }
-  if (cmd === '--help' || cmd === '-h' || cmd === 'help') { process.stdout.write(`${USAGE}\n`); return 0 }
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(`${USAGE}\n`)
+    return 0
+  }
   process.stderr.write(`${USAGE}\n`)
   return cmd === undefined || cmd === '--help' || cmd === '-h' ? 0 : 2
 }
 
-main(process.argv.slice(2)).then((code) => { process.exitCode = code }, (err) => {
-  process.stderr.write(`statewright: ${(err as Error).message}\n`)
-  process.exitCode = 1
-})
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code
+  },
+  (err) => {
+    process.stderr.write(`statewright: ${(err as Error).message}\n`)
+    process.exitCode = 1
+  },
+)

@@ -41,11 +41,16 @@ const TYPE = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\
 /** Checks a condition the way the API server's validation would, with a message naming it. */
 function validate(c: ConditionInput): void {
   const what = `condition ${JSON.stringify(c?.type)}`
-  if (typeof c?.type !== 'string' || !TYPE.test(c.type) || c.type.length > 316) throw new InvalidObjectError(`${what}: type must be a qualified name (e.g. "Ready" or "example.com/Ready")`)
-  if (c.status !== 'True' && c.status !== 'False' && c.status !== 'Unknown') throw new InvalidObjectError(`${what}: status must be "True", "False" or "Unknown", not ${JSON.stringify(c.status)}`)
-  if (typeof c.reason !== 'string' || !REASON.test(c.reason) || c.reason.length > 1024) throw new InvalidObjectError(`${what}: reason must be CamelCase (letters, digits, '_', ',', ':'), not ${JSON.stringify(c.reason)}`)
-  if (c.message !== undefined && (typeof c.message !== 'string' || c.message.length > 32768)) throw new InvalidObjectError(`${what}: message must be a string of at most 32768 characters`)
-  if (c.observedGeneration !== undefined && !(Number.isInteger(c.observedGeneration) && c.observedGeneration >= 0)) throw new InvalidObjectError(`${what}: observedGeneration must be a non-negative integer`)
+  if (typeof c?.type !== 'string' || !TYPE.test(c.type) || c.type.length > 316)
+    throw new InvalidObjectError(`${what}: type must be a qualified name (e.g. "Ready" or "example.com/Ready")`)
+  if (c.status !== 'True' && c.status !== 'False' && c.status !== 'Unknown')
+    throw new InvalidObjectError(`${what}: status must be "True", "False" or "Unknown", not ${JSON.stringify(c.status)}`)
+  if (typeof c.reason !== 'string' || !REASON.test(c.reason) || c.reason.length > 1024)
+    throw new InvalidObjectError(`${what}: reason must be CamelCase (letters, digits, '_', ',', ':'), not ${JSON.stringify(c.reason)}`)
+  if (c.message !== undefined && (typeof c.message !== 'string' || c.message.length > 32768))
+    throw new InvalidObjectError(`${what}: message must be a string of at most 32768 characters`)
+  if (c.observedGeneration !== undefined && !(Number.isInteger(c.observedGeneration) && c.observedGeneration >= 0))
+    throw new InvalidObjectError(`${what}: observedGeneration must be a non-negative integer`)
 }
 
 /** RFC 3339 at seconds precision, as metav1.Time serializes. */
@@ -79,8 +84,14 @@ export function setCondition(conditions: readonly Condition[] | undefined, cond:
 }
 
 function sameCondition(a: Condition, b: Condition): boolean {
-  return a.type === b.type && a.status === b.status && a.reason === b.reason && a.message === b.message &&
-    a.lastTransitionTime === b.lastTransitionTime && a.observedGeneration === b.observedGeneration
+  return (
+    a.type === b.type &&
+    a.status === b.status &&
+    a.reason === b.reason &&
+    a.message === b.message &&
+    a.lastTransitionTime === b.lastTransitionTime &&
+    a.observedGeneration === b.observedGeneration
+  )
 }
 
 export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
@@ -123,7 +134,8 @@ export class StatusWriter {
 
   constructor(opts: StatusWriterOptions) {
     if (!opts?.cluster) throw new ConfigError('StatusWriter: a cluster is required')
-    if (typeof opts.fieldManager !== 'string' || opts.fieldManager === '') throw new ConfigError('StatusWriter: fieldManager must be a non-empty string')
+    if (typeof opts.fieldManager !== 'string' || opts.fieldManager === '')
+      throw new ConfigError('StatusWriter: fieldManager must be a non-empty string')
     this.cluster = opts.cluster
     this.fieldManager = opts.fieldManager
     this.force = opts.force ?? true
@@ -134,17 +146,23 @@ export class StatusWriter {
    * conditions). Resolves with the object the server returned; its resourceVersion is unchanged when
    * nothing changed. `kind` skips discovery.
    */
-  async apply(obj: KubeObject, status: StatusPatch, opts: { kind?: ResourceRef; signal?: AbortSignal; now?: Date } = {}): Promise<KubeObject> {
+  async apply(
+    obj: KubeObject,
+    status: StatusPatch,
+    opts: { kind?: ResourceRef; signal?: AbortSignal; now?: Date } = {},
+  ): Promise<KubeObject> {
     const what = describe(obj)
     const { name, namespace } = obj.metadata ?? {}
-    if (!obj.apiVersion || !obj.kind || !name) throw new InvalidObjectError(`${what}: status needs an object with apiVersion, kind and metadata.name`)
-    const ref = opts.kind ?? await resolveKind(this.cluster, obj as KindRef)
+    if (!obj.apiVersion || !obj.kind || !name)
+      throw new InvalidObjectError(`${what}: status needs an object with apiVersion, kind and metadata.name`)
+    const ref = opts.kind ?? (await resolveKind(this.cluster, obj as KindRef))
     const { conditions, ...fields } = status
     const body: Record<string, unknown> = { ...fields }
     if (conditions !== undefined) {
       const types = conditions.map((c) => c?.type)
       const dup = types.find((t, i) => types.indexOf(t) !== i)
-      if (dup !== undefined) throw new InvalidObjectError(`${what}: condition ${JSON.stringify(dup)} is given twice (conditions are keyed by type)`)
+      if (dup !== undefined)
+        throw new InvalidObjectError(`${what}: condition ${JSON.stringify(dup)} is given twice (conditions are keyed by type)`)
       const current = conditionsOf(obj)
       const generation = typeof obj.metadata.generation === 'number' ? obj.metadata.generation : undefined
       body.conditions = conditions.map((c) => {

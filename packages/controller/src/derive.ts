@@ -15,7 +15,19 @@
 //   what the query returned, so an object that moves out of a query's key re-derives its readers too.
 import { ConfigError, InvalidObjectError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { DB, Table, defineIndex, type ChangeIterator, type Key, type Query, type ReadTxn, type Txn, type Watch, type WriteTxn, waitAny } from '@statewright/statedb'
+import {
+  DB,
+  Table,
+  defineIndex,
+  type ChangeIterator,
+  type Key,
+  type Query,
+  type ReadTxn,
+  type Txn,
+  type Watch,
+  type WriteTxn,
+  waitAny,
+} from '@statewright/statedb'
 import type { Logger } from './logging.ts'
 import { nullLogger } from './logging.ts'
 
@@ -82,7 +94,10 @@ export function derivationErrors(db: DB): Table<DerivationError> {
   return t
 }
 
-interface InputRef { table: number; key: Key }
+interface InputRef {
+  table: number
+  key: Key
+}
 /** Between a derivation's name and an input in an error row's id (names may contain "/"). */
 const SEP = '\u001f'
 const jsonEquals = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b)
@@ -156,7 +171,9 @@ export class Derivation<In, Out> {
     }
     const txn = db.readTxn()
     this.iters = [...this.from, ...this.joins].map((t) => t.changes(txn))
-    this.loop = this.run().finally(() => { for (const it of this.iters) it.close() })
+    this.loop = this.run().finally(() => {
+      for (const it of this.iters) it.close()
+    })
     return this
   }
 
@@ -167,7 +184,9 @@ export class Derivation<In, Out> {
     this.wakeWaiters()
   }
 
-  get running(): boolean { return this.loop !== undefined && !this.ctrl.signal.aborted }
+  get running(): boolean {
+    return this.loop !== undefined && !this.ctrl.signal.aborted
+  }
 
   /** Resolves once changes up to `txn` in every input and join table are derived (or rejects on stop/abort). */
   async waitFor(txn: ReadTxn, signal?: AbortSignal): Promise<void> {
@@ -178,7 +197,10 @@ export class Derivation<In, Out> {
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(signal!.reason)
         signal?.addEventListener('abort', onAbort, { once: true })
-        this.progress.push(() => { signal?.removeEventListener('abort', onAbort); resolve() })
+        this.progress.push(() => {
+          signal?.removeEventListener('abort', onAbort)
+          resolve()
+        })
       })
     }
   }
@@ -198,7 +220,12 @@ export class Derivation<In, Out> {
     const failing = this.failures()
     const ready = this.initialized && this.running
     const level = !this.running && this.loop === undefined && this.ctrl.signal.aborted ? 'stopped' : failing.length ? 'degraded' : 'ok'
-    const message = failing.length ? `${failing.length} inputs failing: ${failing.slice(0, 3).map((f) => `${f.input}: ${f.error}`).join('; ')}` : `${this.outputs.size} inputs derived`
+    const message = failing.length
+      ? `${failing.length} inputs failing: ${failing
+          .slice(0, 3)
+          .map((f) => `${f.input}: ${f.error}`)
+          .join('; ')}`
+      : `${this.outputs.size} inputs derived`
     return { level, message, ready, errors: failing.length, failing: failing.slice(0, 3) }
   }
 
@@ -214,7 +241,12 @@ export class Derivation<In, Out> {
       const watches: Watch[] = []
       if (this.everything) {
         this.everything = false
-        this.from.forEach((t, i) => { for (const o of t.all(txn)) { const key = t.primary.keyOf(o); dirty.set(inputId(i, key), { table: i, key }) } })
+        this.from.forEach((t, i) => {
+          for (const o of t.all(txn)) {
+            const key = t.primary.keyOf(o)
+            dirty.set(inputId(i, key), { table: i, key })
+          }
+        })
         for (const [id, ref] of this.refs) dirty.set(id, ref) // inputs already gone stay dirty too
       }
       this.iters.forEach((it, i) => {
@@ -222,22 +254,40 @@ export class Derivation<In, Out> {
         watches.push(w)
         if (i < this.from.length) {
           const t = this.from[i]!
-          for (const c of changes) { const key = t.primary.keyOf(c.object); dirty.set(inputId(i, key), { table: i, key }) }
+          for (const c of changes) {
+            const key = t.primary.keyOf(c.object)
+            dirty.set(inputId(i, key), { table: i, key })
+          }
         } else {
           const t = this.joins[i - this.from.length]!
-          for (const c of changes) for (const dep of this.depKeysOf(t, c.object)) for (const id of this.readers.get(dep) ?? []) { const ref = this.refs.get(id); if (ref) dirty.set(id, ref) }
+          for (const c of changes)
+            for (const dep of this.depKeysOf(t, c.object))
+              for (const id of this.readers.get(dep) ?? []) {
+                const ref = this.refs.get(id)
+                if (ref) dirty.set(id, ref)
+              }
         }
       })
-      for (const id of this.again) { const ref = this.refs.get(id); if (ref) dirty.set(id, ref) }
+      for (const id of this.again) {
+        const ref = this.refs.get(id)
+        if (ref) dirty.set(id, ref)
+      }
       this.again.clear()
       const now = Date.now()
       let nextRetry = Infinity
       for (const [id, r] of this.retries) {
-        if (r.at <= now) { const ref = this.refs.get(id); if (ref) dirty.set(id, ref); else this.retries.delete(id) }
-        else nextRetry = Math.min(nextRetry, r.at)
+        if (r.at <= now) {
+          const ref = this.refs.get(id)
+          if (ref) dirty.set(id, ref)
+          else this.retries.delete(id)
+        } else nextRetry = Math.min(nextRetry, r.at)
       }
       const inputsReady = this.from.every((t) => t.initialized(txn)[0])
-      if (!inputsReady) for (const t of this.from) { const [ok, w] = t.initialized(txn); if (!ok) watches.push(w) }
+      if (!inputsReady)
+        for (const t of this.from) {
+          const [ok, w] = t.initialized(txn)
+          if (!ok) watches.push(w)
+        }
       if (dirty.size || (inputsReady && !this.initialized)) {
         try {
           await this.derive(dirty, inputsReady)
@@ -256,7 +306,8 @@ export class Derivation<In, Out> {
       if (dirty.size) continue // writes of this round may have changed joined tables: look again
       // a pending retry keeps the process alive, as a timer would (AbortSignal.timeout's does not)
       const tick = new AbortController()
-      const timer = nextRetry === Infinity ? undefined : setTimeout(() => tick.abort(), Math.max(1, Math.min(nextRetry - Date.now(), 2 ** 31 - 1)))
+      const timer =
+        nextRetry === Infinity ? undefined : setTimeout(() => tick.abort(), Math.max(1, Math.min(nextRetry - Date.now(), 2 ** 31 - 1)))
       try {
         await waitAny(watches, AbortSignal.any([signal, tick.signal, this.wake.signal]))
       } catch {
@@ -279,18 +330,25 @@ export class Derivation<In, Out> {
       if (!inputsReady || this.initialized) return
       this.markInitialized?.(w)
       this.initialized = true
-      this.note(() => { this.initialized = false })
+      this.note(() => {
+        this.initialized = false
+      })
     }
     try {
-      await this.journaled(() => db.write([to, this.errors], (w) => {
-        for (const [id, ref] of dirty) this.deriveOne(w, id, ref)
-        initialize(w)
-      }))
+      await this.journaled(() =>
+        db.write([to, this.errors], (w) => {
+          for (const [id, ref] of dirty) this.deriveOne(w, id, ref)
+          initialize(w)
+        }),
+      )
       if (this.initialized && inputsReady) this.log.debug({ inputs: this.outputs.size }, 'round derived')
     } catch (err) {
       // statedb refused a write (a unique index of `to`, say): the whole transaction is gone, and so
       // is our bookkeeping of it. Derive each input alone, so the one that fails is the one in error.
-      this.log.warn({ err: (err as Error)?.message, inputs: dirty.size }, 'a derived write was refused; deriving the round one input at a time')
+      this.log.warn(
+        { err: (err as Error)?.message, inputs: dirty.size },
+        'a derived write was refused; deriving the round one input at a time',
+      )
       for (const [id, ref] of dirty) {
         try {
           await this.journaled(() => db.write([to, this.errors], (w) => this.deriveOne(w, id, ref)))
@@ -316,27 +374,38 @@ export class Derivation<In, Out> {
       this.journal = undefined
     }
   }
-  private note(undo: () => void): void { this.journal?.push(undo) }
+  private note(undo: () => void): void {
+    this.journal?.push(undo)
+  }
   private mapSet<K, V>(m: Map<K, V>, k: K, v: V): void {
     const had = m.has(k)
     const old = m.get(k)
-    this.note(() => { if (had) m.set(k, old as V); else m.delete(k) })
+    this.note(() => {
+      if (had) m.set(k, old as V)
+      else m.delete(k)
+    })
     m.set(k, v)
   }
   private mapDel<K, V>(m: Map<K, V>, k: K): void {
     if (!m.has(k)) return
     const old = m.get(k) as V
-    this.note(() => { m.set(k, old) })
+    this.note(() => {
+      m.set(k, old)
+    })
     m.delete(k)
   }
   private setAdd<T>(set: Set<T>, v: T): void {
     if (set.has(v)) return
-    this.note(() => { set.delete(v) })
+    this.note(() => {
+      set.delete(v)
+    })
     set.add(v)
   }
   private setDel<T>(set: Set<T>, v: T): void {
     if (!set.has(v)) return
-    this.note(() => { set.add(v) })
+    this.note(() => {
+      set.add(v)
+    })
     set.delete(v)
   }
 
@@ -381,7 +450,12 @@ export class Derivation<In, Out> {
       return
     }
     this.remember(id, reads)
-    this.setOutputs(w, id, outs.map((o) => to.primary.keyOf(o)), outs)
+    this.setOutputs(
+      w,
+      id,
+      outs.map((o) => to.primary.keyOf(o)),
+      outs,
+    )
     this.clearError(w, id)
   }
 
@@ -442,7 +516,9 @@ export class Derivation<In, Out> {
 
   private recordRead<T>(t: Table<T>, q: Query<T>, found: T[]): string[] {
     if (!this.joins.includes(t)) {
-      throw new ConfigError(`derivation "${this.name}": fn read table "${t.name}", which is not in \`joins\` (add it so its changes re-derive this input)`)
+      throw new ConfigError(
+        `derivation "${this.name}": fn read table "${t.name}", which is not in \`joins\` (add it so its changes re-derive this input)`,
+      )
     }
     let idx = this.queried.get(t)
     if (!idx) this.queried.set(t, (idx = new Set()))

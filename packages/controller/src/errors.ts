@@ -15,35 +15,53 @@ export type ControllerErrorCode = 'Config' | 'Usage' | 'InvalidObject' | 'Cleanu
 
 export class ControllerError extends Error {
   override name = 'ControllerError'
-  constructor(message: string, readonly code: ControllerErrorCode, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    readonly code: ControllerErrorCode,
+    options?: ErrorOptions,
+  ) {
     super(message, options)
   }
 }
 export class ConfigError extends ControllerError {
   override name = 'ConfigError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'Config', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Config', options)
+  }
 }
 export class UsageError extends ControllerError {
   override name = 'UsageError'
-  constructor(message: string) { super(message, 'Usage') }
+  constructor(message: string) {
+    super(message, 'Usage')
+  }
 }
 export class InvalidObjectError extends ControllerError {
   override name = 'InvalidObjectError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'InvalidObject', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'InvalidObject', options)
+  }
 }
 export class CleanupError extends ControllerError {
   override name = 'CleanupError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'Cleanup', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Cleanup', options)
+  }
 }
 export class SyncError extends ControllerError {
   override name = 'SyncError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'Sync', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Sync', options)
+  }
 }
 export class StoppedError extends ControllerError {
   override name = 'StoppedError'
-  constructor(message: string) { super(message, 'Stopped') }
+  constructor(message: string) {
+    super(message, 'Stopped')
+  }
 }
 export class TimeoutError extends ControllerError {
   override name = 'TimeoutError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'Timeout', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Timeout', options)
+  }
 }

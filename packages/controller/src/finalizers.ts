@@ -22,7 +22,18 @@
 import { CleanupError, ConfigError, UsageError } from './errors.ts'
 import { statusPending, newStatusIndex, Reconciler, type Status, type RetryOptions, type OpContext } from '@statewright/reconciler'
 import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
-import { describe, isConflict, isNotFound, namespacedName, objectPath, resolveKind, type Cluster, type KubeObject, type KindRef, type ResourceRef } from '@statewright/k8s'
+import {
+  describe,
+  isConflict,
+  isNotFound,
+  namespacedName,
+  objectPath,
+  resolveKind,
+  type Cluster,
+  type KubeObject,
+  type KindRef,
+  type ResourceRef,
+} from '@statewright/k8s'
 import { StatusWriter, findCondition, conditionsOf } from './conditions.ts'
 import type { Logger } from './logging.ts'
 
@@ -108,19 +119,29 @@ export class Finalizer {
     this.name = opts.name
     this.key = opts.key ?? namespacedName
     this.conditionType = opts.condition ?? 'FinalizerCleanup'
-    if (this.conditionType !== false) this.status = new StatusWriter({ cluster: opts.cluster, fieldManager: opts.fieldManager ?? 'statewright-finalizer' })
+    if (this.conditionType !== false)
+      this.status = new StatusWriter({ cluster: opts.cluster, fieldManager: opts.fieldManager ?? 'statewright-finalizer' })
     const statusIndex = newStatusIndex<Work>((w) => w.status)
     const byKey = defineIndex<Work, string>({ name: 'key', key: (w) => w.key, unique: true })
-    this.work = new Table<Work>({ name: `finalizer-${opts.name.replace(/[^A-Za-z0-9._-]/g, '_')}`.slice(0, 60), primary: byKey, indexes: [statusIndex] })
+    this.work = new Table<Work>({
+      name: `finalizer-${opts.name.replace(/[^A-Za-z0-9._-]/g, '_')}`.slice(0, 60),
+      primary: byKey,
+      indexes: [statusIndex],
+    })
     opts.db.register(this.work)
     this.reconciler = new Reconciler<Work>({
-      db: opts.db, table: this.work, statusIndex,
+      db: opts.db,
+      table: this.work,
+      statusIndex,
       getObjectStatus: (w) => w.status,
       setObjectStatus: (w, status) => ({ ...w, status }),
       retry: opts.retry ?? { minMs: 200, maxMs: 60_000, jitter: 0.1 },
       operations: {
         update: (w, ctx) => this.act(w, ctx),
-        delete: (w) => { this.failures.delete(w.key); this.cleaned.delete(w.uid) }, // the need is gone: nothing to undo
+        delete: (w) => {
+          this.failures.delete(w.key)
+          this.cleaned.delete(w.uid)
+        }, // the need is gone: nothing to undo
       },
     })
   }
@@ -148,9 +169,17 @@ export class Finalizer {
     const pending = this.work.count(this.opts.db.readTxn())
     const loop = this.reconciler.health
     const level = !this.following ? 'stopped' : failing.length || loop.level === 'degraded' ? 'degraded' : 'ok'
-    const message = level === 'stopped' ? 'stopped'
-      : failing.length ? `${failing.length} failing: ${failing.slice(0, 3).map((f) => `${f.key}: ${f.error} (attempt ${f.attempts})`).join('; ')}`
-      : loop.level === 'degraded' ? loop.message : `${pending} pending`
+    const message =
+      level === 'stopped'
+        ? 'stopped'
+        : failing.length
+          ? `${failing.length} failing: ${failing
+              .slice(0, 3)
+              .map((f) => `${f.key}: ${f.error} (attempt ${f.attempts})`)
+              .join('; ')}`
+          : loop.level === 'degraded'
+            ? loop.message
+            : `${pending} pending`
     return { level, message, pending, failing }
   }
 
@@ -197,8 +226,13 @@ export class Finalizer {
       return
     }
     const uid = String(obj.metadata.uid ?? '')
-    if (existing && existing.uid === uid && existing.action === action &&
-      (existing.status.kind !== 'done' || existing.acted?.includes(String(obj.metadata.resourceVersion)))) return
+    if (
+      existing &&
+      existing.uid === uid &&
+      existing.action === action &&
+      (existing.status.kind !== 'done' || existing.acted?.includes(String(obj.metadata.resourceVersion)))
+    )
+      return
     this.work.insert(w, { key, uid, action, status: statusPending() })
   }
 
@@ -227,20 +261,55 @@ export class Finalizer {
       this.failures.set(w.key, { error, attempts: attempt })
       let note = ''
       if (this.status && this.conditionType) {
-        await this.status.apply(obj, { conditions: [{ type: this.conditionType, status: 'False', reason: 'CleanupFailed', message: `finalizer ${this.name}, attempt ${attempt}: ${error}` }] }, { ...this.kindOpt(), signal: ctx.signal })
-          .catch((e) => { note = `; the ${this.conditionType} condition could not be written: ${(e as Error).message}` })
+        await this.status
+          .apply(
+            obj,
+            {
+              conditions: [
+                {
+                  type: this.conditionType,
+                  status: 'False',
+                  reason: 'CleanupFailed',
+                  message: `finalizer ${this.name}, attempt ${attempt}: ${error}`,
+                },
+              ],
+            },
+            { ...this.kindOpt(), signal: ctx.signal },
+          )
+          .catch((e) => {
+            note = `; the ${this.conditionType} condition could not be written: ${(e as Error).message}`
+          })
       }
-      this.opts.logger?.warn({ object: describe(obj), finalizer: this.name, attempt, err: error }, 'finalizer cleanup failed; will retry with backoff')
+      this.opts.logger?.warn(
+        { object: describe(obj), finalizer: this.name, attempt, err: error },
+        'finalizer cleanup failed; will retry with backoff',
+      )
       throw new CleanupError(`${describe(obj)}: cleanup for finalizer ${this.name} failed (attempt ${attempt}): ${error}${note}`)
     }
     let cur = obj
     // other finalizers may keep the object: do not leave a stale failure on it (we know of one from our
     // own record, since the reflected copy may not show our last condition write yet)
-    if (this.status && this.conditionType && (this.failures.has(w.key) || findCondition(conditionsOf(obj), this.conditionType)?.status === 'False')) {
-      cur = await this.status.apply(obj, { conditions: [{ type: this.conditionType, status: 'True', reason: 'CleanupSucceeded', message: `finalizer ${this.name}: cleanup done` }] }, { ...this.kindOpt(), signal: ctx.signal })
+    if (
+      this.status &&
+      this.conditionType &&
+      (this.failures.has(w.key) || findCondition(conditionsOf(obj), this.conditionType)?.status === 'False')
+    ) {
+      cur = await this.status.apply(
+        obj,
+        {
+          conditions: [
+            { type: this.conditionType, status: 'True', reason: 'CleanupSucceeded', message: `finalizer ${this.name}: cleanup done` },
+          ],
+        },
+        { ...this.kindOpt(), signal: ctx.signal },
+      )
       acted.push(String(cur.metadata.resourceVersion))
     }
-    const patched = await this.patchFinalizers(cur, (f) => (f.includes(this.name) ? f.filter((x) => x !== this.name) : undefined), ctx.signal)
+    const patched = await this.patchFinalizers(
+      cur,
+      (f) => (f.includes(this.name) ? f.filter((x) => x !== this.name) : undefined),
+      ctx.signal,
+    )
     if (patched) acted.push(String(patched.metadata.resourceVersion))
     w.acted = acted
     this.failures.delete(w.key)
@@ -256,8 +325,12 @@ export class Finalizer {
    * was computed from. A 409 means the object moved on (or the reflected copy lags behind our own
    * writes): read it again and recompute, a few times, before failing into the reconciler's backoff.
    */
-  private async patchFinalizers(obj: KubeObject, change: (finalizers: string[]) => string[] | undefined, signal: AbortSignal): Promise<KubeObject | undefined> {
-    const ref = this.opts.kind ?? await resolveKind(this.opts.cluster, obj as KindRef)
+  private async patchFinalizers(
+    obj: KubeObject,
+    change: (finalizers: string[]) => string[] | undefined,
+    signal: AbortSignal,
+  ): Promise<KubeObject | undefined> {
+    const ref = this.opts.kind ?? (await resolveKind(this.opts.cluster, obj as KindRef))
     const path = objectPath(ref, String(obj.metadata.name), obj.metadata.namespace)
     const what = describe(obj)
     let cur = obj
@@ -266,7 +339,11 @@ export class Finalizer {
       if (next === undefined) return undefined
       try {
         return await this.opts.cluster.request({
-          method: 'PATCH', path, contentType: 'application/merge-patch+json', what, signal,
+          method: 'PATCH',
+          path,
+          contentType: 'application/merge-patch+json',
+          what,
+          signal,
           body: { metadata: { finalizers: next.length ? next : null, resourceVersion: cur.metadata.resourceVersion } },
         })
       } catch (err) {

@@ -37,7 +37,10 @@ export interface HttpSources {
 
 export class ManagerServer {
   private server: Server | undefined
-  constructor(private readonly o: HttpOptions, private readonly src: HttpSources) {}
+  constructor(
+    private readonly o: HttpOptions,
+    private readonly src: HttpSources,
+  ) {}
 
   /** Listens; a port in use is an error that says so. */
   async listen(): Promise<string> {
@@ -57,17 +60,28 @@ export class ManagerServer {
       if (path === '/statusz') return send(res, 200, this.src.status())
       if (path === '/metrics') return void this.metrics(res)
       if (isInspectPath(path)) return inspect(req, res)
-      return send(res, 404, { error: 'not found', paths: ['/healthz', '/readyz', '/statusz', '/metrics', '/statedb/tables', '/reconcilers', '/topology', '/ui/'] })
+      return send(res, 404, {
+        error: 'not found',
+        paths: ['/healthz', '/readyz', '/statusz', '/metrics', '/statedb/tables', '/reconcilers', '/topology', '/ui/'],
+      })
     })
     server.keepAliveTimeout = 5000
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
-        reject(e.code === 'EADDRINUSE'
-          ? new ConfigError(`manager HTTP server: port ${port} on ${host} is in use; choose another with http.port (0 picks a free one), or stop what holds it`, { cause: e })
-          : new ConfigError(`manager HTTP server: cannot listen on ${host}:${port}: ${e.message}`, { cause: e }))
+        reject(
+          e.code === 'EADDRINUSE'
+            ? new ConfigError(
+                `manager HTTP server: port ${port} on ${host} is in use; choose another with http.port (0 picks a free one), or stop what holds it`,
+                { cause: e },
+              )
+            : new ConfigError(`manager HTTP server: cannot listen on ${host}:${port}: ${e.message}`, { cause: e }),
+        )
       }
       server.once('error', onError)
-      server.listen(port, host, () => { server.off('error', onError); resolve() })
+      server.listen(port, host, () => {
+        server.off('error', onError)
+        resolve()
+      })
     })
     this.server = server
     const a = server.address() as AddressInfo

@@ -1,43 +1,138 @@
 // @statewright/controller: the operator surface on statedb, the reconciler and the k8s package.
 // The one public face of the package.
-export { derive, derivationErrors, Derivation, type DeriveContext, type DeriveOptions, type DerivationError, type DerivationHealth } from './derive.ts'
+export {
+  derive,
+  derivationErrors,
+  Derivation,
+  type DeriveContext,
+  type DeriveOptions,
+  type DerivationError,
+  type DerivationHealth,
+} from './derive.ts'
 export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLevel } from './logging.ts'
-export { Manager, inCluster, type Placed, type Component, type ComponentHealth, type ManagerOptions, type ManagedDeriveOptions, type ManagedFinalizerOptions, type WatchOptions } from './manager.ts'
+export {
+  Manager,
+  inCluster,
+  type Placed,
+  type Component,
+  type ComponentHealth,
+  type ManagerOptions,
+  type ManagedDeriveOptions,
+  type ManagedFinalizerOptions,
+  type WatchOptions,
+} from './manager.ts'
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { inspectHandler, UI_CSP, type InspectOptions, type ObjectReconcileStatus } from './inspect/handler.ts'
-export { layoutGraph, toDot, toSvg, STATUS_COLORS, type InspectGraph, type NamedGraph, type Layout, type LaidOutNode, type LaidOutEdge } from './inspect/graph.ts'
+export {
+  layoutGraph,
+  toDot,
+  toSvg,
+  STATUS_COLORS,
+  type InspectGraph,
+  type NamedGraph,
+  type Layout,
+  type LaidOutNode,
+  type LaidOutEdge,
+} from './inspect/graph.ts'
 export { waitForConvergence, type ConvergenceOptions, type ConvergenceResult } from './wait.ts'
 export { genTypes, type GenTypesOptions } from './gentypes.ts'
 export {
-  setCondition, findCondition, isConditionTrue, conditionsOf, conditionTime, StatusWriter,
-  type Condition, type ConditionInput, type ConditionStatus, type StatusPatch, type StatusWriterOptions,
+  setCondition,
+  findCondition,
+  isConditionTrue,
+  conditionsOf,
+  conditionTime,
+  StatusWriter,
+  type Condition,
+  type ConditionInput,
+  type ConditionStatus,
+  type StatusPatch,
+  type StatusWriterOptions,
 } from './conditions.ts'
-export {
-  Finalizer,
-  type FinalizerOptions, type FinalizerHealth, type FailingCleanup, type CleanupContext,
-} from './finalizers.ts'
+export { Finalizer, type FinalizerOptions, type FinalizerHealth, type FailingCleanup, type CleanupContext } from './finalizers.ts'
 export { controllerRef, withOwner, ownerOf, ownerReferences, isOwnedBy, type OwnerReference } from './owners.ts'
 export {
-  defineTopology, targetRefLocators, TopologyCycleError,
-  type TopologyDefinition, type TopologyNode, type TargetableKind, type PolicyKind, type LinkDefinition, type Section,
+  defineTopology,
+  targetRefLocators,
+  TopologyCycleError,
+  type TopologyDefinition,
+  type TopologyNode,
+  type TargetableKind,
+  type PolicyKind,
+  type LinkDefinition,
+  type Section,
 } from './topology/define.ts'
 export { locator, locatorOf, withoutSection, type LocatorParts } from './topology/locator.ts'
-export { Topology, type TopologyOptions, type TopologyError, type GraphTables, type StoredLink, type Attachment } from './topology/topology.ts'
-export { TopologyView } from './topology/view.ts'
-export { effectivePolicy, mergeInto, sortPolicies, type EffectivePolicy, type EffectiveRule, type PolicySpec, type MergeStrategy } from './topology/effective.ts'
 export {
-  gatewayApiTopology, intersectHostnames, routeHostnames, parentRefsOf, ruleName, GATEWAY_API_GROUP,
-  type GatewayApiTopologyOptions, type Gateway, type GatewayClass, type Listener, type Route, type RouteRule, type Service, type ParentRef, type BackendRef,
+  Topology,
+  type TopologyOptions,
+  type TopologyError,
+  type GraphTables,
+  type StoredLink,
+  type Attachment,
+} from './topology/topology.ts'
+export { TopologyView } from './topology/view.ts'
+export {
+  effectivePolicy,
+  mergeInto,
+  sortPolicies,
+  type EffectivePolicy,
+  type EffectiveRule,
+  type PolicySpec,
+  type MergeStrategy,
+} from './topology/effective.ts'
+export {
+  gatewayApiTopology,
+  intersectHostnames,
+  routeHostnames,
+  parentRefsOf,
+  ruleName,
+  GATEWAY_API_GROUP,
+  type GatewayApiTopologyOptions,
+  type Gateway,
+  type GatewayClass,
+  type Listener,
+  type Route,
+  type RouteRule,
+  type Service,
+  type ParentRef,
+  type BackendRef,
 } from './topology/gatewayapi.ts'
-export { StateOfWorldController, type StateOfWorldOptions, type ReconcileContext, type ReconcileFn, type ResourceEvent, type WatchSpec } from './topology/stateofworld.ts'
+export {
+  StateOfWorldController,
+  type StateOfWorldOptions,
+  type ReconcileContext,
+  type ReconcileFn,
+  type ResourceEvent,
+  type WatchSpec,
+} from './topology/stateofworld.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './topology/workflow.ts'
 export {
-  ControllerError, ConfigError, UsageError, InvalidObjectError, CleanupError, SyncError, StoppedError, TimeoutError,
+  ControllerError,
+  ConfigError,
+  UsageError,
+  InvalidObjectError,
+  CleanupError,
+  SyncError,
+  StoppedError,
+  TimeoutError,
   type ControllerErrorCode,
 } from './errors.ts'
 export {
-  PrimaryController, KubeSecondaries, kubeStatusWriter, ownerKeyLabelValue, ownerStampKeys,
-  type PrimaryControllerOptions, type PrimaryControllerStats, type SecondarySpec, type SecondaryTarget, type SecondaryWriteResult,
-  type OwnerStamps, type PrimaryStatusWriter, type EventSink, type SyncContext, type SyncResult,
+  PrimaryController,
+  KubeSecondaries,
+  kubeStatusWriter,
+  ownerKeyLabelValue,
+  ownerStampKeys,
+  type PrimaryControllerOptions,
+  type PrimaryControllerStats,
+  type SecondarySpec,
+  type SecondaryTarget,
+  type SecondaryWriteResult,
+  type OwnerStamps,
+  type PrimaryStatusWriter,
+  type EventSink,
+  type SyncContext,
+  type SyncResult,
 } from './primary.ts'

@@ -15,8 +15,25 @@ import { ConfigError, UsageError } from './errors.ts'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { Reconciler, type BatchEntry, type Health, type PromRegistry } from '@statewright/reconciler'
 import {
-  Cluster, DriftWatcher, EventRecorder, K8sMetrics, LeaderElector, Reflector, ShardedLeases, Target, desired, leaderOnly, namespacedName, newDesiredTable, shardOf,
-  type DesiredObject, type DesiredTable, type KindRef, type KubeObject, type RepairPacing, type ReflectorOptions,
+  Cluster,
+  DriftWatcher,
+  EventRecorder,
+  K8sMetrics,
+  LeaderElector,
+  Reflector,
+  ShardedLeases,
+  Target,
+  desired,
+  leaderOnly,
+  namespacedName,
+  newDesiredTable,
+  shardOf,
+  type DesiredObject,
+  type DesiredTable,
+  type KindRef,
+  type KubeObject,
+  type RepairPacing,
+  type ReflectorOptions,
 } from '@statewright/k8s'
 import { Derivation, type DeriveContext } from './derive.ts'
 import { Finalizer, type CleanupContext, type FinalizerOptions } from './finalizers.ts'
@@ -78,14 +95,28 @@ export interface ManagerOptions {
   /** A prom-client Registry for every metric (default: a new one when prom-client is installed). */
   registry?: PromRegistry
   /** Run the leader-only parts only while holding this Lease. */
-  leaderElection?: { namespace: string; name?: string; identity?: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number }
+  leaderElection?: {
+    namespace: string
+    name?: string
+    identity?: string
+    leaseDurationMs?: number
+    renewDeadlineMs?: number
+    retryPeriodMs?: number
+  }
   /**
    * Share the work among replicas by shard (instead of one leader): each input of a derivation
    * belongs to shard fnv1a(namespace/name) % shards, a replica derives and applies only the shards
    * whose Lease it holds (k8s ShardedLeases), deletes and prunes only in them, and hands a shard over
    * without deleting what it applied. Leader-only components (finalizers) need leaderElection instead.
    */
-  sharding?: { namespace: string; shards: number; identity?: string; leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number }
+  sharding?: {
+    namespace: string
+    shards: number
+    identity?: string
+    leaseDurationMs?: number
+    renewDeadlineMs?: number
+    retryPeriodMs?: number
+  }
   /** Stop gracefully on SIGTERM/SIGINT, then exit (default true). */
   handleSignals?: boolean
   /** How long stop() lets in-flight applies finish (default 30 000 ms). */
@@ -100,7 +131,10 @@ export interface ManagerOptions {
   pruneNamespace?: string
 }
 
-export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields' | 'transform'> {
+export interface WatchOptions extends Pick<
+  ReflectorOptions,
+  'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields' | 'transform'
+> {
   /** The table's name (default: the kind, lower case, plural-ish: "sites"; "<cluster>-sites" for another cluster). */
   name?: string
   /** The cluster to reflect from, by name (default: the manager's `cluster`). */
@@ -108,12 +142,16 @@ export interface WatchOptions extends Pick<ReflectorOptions, 'namespace' | 'labe
 }
 
 /** An object a derivation places in a named cluster (see inCluster). */
-export interface Placed { readonly cluster: string; readonly object: KubeObject }
+export interface Placed {
+  readonly cluster: string
+  readonly object: KubeObject
+}
 /** Places a derived object in another cluster of the manager: `fn: (s) => inCluster('west', cm)`. */
 export function inCluster(cluster: string, object: KubeObject): Placed {
   return { cluster, object }
 }
-const isPlaced = (x: KubeObject | Placed): x is Placed => typeof (x as Placed).cluster === 'string' && typeof (x as Placed).object === 'object' && !('apiVersion' in x)
+const isPlaced = (x: KubeObject | Placed): x is Placed =>
+  typeof (x as Placed).cluster === 'string' && typeof (x as Placed).object === 'object' && !('apiVersion' in x)
 
 export interface ManagedDeriveOptions<In> {
   name?: string
@@ -129,7 +167,17 @@ const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedNa
 /** The label that says which shard a derived object belongs to (sharded managers). */
 export const SHARD_LABEL = 'statewright.io/shard'
 const shardLabelOf = (obj: KubeObject | undefined): number => Number(obj?.metadata?.labels?.[SHARD_LABEL] ?? NaN)
-const CLUSTER_SCOPED = new Set(['Namespace', 'Node', 'PersistentVolume', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'StorageClass', 'PriorityClass', 'GatewayClass'])
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'Node',
+  'PersistentVolume',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'CustomResourceDefinition',
+  'StorageClass',
+  'PriorityClass',
+  'GatewayClass',
+])
 
 export class Manager {
   readonly name: string
@@ -171,7 +219,10 @@ export class Manager {
 
   constructor(o: ManagerOptions) {
     if (!o.name) throw new ConfigError('Manager: `name` is required (field manager and owner label value)')
-    if (o.sharding && o.leaderElection) throw new ConfigError(`Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`)
+    if (o.sharding && o.leaderElection)
+      throw new ConfigError(
+        `Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`,
+      )
     if (o.sharding && !(o.sharding.shards >= 1)) throw new ConfigError(`Manager "${o.name}": sharding.shards must be at least 1`)
     this.o = o
     this.name = o.name
@@ -183,20 +234,26 @@ export class Manager {
     this.ownsCluster = !o.cluster
     this.cluster = o.cluster ?? new Cluster()
     for (const c of [this.cluster, ...(o.clusters ?? [])]) {
-      if (this.clusters.has(c.name)) throw new ConfigError(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
+      if (this.clusters.has(c.name))
+        throw new ConfigError(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
       this.clusters.set(c.name, c)
       if (this.metrics) this.offMetrics.push(c.onResponse(this.metrics.request))
     }
     this.desired = newDesiredTable('desired')
     this.db.register(this.desired.table)
     this.target = new Target({
-      clusters: [...this.clusters.values()], fieldManager: o.name,
-      ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}), ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}) })
+      clusters: [...this.clusters.values()],
+      fieldManager: o.name,
+      ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}),
+      ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}),
+      ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
+    })
     this.events = this.eventsFor(this.cluster.name)
     this.reconciler = this.makeReconciler()
     if (o.http !== false) {
       this.server = new ManagerServer(o.http ?? {}, {
-        db: this.db, registry: this.registry,
+        db: this.db,
+        registry: this.registry,
         live: () => this.state === 'running' || this.state === 'starting',
         ready: () => this.readiness(),
         status: () => this.status(),
@@ -217,10 +274,19 @@ export class Manager {
     const log = this.logger.child({ reflector: name, cluster: cluster.name })
     const { name: _n, cluster: _c, ...ropts } = opts
     this.watched.set(name, { kind, table, options: opts, cluster })
-    this.reflectors.set(name, new Reflector({
-      cluster, db: this.db, table, kind, name, ...ropts, ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
-      onError: (err) => log.warn({ err: err.message }, 'list/watch failed; retrying with backoff'),
-    }))
+    this.reflectors.set(
+      name,
+      new Reflector({
+        cluster,
+        db: this.db,
+        table,
+        kind,
+        name,
+        ...ropts,
+        ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
+        onError: (err) => log.warn({ err: err.message }, 'list/watch failed; retrying with backoff'),
+      }),
+    )
     return typed
   }
 
@@ -229,17 +295,28 @@ export class Manager {
     this.notStarted('derive')
     this.owns(...(o.owns ?? []))
     const d = new Derivation<In, DesiredObject>({
-      db: this.db, from: o.from, to: this.desired.table, logger: this.logger,
-      ...(o.name ? { name: o.name } : {}), ...(o.joins ? { joins: o.joins } : {}),
+      db: this.db,
+      from: o.from,
+      to: this.desired.table,
+      logger: this.logger,
+      ...(o.name ? { name: o.name } : {}),
+      ...(o.joins ? { joins: o.joins } : {}),
       fn: (input, ctx) => {
         const shard = this.o.sharding ? this.shardOfInput(input) : undefined
         if (shard !== undefined && !this.held.has(shard)) return [] // another replica's (or nobody's yet)
         const r = o.fn(input, ctx)
-        const objs = r === undefined || r === null ? [] : Array.isArray(r) ? (r as ReadonlyArray<KubeObject | Placed>) : [r as KubeObject | Placed]
+        const objs =
+          r === undefined || r === null ? [] : Array.isArray(r) ? (r as ReadonlyArray<KubeObject | Placed>) : [r as KubeObject | Placed]
         return objs.map((x) => {
           const placed = isPlaced(x) ? x : { cluster: this.cluster.name, object: x }
           this.clusterNamed(placed.cluster)
-          const object = shard === undefined ? placed.object : { ...placed.object, metadata: { ...placed.object.metadata, labels: { ...placed.object.metadata.labels, [SHARD_LABEL]: String(shard) } } }
+          const object =
+            shard === undefined
+              ? placed.object
+              : {
+                  ...placed.object,
+                  metadata: { ...placed.object.metadata, labels: { ...placed.object.metadata.labels, [SHARD_LABEL]: String(shard) } },
+                }
           return desired(object, placed.cluster === this.cluster.name ? undefined : placed.cluster)
         })
       },
@@ -279,11 +356,26 @@ export class Manager {
   finalizer<T extends KubeObject>(o: ManagedFinalizerOptions<T>): Finalizer {
     this.notStarted('finalizer')
     const { on, cleanup, ...rest } = o
-    const f = new Finalizer({ ...rest, cleanup: cleanup as FinalizerOptions['cleanup'], cluster: this.cluster, db: this.db, table: on as unknown as Table<KubeObject>, fieldManager: this.name, logger: this.logger.child({ finalizer: o.name }) })
+    const f = new Finalizer({
+      ...rest,
+      cleanup: cleanup as FinalizerOptions['cleanup'],
+      cluster: this.cluster,
+      db: this.db,
+      table: on as unknown as Table<KubeObject>,
+      fieldManager: this.name,
+      logger: this.logger.child({ finalizer: o.name }),
+    })
     this.add({
-      name: `finalizer ${o.name}`, leaderOnly: true,
-      start: () => { f.start() }, stop: () => f.stop(),
-      health: () => { const h = f.health(); return { ready: h.level !== 'stopped', level: h.level, message: h.message, failing: h.failing } },
+      name: `finalizer ${o.name}`,
+      leaderOnly: true,
+      start: () => {
+        f.start()
+      },
+      stop: () => f.stop(),
+      health: () => {
+        const h = f.health()
+        return { ready: h.level !== 'stopped', level: h.level, message: h.message, failing: h.failing }
+      },
       idle: () => f.pending() === 0,
       converged: (signal) => f.waitIdle(signal),
     })
@@ -297,19 +389,33 @@ export class Manager {
   }
 
   /** The HTTP server's base URL once started. */
-  get url(): string | undefined { return this.url_ }
+  get url(): string | undefined {
+    return this.url_
+  }
 
   async start(): Promise<void> {
-    if (this.state !== 'new') throw new UsageError(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
+    if (this.state !== 'new')
+      throw new UsageError(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
     this.state = 'starting'
     try {
       if (this.server) this.url_ = await this.server.listen()
       for (const r of this.reflectors.values()) await r.start()
-      const leaderParts: Array<{ name: string; start(): unknown; stop(): Promise<void> }> = [...this.derivations, this.reconciler, ...this.drift.map((d, i) => ({ name: `drift-${i}`, start: () => d.start(), stop: () => d.stop() })), ...this.components.filter((c) => c.leaderOnly)]
+      const leaderParts: Array<{ name: string; start(): unknown; stop(): Promise<void> }> = [
+        ...this.derivations,
+        this.reconciler,
+        ...this.drift.map((d, i) => ({ name: `drift-${i}`, start: () => d.start(), stop: () => d.stop() })),
+        ...this.components.filter((c) => c.leaderOnly),
+      ]
       for (const c of this.components.filter((c) => !c.leaderOnly)) await c.start()
       const le = this.o.leaderElection
       const sh = this.o.sharding
-      if (sh && this.components.some((c) => c.leaderOnly)) throw new ConfigError(`Manager "${this.name}": leader-only components (${this.components.filter((c) => c.leaderOnly).map((c) => c.name).join(', ')}) need leaderElection, not sharding`)
+      if (sh && this.components.some((c) => c.leaderOnly))
+        throw new ConfigError(
+          `Manager "${this.name}": leader-only components (${this.components
+            .filter((c) => c.leaderOnly)
+            .map((c) => c.name)
+            .join(', ')}) need leaderElection, not sharding`,
+        )
       if (sh) {
         for (const p of leaderParts) await p.start()
         this.leading = true
@@ -318,22 +424,42 @@ export class Manager {
           for (const d of this.derivations) d.rederive()
         }
         this.shardLeases = new ShardedLeases({
-          cluster: this.cluster, namespace: sh.namespace, name: this.name, shards: sh.shards, identity: sh.identity ?? defaultIdentity(),
-          ...(sh.leaseDurationMs ? { leaseDurationMs: sh.leaseDurationMs } : {}), ...(sh.renewDeadlineMs ? { renewDeadlineMs: sh.renewDeadlineMs } : {}), ...(sh.retryPeriodMs ? { retryPeriodMs: sh.retryPeriodMs } : {}),
-          onShardAcquired: (shard) => { this.held.add(shard); changed('shard acquired', shard) },
-          onShardReleased: (shard) => { this.held.delete(shard); changed('shard released', shard) },
+          cluster: this.cluster,
+          namespace: sh.namespace,
+          name: this.name,
+          shards: sh.shards,
+          identity: sh.identity ?? defaultIdentity(),
+          ...(sh.leaseDurationMs ? { leaseDurationMs: sh.leaseDurationMs } : {}),
+          ...(sh.renewDeadlineMs ? { renewDeadlineMs: sh.renewDeadlineMs } : {}),
+          ...(sh.retryPeriodMs ? { retryPeriodMs: sh.retryPeriodMs } : {}),
+          onShardAcquired: (shard) => {
+            this.held.add(shard)
+            changed('shard acquired', shard)
+          },
+          onShardReleased: (shard) => {
+            this.held.delete(shard)
+            changed('shard released', shard)
+          },
           onError: (err) => this.logger.warn({ err: err.message }, 'shard lease request failed'),
         }).start()
       } else if (le) {
-        const parts = leaderOnly(...leaderParts.map((p) => ({
-          start: () => { void Promise.resolve(p.start()).catch((err) => this.logger.error({ err, part: p.name }, 'a part failed to start')) },
-          stop: () => p.stop(),
-        })))
+        const parts = leaderOnly(
+          ...leaderParts.map((p) => ({
+            start: () => {
+              void Promise.resolve(p.start()).catch((err) => this.logger.error({ err, part: p.name }, 'a part failed to start'))
+            },
+            stop: () => p.stop(),
+          })),
+        )
         this.metrics?.leading(this.name, false)
         this.elector = new LeaderElector({
-          cluster: this.cluster, namespace: le.namespace, name: le.name ?? this.name,
-          ...(le.identity ? { identity: le.identity } : {}), ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
-          ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}), ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+          cluster: this.cluster,
+          namespace: le.namespace,
+          name: le.name ?? this.name,
+          ...(le.identity ? { identity: le.identity } : {}),
+          ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
+          ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+          ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
           onStartedLeading: (term) => {
             this.leading = true
             this.metrics?.leading(this.name, true)
@@ -367,7 +493,10 @@ export class Manager {
 
   /** Stops gracefully (idempotent): intake first, in-flight applies until the deadline, then the rest. */
   stop(): Promise<void> {
-    if (this.state === 'new') { this.state = 'stopped'; return Promise.resolve() }
+    if (this.state === 'new') {
+      this.state = 'stopped'
+      return Promise.resolve()
+    }
     this.stopping ??= this.shutdown()
     return this.stopping
   }
@@ -381,10 +510,15 @@ export class Manager {
     if (this.reconciler.isRunning) {
       const rev = this.desired.table.revision(this.db.readTxn())
       const deadline = AbortSignal.timeout(this.o.shutdownTimeoutMs ?? 30_000)
-      await this.reconciler.waitForRevision(rev, { signal: deadline }).catch(() => this.logger.warn({}, 'shutdown deadline passed with applies in flight'))
+      await this.reconciler
+        .waitForRevision(rev, { signal: deadline })
+        .catch(() => this.logger.warn({}, 'shutdown deadline passed with applies in flight'))
     }
     if (this.elector) await this.elector.stop() // stops the leader-only parts (awaited) and releases the Lease
-    if (this.shardLeases) { this.held.clear(); await this.shardLeases.stop() } // hand the shards over; nothing we applied is deleted
+    if (this.shardLeases) {
+      this.held.clear()
+      await this.shardLeases.stop()
+    } // hand the shards over; nothing we applied is deleted
     await this.reconciler.stop()
     for (const d of this.drift) await d.stop()
     for (const c of this.components) await c.stop()
@@ -402,10 +536,16 @@ export class Manager {
   readiness(): { ready: boolean; reasons: string[] } {
     const reasons: string[] = []
     if (this.state !== 'running') reasons.push(`manager is ${this.state}`)
-    for (const [name, r] of this.reflectors) { const h = r.health(); if (!h.ready) reasons.push(`reflector ${name}: ${h.synced ? `watch lost (${h.lastError ?? h.state})` : 'not synced yet'}`) }
+    for (const [name, r] of this.reflectors) {
+      const h = r.health()
+      if (!h.ready) reasons.push(`reflector ${name}: ${h.synced ? `watch lost (${h.lastError ?? h.state})` : 'not synced yet'}`)
+    }
     const leaderParts = this.elector ? this.elector.status().leading : true
     if (leaderParts) {
-      for (const d of this.derivations) { const h = d.health(); if (!h.ready) reasons.push(`derivation ${d.name}: not initialized`) }
+      for (const d of this.derivations) {
+        const h = d.health()
+        if (!h.ready) reasons.push(`derivation ${d.name}: not initialized`)
+      }
       const h = this.reconciler.health
       if (!h.ready) reasons.push(`reconciler ${this.name}: ${h.notReady ?? 'not ready'}`)
     }
@@ -421,7 +561,9 @@ export class Manager {
   status(): Record<string, unknown> {
     const rec: Health = this.reconciler.health
     return {
-      name: this.name, state: this.state, ...this.readiness(),
+      name: this.name,
+      state: this.state,
+      ...this.readiness(),
       leader: this.elector ? this.elector.status() : { leading: this.leading },
       ...(this.shardLeases ? { sharding: this.shardLeases.status() } : {}),
       reflectors: [...this.reflectors.values()].map((r) => r.health()),
@@ -449,18 +591,42 @@ export class Manager {
     // shard went to another replica stays in the cluster (the new owner keeps it)
     const mine = (d: DesiredObject) => !this.o.sharding || this.held.has(shardLabelOf(d.object))
     const ops: typeof target = { ...target, delete: (d, ctx) => (mine(d) ? target.delete(d, ctx) : undefined) }
-    const batch: typeof tbatch = { updateBatch: tbatch.updateBatch, deleteBatch: (entries, ctx) => tbatch.deleteBatch(entries.filter((e) => mine(e.object)), ctx) }
-    const describe = (d: DesiredObject) => `${d.object.kind} ${d.object.metadata.namespace ? `${d.object.metadata.namespace}/` : ''}${d.object.metadata.name}`
+    const batch: typeof tbatch = {
+      updateBatch: tbatch.updateBatch,
+      deleteBatch: (entries, ctx) =>
+        tbatch.deleteBatch(
+          entries.filter((e) => mine(e.object)),
+          ctx,
+        ),
+    }
+    const describe = (d: DesiredObject) =>
+      `${d.object.kind} ${d.object.metadata.namespace ? `${d.object.metadata.namespace}/` : ''}${d.object.metadata.name}`
     const logFailed = (what: string, entries: BatchEntry<DesiredObject>[]) => {
-      for (const e of entries) if (e.error !== undefined) log.warn({ object: describe(e.object), err: (e.error as Error)?.message ?? String(e.error) }, `${what} failed; will retry with backoff`)
+      for (const e of entries)
+        if (e.error !== undefined)
+          log.warn(
+            { object: describe(e.object), err: (e.error as Error)?.message ?? String(e.error) },
+            `${what} failed; will retry with backoff`,
+          )
     }
     return new Reconciler<DesiredObject>({
-      name: this.name, db: this.db, table: this.desired.table, statusIndex: this.desired.statusIndex, primaryKey: this.desired.primaryKey,
-      getObjectStatus: (d) => d.status, setObjectStatus: (d, status) => ({ ...d, status }),
+      name: this.name,
+      db: this.db,
+      table: this.desired.table,
+      statusIndex: this.desired.statusIndex,
+      primaryKey: this.desired.primaryKey,
+      getObjectStatus: (d) => d.status,
+      setObjectStatus: (d, status) => ({ ...d, status }),
       operations: ops,
       batchOperations: {
-        updateBatch: async (entries, ctx) => { await batch.updateBatch(entries, ctx); logFailed('apply', entries) },
-        deleteBatch: async (entries, ctx) => { await batch.deleteBatch(entries, ctx); logFailed('delete', entries) },
+        updateBatch: async (entries, ctx) => {
+          await batch.updateBatch(entries, ctx)
+          logFailed('apply', entries)
+        },
+        deleteBatch: async (entries, ctx) => {
+          await batch.deleteBatch(entries, ctx)
+          logFailed('delete', entries)
+        },
       },
       retry: { minMs: this.o.retry?.minMs ?? 100, maxMs: this.o.retry?.maxMs ?? 60_000, jitter: 0.2 },
       fullReconciliationIntervalMs: this.o.fullReconciliationIntervalMs ?? 300_000,
@@ -472,23 +638,49 @@ export class Manager {
   /** A reflector of an owned kind in one cluster (selected by our owner label) and drift repair over it. */
   private watchOwned(kind: KindRef, cluster: Cluster): void {
     const isDefault = cluster === this.cluster
-    const observed = this.watch(kind, { name: `owned-${isDefault ? '' : `${cluster.name}-`}${plural(kind.kind)}`, labelSelector: `statewright.io/owner=${this.name}`, keepManagedFields: true, cluster: cluster.name })
+    const observed = this.watch(kind, {
+      name: `owned-${isDefault ? '' : `${cluster.name}-`}${plural(kind.kind)}`,
+      labelSelector: `statewright.io/owner=${this.name}`,
+      keepManagedFields: true,
+      cluster: cluster.name,
+    })
     const log = this.logger.child({ drift: kind.kind, cluster: cluster.name })
-    this.drift.push(new DriftWatcher({
-      db: this.db, observed, desired: this.desired, fieldManager: this.name, events: this.eventsFor(cluster.name),
-      // desired objects that name no cluster belong to the default one; those of another name it
-      ...(isDefault ? {} : { cluster: cluster.name, matchDefaultCluster: false }),
-      ...(this.o.drift ? { pacing: this.o.drift } : {}), ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
-      onDrift: (d, reason) => log.info({ object: `${d.object.metadata.namespace ?? ''}/${d.object.metadata.name}`, reason }, 'managed object drifted; repairing'),
-      onFight: (f) => log.warn({ object: f.key, otherManager: f.otherManager, repairs: f.repairs }, 'another writer keeps reverting this object; repairs are backed off'),
-    }))
+    this.drift.push(
+      new DriftWatcher({
+        db: this.db,
+        observed,
+        desired: this.desired,
+        fieldManager: this.name,
+        events: this.eventsFor(cluster.name),
+        // desired objects that name no cluster belong to the default one; those of another name it
+        ...(isDefault ? {} : { cluster: cluster.name, matchDefaultCluster: false }),
+        ...(this.o.drift ? { pacing: this.o.drift } : {}),
+        ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
+        onDrift: (d, reason) =>
+          log.info(
+            { object: `${d.object.metadata.namespace ?? ''}/${d.object.metadata.name}`, reason },
+            'managed object drifted; repairing',
+          ),
+        onFight: (f) =>
+          log.warn(
+            { object: f.key, otherManager: f.otherManager, repairs: f.repairs },
+            'another writer keeps reverting this object; repairs are backed off',
+          ),
+      }),
+    )
   }
 
   private trapSignals(): void {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) {
       const on = () => {
         this.logger.info({ signal: sig }, 'signal received; stopping')
-        void this.stop().then(() => process.exit(0), (err) => { this.logger.error({ err }, 'stop failed'); process.exit(1) })
+        void this.stop().then(
+          () => process.exit(0),
+          (err) => {
+            this.logger.error({ err }, 'stop failed')
+            process.exit(1)
+          },
+        )
       }
       process.once(sig, on)
       this.offSignals.push(() => process.off(sig, on))
@@ -499,14 +691,20 @@ export class Manager {
   eventsFor(cluster: string): EventRecorder {
     let r = this.recorders.get(cluster)
     if (!r) {
-      r = new EventRecorder({ cluster: this.clusterNamed(cluster), component: this.name, onError: (err) => this.logger.warn({ err, cluster }, 'event not recorded') })
+      r = new EventRecorder({
+        cluster: this.clusterNamed(cluster),
+        component: this.name,
+        onError: (err) => this.logger.warn({ err, cluster }, 'event not recorded'),
+      })
       this.recorders.set(cluster, r)
     }
     return r
   }
 
   /** Shards this replica holds now (sharded managers). */
-  shards(): number[] { return [...this.held].sort((a, b) => a - b) }
+  shards(): number[] {
+    return [...this.held].sort((a, b) => a - b)
+  }
 
   private shardOfInput(input: unknown): number {
     const o = input as KubeObject

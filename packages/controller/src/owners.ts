@@ -29,7 +29,10 @@ export function controllerRef(owner: KubeObject): OwnerReference {
   const missing = (['apiVersion', 'kind'] as const).filter((k) => typeof owner?.[k] !== 'string' || owner[k] === '')
   if (typeof m.name !== 'string' || m.name === '') missing.push('metadata.name' as never)
   if (typeof m.uid !== 'string' || m.uid === '') missing.push('metadata.uid' as never)
-  if (missing.length) throw new InvalidObjectError(`${describe(owner ?? {})}: cannot be an owner without ${missing.join(', ')} (use the object as the server returned or reflected it)`)
+  if (missing.length)
+    throw new InvalidObjectError(
+      `${describe(owner ?? {})}: cannot be an owner without ${missing.join(', ')} (use the object as the server returned or reflected it)`,
+    )
   return { apiVersion: owner.apiVersion!, kind: owner.kind!, name: m.name!, uid: m.uid!, controller: true, blockOwnerDeletion: true }
 }
 
@@ -45,11 +48,16 @@ export function withOwner<T extends KubeObject>(obj: T, owner: KubeObject): T {
   const ownerNs = owner.metadata.namespace
   const ns = obj?.metadata?.namespace
   if (ownerNs && ns !== undefined && ns !== ownerNs) {
-    throw new InvalidObjectError(`${describe(obj)}: cannot be owned by ${describe(owner)}: a namespaced owner only owns objects in its own namespace`)
+    throw new InvalidObjectError(
+      `${describe(obj)}: cannot be owned by ${describe(owner)}: a namespaced owner only owns objects in its own namespace`,
+    )
   }
   const refs = ownerReferences(obj)
   const other = refs.find((r) => r.controller === true && r.uid !== ref.uid)
-  if (other) throw new InvalidObjectError(`${describe(obj)}: already controlled by ${other.kind} ${other.name} (uid ${other.uid}); cannot set ${describe(owner)} as its controller`)
+  if (other)
+    throw new InvalidObjectError(
+      `${describe(obj)}: already controlled by ${other.kind} ${other.name} (uid ${other.uid}); cannot set ${describe(owner)} as its controller`,
+    )
   const next = [...refs.filter((r) => r.uid !== ref.uid), ref]
   return { ...obj, metadata: { ...obj.metadata, ownerReferences: next } }
 }

@@ -26,9 +26,28 @@
 //   `eventNamespace`.
 import { ConfigError, InvalidObjectError, SyncError, UsageError } from './errors.ts'
 import { createHash } from 'node:crypto'
-import { Reconciler, newStatusIndex, statusPending, type BatchEntry, type OpContext, type RetryOptions, type Status, type StatusIndex } from '@statewright/reconciler'
+import {
+  Reconciler,
+  newStatusIndex,
+  statusPending,
+  type BatchEntry,
+  type OpContext,
+  type RetryOptions,
+  type Status,
+  type StatusIndex,
+} from '@statewright/reconciler'
 import { Table, WatchSet, defineIndex, type ChangeIterator, type DB, type ReadTxn, type WriteTxn } from '@statewright/statedb'
-import { ApiError, groupKind, isNotFound, objectPath, resolveKind, type Cluster, type InvolvedObject, type KindRef, type KubeObject } from '@statewright/k8s'
+import {
+  ApiError,
+  groupKind,
+  isNotFound,
+  objectPath,
+  resolveKind,
+  type Cluster,
+  type InvolvedObject,
+  type KindRef,
+  type KubeObject,
+} from '@statewright/k8s'
 
 /** Labels and annotations that mark a secondary as owned by a primary. */
 export interface OwnerStamps {
@@ -133,7 +152,10 @@ export interface PrimaryControllerStats {
   repairs: number
 }
 
-interface OwnedRef { spec: number; object: unknown }
+interface OwnedRef {
+  spec: number
+  object: unknown
+}
 
 interface Work {
   readonly key: string
@@ -183,12 +205,24 @@ function defaultSpec(p: unknown): unknown {
 }
 
 function hashOf(v: unknown): string {
-  return createHash('sha1').update(JSON.stringify(v) ?? 'undefined').digest('base64')
+  return createHash('sha1')
+    .update(JSON.stringify(v) ?? 'undefined')
+    .digest('base64')
 }
 
 export class PrimaryController<P> {
   readonly name: string
-  readonly stats: PrimaryControllerStats = { syncs: 0, syncErrors: 0, created: 0, updated: 0, deleted: 0, garbage: 0, foreign: 0, requeues: 0, repairs: 0 }
+  readonly stats: PrimaryControllerStats = {
+    syncs: 0,
+    syncErrors: 0,
+    created: 0,
+    updated: 0,
+    deleted: 0,
+    garbage: 0,
+    foreign: 0,
+    requeues: 0,
+    repairs: 0,
+  }
   private readonly o: PrimaryControllerOptions<P>
   private readonly keyOf: (p: P) => string
   private readonly specOf: (p: P) => unknown
@@ -238,10 +272,17 @@ export class PrimaryController<P> {
     const statusIndex = newStatusIndex<Work>((w) => w.status)
     this.statusIndex = statusIndex
     const byKey = defineIndex<Work, string>({ name: 'key', key: (w) => w.key, unique: true })
-    this.work = new Table<Work>({ name: `primary-${opts.name.replace(/[^A-Za-z0-9._-]/g, '_')}`.slice(0, 60), primary: byKey, indexes: [statusIndex] })
+    this.work = new Table<Work>({
+      name: `primary-${opts.name.replace(/[^A-Za-z0-9._-]/g, '_')}`.slice(0, 60),
+      primary: byKey,
+      indexes: [statusIndex],
+    })
     opts.db.register(this.work)
     this.reconciler = new Reconciler<Work>({
-      db: opts.db, table: this.work, statusIndex, name: this.work.name,
+      db: opts.db,
+      table: this.work,
+      statusIndex,
+      name: this.work.name,
       getObjectStatus: (w) => w.status,
       setObjectStatus: (w, status) => ({ ...w, status }),
       retry: opts.retry ?? { minMs: 100, maxMs: 30_000, jitter: 0.1 },
@@ -288,7 +329,13 @@ export class PrimaryController<P> {
     const every = this.o.resyncIntervalMs ?? 0
     if (every > 0) {
       const tick = () => {
-        this.resyncTimer = setTimeout(() => { void this.resync().catch((e) => this.report(e)).finally(() => { if (this.follow) tick() }) }, every)
+        this.resyncTimer = setTimeout(() => {
+          void this.resync()
+            .catch((e) => this.report(e))
+            .finally(() => {
+              if (this.follow) tick()
+            })
+        }, every)
       }
       tick()
     }
@@ -328,7 +375,12 @@ export class PrimaryController<P> {
     const ready = this.follow !== undefined && this.work.initialized(txn)[0]
     if (!this.follow) return { level: 'stopped', message: 'stopped', ready: false, errors }
     const problems = [...errors.slice(0, 3).map((e) => `${e.key}: ${e.error}`), ...(this.lastGcError ? [`gc: ${this.lastGcError}`] : [])]
-    return { level: problems.length ? 'degraded' : 'ok', message: problems.length ? `${errors.length} errors: ${problems.join('; ')}` : `${this.work.count(txn)} primaries`, ready, errors }
+    return {
+      level: problems.length ? 'degraded' : 'ok',
+      message: problems.length ? `${errors.length} errors: ${problems.join('; ')}` : `${this.work.count(txn)} primaries`,
+      ready,
+      errors,
+    }
   }
 
   /** Resolves when every primary change so far is synced (or failed); returns the keys in error. */
@@ -337,7 +389,9 @@ export class PrimaryController<P> {
       signal?.throwIfAborted()
       const txn = this.o.db.readTxn()
       const [pending, w] = this.work.listWatch(txn, this.statusIndex.kind('pending'))
-      const caughtUp = [this.o.primaries, ...this.o.secondaries.map((s) => s.observed)].every((t, i) => (this.processed[i] ?? -1) >= t.revision(txn))
+      const caughtUp = [this.o.primaries, ...this.o.secondaries.map((s) => s.observed)].every(
+        (t, i) => (this.processed[i] ?? -1) >= t.revision(txn),
+      )
       if (caughtUp && pending.count() === 0 && this.gcDone && this.requeues.size === 0 && this.inflight.size === 0) {
         // the reconciler has acted on every change of the work table, deletes of rows included
         const rev = this.work.revision(txn)
@@ -425,7 +479,10 @@ export class PrimaryController<P> {
           if (m.hash === undefined) {
             if (cur) this.work.delete(w, cur)
             const t = this.requeues.get(m.key)
-            if (t) { clearTimeout(t); this.requeues.delete(m.key) }
+            if (t) {
+              clearTimeout(t)
+              this.requeues.delete(m.key)
+            }
           } else if (!cur || cur.hash !== m.hash) {
             this.work.insert(w, { key: m.key, hash: m.hash, owned: cur?.owned ?? [], status: s })
           }
@@ -442,7 +499,11 @@ export class PrimaryController<P> {
     let orphans = false
     for (const c of changes) {
       let id: string
-      try { id = target.id(c.object) } catch { continue }
+      try {
+        id = target.id(c.object)
+      } catch {
+        continue
+      }
       const owner = this.ownerKeyOf(target, c.object)
       const prevOwner = this.ownerOfId.get(id)
       if (c.deleted) {
@@ -457,7 +518,10 @@ export class PrimaryController<P> {
         }
         this.lastWritten.delete(id)
         const waiting = this.blockedBy.get(id)
-        if (waiting) { this.blockedBy.delete(id); for (const k of waiting) repair.add(k) }
+        if (waiting) {
+          this.blockedBy.delete(id)
+          for (const k of waiting) repair.add(k)
+        }
         continue
       }
       if (prevOwner !== undefined && prevOwner !== owner) {
@@ -506,7 +570,11 @@ export class PrimaryController<P> {
     const worker = async () => {
       while (next < entries.length) {
         const e = entries[next++]!
-        try { await this.track(fn(e.object)) } catch (err) { e.error = err }
+        try {
+          await this.track(fn(e.object))
+        } catch (err) {
+          e.error = err
+        }
       }
     }
     await Promise.all(Array.from({ length: Math.min(this.concurrency, entries.length) }, worker))
@@ -514,7 +582,8 @@ export class PrimaryController<P> {
 
   private specFor(kind: string): number {
     const i = this.o.secondaries.findIndex((s) => s.kinds.includes(kind))
-    if (i < 0) throw new ConfigError(`no secondary target takes kind "${kind}" (kinds: ${this.o.secondaries.flatMap((s) => s.kinds).join(', ')})`)
+    if (i < 0)
+      throw new ConfigError(`no secondary target takes kind "${kind}" (kinds: ${this.o.secondaries.flatMap((s) => s.kinds).join(', ')})`)
     return i
   }
 
@@ -526,15 +595,24 @@ export class PrimaryController<P> {
     const o = p as KubeObject | undefined
     if (o && typeof o === 'object' && typeof o.apiVersion === 'string' && typeof o.kind === 'string' && o.metadata?.name) return o
     return {
-      apiVersion: 'statewright.io/v1', kind: this.o.kind,
-      metadata: { namespace: this.o.eventNamespace ?? 'default', name: ownerKeyLabelValue(key).toLowerCase().replace(/[^a-z0-9.-]/g, '-') },
+      apiVersion: 'statewright.io/v1',
+      kind: this.o.kind,
+      metadata: {
+        namespace: this.o.eventNamespace ?? 'default',
+        name: ownerKeyLabelValue(key)
+          .toLowerCase()
+          .replace(/[^a-z0-9.-]/g, '-'),
+      },
     }
   }
 
   private async syncOne(w: { -readonly [K in keyof Work]: Work[K] }, ctx: OpContext): Promise<boolean> {
     const key = w.key
     const t = this.requeues.get(key)
-    if (t) { clearTimeout(t); this.requeues.delete(key) }
+    if (t) {
+      clearTimeout(t)
+      this.requeues.delete(key)
+    }
     const p = this.o.primaries.get(ctx.txn, this.o.primaries.primary.query(key as never))
     if (p === undefined) return false // deleted since: its delete comes next
     this.stats.syncs++
@@ -635,35 +713,49 @@ export class PrimaryController<P> {
       try {
         const k = spec.target.kindOf(s)
         if (spec.kinds.includes(k)) return k
-      } catch { /* not this target's shape */ }
+      } catch {
+        /* not this target's shape */
+      }
     }
     return this.o.secondaries[0]!.target.kindOf(s)
   }
 
   private async writeErrorStatus(p: P, msg: string, status: unknown, ctx: OpContext): Promise<void> {
     if (!this.o.status) return
-    const s = this.o.errorStatus ? this.o.errorStatus(msg, status) : { ...(status !== null && typeof status === 'object' ? status : {}), error: msg }
-    await this.o.status.writeStatus(p, s, ctx.signal).catch((e) => this.report(new SyncError(`status of "${this.keyOf(p)}": ${(e as Error).message}`)))
+    const s = this.o.errorStatus
+      ? this.o.errorStatus(msg, status)
+      : { ...(status !== null && typeof status === 'object' ? status : {}), error: msg }
+    await this.o.status
+      .writeStatus(p, s, ctx.signal)
+      .catch((e) => this.report(new SyncError(`status of "${this.keyOf(p)}": ${(e as Error).message}`)))
   }
 
   private requeueAfter(key: string, ms: number): void {
     const old = this.requeues.get(key)
     if (old) clearTimeout(old)
     this.stats.requeues++
-    this.requeues.set(key, setTimeout(() => {
-      this.requeues.delete(key)
-      if (!this.follow) return
-      void this.o.db.write(this.work, (w) => {
-        const cur = this.work.get(w, this.work.primary.query(key))
-        if (cur) this.work.insert(w, { ...cur, status: statusPending() })
-      }).catch((e) => this.report(e))
-    }, ms))
+    this.requeues.set(
+      key,
+      setTimeout(() => {
+        this.requeues.delete(key)
+        if (!this.follow) return
+        void this.o.db
+          .write(this.work, (w) => {
+            const cur = this.work.get(w, this.work.primary.query(key))
+            if (cur) this.work.insert(w, { ...cur, status: statusPending() })
+          })
+          .catch((e) => this.report(e))
+      }, ms),
+    )
   }
 
   /** A primary is gone: delete what it owned and what is observed with its stamp. */
   private async removeOwned(w: Work, ctx: OpContext): Promise<void> {
     const t = this.requeues.get(w.key)
-    if (t) { clearTimeout(t); this.requeues.delete(w.key) }
+    if (t) {
+      clearTimeout(t)
+      this.requeues.delete(w.key)
+    }
     if (this.o.primaries.get(ctx.txn, this.o.primaries.primary.query(w.key as never)) !== undefined) return // back again
     const all = new Map<string, OwnedRef>()
     for (const o of [...w.owned, ...(this.ownedByKey.get(w.key) ?? [])]) all.set(this.o.secondaries[o.spec]!.target.id(o.object), o)
@@ -681,7 +773,10 @@ export class PrimaryController<P> {
         failures.push(`${target.describe(o.object)}: ${(err as Error).message}`)
       }
     }
-    for (const [id, keys] of this.blockedBy) { keys.delete(w.key); if (keys.size === 0) this.blockedBy.delete(id) }
+    for (const [id, keys] of this.blockedBy) {
+      keys.delete(w.key)
+      if (keys.size === 0) this.blockedBy.delete(id)
+    }
     if (failures.length) throw new SyncError(`secondaries of deleted ${this.o.kind} "${w.key}": ${failures.join('; ')}`)
     this.ownedByKey.delete(w.key)
   }
@@ -704,7 +799,10 @@ export class PrimaryController<P> {
         if (this.work.get(now, this.work.primary.query(owner)) !== undefined) break // its delete is still running
         const target = this.o.secondaries[o.spec]!.target
         try {
-          if (await target.delete(o.object, this.ownedBy(owner, target))) { n++; this.stats.garbage++ }
+          if (await target.delete(o.object, this.ownedBy(owner, target))) {
+            n++
+            this.stats.garbage++
+          }
         } catch (err) {
           failures.push(`${target.describe(o.object)}: ${(err as Error).message}`)
         }
@@ -718,7 +816,11 @@ export class PrimaryController<P> {
 
   private report(err: Error): void {
     if (this.o.onError) {
-      try { this.o.onError(err) } catch { /* not ours */ }
+      try {
+        this.o.onError(err)
+      } catch {
+        /* not ours */
+      }
     }
   }
 }
@@ -740,14 +842,27 @@ export class KubeSecondaries implements SecondaryTarget<KubeObject> {
     this.fieldManager = o.fieldManager
   }
 
-  kindOf(s: KubeObject): string { return String(s.kind) }
-  id(s: KubeObject): string { return `${groupKind(s as KindRef)}|${s.metadata.namespace ?? ''}|${s.metadata.name}` }
-  describe(s: KubeObject): string { return s.metadata.namespace ? `${s.metadata.namespace}/${s.metadata.name}` : String(s.metadata.name) }
-  stampsOf(s: KubeObject) { return s.metadata as { labels?: Record<string, string>; annotations?: Record<string, string> } }
-  versionOf(s: KubeObject): string | undefined { return s.metadata.resourceVersion }
+  kindOf(s: KubeObject): string {
+    return String(s.kind)
+  }
+  id(s: KubeObject): string {
+    return `${groupKind(s as KindRef)}|${s.metadata.namespace ?? ''}|${s.metadata.name}`
+  }
+  describe(s: KubeObject): string {
+    return s.metadata.namespace ? `${s.metadata.namespace}/${s.metadata.name}` : String(s.metadata.name)
+  }
+  stampsOf(s: KubeObject) {
+    return s.metadata as { labels?: Record<string, string>; annotations?: Record<string, string> }
+  }
+  versionOf(s: KubeObject): string | undefined {
+    return s.metadata.resourceVersion
+  }
   withStamps(s: KubeObject, st: OwnerStamps): KubeObject {
     const m = s.metadata
-    return { ...s, metadata: { ...m, labels: { ...(m.labels ?? {}), ...st.labels }, annotations: { ...(m.annotations ?? {}), ...st.annotations } } }
+    return {
+      ...s,
+      metadata: { ...m, labels: { ...(m.labels ?? {}), ...st.labels }, annotations: { ...(m.annotations ?? {}), ...st.annotations } },
+    }
   }
 
   private async read(s: KubeObject, signal?: AbortSignal): Promise<{ path: string; cur: KubeObject | undefined }> {
@@ -761,7 +876,11 @@ export class KubeSecondaries implements SecondaryTarget<KubeObject> {
     }
   }
 
-  async apply(s: KubeObject, owned: (existing: KubeObject) => boolean, signal?: AbortSignal): Promise<{ result: SecondaryWriteResult; version?: string }> {
+  async apply(
+    s: KubeObject,
+    owned: (existing: KubeObject) => boolean,
+    signal?: AbortSignal,
+  ): Promise<{ result: SecondaryWriteResult; version?: string }> {
     const { resourceVersion: _rv, uid: _uid, managedFields: _mf, creationTimestamp: _ct, generation: _g, ...meta } = s.metadata
     const body = { ...s, metadata: meta }
     for (let attempt = 1; ; attempt++) {
@@ -769,7 +888,14 @@ export class KubeSecondaries implements SecondaryTarget<KubeObject> {
       if (cur === undefined) {
         const coll = path.slice(0, path.lastIndexOf('/'))
         try {
-          const res: KubeObject = await this.cluster.request({ method: 'POST', path: coll, query: { fieldManager: this.fieldManager }, body, signal, what: this.describe(s) })
+          const res: KubeObject = await this.cluster.request({
+            method: 'POST',
+            path: coll,
+            query: { fieldManager: this.fieldManager },
+            body,
+            signal,
+            what: this.describe(s),
+          })
           return { result: 'created', version: res?.metadata?.resourceVersion }
         } catch (err) {
           if (err instanceof ApiError && err.code === 409 && attempt < 5) continue // created meanwhile: read it
@@ -778,8 +904,13 @@ export class KubeSecondaries implements SecondaryTarget<KubeObject> {
       }
       if (!owned(cur)) return { result: 'foreign' }
       const res: KubeObject = await this.cluster.request({
-        method: 'PATCH', path, query: { fieldManager: this.fieldManager, force: true }, body,
-        contentType: 'application/apply-patch+yaml', signal, what: this.describe(s),
+        method: 'PATCH',
+        path,
+        query: { fieldManager: this.fieldManager, force: true },
+        body,
+        contentType: 'application/apply-patch+yaml',
+        signal,
+        what: this.describe(s),
       })
       const v = res?.metadata?.resourceVersion
       return { result: v !== undefined && v === cur.metadata.resourceVersion ? 'unchanged' : 'updated', version: v }
@@ -792,8 +923,11 @@ export class KubeSecondaries implements SecondaryTarget<KubeObject> {
       if (cur === undefined || !owned(cur)) return false
       try {
         await this.cluster.request({
-          method: 'DELETE', path, body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Background', preconditions: { uid: cur.metadata.uid } },
-          signal, what: this.describe(s),
+          method: 'DELETE',
+          path,
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', propagationPolicy: 'Background', preconditions: { uid: cur.metadata.uid } },
+          signal,
+          what: this.describe(s),
         })
         return true
       } catch (err) {
@@ -806,6 +940,8 @@ export class KubeSecondaries implements SecondaryTarget<KubeObject> {
 }
 
 /** Status write-back of Kubernetes primaries through a StatusWriter (server-side apply on /status). */
-export function kubeStatusWriter(writer: { apply(obj: KubeObject, status: any, opts?: { signal?: AbortSignal }): Promise<unknown> }): PrimaryStatusWriter<KubeObject> {
+export function kubeStatusWriter(writer: {
+  apply(obj: KubeObject, status: any, opts?: { signal?: AbortSignal }): Promise<unknown>
+}): PrimaryStatusWriter<KubeObject> {
   return { writeStatus: (p, status, signal) => writer.apply(p, status as Record<string, unknown>, { signal }) }
 }

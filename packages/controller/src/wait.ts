@@ -35,7 +35,10 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
   try {
     // a pass that changed the cluster (applies, deletes, a finalizer's cleanup) goes round again, so
     // the reflectors of what we own have seen our own writes (drift repair relies on them)
-    const writes = () => { const t = m.target.stats; return t.applies + t.deletes + t.pruned }
+    const writes = () => {
+      const t = m.target.stats
+      return t.applies + t.deletes + t.pruned
+    }
     for (;;) {
       const busy = m.components.filter((c) => c.idle && !c.idle())
       const before = writes()
@@ -44,7 +47,12 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
     }
   } catch (err) {
     if (!signal.aborted) throw err
-    throw new TimeoutError(`waitForConvergence: not converged after ${timeout} ms (${state.phase}):\n${describePending(m, state.pending).map((l) => `  - ${l}`).join('\n')}`, { cause: err })
+    throw new TimeoutError(
+      `waitForConvergence: not converged after ${timeout} ms (${state.phase}):\n${describePending(m, state.pending)
+        .map((l) => `  - ${l}`)
+        .join('\n')}`,
+      { cause: err },
+    )
   }
 }
 
@@ -52,12 +60,24 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
   const pending = state.pending
   state.phase = 'listing the server'
   // 1. reflectors against a fresh list of the same selection
-  const lists = await Promise.all([...m.watched].map(async ([name, w]) => {
-    const r = await resolveKind(w.cluster, w.kind)
-    const opts = w.options
-    const { items, resourceVersion } = await listAll(w.cluster, r, { namespace: opts.namespace, labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector, signal })
-    return { name, table: w.table, want: new Map(items.map((i: KubeObject) => [namespacedName(i), String(i.metadata.resourceVersion)])), listRv: resourceVersion }
-  }))
+  const lists = await Promise.all(
+    [...m.watched].map(async ([name, w]) => {
+      const r = await resolveKind(w.cluster, w.kind)
+      const opts = w.options
+      const { items, resourceVersion } = await listAll(w.cluster, r, {
+        namespace: opts.namespace,
+        labelSelector: opts.labelSelector,
+        fieldSelector: opts.fieldSelector,
+        signal,
+      })
+      return {
+        name,
+        table: w.table,
+        want: new Map(items.map((i: KubeObject) => [namespacedName(i), String(i.metadata.resourceVersion)])),
+        listRv: resourceVersion,
+      }
+    }),
+  )
   state.phase = 'reflectors catching up'
   for (const l of lists) {
     for (;;) {
@@ -65,11 +85,13 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
       pending.length = 0
       for (const [key, rv] of l.want) {
         const have = l.table.get(txn, l.table.primary.query(key))
-        if (!have || !atLeast(String(have.metadata.resourceVersion), rv)) pending.push(`${l.name} ${key}: ${have ? `at ${have.metadata.resourceVersion}, server has ${rv}` : 'missing'}`)
+        if (!have || !atLeast(String(have.metadata.resourceVersion), rv))
+          pending.push(`${l.name} ${key}: ${have ? `at ${have.metadata.resourceVersion}, server has ${rv}` : 'missing'}`)
       }
       for (const obj of l.table.all(txn)) {
         const key = namespacedName(obj)
-        if (!l.want.has(key) && !atLeast(String(obj.metadata.resourceVersion), String(Number(l.listRv ?? 0) + 1))) pending.push(`${l.name} ${key}: deleted on the server, still in the table`)
+        if (!l.want.has(key) && !atLeast(String(obj.metadata.resourceVersion), String(Number(l.listRv ?? 0) + 1)))
+          pending.push(`${l.name} ${key}: deleted on the server, still in the table`)
       }
       if (pending.length === 0) break
       const [, w] = l.table.allWatch(txn)
@@ -88,18 +110,29 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
   const errors = await waitForReconciliation(m.db, m.desired.table, m.desired.statusIndex, { signal })
   state.phase = 'components'
   for (const c of m.components) if (c.converged) await c.converged(signal)
-  return { errors: errors.map((e) => ({ object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`, error: e.status.error ?? '' })) }
+  return {
+    errors: errors.map((e) => ({
+      object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`,
+      error: e.status.error ?? '',
+    })),
+  }
 }
 
 function describePending(m: Manager, reflectorLines: string[]): string[] {
   const out = reflectorLines.slice(0, 20)
   const txn = m.db.readTxn()
-  for (const d of m.derivations) for (const f of d.failures(txn)) out.push(`derivation ${d.name}: ${f.input}: ${f.error} (attempt ${f.attempts})`)
+  for (const d of m.derivations)
+    for (const f of d.failures(txn)) out.push(`derivation ${d.name}: ${f.input}: ${f.error} (attempt ${f.attempts})`)
   for (const kind of ['pending', 'error'] as const) {
     for (const d of m.desired.table.list(txn, m.desired.statusIndex.kind(kind))) {
-      out.push(`${m.desired.table.name} ${d.object.kind} ${d.object.metadata.namespace ?? ''}/${d.object.metadata.name}: ${kind}${d.status.error ? `: ${d.status.error}` : ''}`)
+      out.push(
+        `${m.desired.table.name} ${d.object.kind} ${d.object.metadata.namespace ?? ''}/${d.object.metadata.name}: ${kind}${d.status.error ? `: ${d.status.error}` : ''}`,
+      )
     }
   }
-  for (const c of m.components) { const h = c.health?.(); if (h && (h.level !== 'ok' || !h.ready)) out.push(`${c.name}: ${h.message}`) }
+  for (const c of m.components) {
+    const h = c.health?.()
+    if (h && (h.level !== 'ok' || !h.ready)) out.push(`${c.name}: ${h.message}`)
+  }
   return out.length ? out : ['(nothing pending found: the wait itself was slow)']
 }

@@ -9,9 +9,21 @@ import { derive, type Derivation } from '@statewright/controller'
 
 setValidation(true)
 
-interface Site { name: string; team: string; replicas: number }
-interface Team { name: string; owner: string }
-interface Out { name: string; site: string; owner: string; replicas: number }
+interface Site {
+  name: string
+  team: string
+  replicas: number
+}
+interface Team {
+  name: string
+  owner: string
+}
+interface Out {
+  name: string
+  site: string
+  owner: string
+  replicas: number
+}
 const siteName = defineIndex<Site, string>({ name: 'name', key: (s) => s.name, unique: true })
 const teamName = defineIndex<Team, string>({ name: 'name', key: (t) => t.name, unique: true })
 const outName = defineIndex<Out, string>({ name: 'name', key: (o) => o.name, unique: true })
@@ -28,7 +40,11 @@ type T = ReturnType<typeof tables>
 /** One output per replica, joined with the site's team for its owner; replicas < 0 throws. */
 function start(t: T, extra: Partial<Parameters<typeof derive<Site, Out>>[0]> = {}): Promise<Derivation<Site, Out>> {
   return derive<Site, Out>({
-    db: t.db, from: t.sites, joins: [t.teams], to: t.out, retry: { minMs: 5, maxMs: 20 },
+    db: t.db,
+    from: t.sites,
+    joins: [t.teams],
+    to: t.out,
+    retry: { minMs: 5, maxMs: 20 },
     fn: (s, ctx) => {
       if (s.replicas < 0) throw new Error(`replicas must not be negative (${s.replicas})`)
       const owner = ctx.get(t.teams, teamName.query(s.team))?.owner ?? 'nobody'
@@ -38,7 +54,12 @@ function start(t: T, extra: Partial<Parameters<typeof derive<Site, Out>>[0]> = {
   })
 }
 const settle = (t: T, d: Derivation<any, any>) => d.waitFor(t.db.readTxn(), AbortSignal.timeout(5000))
-const names = (t: T) => t.out.all(t.db.readTxn()).toArray().map((o) => `${o.name}:${o.owner}`).sort()
+const names = (t: T) =>
+  t.out
+    .all(t.db.readTxn())
+    .toArray()
+    .map((o) => `${o.name}:${o.owner}`)
+    .sort()
 
 test('derives, joins, deletes; fn runs only for what a change touches', async () => {
   const t = tables()
@@ -53,29 +74,48 @@ test('derives, joins, deletes; fn runs only for what a change touches', async ()
     assert.is(t.out.count(t.db.readTxn()), 50)
     assert.is(t.out.get(t.db.readTxn(), outName.query('s1-0'))!.owner, 'alice')
     // one site changes: one run
-    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 's3', team: 'a', replicas: 3 }) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: 's3', team: 'a', replicas: 3 })
+    })
     await settle(t, d)
     assert.is(d.runs, 51)
-    assert.equal(names(t).filter((n) => n.startsWith('s3-')), ['s3-0:alice', 's3-1:alice', 's3-2:alice'])
-    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 's3', team: 'a', replicas: 1 }) })
+    assert.equal(
+      names(t).filter((n) => n.startsWith('s3-')),
+      ['s3-0:alice', 's3-1:alice', 's3-2:alice'],
+    )
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: 's3', team: 'a', replicas: 1 })
+    })
     await settle(t, d)
-    assert.equal(names(t).filter((n) => n.startsWith('s3-')), ['s3-0:alice'], 'outputs no longer produced are deleted')
+    assert.equal(
+      names(t).filter((n) => n.startsWith('s3-')),
+      ['s3-0:alice'],
+      'outputs no longer produced are deleted',
+    )
     // a joined object changes: only its 25 readers run again
-    await t.db.write(t.teams, (w) => { t.teams.insert(w, { name: 'a', owner: 'ann' }) })
+    await t.db.write(t.teams, (w) => {
+      t.teams.insert(w, { name: 'a', owner: 'ann' })
+    })
     await settle(t, d)
     assert.is(d.runs, 52 + 25)
     assert.is(t.out.get(t.db.readTxn(), outName.query('s1-0'))!.owner, 'ann')
     // a team that did not exist appears: its readers (who got "nobody") run again
-    await t.db.write(t.teams, (w) => { t.teams.insert(w, { name: 'b', owner: 'bob' }) })
+    await t.db.write(t.teams, (w) => {
+      t.teams.insert(w, { name: 'b', owner: 'bob' })
+    })
     await settle(t, d)
     assert.is(d.runs, 77 + 25)
     assert.is(t.out.get(t.db.readTxn(), outName.query('s0-0'))!.owner, 'bob')
     // an unrelated team: nothing runs
-    await t.db.write(t.teams, (w) => { t.teams.insert(w, { name: 'zzz', owner: 'z' }) })
+    await t.db.write(t.teams, (w) => {
+      t.teams.insert(w, { name: 'zzz', owner: 'z' })
+    })
     await settle(t, d)
     assert.is(d.runs, 102)
     // a deleted input takes its outputs
-    await t.db.write(t.sites, (w) => { t.sites.delete(w, { name: 's0' } as Site) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.delete(w, { name: 's0' } as Site)
+    })
     await settle(t, d)
     assert.is(t.out.get(t.db.readTxn(), outName.query('s0-0')), undefined)
     assert.is(d.runs, 102, 'a delete needs no run')
@@ -115,7 +155,10 @@ test('a throwing fn is a per-object error (errors table, health), retried with b
   try {
     await settle(t, d)
     const errs = d.failures()
-    assert.equal(errs.map((e) => [e.input, e.error]), [['sites bad', 'replicas must not be negative (-1)']])
+    assert.equal(
+      errs.map((e) => [e.input, e.error]),
+      [['sites bad', 'replicas must not be negative (-1)']],
+    )
     const [, w] = d.errors.allWatch(t.db.readTxn())
     await w.wait(AbortSignal.timeout(5000)) // a retry rewrites the row with more attempts
     assert.ok(d.failures()[0]!.attempts >= 2, 'retried')
@@ -124,7 +167,9 @@ test('a throwing fn is a per-object error (errors table, health), retried with b
     assert.is(d.health().ready, true, 'an object error does not make it unready')
     assert.equal(names(t), ['good-0:nobody'])
     // the input is fixed: the error goes and its outputs appear
-    await t.db.write(t.sites, (w2) => { t.sites.insert(w2, { name: 'bad', team: 'a', replicas: 1 }) })
+    await t.db.write(t.sites, (w2) => {
+      t.sites.insert(w2, { name: 'bad', team: 'a', replicas: 1 })
+    })
     await settle(t, d)
     assert.equal(d.failures(), [])
     assert.is(d.health().level, 'ok')
@@ -136,13 +181,20 @@ test('a throwing fn is a per-object error (errors table, health), retried with b
 
 test('an output validate refuses is a per-object error naming the input; earlier outputs stay', async () => {
   const t = tables()
-  await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'v', team: 'a', replicas: 1 }) })
+  await t.db.write(t.sites, (w) => {
+    t.sites.insert(w, { name: 'v', team: 'a', replicas: 1 })
+  })
   const d = await start(t, { validate: (o) => (o.replicas > 2 ? `${o.name}: at most 2 replicas` : undefined) })
   try {
     await settle(t, d)
-    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'v', team: 'a', replicas: 3 }) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: 'v', team: 'a', replicas: 3 })
+    })
     await settle(t, d)
-    assert.equal(d.failures().map((e) => [e.input, e.error]), [['sites v', 'output refused: v-0: at most 2 replicas']])
+    assert.equal(
+      d.failures().map((e) => [e.input, e.error]),
+      [['sites v', 'output refused: v-0: at most 2 replicas']],
+    )
     assert.equal(names(t), ['v-0:nobody'], 'the last good outputs stay')
   } finally {
     await d.stop()
@@ -151,12 +203,18 @@ test('an output validate refuses is a per-object error naming the input; earlier
 
 test('a stopped derivation starts again (a new term): it catches up, and drops outputs of inputs deleted meanwhile', async () => {
   const t = tables()
-  await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'a', team: 'x', replicas: 1 }); t.sites.insert(w, { name: 'b', team: 'x', replicas: 1 }) })
+  await t.db.write(t.sites, (w) => {
+    t.sites.insert(w, { name: 'a', team: 'x', replicas: 1 })
+    t.sites.insert(w, { name: 'b', team: 'x', replicas: 1 })
+  })
   const d = await start(t)
   try {
     await settle(t, d)
     await d.stop()
-    await t.db.write(t.sites, (w) => { t.sites.delete(w, { name: 'a' } as Site); t.sites.insert(w, { name: 'b', team: 'x', replicas: 2 }) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.delete(w, { name: 'a' } as Site)
+      t.sites.insert(w, { name: 'b', team: 'x', replicas: 2 })
+    })
     await d.start()
     await settle(t, d)
     assert.equal(names(t), ['b-0:nobody', 'b-1:nobody'])
@@ -172,7 +230,13 @@ test('a write statedb refuses fails that input only (an error row, retried); the
   const slot = defineIndex<Out, number>({ name: 'slot', key: (o) => o.replicas, unique: true })
   const out2 = new Table<Out>({ name: 'out2', primary: outName, indexes: [slot] })
   t.db.register(out2)
-  const d = await derive<Site, Out>({ db: t.db, from: t.sites, to: out2, retry: { minMs: 5, maxMs: 20 }, fn: (s) => ({ name: `o-${s.name}`, site: s.name, owner: '', replicas: s.replicas }) })
+  const d = await derive<Site, Out>({
+    db: t.db,
+    from: t.sites,
+    to: out2,
+    retry: { minMs: 5, maxMs: 20 },
+    fn: (s) => ({ name: `o-${s.name}`, site: s.name, owner: '', replicas: s.replicas }),
+  })
   try {
     await t.db.write(t.sites, (w) => {
       t.sites.insert(w, { name: 'first', team: 'x', replicas: 1 })
@@ -180,7 +244,11 @@ test('a write statedb refuses fails that input only (an error row, retried); the
       t.sites.insert(w, { name: 'good', team: 'x', replicas: 2 })
     })
     await settle(t, d)
-    const stored = out2.all(t.db.readTxn()).toArray().map((o) => o.name).sort()
+    const stored = out2
+      .all(t.db.readTxn())
+      .toArray()
+      .map((o) => o.name)
+      .sort()
     assert.ok(stored.includes('o-good'), `the unrelated input is derived: ${stored}`)
     assert.is(stored.filter((n) => n === 'o-first' || n === 'o-clash').length, 1, 'one of the two clashing outputs')
     const f = d.failures()
@@ -190,29 +258,51 @@ test('a write statedb refuses fails that input only (an error row, retried); the
     await w.wait(AbortSignal.timeout(5000)) // retried with backoff
     assert.match(d.failures()[0]!.error, /unique|slot/i, 'the retry fails the same way, for the same input')
     assert.ok(d.failures()[0]!.attempts >= 2)
-    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: f[0]!.input.split(' ')[1]!, team: 'x', replicas: 3 }) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: f[0]!.input.split(' ')[1]!, team: 'x', replicas: 3 })
+    })
     await settle(t, d)
     assert.equal(d.failures(), [], 'fixed input: the error goes')
-    assert.equal(out2.all(t.db.readTxn()).toArray().map((o) => o.name).sort(), ['o-clash', 'o-first', 'o-good'])
+    assert.equal(
+      out2
+        .all(t.db.readTxn())
+        .toArray()
+        .map((o) => o.name)
+        .sort(),
+      ['o-clash', 'o-first', 'o-good'],
+    )
   } finally {
     await d.stop()
   }
 })
 
-test('an output two inputs produce: when one gives it up, the stored one is the other\'s version', async () => {
+test("an output two inputs produce: when one gives it up, the stored one is the other's version", async () => {
   const t = tables()
-  const d = await derive<Site, Out>({ db: t.db, from: t.sites, to: t.out, fn: (s) => (s.replicas > 0 ? { name: 'shared', site: s.name, owner: '', replicas: s.replicas } : undefined) })
+  const d = await derive<Site, Out>({
+    db: t.db,
+    from: t.sites,
+    to: t.out,
+    fn: (s) => (s.replicas > 0 ? { name: 'shared', site: s.name, owner: '', replicas: s.replicas } : undefined),
+  })
   const stored = () => t.out.get(t.db.readTxn(), outName.query('shared'))?.site
   try {
-    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'a', team: 'x', replicas: 1 }) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: 'a', team: 'x', replicas: 1 })
+    })
     await settle(t, d)
-    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'b', team: 'x', replicas: 1 }) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: 'b', team: 'x', replicas: 1 })
+    })
     await settle(t, d)
     assert.is(stored(), 'b', 'the last writer wins while both produce it')
-    await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'b', team: 'x', replicas: 0 }) })
+    await t.db.write(t.sites, (w) => {
+      t.sites.insert(w, { name: 'b', team: 'x', replicas: 0 })
+    })
     await settle(t, d)
-    assert.is(stored(), 'a', 'b gave it up: a\'s version')
-    await t.db.write(t.sites, (w) => { t.sites.delete(w, { name: 'a' } as Site) })
+    assert.is(stored(), 'a', "b gave it up: a's version")
+    await t.db.write(t.sites, (w) => {
+      t.sites.delete(w, { name: 'a' } as Site)
+    })
     await settle(t, d)
     assert.is(stored(), undefined, 'nobody produces it: gone')
   } finally {
@@ -222,7 +312,9 @@ test('an output two inputs produce: when one gives it up, the stored one is the 
 
 test('reading a table not declared in joins is an error naming it', async () => {
   const t = tables()
-  await t.db.write(t.sites, (w) => { t.sites.insert(w, { name: 'j', team: 'a', replicas: 1 }) })
+  await t.db.write(t.sites, (w) => {
+    t.sites.insert(w, { name: 'j', team: 'a', replicas: 1 })
+  })
   const d = await start(t, { joins: [] })
   try {
     await settle(t, d)
@@ -233,36 +325,62 @@ test('reading a table not declared in joins is an error naming it', async () => 
 })
 
 test('randomized: after every step the output equals a from-scratch computation over Maps', async () => {
-  await fc.assert(fc.asyncProperty(
-    fc.array(fc.oneof(
-      fc.record({ op: fc.constant('site' as const), name: fc.constantFrom('a', 'b', 'c', 'd'), team: fc.constantFrom('x', 'y'), replicas: fc.integer({ min: 0, max: 3 }) }),
-      fc.record({ op: fc.constant('unsite' as const), name: fc.constantFrom('a', 'b', 'c', 'd') }),
-      fc.record({ op: fc.constant('team' as const), name: fc.constantFrom('x', 'y'), owner: fc.constantFrom('o1', 'o2') }),
-      fc.record({ op: fc.constant('unteam' as const), name: fc.constantFrom('x', 'y') }),
-    ), { minLength: 1, maxLength: 25 }),
-    async (ops) => {
-      const t = tables()
-      const sites = new Map<string, Site>()
-      const teams = new Map<string, Team>()
-      const d = await start(t)
-      try {
-        for (const o of ops) {
-          await t.db.write([t.sites, t.teams], (w) => {
-            if (o.op === 'site') { const s = { name: o.name, team: o.team, replicas: o.replicas }; sites.set(o.name, s); t.sites.insert(w, s) }
-            if (o.op === 'unsite') { sites.delete(o.name); t.sites.delete(w, { name: o.name } as Site) }
-            if (o.op === 'team') { const x = { name: o.name, owner: o.owner }; teams.set(o.name, x); t.teams.insert(w, x) }
-            if (o.op === 'unteam') { teams.delete(o.name); t.teams.delete(w, { name: o.name } as Team) }
-          })
-          await settle(t, d)
-          const want: string[] = []
-          for (const s of sites.values()) for (let i = 0; i < s.replicas; i++) want.push(`${s.name}-${i}:${teams.get(s.team)?.owner ?? 'nobody'}`)
-          assert.equal(names(t), want.sort())
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(
+        fc.oneof(
+          fc.record({
+            op: fc.constant('site' as const),
+            name: fc.constantFrom('a', 'b', 'c', 'd'),
+            team: fc.constantFrom('x', 'y'),
+            replicas: fc.integer({ min: 0, max: 3 }),
+          }),
+          fc.record({ op: fc.constant('unsite' as const), name: fc.constantFrom('a', 'b', 'c', 'd') }),
+          fc.record({ op: fc.constant('team' as const), name: fc.constantFrom('x', 'y'), owner: fc.constantFrom('o1', 'o2') }),
+          fc.record({ op: fc.constant('unteam' as const), name: fc.constantFrom('x', 'y') }),
+        ),
+        { minLength: 1, maxLength: 25 },
+      ),
+      async (ops) => {
+        const t = tables()
+        const sites = new Map<string, Site>()
+        const teams = new Map<string, Team>()
+        const d = await start(t)
+        try {
+          for (const o of ops) {
+            await t.db.write([t.sites, t.teams], (w) => {
+              if (o.op === 'site') {
+                const s = { name: o.name, team: o.team, replicas: o.replicas }
+                sites.set(o.name, s)
+                t.sites.insert(w, s)
+              }
+              if (o.op === 'unsite') {
+                sites.delete(o.name)
+                t.sites.delete(w, { name: o.name } as Site)
+              }
+              if (o.op === 'team') {
+                const x = { name: o.name, owner: o.owner }
+                teams.set(o.name, x)
+                t.teams.insert(w, x)
+              }
+              if (o.op === 'unteam') {
+                teams.delete(o.name)
+                t.teams.delete(w, { name: o.name } as Team)
+              }
+            })
+            await settle(t, d)
+            const want: string[] = []
+            for (const s of sites.values())
+              for (let i = 0; i < s.replicas; i++) want.push(`${s.name}-${i}:${teams.get(s.team)?.owner ?? 'nobody'}`)
+            assert.equal(names(t), want.sort())
+          }
+        } finally {
+          await d.stop()
         }
-      } finally {
-        await d.stop()
-      }
-    },
-  ), { numRuns: 60 })
+      },
+    ),
+    { numRuns: 60 },
+  )
 })
 
 test.run()

@@ -6,38 +6,62 @@ import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { PendingEvents } from '../src/topology/events.ts'
 
-const obj = (name: string, v: number) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'd' }, data: { v: String(v) } })
+const obj = (name: string, v: number) => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: 'd' },
+  data: { v: String(v) },
+})
 
 test('randomized: one event per object, from its state at the last take to its state now', () => {
   const op = fc.record({ name: fc.constantFrom('a', 'b', 'c'), del: fc.boolean(), take: fc.nat(4), fail: fc.boolean() })
-  fc.assert(fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
-    const q = new PendingEvents()
-    const now = new Map<string, number>() // the model: current versions
-    let before = new Map<string, number>() // versions at the last take
-    let v = 0
-    const check = (events: ReturnType<PendingEvents['take']>) => {
-      const got = new Map(events.map((e) => [(e.new ?? e.old)!.metadata.name!, e]))
-      for (const name of new Set([...before.keys(), ...now.keys(), ...got.keys()])) {
-        const b = before.get(name); const n = now.get(name); const e = got.get(name)
-        const want = b === undefined ? (n === undefined ? undefined : 'create') : n === undefined ? 'delete' : 'update'
-        if (want === 'update' && b === n) { assert.ok(!e || e.type === 'update'); continue }
-        assert.is(e?.type, want, `${name}: before ${b}, now ${n}`)
-        if (e?.new) assert.is((e.new as any).data.v, String(n))
-        if (e?.old) assert.is((e.old as any).data.v, String(b))
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+      const q = new PendingEvents()
+      const now = new Map<string, number>() // the model: current versions
+      let before = new Map<string, number>() // versions at the last take
+      let v = 0
+      const check = (events: ReturnType<PendingEvents['take']>) => {
+        const got = new Map(events.map((e) => [(e.new ?? e.old)!.metadata.name!, e]))
+        for (const name of new Set([...before.keys(), ...now.keys(), ...got.keys()])) {
+          const b = before.get(name)
+          const n = now.get(name)
+          const e = got.get(name)
+          const want = b === undefined ? (n === undefined ? undefined : 'create') : n === undefined ? 'delete' : 'update'
+          if (want === 'update' && b === n) {
+            assert.ok(!e || e.type === 'update')
+            continue
+          }
+          assert.is(e?.type, want, `${name}: before ${b}, now ${n}`)
+          if (e?.new) assert.is((e.new as any).data.v, String(n))
+          if (e?.old) assert.is((e.old as any).data.v, String(b))
+        }
       }
-    }
-    for (const o of ops) {
-      if (o.del) { if (now.has(o.name)) { q.add('ConfigMap', '', obj(o.name, now.get(o.name)!), true); now.delete(o.name) } }
-      else { v++; now.set(o.name, v); q.add('ConfigMap', '', obj(o.name, v), false) }
-      if (o.take === 0) {
-        const events = q.take()
-        if (o.fail) { q.restore(events); continue } // a failed run: nothing was consumed
-        check(events)
-        before = new Map(now)
+      for (const o of ops) {
+        if (o.del) {
+          if (now.has(o.name)) {
+            q.add('ConfigMap', '', obj(o.name, now.get(o.name)!), true)
+            now.delete(o.name)
+          }
+        } else {
+          v++
+          now.set(o.name, v)
+          q.add('ConfigMap', '', obj(o.name, v), false)
+        }
+        if (o.take === 0) {
+          const events = q.take()
+          if (o.fail) {
+            q.restore(events)
+            continue
+          } // a failed run: nothing was consumed
+          check(events)
+          before = new Map(now)
+        }
       }
-    }
-    check(q.take())
-  }), { numRuns: 500 })
+      check(q.take())
+    }),
+    { numRuns: 500 },
+  )
 })
 
 test('a delete of an object never seen (written and deleted between two reads) is no event', () => {

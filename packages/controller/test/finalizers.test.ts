@@ -10,7 +10,11 @@ import { Finalizer, findCondition, conditionsOf, type FinalizerHealth } from '@s
 import { env, gadget, createGadget, objectTable, waitTable, GADGET, type Env } from './helpers.ts'
 
 const NAME = 'example.com/cleanup'
-const deferred = () => { let resolve!: () => void; const promise = new Promise<void>((r) => (resolve = r)); return { promise, resolve } }
+const deferred = () => {
+  let resolve!: () => void
+  const promise = new Promise<void>((r) => (resolve = r))
+  return { promise, resolve }
+}
 
 /** Bounded poll of something no table or watch covers (the finalizer's health). */
 async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
@@ -22,16 +26,25 @@ async function until(cond: () => boolean, what: string, timeoutMs = 10_000): Pro
 }
 
 let e: Env
-test.before(async () => { e = await env() })
-test.after(async () => { await e.stop() })
+test.before(async () => {
+  e = await env()
+})
+test.after(async () => {
+  await e.stop()
+})
 
 test('delete during cleanup failures: condition and health show them, backoff holds, then the object is gone', async () => {
   const table = objectTable()
   const db = new DB({ tables: [table] })
   const calls: { name: string; at: number; attempt: number }[] = []
-  const third = deferred(), release = deferred()
+  const third = deferred(),
+    release = deferred()
   const fin = new Finalizer({
-    cluster: e.cluster, db, table, name: NAME, kind: GADGET,
+    cluster: e.cluster,
+    db,
+    table,
+    name: NAME,
+    kind: GADGET,
     retry: { minMs: 300, maxMs: 5000 },
     cleanup: async (obj, ctx) => {
       const mine = calls.filter((c) => c.name === obj.metadata.name).length + 1
@@ -49,14 +62,23 @@ test('delete during cleanup failures: condition and health show them, backoff ho
     await createGadget(e.cluster, gadget('g1'))
     const get = (name: string) => table.get(db.readTxn(), table.primary.query(`default/${name}`))
     const finalizers = (o: KubeObject | undefined) => (o?.metadata.finalizers ?? []) as string[]
-    await waitTable(db, [table], () => finalizers(get('g1')).includes(NAME) && finalizers(get('early')).includes(NAME), 'our finalizer on both objects')
+    await waitTable(
+      db,
+      [table],
+      () => finalizers(get('g1')).includes(NAME) && finalizers(get('early')).includes(NAME),
+      'our finalizer on both objects',
+    )
     assert.equal(finalizers(get('early')), ['other.example.com/keep', NAME], "another controller's finalizer is kept")
     assert.is(before.metadata.uid, get('early')!.metadata.uid)
 
     await e.cluster.request({ method: 'DELETE', path: '/apis/example.com/v1/namespaces/default/gadgets/g1' })
     // between attempts, health has the key, error, attempts and when the next one is due
     let seen: FinalizerHealth | undefined
-    await until(() => { const h = fin.health(); if (h.failing[0]?.nextRetryAt !== undefined) seen = h; return seen !== undefined }, 'a failing key with its next retry')
+    await until(() => {
+      const h = fin.health()
+      if (h.failing[0]?.nextRetryAt !== undefined) seen = h
+      return seen !== undefined
+    }, 'a failing key with its next retry')
     assert.is(seen!.level, 'degraded')
     assert.is(seen!.failing[0]!.key, 'default/g1')
     assert.match(seen!.failing[0]!.error, /^bucket busy \([12]\)$/)
@@ -64,14 +86,25 @@ test('delete during cleanup failures: condition and health show them, backoff ho
     assert.match(seen!.message, 'default/g1: bucket busy')
 
     await third.promise // the third attempt runs, and is held
-    await waitTable(db, [table], () => /attempt 2: bucket busy \(2\)/.test(findCondition(conditionsOf(get('g1')!), 'FinalizerCleanup')?.message ?? ''), 'the failure condition')
+    await waitTable(
+      db,
+      [table],
+      () => /attempt 2: bucket busy \(2\)/.test(findCondition(conditionsOf(get('g1')!), 'FinalizerCleanup')?.message ?? ''),
+      'the failure condition',
+    )
     const cond = findCondition(conditionsOf(get('g1')!), 'FinalizerCleanup')!
     assert.is(cond.status, 'False')
     assert.is(cond.reason, 'CleanupFailed')
     assert.ok(get('g1')!.metadata.deletionTimestamp, 'still terminating, held by our finalizer')
     const h = fin.health()
-    assert.equal(h.failing.map((f) => [f.key, f.attempts, f.error]), [['default/g1', 2, 'bucket busy (2)']])
-    assert.equal(calls.map((c) => c.attempt), [1, 2, 3])
+    assert.equal(
+      h.failing.map((f) => [f.key, f.attempts, f.error]),
+      [['default/g1', 2, 'bucket busy (2)']],
+    )
+    assert.equal(
+      calls.map((c) => c.attempt),
+      [1, 2, 3],
+    )
     // backoff: 300 ms, then 600 ms; the condition writes (object changes) did not trigger early retries
     assert.ok(calls[1]!.at - calls[0]!.at >= 280, `second attempt after ${calls[1]!.at - calls[0]!.at} ms`)
     assert.ok(calls[2]!.at - calls[1]!.at >= 580, `third attempt after ${calls[2]!.at - calls[1]!.at} ms`)
@@ -94,8 +127,15 @@ test('another finalizer keeps the object: ours is removed and a past failure is 
   const db = new DB({ tables: [table] })
   let n = 0
   const fin = new Finalizer({
-    cluster: e.cluster, db, table, name: NAME, kind: GADGET, retry: { minMs: 10, maxMs: 50 },
-    cleanup: () => { if (++n === 1) throw new Error('once') },
+    cluster: e.cluster,
+    db,
+    table,
+    name: NAME,
+    kind: GADGET,
+    retry: { minMs: 10, maxMs: 50 },
+    cleanup: () => {
+      if (++n === 1) throw new Error('once')
+    },
   }).start()
   const reflector = new Reflector({ cluster: e.cluster, db, table, kind: GADGET, namespace: 'default' })
   await reflector.start()
@@ -103,7 +143,15 @@ test('another finalizer keeps the object: ours is removed and a past failure is 
     const get = () => table.get(db.readTxn(), table.primary.query('default/early'))
     await waitTable(db, [table], () => ((get()?.metadata.finalizers ?? []) as string[]).includes(NAME), 'our finalizer')
     await e.cluster.request({ method: 'DELETE', path: '/apis/example.com/v1/namespaces/default/gadgets/early' })
-    await waitTable(db, [table], () => { const o = get(); return !!o && !((o.metadata.finalizers ?? []) as string[]).includes(NAME) }, 'our finalizer removed')
+    await waitTable(
+      db,
+      [table],
+      () => {
+        const o = get()
+        return !!o && !((o.metadata.finalizers ?? []) as string[]).includes(NAME)
+      },
+      'our finalizer removed',
+    )
     const o = get()!
     assert.equal(o.metadata.finalizers, ['other.example.com/keep'])
     const cond = findCondition(conditionsOf(o), 'FinalizerCleanup')!
@@ -118,8 +166,14 @@ test('another finalizer keeps the object: ours is removed and a past failure is 
 test('bad options are refused with a clear message', () => {
   const table = objectTable()
   const db = new DB({ tables: [table] })
-  assert.throws(() => new Finalizer({ cluster: e.cluster, db, table, name: 'cleanup', cleanup: () => undefined }), /finalizer "cleanup": must be a domain-qualified name such as "example.com\/cleanup"/)
-  assert.throws(() => new Finalizer({ cluster: e.cluster, db, table, name: NAME, cleanup: undefined as never }), /finalizer "example.com\/cleanup": cleanup must be a function/)
+  assert.throws(
+    () => new Finalizer({ cluster: e.cluster, db, table, name: 'cleanup', cleanup: () => undefined }),
+    /finalizer "cleanup": must be a domain-qualified name such as "example.com\/cleanup"/,
+  )
+  assert.throws(
+    () => new Finalizer({ cluster: e.cluster, db, table, name: NAME, cleanup: undefined as never }),
+    /finalizer "example.com\/cleanup": cleanup must be a function/,
+  )
 })
 
 test.run()

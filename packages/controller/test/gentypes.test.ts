@@ -19,14 +19,31 @@ test('examples/site-types.ts is the generated output of examples/site-crd.yaml',
 })
 
 test('the statewright CLI prints the same', () => {
-  const r = spawnSync(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', `${root}packages/controller/src/cli.ts`, 'gen-types', `${root}examples/site-crd.yaml`], { encoding: 'utf8' })
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--conditions=@statewright/source',
+      '--import',
+      'tsx',
+      `${root}packages/controller/src/cli.ts`,
+      'gen-types',
+      `${root}examples/site-crd.yaml`,
+    ],
+    { encoding: 'utf8' },
+  )
   assert.is(r.status, 0, r.stderr)
   assert.is(r.stdout, readFileSync(`${root}examples/site-types.ts`, 'utf8'))
 })
 
 test('bad input: no CRD, a missing version', async () => {
-  await genTypes('kind: ConfigMap\n').then(() => assert.unreachable(), (e) => assert.match(e.message, 'no CustomResourceDefinition'))
-  await genTypes(crd, { version: 'v9' }).then(() => assert.unreachable(), (e) => assert.match(e.message, 'has no version "v9"'))
+  await genTypes('kind: ConfigMap\n').then(
+    () => assert.unreachable(),
+    (e) => assert.match(e.message, 'no CustomResourceDefinition'),
+  )
+  await genTypes(crd, { version: 'v9' }).then(
+    () => assert.unreachable(),
+    (e) => assert.match(e.message, 'has no version "v9"'),
+  )
 })
 
 test.run()

@@ -17,28 +17,36 @@ export const GADGET_CRD = {
     group: 'example.com',
     scope: 'Namespaced',
     names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', listKind: 'GadgetList' },
-    versions: [{
-      name: 'v1', served: true, storage: true,
-      subresources: { status: {} },
-      schema: {
-        openAPIV3Schema: {
-          type: 'object',
-          properties: {
-            spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-            status: {
-              type: 'object',
-              properties: {
-                phase: { type: 'string' },
-                conditions: {
-                  type: 'array',
-                  'x-kubernetes-list-type': 'map',
-                  'x-kubernetes-list-map-keys': ['type'],
-                  items: {
-                    type: 'object',
-                    required: ['type', 'status', 'reason', 'message', 'lastTransitionTime'],
-                    properties: {
-                      type: { type: 'string' }, status: { type: 'string' }, reason: { type: 'string' }, message: { type: 'string' },
-                      lastTransitionTime: { type: 'string', format: 'date-time' }, observedGeneration: { type: 'integer' },
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+              status: {
+                type: 'object',
+                properties: {
+                  phase: { type: 'string' },
+                  conditions: {
+                    type: 'array',
+                    'x-kubernetes-list-type': 'map',
+                    'x-kubernetes-list-map-keys': ['type'],
+                    items: {
+                      type: 'object',
+                      required: ['type', 'status', 'reason', 'message', 'lastTransitionTime'],
+                      properties: {
+                        type: { type: 'string' },
+                        status: { type: 'string' },
+                        reason: { type: 'string' },
+                        message: { type: 'string' },
+                        lastTransitionTime: { type: 'string', format: 'date-time' },
+                        observedGeneration: { type: 'integer' },
+                      },
                     },
                   },
                 },
@@ -47,18 +55,29 @@ export const GADGET_CRD = {
           },
         },
       },
-    }],
+    ],
   },
 }
 
-export interface Env { server: RunningTestServer; cluster: Cluster; stop(): Promise<void> }
+export interface Env {
+  server: RunningTestServer
+  cluster: Cluster
+  stop(): Promise<void>
+}
 
 /** A test server with the Gadget CRD installed over HTTP, and a Cluster on it. */
 export async function env(opts: TestServerOptions = {}): Promise<Env> {
   const server = await startTestServer(opts)
   const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
   await cluster.request({ method: 'POST', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', body: GADGET_CRD })
-  return { server, cluster, stop: async () => { cluster.close(); await server.stop() } }
+  return {
+    server,
+    cluster,
+    stop: async () => {
+      cluster.close()
+      await server.stop()
+    },
+  }
 }
 
 export function gadget(name: string, spec: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): KubeObject {
@@ -75,13 +94,22 @@ export function objectTable(name = 'gadgets'): Table<KubeObject> {
 }
 
 /** Waits until `cond(txn)` holds, re-checking whenever one of the tables changes; fails after timeoutMs. */
-export async function waitTable(db: DB, tables: Table<any>[], cond: (txn: ReadTxn) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export async function waitTable(
+  db: DB,
+  tables: Table<any>[],
+  cond: (txn: ReadTxn) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
   const signal = AbortSignal.timeout(timeoutMs)
   for (;;) {
     const txn = db.readTxn()
     if (cond(txn)) return
     try {
-      await waitAny(tables.map((t) => t.allWatch(txn)[1]), signal)
+      await waitAny(
+        tables.map((t) => t.allWatch(txn)[1]),
+        signal,
+      )
     } catch {
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     }

@@ -12,7 +12,11 @@ export const XSS = `<img src=x onerror="window.__xss=(window.__xss||0)+1">`
 export const XSS2 = `</script><script>window.__xss=(window.__xss||0)+1</script>`
 export const SECRET_VALUE = 'c2VjcmV0LXZhbHVlLTQy' // base64 of secret-value-42
 
-export interface Probe { name: string; labels: Record<string, string>; note: string }
+export interface Probe {
+  name: string
+  labels: Record<string, string>
+  note: string
+}
 const byName = defineIndex<Probe, string>({ name: 'name', key: (p) => p.name, unique: true })
 const byLabel = defineIndex<Probe, string>({ name: 'label', keys: (p) => Object.values(p.labels) })
 
@@ -20,12 +24,50 @@ const byLabel = defineIndex<Probe, string>({ name: 'label', keys: (p) => Object.
 export const TOPOLOGY: InspectGraph = {
   nodes: [
     { id: 'gatewayclass.gateway.networking.k8s.io:eg', kind: 'GatewayClass', name: 'eg' },
-    { id: 'gateway.gateway.networking.k8s.io:ns/gw-1', kind: 'Gateway', name: 'gw-1', namespace: 'ns', effective: { rateLimit: { limits: { global: { rates: [{ limit: 100, window: '1m' }] } } } } },
-    { id: 'listener.gateway.networking.k8s.io:ns/gw-1#http', kind: 'Listener', name: 'gw-1#http', namespace: 'ns', effective: { rateLimit: { limits: { global: { rates: [{ limit: 100, window: '1m' }] } } } } },
-    { id: 'httproute.gateway.networking.k8s.io:ns/r', kind: 'HTTPRoute', name: 'r', namespace: 'ns', effective: { rateLimit: { limits: { route: { rates: [{ limit: 5, window: '10s' }] } } } } },
-    { id: 'httproute.gateway.networking.k8s.io:ns/r#rule-1', kind: 'HTTPRouteRule', name: `r#rule-1 ${XSS}`, namespace: 'ns', effective: { rateLimit: { limits: { route: { rates: [{ limit: 5, window: '10s' }] } } } } },
-    { id: 'ratelimitpolicy.kuadrant.io:ns/gw-rlp', kind: 'RateLimitPolicy', name: 'gw-rlp', namespace: 'ns', policy: true, status: 'Enforced' },
-    { id: 'ratelimitpolicy.kuadrant.io:ns/route-rlp', kind: 'RateLimitPolicy', name: 'route-rlp', namespace: 'ns', policy: true, status: 'Overridden' },
+    {
+      id: 'gateway.gateway.networking.k8s.io:ns/gw-1',
+      kind: 'Gateway',
+      name: 'gw-1',
+      namespace: 'ns',
+      effective: { rateLimit: { limits: { global: { rates: [{ limit: 100, window: '1m' }] } } } },
+    },
+    {
+      id: 'listener.gateway.networking.k8s.io:ns/gw-1#http',
+      kind: 'Listener',
+      name: 'gw-1#http',
+      namespace: 'ns',
+      effective: { rateLimit: { limits: { global: { rates: [{ limit: 100, window: '1m' }] } } } },
+    },
+    {
+      id: 'httproute.gateway.networking.k8s.io:ns/r',
+      kind: 'HTTPRoute',
+      name: 'r',
+      namespace: 'ns',
+      effective: { rateLimit: { limits: { route: { rates: [{ limit: 5, window: '10s' }] } } } },
+    },
+    {
+      id: 'httproute.gateway.networking.k8s.io:ns/r#rule-1',
+      kind: 'HTTPRouteRule',
+      name: `r#rule-1 ${XSS}`,
+      namespace: 'ns',
+      effective: { rateLimit: { limits: { route: { rates: [{ limit: 5, window: '10s' }] } } } },
+    },
+    {
+      id: 'ratelimitpolicy.kuadrant.io:ns/gw-rlp',
+      kind: 'RateLimitPolicy',
+      name: 'gw-rlp',
+      namespace: 'ns',
+      policy: true,
+      status: 'Enforced',
+    },
+    {
+      id: 'ratelimitpolicy.kuadrant.io:ns/route-rlp',
+      kind: 'RateLimitPolicy',
+      name: 'route-rlp',
+      namespace: 'ns',
+      policy: true,
+      status: 'Overridden',
+    },
   ],
   edges: [
     { from: 'gatewayclass.gateway.networking.k8s.io:eg', to: 'gateway.gateway.networking.k8s.io:ns/gw-1' },
@@ -38,7 +80,11 @@ export const TOPOLOGY: InspectGraph = {
 }
 
 /** A table a component reconciles with a Reconciler of its own (memos written "elsewhere"; `fail` fails). */
-export interface Memo { id: string; fail?: boolean; status: Status }
+export interface Memo {
+  id: string
+  fail?: boolean
+  status: Status
+}
 const memoStatus = newStatusIndex<Memo>((m) => m.status)
 export const memo = (id: string, fail = false): Memo => ({ id, fail, status: statusPending() })
 
@@ -57,29 +103,60 @@ export interface InspectFixture {
 export async function inspectFixture(opts: { token?: string } = {}): Promise<InspectFixture> {
   const e = await env()
   const manager = new Manager({
-    name: 'inspect', cluster: e.cluster, http: { port: 0, ...(opts.token ? { token: opts.token } : {}) }, handleSignals: false, logger: nullLogger,
-    retry: { minMs: 100, maxMs: 400 }, fullReconciliationIntervalMs: 0,
+    name: 'inspect',
+    cluster: e.cluster,
+    http: { port: 0, ...(opts.token ? { token: opts.token } : {}) },
+    handleSignals: false,
+    logger: nullLogger,
+    retry: { minMs: 100, maxMs: 400 },
+    fullReconciliationIntervalMs: 0,
   })
   const gadgets = manager.watch<KubeObject & { spec: { cm?: string; secret?: boolean; label?: string } }>(GADGET)
   manager.derive({
-    name: 'gadget-objects', from: gadgets,
+    name: 'gadget-objects',
+    from: gadgets,
     fn: (g) => {
-      const metadata = { name: g.spec.cm ?? `${g.metadata.name}-cm`, namespace: 'default', labels: { gadget: g.metadata.name!, ...(g.spec.label ? { note: g.spec.label } : {}) } }
+      const metadata = {
+        name: g.spec.cm ?? `${g.metadata.name}-cm`,
+        namespace: 'default',
+        labels: { gadget: g.metadata.name!, ...(g.spec.label ? { note: g.spec.label } : {}) },
+      }
       return g.spec.secret
         ? { apiVersion: 'v1', kind: 'Secret', metadata, data: { password: SECRET_VALUE } }
         : { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { from: g.metadata.name } }
     },
   })
   manager.add({ name: 'topology', start: () => {}, stop: async () => {}, graph: () => TOPOLOGY })
-  const memos = new Table<Memo>({ name: 'memos', primary: defineIndex<Memo, string>({ name: 'id', key: (m) => m.id, unique: true }), indexes: [memoStatus] })
+  const memos = new Table<Memo>({
+    name: 'memos',
+    primary: defineIndex<Memo, string>({ name: 'id', key: (m) => m.id, unique: true }),
+    indexes: [memoStatus],
+  })
   manager.db.register(memos)
   const memoWriter = new Reconciler<Memo>({
-    name: 'memo-writer', db: manager.db, table: memos, statusIndex: memoStatus,
-    getObjectStatus: (m) => m.status, setObjectStatus: (m, status) => ({ ...m, status }),
-    operations: { update: (m) => { if (m.fail) throw new Error(`memo ${m.id}: disk full`) }, delete: () => {} },
-    retry: { minMs: 100, maxMs: 400 }, onError: () => {},
+    name: 'memo-writer',
+    db: manager.db,
+    table: memos,
+    statusIndex: memoStatus,
+    getObjectStatus: (m) => m.status,
+    setObjectStatus: (m, status) => ({ ...m, status }),
+    operations: {
+      update: (m) => {
+        if (m.fail) throw new Error(`memo ${m.id}: disk full`)
+      },
+      delete: () => {},
+    },
+    retry: { minMs: 100, maxMs: 400 },
+    onError: () => {},
   })
-  manager.add({ name: 'memos', start: () => { memoWriter.start() }, stop: () => memoWriter.stop(), reconcilers: () => [memoWriter] })
+  manager.add({
+    name: 'memos',
+    start: () => {
+      memoWriter.start()
+    },
+    stop: () => memoWriter.stop(),
+    reconcilers: () => [memoWriter],
+  })
   const probes = new Table<Probe>({ name: 'probes', primary: byName, indexes: [byLabel] })
   manager.db.register(probes)
   await manager.db.write(probes, (w) => {
@@ -88,9 +165,20 @@ export async function inspectFixture(opts: { token?: string } = {}): Promise<Ins
   })
   await manager.start()
   return {
-    env: e, manager, url: manager.url!, probes, memos,
-    add: async (name, spec = {}) => { await createGadget(e.cluster, gadget(name, spec)) },
-    remove: async (name) => { await e.cluster.request({ method: 'DELETE', path: `/apis/example.com/v1/namespaces/default/gadgets/${name}` }) },
-    stop: async () => { await manager.stop(); await e.stop() },
+    env: e,
+    manager,
+    url: manager.url!,
+    probes,
+    memos,
+    add: async (name, spec = {}) => {
+      await createGadget(e.cluster, gadget(name, spec))
+    },
+    remove: async (name) => {
+      await e.cluster.request({ method: 'DELETE', path: `/apis/example.com/v1/namespaces/default/gadgets/${name}` })
+    },
+    stop: async () => {
+      await manager.stop()
+      await e.stop()
+    },
   }
 }

@@ -29,32 +29,53 @@ const dialogs: string[] = []
 /** Hits of the XSS probes (`window.__xss = …`), counted across page loads. */
 let xssHits = 0
 
-interface Bulk { name: string; n: number }
+interface Bulk {
+  name: string
+  n: number
+}
 const bulk = new Table<Bulk>({ name: 'bulk', primary: defineIndex<Bulk, string>({ name: 'name', key: (b) => b.name, unique: true }) })
 const BULK = 100_000
 
 /** Why the setup failed: every test then fails with it (uvu would swallow an error of a before hook). */
 let setupError: Error | undefined
-const need = () => { if (setupError) throw setupError }
+const need = () => {
+  if (setupError) throw setupError
+}
 
 test.before(async () => {
-  try { await setup() } catch (err) { setupError = err as Error }
+  try {
+    await setup()
+  } catch (err) {
+    setupError = err as Error
+  }
 })
 
 async function setup(): Promise<void> {
-  if (!CHROMIUM || !existsSync(CHROMIUM)) throw new Error(`chromium is missing${CHROMIUM ? ` (no ${CHROMIUM})` : ''}: the browser tests need it: apt-get install -y chromium (or set CHROMIUM_PATH)`)
+  if (!CHROMIUM || !existsSync(CHROMIUM))
+    throw new Error(
+      `chromium is missing${CHROMIUM ? ` (no ${CHROMIUM})` : ''}: the browser tests need it: apt-get install -y chromium (or set CHROMIUM_PATH)`,
+    )
   f = await inspectFixture()
   f.manager.db.register(bulk)
-  await f.manager.db.write(bulk, (w) => { for (let i = 0; i < BULK; i++) bulk.insert(w, { name: `obj-${String(i).padStart(6, '0')}`, n: 0 }) })
+  await f.manager.db.write(bulk, (w) => {
+    for (let i = 0; i < BULK; i++) bulk.insert(w, { name: `obj-${String(i).padStart(6, '0')}`, n: 0 })
+  })
   await f.add('alpha')
   await f.add('beta', { secret: true, label: XSS })
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
   page = await browser.newPage({ viewport: { width: 1280, height: 760 } })
   page.on('pageerror', (e) => pageErrors.push(e.message))
-  page.on('dialog', (d) => { dialogs.push(d.message()); void d.dismiss() })
-  await page.exposeFunction('__reportXss', () => { xssHits++ })
+  page.on('dialog', (d) => {
+    dialogs.push(d.message())
+    void d.dismiss()
+  })
+  await page.exposeFunction('__reportXss', () => {
+    xssHits++
+  })
   // a string, not a function: the TypeScript loader would add helpers the page lacks
-  await page.addInitScript({ content: "Object.defineProperty(window, '__xss', { configurable: false, get() { return undefined }, set() { window.__reportXss() } })" })
+  await page.addInitScript({
+    content: "Object.defineProperty(window, '__xss', { configurable: false, get() { return undefined }, set() { window.__reportXss() } })",
+  })
 }
 test.after(async () => {
   await browser?.close()
@@ -62,7 +83,10 @@ test.after(async () => {
 })
 
 /** A fresh load of the page at `hash` (never a same-document hash change: no stale view to match). */
-const go = async (hash: string) => { await page.goto('about:blank'); await page.goto(`${f.url}/ui/${hash}`) }
+const go = async (hash: string) => {
+  await page.goto('about:blank')
+  await page.goto(`${f.url}/ui/${hash}`)
+}
 const cssString = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
 const rowOf = (key: string) => page.locator(`#objects tr.row[data-key=${cssString(key)}]`)
 const desiredKey = (name: string, kind = 'ConfigMap') => `||${kind}|default|${name}`
@@ -71,7 +95,7 @@ test('/ui lists the tables and the health of every part', async () => {
   need()
   await go('')
   await page.locator('#tables tr[data-table="desired"]').waitFor({ timeout: 5000 })
-  assert.is(await page.locator('#tables tbody tr').count(), (await (await fetch(`${f.url}/statedb/tables`)).json() as unknown[]).length)
+  assert.is(await page.locator('#tables tbody tr').count(), ((await (await fetch(`${f.url}/statedb/tables`)).json()) as unknown[]).length)
   await page.locator('#health').getByText('reconciler inspect').waitFor({ timeout: 5000 })
   await page.locator('#health .badge').first().waitFor()
   if (SHOTS) await page.screenshot({ path: `${SHOTS}/inspect-tables.png` })
@@ -83,11 +107,15 @@ test('a new object shows within 1 s; a deleted one goes', async () => {
   await page.locator('#objects tr.row').first().waitFor({ timeout: 5000 })
   await page.waitForFunction(() => document.getElementById('live')?.classList.contains('on'), undefined, { timeout: 5000 })
   const obj: Probe = { name: 'aaa-fresh', labels: { a: 'fresh' }, note: 'new' }
-  await f.manager.db.write(f.probes, (w) => { f.probes.insert(w, obj) })
+  await f.manager.db.write(f.probes, (w) => {
+    f.probes.insert(w, obj)
+  })
   const t0 = Date.now()
   await page.waitForFunction(() => !!document.querySelector('#objects tr[data-key="aaa-fresh"]'), undefined, { timeout: 1000 })
   const shown = Date.now() - t0
-  await f.manager.db.write(f.probes, (w) => { f.probes.delete(w, obj) })
+  await f.manager.db.write(f.probes, (w) => {
+    f.probes.delete(w, obj)
+  })
   await page.waitForFunction(() => !document.querySelector('#objects tr[data-key="aaa-fresh"]'), undefined, { timeout: 1000 })
   console.log(`  a new object showed ${shown} ms after its commit`)
   // and through the whole controller: a Gadget in the API server becomes a desired ConfigMap on the page
@@ -129,16 +157,24 @@ test('search by index', async () => {
   await page.selectOption('#search-index', 'label')
   await page.fill('#search-key', 'plain')
   await page.click('#search button[type=submit]')
-  await page.waitForFunction(() => location.hash.includes('key=plain') && document.querySelectorAll('#objects tr.row').length === 1, undefined, { timeout: 5000 })
+  await page.waitForFunction(
+    () => location.hash.includes('key=plain') && document.querySelectorAll('#objects tr.row').length === 1,
+    undefined,
+    { timeout: 5000 },
+  )
   assert.is(await page.locator('#objects tr.row').getAttribute('data-key'), XSS2)
   await page.selectOption('#search-op', 'prefix')
   await page.fill('#search-key', '</scr')
   await page.click('#search button[type=submit]')
-  await page.waitForFunction(() => location.hash.includes('op=prefix') && document.querySelectorAll('#objects tr.row').length === 1, undefined, { timeout: 5000 })
+  await page.waitForFunction(
+    () => location.hash.includes('op=prefix') && document.querySelectorAll('#objects tr.row').length === 1,
+    undefined,
+    { timeout: 5000 },
+  )
   assert.is(await page.locator('#objects tr.row').getAttribute('data-key'), XSS, 'the label index holds XSS2 only on the XSS probe')
 })
 
-test('a Secret\'s data never reaches the DOM', async () => {
+test("a Secret's data never reaches the DOM", async () => {
   need()
   await go(`#/t/desired?o=${encodeURIComponent(desiredKey('beta-cm', 'Secret'))}`)
   await page.locator('#json').waitFor({ timeout: 5000 })
@@ -146,7 +182,7 @@ test('a Secret\'s data never reaches the DOM', async () => {
   assert.match(json, /"kind": "Secret"/)
   assert.match(json, /"data": "\(redacted\)"/)
   const dom = await page.evaluate(() => document.documentElement.outerHTML)
-  assert.not.ok(dom.includes(SECRET_VALUE), 'the Secret\'s data is in the DOM')
+  assert.not.ok(dom.includes(SECRET_VALUE), "the Secret's data is in the DOM")
 })
 
 test('hostile names, labels and error messages are text: nothing executes', async () => {
@@ -237,9 +273,13 @@ test('100 000 objects: the first page opens, pages on; the page stays responsive
   assert.is(await page.locator('#objects tr.row').count(), 100)
   assert.match(await page.locator('#count').innerText(), /100000 objects/)
   await page.click('#next')
-  await page.waitForFunction(() => document.querySelector('#objects tr.row')?.getAttribute('data-key') === 'obj-000100', undefined, { timeout: 5000 })
+  await page.waitForFunction(() => document.querySelector('#objects tr.row')?.getAttribute('data-key') === 'obj-000100', undefined, {
+    timeout: 5000,
+  })
   await page.click('#first')
-  await page.waitForFunction(() => document.querySelector('#objects tr.row')?.getAttribute('data-key') === 'obj-000000', undefined, { timeout: 5000 })
+  await page.waitForFunction(() => document.querySelector('#objects tr.row')?.getAttribute('data-key') === 'obj-000000', undefined, {
+    timeout: 5000,
+  })
   await page.waitForFunction(() => document.getElementById('live')?.classList.contains('on'), undefined, { timeout: 5000 })
   // probe: the longest gap between 10 ms timer ticks (a busy main thread delays them), and the
   // time a click takes to change the page
@@ -247,7 +287,11 @@ test('100 000 objects: the first page opens, pages on; the page stays responsive
     const w = window as any
     w.__gaps = []
     let last = performance.now()
-    w.__probe = setInterval(() => { const now = performance.now(); w.__gaps.push(now - last); last = now }, 10)
+    w.__probe = setInterval(() => {
+      const now = performance.now()
+      w.__gaps.push(now - last)
+      last = now
+    }, 10)
   })
   // 1 000 changes a second for 3 s: every 100 ms, 100 objects of the first page and beyond updated
   const seconds = 3
@@ -255,7 +299,10 @@ test('100 000 objects: the first page opens, pages on; the page stays responsive
   const started = Date.now()
   for (let tick = 0; tick < seconds * 10; tick++) {
     await f.manager.db.write(bulk, (w) => {
-      for (let i = 0; i < 100; i++) { const k = (tick * 100 + i) % 1000; bulk.insert(w, { name: `obj-${String(k * 97 % BULK).padStart(6, '0')}`, n: tick + 1 }) }
+      for (let i = 0; i < 100; i++) {
+        const k = (tick * 100 + i) % 1000
+        bulk.insert(w, { name: `obj-${String((k * 97) % BULK).padStart(6, '0')}`, n: tick + 1 })
+      }
     })
     written += 100
     const due = started + (tick + 1) * 100
@@ -273,7 +320,9 @@ test('100 000 objects: the first page opens, pages on; the page stays responsive
     return { maxGap: gaps[gaps.length - 1]!, p99Gap: gaps[Math.floor(gaps.length * 0.99)]!, ticks: gaps.length, ...w.__statewright }
   })
   const rate = Math.round(written / ((Date.now() - started) / 1000))
-  console.log(`  100k-object table: first page in ${opened} ms; ${written} changes at ~${rate}/s: longest main-thread gap ${r.maxGap.toFixed(0)} ms (p99 ${r.p99Gap.toFixed(0)} ms over ${r.ticks} ticks), longest batch ${r.maxFlushMs.toFixed(1)} ms over ${r.flushes} batches, a click answered in ${clickMs} ms`)
+  console.log(
+    `  100k-object table: first page in ${opened} ms; ${written} changes at ~${rate}/s: longest main-thread gap ${r.maxGap.toFixed(0)} ms (p99 ${r.p99Gap.toFixed(0)} ms over ${r.ticks} ticks), longest batch ${r.maxFlushMs.toFixed(1)} ms over ${r.flushes} batches, a click answered in ${clickMs} ms`,
+  )
   assert.ok(opened < 3000, `the first page of 100k objects took ${opened} ms`)
   // generous bounds (CI shares two cores): a frozen page blocks for seconds, not tenths
   assert.ok(r.p99Gap < 200, `the main thread was blocked ${r.p99Gap} ms at the 99th percentile`)

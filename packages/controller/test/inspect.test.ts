@@ -19,12 +19,20 @@ const TOKEN = 'tok-inspect-1'
 let f: InspectFixture
 const auth = { authorization: `Bearer ${TOKEN}` }
 const get = (path: string, headers: Record<string, string> = auth) => fetch(f.url + path, { headers })
-const getJson = async (path: string) => { const r = await get(path); assert.is(r.status, 200, `${path}: ${r.status}`); return r.json() as Promise<any> }
+const getJson = async (path: string) => {
+  const r = await get(path)
+  assert.is(r.status, 200, `${path}: ${r.status}`)
+  return r.json() as Promise<any>
+}
 
 /** Runs the CLI (asynchronously: the server it asks lives in this process). */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await promisify(execFile)(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', CLI, ...args, '--url', f.url, '--token', TOKEN], { env: { ...process.env, NO_COLOR: '1' }, timeout: 20_000 })
+    const r = await promisify(execFile)(
+      process.execPath,
+      ['--conditions=@statewright/source', '--import', 'tsx', CLI, ...args, '--url', f.url, '--token', TOKEN],
+      { env: { ...process.env, NO_COLOR: '1' }, timeout: 20_000 },
+    )
     return { code: 0, stdout: r.stdout, stderr: r.stderr }
   } catch (err: any) {
     return { code: err.code ?? -1, stdout: err.stdout ?? '', stderr: err.stderr ?? '' }
@@ -39,7 +47,11 @@ async function untilStatus(cond: (r: any) => boolean, what: string, timeoutMs = 
     const [, watch] = f.manager.desired.table.allWatch(txn)
     const [r] = await getJson('/reconcilers')
     if (cond(r)) return r
-    try { await watch.wait(deadline) } catch { throw new Error(`timed out waiting for ${what}: ${JSON.stringify(r)}`) }
+    try {
+      await watch.wait(deadline)
+    } catch {
+      throw new Error(`timed out waiting for ${what}: ${JSON.stringify(r)}`)
+    }
   }
 }
 
@@ -49,7 +61,9 @@ test.before(async () => {
   await f.add('beta', { secret: true })
   await waitForConvergence(f.manager, { timeout: 10_000 })
 })
-test.after(async () => { await f.stop() })
+test.after(async () => {
+  await f.stop()
+})
 
 test('an apply that fails shows as an error with its message, attempts and next retry; a successful retry clears it', async () => {
   const lift = f.env.server.server.failRequests({ path: '/configmaps/gamma-cm', status: 500 })
@@ -78,22 +92,34 @@ test('an apply that fails shows as an error with its message, attempts and next 
   assert.match(s.stdout, /reconciler inspect \(table desired\): ok\n\s+done 3\s+pending 0\s+error 0/)
 })
 
-test('a component\'s own reconcilers are shown too, with their objects\' status on their table\'s entries', async () => {
-  await f.manager.db.write(f.memos, (w) => { f.memos.insert(w, memo('ok')); f.memos.insert(w, memo('bad', true)) })
+test("a component's own reconcilers are shown too, with their objects' status on their table's entries", async () => {
+  await f.manager.db.write(f.memos, (w) => {
+    f.memos.insert(w, memo('ok'))
+    f.memos.insert(w, memo('bad', true))
+  })
   const deadline = AbortSignal.timeout(10_000)
   let r: any
   for (;;) {
     const [, watch] = f.memos.allWatch(f.manager.db.readTxn())
     r = await getJson('/reconcilers/memo-writer')
     if (r.counts.done === 1 && r.errors.length === 1 && r.errors[0].attempts >= 1) break
-    try { await watch.wait(deadline) } catch { throw new Error(`timed out: ${JSON.stringify(r)}`) }
+    try {
+      await watch.wait(deadline)
+    } catch {
+      throw new Error(`timed out: ${JSON.stringify(r)}`)
+    }
   }
   assert.is(r.table, 'memos')
   assert.equal([r.errors[0].key, r.errors[0].error], ['bad', 'memo bad: disk full'])
   const [entry] = await getJson('/statedb/tables/memos?index=id&key=bad')
   assert.is(entry.reconcile['memo-writer'].kind, 'error')
-  assert.equal((await getJson('/reconcilers')).map((x: any) => x.name), ['inspect', 'memo-writer'])
-  await f.manager.db.write(f.memos, (w) => { f.memos.deleteAll(w) })
+  assert.equal(
+    (await getJson('/reconcilers')).map((x: any) => x.name),
+    ['inspect', 'memo-writer'],
+  )
+  await f.manager.db.write(f.memos, (w) => {
+    f.memos.deleteAll(w)
+  })
 })
 
 test('/topology: every component graph as JSON, DOT, SVG (escaped) and a layout with one node per node', async () => {
@@ -144,7 +170,7 @@ test('the token guards every data path; the static /ui files are served without 
   assert.is((await fetch(f.url + '/reconcilers', { method: 'POST', headers: auth })).status, 405)
 })
 
-test('a Secret\'s data is redacted in the table, a page, the changes stream and the CLI', async () => {
+test("a Secret's data is redacted in the table, a page, the changes stream and the CLI", async () => {
   const all = JSON.stringify(await getJson('/statedb/tables/desired'))
   assert.ok(all.includes('beta-cm'))
   assert.not.ok(all.includes(SECRET_VALUE))
@@ -175,9 +201,15 @@ test('CLI: tables, show with an index or a prefix, health, usage errors', async 
   assert.match(s.stdout, /^NAMESPACE\s+NAME\s+KIND\s+STATUS\s+REVISION\s+AGE\n/)
   assert.match(s.stdout, /\ndefault\s+alpha-cm\s+ConfigMap\s+done\s+\d+\s+\d+s\n/)
   const byLabel = await cli('show', 'probes', '--index', 'label', '--key', 'plain', '-o', 'json')
-  assert.equal(JSON.parse(byLabel.stdout).map((e: any) => e.object.labels.a), ['plain'])
+  assert.equal(
+    JSON.parse(byLabel.stdout).map((e: any) => e.object.labels.a),
+    ['plain'],
+  )
   const prefix = await cli('show', 'probes', '--prefix', '<img', '-o', 'json')
-  assert.equal(JSON.parse(prefix.stdout).map((e: any) => e.key), [XSS])
+  assert.equal(
+    JSON.parse(prefix.stdout).map((e: any) => e.key),
+    [XSS],
+  )
   const h = await cli('health')
   assert.is(h.code, 0)
   assert.match(h.stdout, /^ready \(inspect, running, leading\)\n/)
@@ -188,23 +220,49 @@ test('CLI: tables, show with an index or a prefix, health, usage errors', async 
   const missing = await cli('show', 'nope')
   assert.is(missing.code, 1)
   assert.match(missing.stderr, /no table "nope"/)
-  const noToken = await promisify(execFile)(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', CLI, 'tables', '--url', f.url]).catch((e) => e)
+  const noToken = await promisify(execFile)(process.execPath, [
+    '--conditions=@statewright/source',
+    '--import',
+    'tsx',
+    CLI,
+    'tables',
+    '--url',
+    f.url,
+  ]).catch((e) => e)
   assert.is(noToken.code, 1)
   assert.match(noToken.stderr, /wants a token/)
-  const down = await promisify(execFile)(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', CLI, 'tables', '--url', 'http://127.0.0.1:1']).catch((e) => e)
+  const down = await promisify(execFile)(process.execPath, [
+    '--conditions=@statewright/source',
+    '--import',
+    'tsx',
+    CLI,
+    'tables',
+    '--url',
+    'http://127.0.0.1:1',
+  ]).catch((e) => e)
   assert.match(down.stderr, /cannot reach http:\/\/127\.0\.0\.1:1/)
 })
 
 test('CLI watch: the objects, then changes live with ADDED, MODIFIED and DELETED, as kubectl get -w', async () => {
-  const child = spawn(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', CLI, 'watch', 'gadgets', '--url', f.url, '--token', TOKEN], { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@statewright/source', '--import', 'tsx', CLI, 'watch', 'gadgets', '--url', f.url, '--token', TOKEN],
+    { env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
   let out = ''
   const waiters: Array<() => void> = []
-  child.stdout.on('data', (d) => { out += d; for (const w of waiters.splice(0)) w() })
+  child.stdout.on('data', (d) => {
+    out += d
+    for (const w of waiters.splice(0)) w()
+  })
   const until = async (re: RegExp) => {
     const deadline = Date.now() + 10_000
     while (!re.test(out)) {
       assert.ok(Date.now() < deadline, `timed out waiting for ${re} in:\n${out}`)
-      await new Promise<void>((r) => { waiters.push(r); setTimeout(r, 500) })
+      await new Promise<void>((r) => {
+        waiters.push(r)
+        setTimeout(r, 500)
+      })
     }
   }
   try {
@@ -220,17 +278,25 @@ test('CLI watch: the objects, then changes live with ADDED, MODIFIED and DELETED
 })
 
 test('inspectHandler alone: the web view, tables and reconcilers of a plain DB', async () => {
-  const t = new Table<{ id: string }>({ name: 'things', primary: defineIndex<{ id: string }, string>({ name: 'id', key: (x) => x.id, unique: true }) })
+  const t = new Table<{ id: string }>({
+    name: 'things',
+    primary: defineIndex<{ id: string }, string>({ name: 'id', key: (x) => x.id, unique: true }),
+  })
   const db = new DB({ tables: [t] })
-  await db.write(t, (w) => { t.insert(w, { id: 'one' }) })
+  await db.write(t, (w) => {
+    t.insert(w, { id: 'one' })
+  })
   const server = createServer(inspectHandler({ db, token: 'x' }))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
     assert.is((await fetch(`${base}/ui/`)).status, 200)
     assert.is((await fetch(`${base}/statedb/tables`)).status, 401)
-    const tables = await (await fetch(`${base}/statedb/tables`, { headers: { authorization: 'Bearer x' } })).json() as any[]
-    assert.equal(tables.map((x) => [x.name, x.objects]), [['things', 1]])
+    const tables = (await (await fetch(`${base}/statedb/tables`, { headers: { authorization: 'Bearer x' } })).json()) as any[]
+    assert.equal(
+      tables.map((x) => [x.name, x.objects]),
+      [['things', 1]],
+    )
     assert.equal(await (await fetch(`${base}/reconcilers`, { headers: { authorization: 'Bearer x' } })).json(), [])
     assert.equal(await (await fetch(`${base}/topology`, { headers: { authorization: 'Bearer x' } })).json(), { graphs: [] })
   } finally {
@@ -242,7 +308,20 @@ test('inspectHandler alone: the web view, tables and reconcilers of a plain DB',
 test('CLI colour: on a terminal only, never with NO_COLOR or --no-color; an escape sequence in a name never reaches the terminal', async () => {
   const run = async (isTTY: boolean, env: Record<string, string> = {}, extra: string[] = []) => {
     let out = ''
-    const code = await runInspect('show', ['desired', '--url', f.url, '--token', TOKEN, ...extra], { stdout: { write: (x: string) => { out += x }, isTTY }, stderr: { write: (x: string) => { out += x } }, env })
+    const code = await runInspect('show', ['desired', '--url', f.url, '--token', TOKEN, ...extra], {
+      stdout: {
+        write: (x: string) => {
+          out += x
+        },
+        isTTY,
+      },
+      stderr: {
+        write: (x: string) => {
+          out += x
+        },
+      },
+      env,
+    })
     assert.is(code, 0, out)
     return out
   }
@@ -251,14 +330,31 @@ test('CLI colour: on a terminal only, never with NO_COLOR or --no-color; an esca
   assert.not.match(await run(true, { NO_COLOR: '1' }), /\x1b/)
   assert.not.match(await run(true, {}, ['--no-color']), /\x1b/)
   const evil = { name: 'evil\x1b]0;pwned\x07\x1b[2J', labels: {}, note: '' }
-  await f.manager.db.write(f.probes, (w) => { f.probes.insert(w, evil) })
+  await f.manager.db.write(f.probes, (w) => {
+    f.probes.insert(w, evil)
+  })
   try {
     let out = ''
-    await runInspect('show', ['probes', '--url', f.url, '--token', TOKEN], { stdout: { write: (x: string) => { out += x }, isTTY: false }, stderr: { write: (x: string) => { out += x } }, env: {} })
+    await runInspect('show', ['probes', '--url', f.url, '--token', TOKEN], {
+      stdout: {
+        write: (x: string) => {
+          out += x
+        },
+        isTTY: false,
+      },
+      stderr: {
+        write: (x: string) => {
+          out += x
+        },
+      },
+      env: {},
+    })
     assert.ok(out.includes('evil?]0;pwned??[2J'), out)
     assert.not.match(out, /[\x00-\x08\x0b-\x1f]/)
   } finally {
-    await f.manager.db.write(f.probes, (w) => { f.probes.delete(w, evil) })
+    await f.manager.db.write(f.probes, (w) => {
+      f.probes.delete(w, evil)
+    })
   }
 })
 

@@ -17,14 +17,31 @@ test('derived objects placed in two clusters follow their input, each repaired i
   ])
   const east = new Cluster({ kubeconfig: eastServer.kubeconfig, name: 'east', qps: 0 })
   const west = new Cluster({ kubeconfig: westServer.kubeconfig, name: 'west', qps: 0 })
-  const m = new Manager({ name: 'spread', cluster: east, clusters: [west], http: false, handleSignals: false, logger: createLogger({ level: 'silent' }), drift: { minMs: 10, maxMs: 50 } })
+  const m = new Manager({
+    name: 'spread',
+    cluster: east,
+    clusters: [west],
+    http: false,
+    handleSignals: false,
+    logger: createLogger({ level: 'silent' }),
+    drift: { minMs: 10, maxMs: 50 },
+  })
   const sites = m.watch(SITE)
-  const cm = (site: KubeObject): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `site-${site.metadata.name}`, namespace: 'default' }, data: { from: String(site.metadata.name) } })
+  const cm = (site: KubeObject): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: `site-${site.metadata.name}`, namespace: 'default' },
+    data: { from: String(site.metadata.name) },
+  })
   m.derive({ from: sites, owns: [CM], fn: (site) => [cm(site), inCluster('west', cm(site))] })
   assert.throws(() => new Manager({ name: 'x', cluster: east, clusters: [east], http: false }), /two clusters are named "east"/)
   const get = (server: typeof eastServer, name: string) => server.control.get(CM, name, 'default')
   try {
-    await east.request({ method: 'POST', path: '/apis/demo.statewright.io/v1/namespaces/default/sites', body: { ...SITE, metadata: { name: 'a' } } })
+    await east.request({
+      method: 'POST',
+      path: '/apis/demo.statewright.io/v1/namespaces/default/sites',
+      body: { ...SITE, metadata: { name: 'a' } },
+    })
     await m.start()
     assert.equal([...m.watched.keys()].sort(), ['owned-configmaps', 'owned-west-configmaps', 'sites'])
     await waitForConvergence(m, { timeout: 10_000 })
@@ -41,8 +58,10 @@ test('derived objects placed in two clusters follow their input, each repaired i
     assert.is(get(westServer, 'site-a'), undefined)
   } finally {
     await m.stop()
-    await east.close(); await west.close()
-    await eastServer.stop(); await westServer.stop()
+    await east.close()
+    await west.close()
+    await eastServer.stop()
+    await westServer.stop()
   }
 })
 

@@ -6,30 +6,66 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
 import {
-  PrimaryController, ownerKeyLabelValue, ownerStampKeys,
-  type EventSink, type OwnerStamps, type PrimaryControllerOptions, type SecondaryTarget, type SecondaryWriteResult,
+  PrimaryController,
+  ownerKeyLabelValue,
+  ownerStampKeys,
+  type EventSink,
+  type OwnerStamps,
+  type PrimaryControllerOptions,
+  type SecondaryTarget,
+  type SecondaryWriteResult,
 } from '@statewright/controller'
 
 setValidation(true)
 
-interface Prim { key: string; revision: number; value: { spec: { n: number }; status?: unknown } }
-interface Obj { kind: string; name: string; version: number; metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; data: unknown }
+interface Prim {
+  key: string
+  revision: number
+  value: { spec: { n: number }; status?: unknown }
+}
+interface Obj {
+  kind: string
+  name: string
+  version: number
+  metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }
+  data: unknown
+}
 
-const primTable = () => new Table<Prim>({ name: 'prims', primary: defineIndex<Prim, string>({ name: 'key', key: (p) => p.key, unique: true }) })
-const objTable = () => new Table<Obj>({ name: 'objs', primary: defineIndex<Obj, string>({ name: 'name', key: (o) => o.name, unique: true }) })
+const primTable = () =>
+  new Table<Prim>({ name: 'prims', primary: defineIndex<Prim, string>({ name: 'key', key: (p) => p.key, unique: true }) })
+const objTable = () =>
+  new Table<Obj>({ name: 'objs', primary: defineIndex<Obj, string>({ name: 'name', key: (o) => o.name, unique: true }) })
 
 /** A target keeping objects in a Map and mirroring them into an observed table (a reflector's view). */
 class MemTarget implements SecondaryTarget<Obj> {
   readonly store = new Map<string, Obj>()
   private version = 0
   writes = 0
-  constructor(private db: DB, private observed: Table<Obj>) {}
-  kindOf(s: Obj) { return s.kind }
-  id(s: Obj) { return s.name }
-  describe(s: Obj) { return `default/${s.name}` }
-  stampsOf(s: Obj) { return s.metadata }
-  versionOf(s: Obj) { return String(s.version) }
-  withStamps(s: Obj, st: OwnerStamps): Obj { return { ...s, metadata: { labels: { ...s.metadata.labels, ...st.labels }, annotations: { ...s.metadata.annotations, ...st.annotations } } } }
+  constructor(
+    private db: DB,
+    private observed: Table<Obj>,
+  ) {}
+  kindOf(s: Obj) {
+    return s.kind
+  }
+  id(s: Obj) {
+    return s.name
+  }
+  describe(s: Obj) {
+    return `default/${s.name}`
+  }
+  stampsOf(s: Obj) {
+    return s.metadata
+  }
+  versionOf(s: Obj) {
+    return String(s.version)
+  }
+  withStamps(s: Obj, st: OwnerStamps): Obj {
+    return {
+      ...s,
+      metadata: { labels: { ...s.metadata.labels, ...st.labels }, annotations: { ...s.metadata.annotations, ...st.annotations } },
+    }
+  }
   async set(o: Obj): Promise<Obj> {
     const v = { ...o, version: ++this.version }
     this.store.set(o.name, v)
@@ -45,7 +81,8 @@ class MemTarget implements SecondaryTarget<Obj> {
   async apply(s: Obj, owned: (e: Obj) => boolean): Promise<{ result: SecondaryWriteResult; version?: string }> {
     const cur = this.store.get(s.name)
     if (cur && !owned(cur)) return { result: 'foreign' }
-    if (cur && JSON.stringify({ ...cur, version: 0 }) === JSON.stringify({ ...s, version: 0 })) return { result: 'unchanged', version: String(cur.version) }
+    if (cur && JSON.stringify({ ...cur, version: 0 }) === JSON.stringify({ ...s, version: 0 }))
+      return { result: 'unchanged', version: String(cur.version) }
     this.writes++
     const v = await this.set(s)
     return { result: cur ? 'updated' : 'created', version: String(v.version) }
@@ -60,8 +97,12 @@ class MemTarget implements SecondaryTarget<Obj> {
 
 class Events implements EventSink {
   readonly list: Array<{ type: string; name: string | undefined; namespace: string | undefined; reason: string; message: string }> = []
-  normal(o: any, reason: string, message: string) { this.list.push({ type: 'Normal', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message }) }
-  warning(o: any, reason: string, message: string) { this.list.push({ type: 'Warning', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message }) }
+  normal(o: any, reason: string, message: string) {
+    this.list.push({ type: 'Normal', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message })
+  }
+  warning(o: any, reason: string, message: string) {
+    this.list.push({ type: 'Warning', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message })
+  }
 }
 
 function setup(over: Partial<PrimaryControllerOptions<Prim>> = {}) {
@@ -73,18 +114,31 @@ function setup(over: Partial<PrimaryControllerOptions<Prim>> = {}) {
   const statuses = new Map<string, unknown>()
   const calls: string[] = []
   const c = new PrimaryController<Prim>({
-    name: 'test', kind: 'App', db, primaries: prims, events, eventNamespace: 'apps',
+    name: 'test',
+    kind: 'App',
+    db,
+    primaries: prims,
+    events,
+    eventNamespace: 'apps',
     secondaries: [{ kinds: ['Thing'], target, observed }],
     status: {
       writeStatus: async (p, status) => {
         statuses.set(p.key, status)
         // a status write changes the primary (as KvStatusWriter does), not its spec
-        await db.write(prims, (t) => { const cur = prims.get(t, prims.primary.query(p.key)); if (cur) prims.insert(t, { ...cur, revision: cur.revision + 1, value: { ...cur.value, status } }) })
+        await db.write(prims, (t) => {
+          const cur = prims.get(t, prims.primary.query(p.key))
+          if (cur) prims.insert(t, { ...cur, revision: cur.revision + 1, value: { ...cur.value, status } })
+        })
       },
     },
     sync: (p) => {
       calls.push(p.key)
-      return { secondaries: [{ kind: 'Thing', name: `thing-${ownerKeyLabelValue(p.key).toLowerCase()}`, version: 0, metadata: {}, data: p.value.spec }], status: { seen: p.value.spec.n } }
+      return {
+        secondaries: [
+          { kind: 'Thing', name: `thing-${ownerKeyLabelValue(p.key).toLowerCase()}`, version: 0, metadata: {}, data: p.value.spec },
+        ],
+        status: { seen: p.value.spec.n },
+      }
     },
     retry: { minMs: 20, maxMs: 200 },
     ...over,
@@ -93,12 +147,20 @@ function setup(over: Partial<PrimaryControllerOptions<Prim>> = {}) {
   const t0 = db.tryWriteTxn(prims, observed)!
   const done = [prims.registerInitializer(t0, 'x'), observed.registerInitializer(t0, 'y')]
   t0.commit()
-  const initialize = () => db.write([prims, observed], (t) => { for (const d of done) d(t) })
-  const put = (key: string, n: number) => db.write(prims, (t) => {
-    const cur = prims.get(t, prims.primary.query(key))
-    prims.insert(t, { key, revision: (cur?.revision ?? 0) + 1, value: { spec: { n }, status: cur?.value.status } })
-  })
-  const del = (key: string) => db.write(prims, (t) => { const cur = prims.get(t, prims.primary.query(key)); if (cur) prims.delete(t, cur) })
+  const initialize = () =>
+    db.write([prims, observed], (t) => {
+      for (const d of done) d(t)
+    })
+  const put = (key: string, n: number) =>
+    db.write(prims, (t) => {
+      const cur = prims.get(t, prims.primary.query(key))
+      prims.insert(t, { key, revision: (cur?.revision ?? 0) + 1, value: { spec: { n }, status: cur?.value.status } })
+    })
+  const del = (key: string) =>
+    db.write(prims, (t) => {
+      const cur = prims.get(t, prims.primary.query(key))
+      if (cur) prims.delete(t, cur)
+    })
   return { c, db, prims, observed, target, events, statuses, calls, initialize, put, del }
 }
 
@@ -128,9 +190,21 @@ test('owner stamps: labels and annotations, prefix statewright.io or kumori; the
   assert.is(byKey.get(long)!.metadata.annotations!['kumori/ownerkind'], 'App')
   assert.is(byKey.get(long)!.metadata.labels!['kumori/ownerkind'], 'App')
   assert.equal(s.statuses.get('a.b/c'), { seen: 1 })
-  const synced = s.events.list.filter((e) => e.reason === 'Synced').map((e) => e.message).sort()
-  assert.equal(synced, [`"default/thing-${ownerKeyLabelValue('a.b/c')}" synced successfully (created)`, `"default/thing-${ownerKeyLabelValue(long)}" synced successfully (created)`].sort())
-  assert.ok(s.events.list.every((e) => e.namespace === 'apps'), 'a pseudo-object in the configured namespace')
+  const synced = s.events.list
+    .filter((e) => e.reason === 'Synced')
+    .map((e) => e.message)
+    .sort()
+  assert.equal(
+    synced,
+    [
+      `"default/thing-${ownerKeyLabelValue('a.b/c')}" synced successfully (created)`,
+      `"default/thing-${ownerKeyLabelValue(long)}" synced successfully (created)`,
+    ].sort(),
+  )
+  assert.ok(
+    s.events.list.every((e) => e.namespace === 'apps'),
+    'a pseudo-object in the configured namespace',
+  )
   await s.c.stop()
 })
 
@@ -180,7 +254,10 @@ test('ErrResourceExists: a foreign object is never adopted; Warning event, error
   assert.is(s.target.store.get('thing-a')!.data, 'foreign', 'untouched')
   const w = s.events.list.filter((e) => e.type === 'Warning')
   assert.ok(w.length >= 1)
-  assert.equal({ reason: w[0]!.reason, message: w[0]!.message }, { reason: 'ErrResourceExists', message: 'Resource "default/thing-a" already exists and is not managed by this controller' })
+  assert.equal(
+    { reason: w[0]!.reason, message: w[0]!.message },
+    { reason: 'ErrResourceExists', message: 'Resource "default/thing-a" already exists and is not managed by this controller' },
+  )
   assert.match(String((s.statuses.get('a') as any)?.error), 'already exists')
   // retried with backoff: more than one attempt, still untouched
   const t0 = Date.now()
@@ -198,7 +275,13 @@ test('GarbageSecondaries at start, after every table is initialized: orphans wit
   const s = setup()
   const { key, kind } = ownerStampKeys()
   await s.target.set({ kind: 'Thing', name: 'orphan', version: 0, metadata: { annotations: { [key]: 'ghost', [kind]: 'App' } }, data: 1 })
-  await s.target.set({ kind: 'Thing', name: 'other-kind', version: 0, metadata: { annotations: { [key]: 'ghost', [kind]: 'Other' } }, data: 1 })
+  await s.target.set({
+    kind: 'Thing',
+    name: 'other-kind',
+    version: 0,
+    metadata: { annotations: { [key]: 'ghost', [kind]: 'Other' } },
+    data: 1,
+  })
   await s.target.set({ kind: 'Thing', name: 'plain', version: 0, metadata: {}, data: 1 })
   await s.c.start()
   await s.put('a', 1) // not initialized yet: no GC may run
@@ -272,19 +355,34 @@ test('requeueAfterMs runs the key again later without an error; resync syncs eve
   assert.is(s.c.stats.requeues, 2)
   // an orphan appears; the resync deletes it and syncs q again
   const { key, kind } = ownerStampKeys()
-  await s.target.set({ kind: 'Thing', name: 'late-orphan', version: 0, metadata: { annotations: { [key]: 'gone', [kind]: 'App' } }, data: 1 })
+  await s.target.set({
+    kind: 'Thing',
+    name: 'late-orphan',
+    version: 0,
+    metadata: { annotations: { [key]: 'gone', [kind]: 'App' } },
+    data: 1,
+  })
   const syncsBefore = s.c.stats.syncs
   const t1 = Date.now()
-  while ((s.target.store.has('late-orphan') || s.c.stats.syncs < syncsBefore + 2) && Date.now() - t1 < 3000) await new Promise((r) => setTimeout(r, 10))
+  while ((s.target.store.has('late-orphan') || s.c.stats.syncs < syncsBefore + 2) && Date.now() - t1 < 3000)
+    await new Promise((r) => setTimeout(r, 10))
   assert.ok(!s.target.store.has('late-orphan'), 'GC at resync')
   assert.ok(s.c.stats.syncs >= syncsBefore + 2, 'every primary synced again')
   await s.c.stop()
 })
 
 test('tertiary tables are read through ctx.txn and their changes trigger nothing', async () => {
-  const ter = new Table<{ name: string; v: number }>({ name: 'ter', primary: defineIndex<{ name: string; v: number }, string>({ name: 'name', key: (o) => o.name, unique: true }) })
+  const ter = new Table<{ name: string; v: number }>({
+    name: 'ter',
+    primary: defineIndex<{ name: string; v: number }, string>({ name: 'name', key: (o) => o.name, unique: true }),
+  })
   let seen = -1
-  const s = setup({ sync: (p, ctx) => { seen = ter.get(ctx.txn, ter.primary.query('cfg'))?.v ?? -1; return { secondaries: [] } } })
+  const s = setup({
+    sync: (p, ctx) => {
+      seen = ter.get(ctx.txn, ter.primary.query('cfg'))?.v ?? -1
+      return { secondaries: [] }
+    },
+  })
   s.db.register(ter)
   await s.db.write(ter, (t) => ter.insert(t, { name: 'cfg', v: 7 }))
   await s.initialize()
@@ -302,7 +400,12 @@ test('tertiary tables are read through ctx.txn and their changes trigger nothing
 
 test('a sync that throws is an error status, retried with backoff, and never drops the key', async () => {
   let fail = 2
-  const s = setup({ sync: (p) => { if (fail-- > 0) throw new Error('boom'); return { secondaries: [], status: { ok: true } } } })
+  const s = setup({
+    sync: (p) => {
+      if (fail-- > 0) throw new Error('boom')
+      return { secondaries: [], status: { ok: true } }
+    },
+  })
   await s.initialize()
   await s.c.start()
   await s.put('a', 1)

@@ -6,22 +6,48 @@ import * as assert from 'uvu/assert'
 import { startTestServer } from '@statewright/testserver'
 import { Cluster, type KubeObject } from '@statewright/k8s'
 import {
-  StateOfWorldController, Subscription, Topology, Workflow, createLogger, defineTopology, effectivePolicy, gatewayApiTopology, waitForConvergence,
-  type PolicySpec, type ReconcileContext, type ResourceEvent,
+  StateOfWorldController,
+  Subscription,
+  Topology,
+  Workflow,
+  createLogger,
+  defineTopology,
+  effectivePolicy,
+  gatewayApiTopology,
+  waitForConvergence,
+  type PolicySpec,
+  type ReconcileContext,
+  type ResourceEvent,
 } from '@statewright/controller'
 import { gatewayTables, gateway, route, policy } from './topology-fixtures.ts'
 
-const spec = (mode: 'defaults' | 'overrides', strategy: 'atomic' | 'merge', ...names: string[]): PolicySpec<number> => ({ mode, strategy, rules: Object.fromEntries(names.map((n) => [n, 1])) })
+const spec = (mode: 'defaults' | 'overrides', strategy: 'atomic' | 'merge', ...names: string[]): PolicySpec<number> => ({
+  mode,
+  strategy,
+  rules: Object.fromEntries(names.map((n) => [n, 1])),
+})
 
 test('effective policy: atomic/merge defaults/overrides reduced from the most specific, older policies less specific', async () => {
   const t = gatewayTables()
-  const top = new Topology(gatewayApiTopology({ tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes }, services: false, policies: [{ kind: 'P', group: 'kuadrant.io', table: t.policies }] }), { db: t.db })
+  const top = new Topology(
+    gatewayApiTopology({
+      tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes },
+      services: false,
+      policies: [{ kind: 'P', group: 'kuadrant.io', table: t.policies }],
+    }),
+    { db: t.db },
+  )
   const specs = new Map<string, PolicySpec<number>>()
   const put = async (name: string, kind: string, target: string, s: PolicySpec<number>, created = '2026-01-01T00:00:00Z') => {
     specs.set(name, s)
-    await t.db.write(t.policies, (w) => { t.policies.insert(w, policy('default', name, { kind, name: target }, {}, created)) })
+    await t.db.write(t.policies, (w) => {
+      t.policies.insert(w, policy('default', name, { kind, name: target }, {}, created))
+    })
   }
-  await t.db.write([t.gateways, t.routes], (w) => { t.gateways.insert(w, gateway('default', 'gw')); t.routes.insert(w, route('default', 'r', ['gw'])) })
+  await t.db.write([t.gateways, t.routes], (w) => {
+    t.gateways.insert(w, gateway('default', 'gw'))
+    t.routes.insert(w, route('default', 'r', ['gw']))
+  })
   const eff = async () => {
     await top.sync()
     const v = top.view()
@@ -31,7 +57,8 @@ test('effective policy: atomic/merge defaults/overrides reduced from the most sp
   await put('route', 'HTTPRoute', 'r', spec('defaults', 'atomic', 'a', 'b'))
   await put('gw', 'Gateway', 'gw', spec('defaults', 'atomic', 'a', 'c'))
   assert.equal(await eff(), ['a@route', 'b@route'], 'atomic defaults: the more specific wins whole')
-  specs.set('gw', spec('defaults', 'merge', 'a', 'c')); await put('gw', 'Gateway', 'gw', specs.get('gw')!)
+  specs.set('gw', spec('defaults', 'merge', 'a', 'c'))
+  await put('gw', 'Gateway', 'gw', specs.get('gw')!)
   assert.equal(await eff(), ['a@route', 'b@route', 'c@gw'], 'merge defaults: adds missing names')
   await put('gw', 'Gateway', 'gw', spec('overrides', 'merge', 'a', 'c'))
   assert.equal(await eff(), ['a@gw', 'b@route', 'c@gw'], 'merge overrides: its rules win, others stay')
@@ -45,35 +72,85 @@ test('effective policy: atomic/merge defaults/overrides reduced from the most sp
   assert.equal(await eff(), ['a@route', 'b@route'], 'now older: less specific')
 })
 
-const ctxOf = (events: ResourceEvent[] = []): ReconcileContext => ({ events, signal: new AbortController().signal, state: new Map() } as unknown as ReconcileContext)
+const ctxOf = (events: ResourceEvent[] = []): ReconcileContext =>
+  ({ events, signal: new AbortController().signal, state: new Map() }) as unknown as ReconcileContext
 
 test('Workflow: precondition, concurrent tasks, the first error aborts the others and reaches the handler', async () => {
   const seen: string[] = []
   let otherAborted = false
   const wf = new Workflow({
-    precondition: () => { seen.push('pre') },
+    precondition: () => {
+      seen.push('pre')
+    },
     tasks: [
-      async (ctx) => { await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => { otherAborted = true; resolve() })); seen.push('slow done') },
-      async () => { seen.push('failing'); throw new Error('task failed') },
+      async (ctx) => {
+        await new Promise<void>((resolve) =>
+          ctx.signal.addEventListener('abort', () => {
+            otherAborted = true
+            resolve()
+          }),
+        )
+        seen.push('slow done')
+      },
+      async () => {
+        seen.push('failing')
+        throw new Error('task failed')
+      },
     ],
-    postcondition: () => { seen.push('post') },
-    errorHandler: (err) => { seen.push(`handled: ${(err as Error).message}`) },
+    postcondition: () => {
+      seen.push('post')
+    },
+    errorHandler: (err) => {
+      seen.push(`handled: ${(err as Error).message}`)
+    },
   })
   await wf.reconcile(ctxOf())
   assert.ok(otherAborted, 'the other task saw its signal abort')
-  assert.equal(seen.filter((s) => s !== 'slow done'), ['pre', 'failing', 'handled: task failed'], 'no postcondition after a failure')
-  const ok = new Workflow({ tasks: [() => { seen.push('t1') }, () => { seen.push('t2') }], postcondition: () => { seen.push('post2') } })
+  assert.equal(
+    seen.filter((s) => s !== 'slow done'),
+    ['pre', 'failing', 'handled: task failed'],
+    'no postcondition after a failure',
+  )
+  const ok = new Workflow({
+    tasks: [
+      () => {
+        seen.push('t1')
+      },
+      () => {
+        seen.push('t2')
+      },
+    ],
+    postcondition: () => {
+      seen.push('post2')
+    },
+  })
   await ok.reconcile(ctxOf())
   assert.equal(seen.slice(-3), ['t1', 't2', 'post2'])
-  const bare = new Workflow({ tasks: [() => { throw new Error('x') }] })
+  const bare = new Workflow({
+    tasks: [
+      () => {
+        throw new Error('x')
+      },
+    ],
+  })
   let propagated: unknown
-  try { await bare.reconcile(ctxOf()) } catch (err) { propagated = err }
+  try {
+    await bare.reconcile(ctxOf())
+  } catch (err) {
+    propagated = err
+  }
   assert.is((propagated as Error)?.message, 'x', 'without a handler the error propagates')
 })
 
 test('Subscription: runs only on matching events and passes those', async () => {
   const got: ResourceEvent[][] = []
-  const sub = new Subscription({ events: [{ kind: 'Gateway', type: 'create' }], reconcile: (ctx) => { got.push([...ctx.events]) }, onEmpty: false })
+  const sub = new Subscription({
+    events: [{ kind: 'Gateway', type: 'create' }],
+    reconcile: (ctx) => {
+      got.push([...ctx.events])
+    },
+    onEmpty: false,
+  })
   const gw = { kind: 'Gateway', group: 'g', type: 'create', new: { metadata: { name: 'a' } } } as ResourceEvent
   const rt = { kind: 'HTTPRoute', group: 'g', type: 'create', new: { metadata: { name: 'b' } } } as ResourceEvent
   await sub.reconcile(ctxOf([rt]))
@@ -86,7 +163,14 @@ test('controller: no run before sync, one run at a time, events coalesced, a fai
   const server = await startTestServer()
   const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
   const CM = '/api/v1/namespaces/default/configmaps'
-  const put = (name: string, v: string) => cluster.request({ method: 'PATCH', path: `${CM}/${name}`, query: { fieldManager: 'user', force: true }, contentType: 'application/apply-patch+yaml', body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', labels: { app: 'src' } }, data: { v } } })
+  const put = (name: string, v: string) =>
+    cluster.request({
+      method: 'PATCH',
+      path: `${CM}/${name}`,
+      query: { fieldManager: 'user', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', labels: { app: 'src' } }, data: { v } },
+    })
   await put('pre-1', '1')
   await put('pre-2', '1')
   const runs: string[][] = []
@@ -96,17 +180,33 @@ test('controller: no run before sync, one run at a time, events coalesced, a fai
   let open: () => void = () => {}
   let failNext = 0
   const ctl = new StateOfWorldController({
-    name: 'sow', clusters: [cluster], logger: createLogger({ level: 'silent' }), retry: { minMs: 10, maxMs: 50 },
+    name: 'sow',
+    clusters: [cluster],
+    logger: createLogger({ level: 'silent' }),
+    retry: { minMs: 10, maxMs: 50 },
     watch: [{ kind: { apiVersion: 'v1', kind: 'ConfigMap' }, labelSelector: 'app=src' }],
     topology: defineTopology({ targetables: [{ kind: 'ConfigMap' }], links: [] }),
     reconcile: async (ctx) => {
-      running++; maxRunning = Math.max(maxRunning, running)
+      running++
+      maxRunning = Math.max(maxRunning, running)
       try {
-        runs.push(ctx.events.map((e) => `${e.type} ${(e.new ?? e.old)!.metadata.name}${e.new ? `=${(e.new as KubeObject & { data: { v: string } }).data.v}` : ''}`).sort())
+        runs.push(
+          ctx.events
+            .map(
+              (e) =>
+                `${e.type} ${(e.new ?? e.old)!.metadata.name}${e.new ? `=${(e.new as KubeObject & { data: { v: string } }).data.v}` : ''}`,
+            )
+            .sort(),
+        )
         assert.equal(ctx.topology.nodes('ConfigMap').length, ctx.table('ConfigMap').count(ctx.txn), 'the topology is of the same snapshot')
         if (gate) await gate
-        if (failNext > 0) { failNext--; throw new Error('downstream unavailable') }
-      } finally { running-- }
+        if (failNext > 0) {
+          failNext--
+          throw new Error('downstream unavailable')
+        }
+      } finally {
+        running--
+      }
     },
   })
   const m = ctl.manager
@@ -115,21 +215,35 @@ test('controller: no run before sync, one run at a time, events coalesced, a fai
     await waitForConvergence(m, { timeout: 10_000 })
     assert.equal(runs[0], ['create pre-1=1', 'create pre-2=1'], 'the first run sees every object of the synced kinds')
     // block a run, change things meanwhile
-    gate = new Promise((resolve) => { open = resolve })
+    gate = new Promise((resolve) => {
+      open = resolve
+    })
     await put('a', '1')
     await waitUntil(() => running === 1)
     await put('a', '2')
     await put('b', '1')
     await cluster.request({ method: 'DELETE', path: `${CM}/b` })
     await put('pre-1', '2')
-    await waitForTable(m, 'configmaps', (objs) => objs.map((o) => `${o.metadata.name}=${(o as any).data.v}`).sort().join() === 'a=2,pre-1=2,pre-2=1')
+    await waitForTable(
+      m,
+      'configmaps',
+      (objs) =>
+        objs
+          .map((o) => `${o.metadata.name}=${(o as any).data.v}`)
+          .sort()
+          .join() === 'a=2,pre-1=2,pre-2=1',
+    )
     gate = undefined
     open()
     failNext = 2
     await waitForConvergence(m, { timeout: 10_000 })
     const last = runs.slice(-3)
     assert.equal(last[0], ['create a=1'], 'the blocked run (it fails)')
-    assert.equal(last[1], ['create a=2', 'update pre-1=2'], 'its events kept and coalesced with the new: a created and updated is one create with the newest; b created and deleted is nothing')
+    assert.equal(
+      last[1],
+      ['create a=2', 'update pre-1=2'],
+      'its events kept and coalesced with the new: a created and updated is one create with the newest; b created and deleted is nothing',
+    )
     assert.equal(last[2], last[1], 'the failed run is retried with the same events')
     assert.equal(maxRunning, 1, 'one run at a time')
     assert.is(ctl.stats().failures, 2)
@@ -144,13 +258,36 @@ test('controller: no run before sync, one run at a time, events coalesced, a fai
 test('mode stateOfWorld: a kind listed again before every run, its differences as events', async () => {
   const server = await startTestServer()
   const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
-  const put = (kind: 'ConfigMap' | 'Secret', name: string, v: string) => cluster.request({ method: 'PATCH', path: `/api/v1/namespaces/default/${kind === 'ConfigMap' ? 'configmaps' : 'secrets'}/${name}`, query: { fieldManager: 'user', force: true }, contentType: 'application/apply-patch+yaml', body: { apiVersion: 'v1', kind, metadata: { name, namespace: 'default' }, data: { v: Buffer.from(v).toString(kind === 'Secret' ? 'base64' : 'utf8') } } })
+  const put = (kind: 'ConfigMap' | 'Secret', name: string, v: string) =>
+    cluster.request({
+      method: 'PATCH',
+      path: `/api/v1/namespaces/default/${kind === 'ConfigMap' ? 'configmaps' : 'secrets'}/${name}`,
+      query: { fieldManager: 'user', force: true },
+      contentType: 'application/apply-patch+yaml',
+      body: {
+        apiVersion: 'v1',
+        kind,
+        metadata: { name, namespace: 'default' },
+        data: { v: Buffer.from(v).toString(kind === 'Secret' ? 'base64' : 'utf8') },
+      },
+    })
   const runs: Array<{ events: string[]; secrets: string[] }> = []
   const ctl = new StateOfWorldController({
-    name: 'listed', clusters: [cluster], logger: createLogger({ level: 'silent' }),
+    name: 'listed',
+    clusters: [cluster],
+    logger: createLogger({ level: 'silent' }),
     watch: [{ kind: { apiVersion: 'v1', kind: 'ConfigMap' } }, { kind: { apiVersion: 'v1', kind: 'Secret' }, mode: 'stateOfWorld' }],
     topology: defineTopology({ targetables: [{ kind: 'ConfigMap' }], links: [] }),
-    reconcile: (ctx) => { runs.push({ events: ctx.events.map((e) => `${e.type} ${e.kind} ${(e.new ?? e.old)!.metadata.name}`).sort(), secrets: ctx.table('Secret').all(ctx.txn).toArray().map((x) => x.metadata.name!) }) },
+    reconcile: (ctx) => {
+      runs.push({
+        events: ctx.events.map((e) => `${e.type} ${e.kind} ${(e.new ?? e.old)!.metadata.name}`).sort(),
+        secrets: ctx
+          .table('Secret')
+          .all(ctx.txn)
+          .toArray()
+          .map((x) => x.metadata.name!),
+      })
+    },
   })
   try {
     await put('Secret', 's1', 'a')
@@ -162,7 +299,10 @@ test('mode stateOfWorld: a kind listed again before every run, its differences a
     await waitForConvergence(ctl.manager, { timeout: 10_000 })
     const last = runs.at(-1)!
     assert.equal(last.secrets, ['s1', 's2'])
-    assert.ok(runs.some((r) => r.events.includes('create Secret s2')), 'the listed difference is an event')
+    assert.ok(
+      runs.some((r) => r.events.includes('create Secret s2')),
+      'the listed difference is an event',
+    )
   } finally {
     await ctl.stop()
     await cluster.close()
@@ -172,9 +312,16 @@ test('mode stateOfWorld: a kind listed again before every run, its differences a
 
 async function waitUntil(f: () => boolean, ms = 5000): Promise<void> {
   const end = Date.now() + ms
-  while (!f()) { if (Date.now() > end) throw new Error('condition not met'); await new Promise((r) => setImmediate(r)) }
+  while (!f()) {
+    if (Date.now() > end) throw new Error('condition not met')
+    await new Promise((r) => setImmediate(r))
+  }
 }
-async function waitForTable(m: { db: import('@statewright/statedb').DB; watched: Map<string, { table: import('@statewright/statedb').Table<KubeObject> }> }, name: string, ok: (objs: KubeObject[]) => boolean): Promise<void> {
+async function waitForTable(
+  m: { db: import('@statewright/statedb').DB; watched: Map<string, { table: import('@statewright/statedb').Table<KubeObject> }> },
+  name: string,
+  ok: (objs: KubeObject[]) => boolean,
+): Promise<void> {
   const t = m.watched.get(name)!.table
   for (;;) {
     const txn = m.db.readTxn()

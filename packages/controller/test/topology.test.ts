@@ -11,11 +11,14 @@ import { gatewayTables, gatewayClass, gateway, route, service, policy } from './
 setValidation(true)
 
 function topo(t: ReturnType<typeof gatewayTables>, name = 'topology', extra: Parameters<typeof gatewayApiTopology>[0] = {}) {
-  return new Topology(gatewayApiTopology({
-    tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
-    policies: [{ kind: 'RateLimitPolicy', group: 'kuadrant.io', table: t.policies }],
-    ...extra,
-  }), { db: t.db, name })
+  return new Topology(
+    gatewayApiTopology({
+      tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
+      policies: [{ kind: 'RateLimitPolicy', group: 'kuadrant.io', table: t.policies }],
+      ...extra,
+    }),
+    { db: t.db, name },
+  )
 }
 const locs = (ns: { locator: string }[]) => ns.map((n) => n.locator)
 const L = (gw: string, l: string) => `listener.gateway.networking.k8s.io:default/${gw}#${l}`
@@ -27,7 +30,13 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   const top = topo(t)
   await t.db.write([t.classes, t.gateways, t.routes, t.services, t.policies], (w) => {
     t.classes.insert(w, gatewayClass('istio'))
-    t.gateways.insert(w, gateway('default', 'gw-1', [{ name: 'http', hostname: '*.example.com' }, { name: 'other', hostname: 'other.org' }]))
+    t.gateways.insert(
+      w,
+      gateway('default', 'gw-1', [
+        { name: 'http', hostname: '*.example.com' },
+        { name: 'other', hostname: 'other.org' },
+      ]),
+    )
     t.routes.insert(w, route('default', 'route-1', ['gw-1'], { hostnames: ['api.example.com'] }))
     t.routes.insert(w, route('default', 'route-2', [{ name: 'gw-1', sectionName: 'other' }]))
     t.routes.insert(w, route('default', 'route-3', ['gw-1'], { hostnames: ['nowhere.net'] }))
@@ -38,7 +47,11 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   })
   await top.sync()
   const v = top.view()
-  assert.equal(locs(v.roots()), ['gatewayclass.gateway.networking.k8s.io:istio', R('route-3')], 'route-3 (no hostname shared) attaches nowhere')
+  assert.equal(
+    locs(v.roots()),
+    ['gatewayclass.gateway.networking.k8s.io:istio', R('route-3')],
+    'route-3 (no hostname shared) attaches nowhere',
+  )
   assert.equal(locs(v.children(G('gw-1'))), [L('gw-1', 'http'), L('gw-1', 'other')])
   // hostnames intersect: route-1 only on *.example.com; route-2 names the section "other"
   assert.equal(locs(v.children(L('gw-1', 'http'))), [R('route-1')])
@@ -50,18 +63,34 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   assert.equal(locs(v.policiesOf(G('gw-1'))), ['ratelimitpolicy.kuadrant.io:default/rlp-1'])
   // a targetRef with sectionName finds the listener
   assert.equal(locs(v.policiesOf(L('gw-1', 'http'))), ['ratelimitpolicy.kuadrant.io:default/rlp-3'])
-  assert.equal(v.unattached().map((u) => [u.policy.name, u.missing]), [['rlp-2', [R('missing')]]])
+  assert.equal(
+    v.unattached().map((u) => [u.policy.name, u.missing]),
+    [['rlp-2', [R('missing')]]],
+  )
   const paths = v.paths('gatewayclass.gateway.networking.k8s.io:istio', 'service:default/route-1-svc')
-  assert.equal(paths.map((p) => p.map((n) => n.kind)), [['GatewayClass', 'Gateway', 'Listener', 'HTTPRoute', 'HTTPRouteRule', 'Service']])
+  assert.equal(
+    paths.map((p) => p.map((n) => n.kind)),
+    [['GatewayClass', 'Gateway', 'Listener', 'HTTPRoute', 'HTTPRouteRule', 'Service']],
+  )
 
   // the service arrives later: linked without the rule being processed again
-  await t.db.write(t.services, (w) => { t.services.insert(w, service('default', 'route-2-svc')) })
+  await t.db.write(t.services, (w) => {
+    t.services.insert(w, service('default', 'route-2-svc'))
+  })
   await top.sync()
   assert.equal(locs(top.view().children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), ['service:default/route-2-svc'])
   // the old view still shows the old snapshot (immutable per read txn)
   assert.equal(locs(v.children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), [])
   // a listener's hostname change re-links routes with no work on them
-  await t.db.write(t.gateways, (w) => { t.gateways.insert(w, gateway('default', 'gw-1', [{ name: 'http', hostname: '*.net' }, { name: 'other', hostname: 'other.org' }])) })
+  await t.db.write(t.gateways, (w) => {
+    t.gateways.insert(
+      w,
+      gateway('default', 'gw-1', [
+        { name: 'http', hostname: '*.net' },
+        { name: 'other', hostname: 'other.org' },
+      ]),
+    )
+  })
   await top.sync()
   assert.equal(locs(top.view().children(L('gw-1', 'http'))), [R('route-3')])
 })
@@ -71,14 +100,31 @@ test('expandServicePorts: a rule links to the Service port its backendRef names'
   const top = topo(t, 'ports', { expandServicePorts: true })
   await t.db.write([t.gateways, t.routes, t.services], (w) => {
     t.gateways.insert(w, gateway('default', 'gw-1'))
-    t.routes.insert(w, route('default', 'r', ['gw-1'], { rules: [{ backendRefs: [{ name: 'web', port: 8080 }] }, { backendRefs: [{ name: 'web' }] }] }))
-    t.services.insert(w, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' }, spec: { ports: [{ name: 'http', port: 80 }, { name: 'alt', port: 8080 }] } })
+    t.routes.insert(
+      w,
+      route('default', 'r', ['gw-1'], { rules: [{ backendRefs: [{ name: 'web', port: 8080 }] }, { backendRefs: [{ name: 'web' }] }] }),
+    )
+    t.services.insert(w, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'default' },
+      spec: {
+        ports: [
+          { name: 'http', port: 80 },
+          { name: 'alt', port: 8080 },
+        ],
+      },
+    })
   })
   await top.sync()
   const v = top.view()
   assert.equal(locs(v.children('service:default/web')), ['serviceport:default/web#alt', 'serviceport:default/web#http'])
   assert.equal(locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-1')), ['serviceport:default/web#alt'])
-  assert.equal(locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-2')), ['serviceport:default/web#alt', 'serviceport:default/web#http'], 'no port: every port')
+  assert.equal(
+    locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-2')),
+    ['serviceport:default/web#alt', 'serviceport:default/web#http'],
+    'no port: every port',
+  )
 })
 
 test('DOT: every node once, edges, policies dashed', async () => {
@@ -100,10 +146,18 @@ test('DOT: every node once, edges, policies dashed', async () => {
 })
 
 test('a cycle throws TopologyCycleError naming it, unless loops are allowed', async () => {
-  interface N { metadata: { name: string }; next: string[] }
+  interface N {
+    metadata: { name: string }
+    next: string[]
+  }
   const nodes = new Table<N>({ name: 'ns', primary: defineIndex<N, string>({ name: 'k', key: (n) => n.metadata.name, unique: true }) })
   const db = new DB({ tables: [nodes] })
-  const def = (allowLoops: boolean) => defineTopology({ allowLoops, targetables: [{ kind: 'N', table: nodes }], links: [{ from: 'N', to: 'N', children: (p) => p.object.next.map((x: string) => `n:${x}`) }] })
+  const def = (allowLoops: boolean) =>
+    defineTopology({
+      allowLoops,
+      targetables: [{ kind: 'N', table: nodes }],
+      links: [{ from: 'N', to: 'N', children: (p) => p.object.next.map((x: string) => `n:${x}`) }],
+    })
   await db.write(nodes, (w) => {
     nodes.insert(w, { metadata: { name: 'a' }, next: ['b'] })
     nodes.insert(w, { metadata: { name: 'b' }, next: ['a', 'c'] })
@@ -111,7 +165,8 @@ test('a cycle throws TopologyCycleError naming it, unless loops are allowed', as
   })
   const strict = new Topology(def(false), { db, name: 'strict' })
   const loose = new Topology(def(true), { db, name: 'loose' })
-  await strict.sync(); await loose.sync()
+  await strict.sync()
+  await loose.sync()
   try {
     strict.view().paths('n:a', 'n:c')
     assert.unreachable('a cycle must throw')
@@ -120,20 +175,37 @@ test('a cycle throws TopologyCycleError naming it, unless loops are allowed', as
     assert.equal((err as Error).message, 'topology has a cycle: n:a -> n:b -> n:a (set allowLoops to allow it)')
   }
   assert.throws(() => strict.view().check(), /n:a -> n:b -> n:a/)
-  assert.equal(loose.view().paths('n:a', 'n:c').map((p) => p.map((n) => n.name)), [['a', 'b', 'c']])
+  assert.equal(
+    loose
+      .view()
+      .paths('n:a', 'n:c')
+      .map((p) => p.map((n) => n.name)),
+    [['a', 'b', 'c']],
+  )
 })
 
 test('a throwing link is an error naming the object, retried with backoff until it passes', async () => {
   const t = gatewayTables()
   let broken = true
-  const def = gatewayApiTopology({ tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services } })
+  const def = gatewayApiTopology({
+    tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
+  })
   const link = def.links.find((l) => l.to === 'HTTPRoute')!
   const parents = link.parents!
-  link.parents = (c) => { if (broken && c.name === 'bad') throw new Error('boom'); return parents(c) }
+  link.parents = (c) => {
+    if (broken && c.name === 'bad') throw new Error('boom')
+    return parents(c)
+  }
   const top = new Topology(def, { db: t.db, retry: { minMs: 1, maxMs: 5 } })
-  await t.db.write([t.gateways, t.routes], (w) => { t.gateways.insert(w, gateway('default', 'gw-1')); t.routes.insert(w, route('default', 'bad', ['gw-1'])) })
+  await t.db.write([t.gateways, t.routes], (w) => {
+    t.gateways.insert(w, gateway('default', 'gw-1'))
+    t.routes.insert(w, route('default', 'bad', ['gw-1']))
+  })
   const r = await top.sync()
-  assert.equal(top.errors().map((e) => [e.object, e.error, e.attempts]), [[R('bad'), `link Listener -> HTTPRoute (parents of ${R('bad')}): boom`, 1]])
+  assert.equal(
+    top.errors().map((e) => [e.object, e.error, e.attempts]),
+    [[R('bad'), `link Listener -> HTTPRoute (parents of ${R('bad')}): boom`, 1]],
+  )
   assert.ok(r.nextRetryAt !== undefined)
   assert.ok(top.view().node(R('bad')), 'the object keeps its node')
   await top.sync(r.nextRetryAt! + 1)
@@ -146,11 +218,25 @@ test('a throwing link is an error naming the object, retried with backoff until 
 
 test('a change costs O(its links): one route changed among 2 000 calls its link once', async () => {
   const t = gatewayTables()
-  const def = gatewayApiTopology({ tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services } })
+  const def = gatewayApiTopology({
+    tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
+  })
   let calls = 0
   for (const l of def.links) {
-    if (l.parents) { const f = l.parents; l.parents = (c) => { calls++; return f(c) } }
-    if (l.children) { const f = l.children; l.children = (p) => { calls++; return f(p) } }
+    if (l.parents) {
+      const f = l.parents
+      l.parents = (c) => {
+        calls++
+        return f(c)
+      }
+    }
+    if (l.children) {
+      const f = l.children
+      l.children = (p) => {
+        calls++
+        return f(p)
+      }
+    }
   }
   const top = new Topology(def, { db: t.db })
   await t.db.write([t.gateways, t.routes], (w) => {
@@ -159,11 +245,15 @@ test('a change costs O(its links): one route changed among 2 000 calls its link 
   })
   await top.sync()
   calls = 0
-  await t.db.write(t.routes, (w) => { t.routes.insert(w, route('default', 'r7', ['gw-1'], { hostnames: ['a.example.com'] })) })
+  await t.db.write(t.routes, (w) => {
+    t.routes.insert(w, route('default', 'r7', ['gw-1'], { hostnames: ['a.example.com'] }))
+  })
   await top.sync()
   assert.equal(calls, 2, 'parents of the route and children of its one rule')
   calls = 0
-  await t.db.write(t.gateways, (w) => { t.gateways.insert(w, gateway('default', 'gw-1', [{ name: 'http', hostname: '*.example.com' }, { name: 'b' }])) })
+  await t.db.write(t.gateways, (w) => {
+    t.gateways.insert(w, gateway('default', 'gw-1', [{ name: 'http', hostname: '*.example.com' }, { name: 'b' }]))
+  })
   await top.sync()
   assert.equal(calls, 1, 'a gateway change does not touch its 2 000 routes (only GatewayClass -> Gateway)')
   assert.equal(top.view().children(L('gw-1', 'b')).length, 2000)
@@ -176,7 +266,13 @@ function snapshot(v: TopologyView): Snap {
   return {
     nodes: v.nodes().map((n) => `${n.locator} ${JSON.stringify(n.object)}`),
     edges: v.edges().map((e) => `${e.from} -> ${e.to}${e.policy ? ' (policy)' : ''}`),
-    policies: v.targetables().map((n) => `${n.locator}: ${v.policiesOf(n).map((p) => p.locator).join(',')}`),
+    policies: v.targetables().map(
+      (n) =>
+        `${n.locator}: ${v
+          .policiesOf(n)
+          .map((p) => p.locator)
+          .join(',')}`,
+    ),
     unattached: v.unattached().map((u) => u.policy.locator),
   }
 }
@@ -185,68 +281,100 @@ function snapshot(v: TopologyView): Snap {
 function naiveListenerEdges(gws: Map<string, ReturnType<typeof gateway>>, routes: Map<string, ReturnType<typeof route>>): string[] {
   const covers = (p: string, h: string) => p === '*' || p === h || (p.startsWith('*.') && h.endsWith(p.slice(1)))
   const out: string[] = []
-  for (const gw of gws.values()) for (const l of gw.spec!.listeners!) for (const r of routes.values()) {
-    const named = r.spec!.parentRefs!.some((p) => p.name === gw.metadata.name && (!p.sectionName || p.sectionName === l.name))
-    const hs = r.spec!.hostnames ?? []
-    const meets = hs.length === 0 || hs.some((h) => covers(l.hostname || '*', h) || covers(h, l.hostname || '*'))
-    if (named && meets) out.push(`${L(gw.metadata.name, l.name)} -> ${R(r.metadata.name)}`)
-  }
+  for (const gw of gws.values())
+    for (const l of gw.spec!.listeners!)
+      for (const r of routes.values()) {
+        const named = r.spec!.parentRefs!.some((p) => p.name === gw.metadata.name && (!p.sectionName || p.sectionName === l.name))
+        const hs = r.spec!.hostnames ?? []
+        const meets = hs.length === 0 || hs.some((h) => covers(l.hostname || '*', h) || covers(h, l.hostname || '*'))
+        if (named && meets) out.push(`${L(gw.metadata.name, l.name)} -> ${R(r.metadata.name)}`)
+      }
   return out.sort()
 }
 
 test('randomized: the incremental graph equals one built from scratch and a naive model', async () => {
   const hosts = ['*.example.com', 'a.example.com', 'b.example.com', 'other.org', undefined]
   const op = fc.oneof(
-    fc.record({ t: fc.constant('gw' as const), i: fc.nat(3), ls: fc.array(fc.record({ n: fc.constantFrom('http', 'https', 'x'), h: fc.constantFrom(...hosts) }), { maxLength: 3 }) }),
-    fc.record({ t: fc.constant('route' as const), i: fc.nat(5), gws: fc.array(fc.record({ g: fc.nat(3), s: fc.option(fc.constantFrom('http', 'https', 'x'), { nil: undefined }) }), { maxLength: 2 }), hs: fc.array(fc.constantFrom('a.example.com', '*.example.com', 'other.org', 'c.net'), { maxLength: 2 }) }),
+    fc.record({
+      t: fc.constant('gw' as const),
+      i: fc.nat(3),
+      ls: fc.array(fc.record({ n: fc.constantFrom('http', 'https', 'x'), h: fc.constantFrom(...hosts) }), { maxLength: 3 }),
+    }),
+    fc.record({
+      t: fc.constant('route' as const),
+      i: fc.nat(5),
+      gws: fc.array(fc.record({ g: fc.nat(3), s: fc.option(fc.constantFrom('http', 'https', 'x'), { nil: undefined }) }), { maxLength: 2 }),
+      hs: fc.array(fc.constantFrom('a.example.com', '*.example.com', 'other.org', 'c.net'), { maxLength: 2 }),
+    }),
     fc.record({ t: fc.constant('policy' as const), i: fc.nat(3), kind: fc.constantFrom('Gateway', 'HTTPRoute'), target: fc.nat(5) }),
     fc.record({ t: fc.constant('del' as const), what: fc.constantFrom('gw', 'route', 'policy'), i: fc.nat(5) }),
   )
-  await fc.assert(fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 8 }), async (batches) => {
-    const t = gatewayTables()
-    const inc = topo(t, 'inc')
-    const gws = new Map<string, ReturnType<typeof gateway>>()
-    const routes = new Map<string, ReturnType<typeof route>>()
-    await t.db.write(t.classes, (w) => { t.classes.insert(w, gatewayClass('istio')) })
-    for (const batch of batches) {
-      await t.db.write([t.gateways, t.routes, t.policies], (w) => {
-        for (const o of batch) {
-          if (o.t === 'gw') {
-            const ls = [...new Map(o.ls.map((l) => [l.n, { name: l.n, ...(l.h ? { hostname: l.h } : {}) }])).values()]
-            const g = gateway('default', `gw-${o.i}`, ls); gws.set(g.metadata.name, g); t.gateways.insert(w, g)
-          } else if (o.t === 'route') {
-            const r = route('default', `route-${o.i}`, o.gws.map((x) => ({ name: `gw-${x.g}`, ...(x.s ? { sectionName: x.s } : {}) })), { hostnames: o.hs })
-            routes.set(r.metadata.name, r); t.routes.insert(w, r)
-          } else if (o.t === 'policy') {
-            t.policies.insert(w, policy('default', `p-${o.i}`, { kind: o.kind, name: o.kind === 'Gateway' ? `gw-${o.target % 4}` : `route-${o.target}` }, { limits: {} }))
-          } else {
-            const name = `${o.what === 'gw' ? 'gw' : o.what === 'route' ? 'route' : 'p'}-${o.i}`
-            const tab = o.what === 'gw' ? t.gateways : o.what === 'route' ? t.routes : t.policies
-            const cur = tab.get(w, tab.primary.query(`default/${name}` as never))
-            if (cur) tab.delete(w, cur as never)
-            if (o.what === 'gw') gws.delete(name)
-            if (o.what === 'route') routes.delete(name)
-          }
-        }
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 8 }), async (batches) => {
+      const t = gatewayTables()
+      const inc = topo(t, 'inc')
+      const gws = new Map<string, ReturnType<typeof gateway>>()
+      const routes = new Map<string, ReturnType<typeof route>>()
+      await t.db.write(t.classes, (w) => {
+        t.classes.insert(w, gatewayClass('istio'))
       })
-      await inc.sync()
-    }
-    const scratchDb = new DB()
-    const s = gatewayTables(scratchDb)
-    const rtxn = t.db.readTxn()
-    await scratchDb.write([s.classes, s.gateways, s.routes, s.policies], (w) => {
-      for (const x of t.classes.all(rtxn)) s.classes.insert(w, x)
-      for (const x of t.gateways.all(rtxn)) s.gateways.insert(w, x)
-      for (const x of t.routes.all(rtxn)) s.routes.insert(w, x)
-      for (const x of t.policies.all(rtxn)) s.policies.insert(w, x)
-    })
-    const scratch = topo(s, 'scratch')
-    await scratch.sync()
-    const a = snapshot(inc.view())
-    assert.equal(a, snapshot(scratch.view()))
-    const listenerEdges = a.edges.filter((e) => e.startsWith('listener.')).sort()
-    assert.equal(listenerEdges, naiveListenerEdges(gws, routes))
-  }), { numRuns: 120 })
+      for (const batch of batches) {
+        await t.db.write([t.gateways, t.routes, t.policies], (w) => {
+          for (const o of batch) {
+            if (o.t === 'gw') {
+              const ls = [...new Map(o.ls.map((l) => [l.n, { name: l.n, ...(l.h ? { hostname: l.h } : {}) }])).values()]
+              const g = gateway('default', `gw-${o.i}`, ls)
+              gws.set(g.metadata.name, g)
+              t.gateways.insert(w, g)
+            } else if (o.t === 'route') {
+              const r = route(
+                'default',
+                `route-${o.i}`,
+                o.gws.map((x) => ({ name: `gw-${x.g}`, ...(x.s ? { sectionName: x.s } : {}) })),
+                { hostnames: o.hs },
+              )
+              routes.set(r.metadata.name, r)
+              t.routes.insert(w, r)
+            } else if (o.t === 'policy') {
+              t.policies.insert(
+                w,
+                policy(
+                  'default',
+                  `p-${o.i}`,
+                  { kind: o.kind, name: o.kind === 'Gateway' ? `gw-${o.target % 4}` : `route-${o.target}` },
+                  { limits: {} },
+                ),
+              )
+            } else {
+              const name = `${o.what === 'gw' ? 'gw' : o.what === 'route' ? 'route' : 'p'}-${o.i}`
+              const tab = o.what === 'gw' ? t.gateways : o.what === 'route' ? t.routes : t.policies
+              const cur = tab.get(w, tab.primary.query(`default/${name}` as never))
+              if (cur) tab.delete(w, cur as never)
+              if (o.what === 'gw') gws.delete(name)
+              if (o.what === 'route') routes.delete(name)
+            }
+          }
+        })
+        await inc.sync()
+      }
+      const scratchDb = new DB()
+      const s = gatewayTables(scratchDb)
+      const rtxn = t.db.readTxn()
+      await scratchDb.write([s.classes, s.gateways, s.routes, s.policies], (w) => {
+        for (const x of t.classes.all(rtxn)) s.classes.insert(w, x)
+        for (const x of t.gateways.all(rtxn)) s.gateways.insert(w, x)
+        for (const x of t.routes.all(rtxn)) s.routes.insert(w, x)
+        for (const x of t.policies.all(rtxn)) s.policies.insert(w, x)
+      })
+      const scratch = topo(s, 'scratch')
+      await scratch.sync()
+      const a = snapshot(inc.view())
+      assert.equal(a, snapshot(scratch.view()))
+      const listenerEdges = a.edges.filter((e) => e.startsWith('listener.')).sort()
+      assert.equal(listenerEdges, naiveListenerEdges(gws, routes))
+    }),
+    { numRuns: 120 },
+  )
 })
 
 test.run()

@@ -13,7 +13,11 @@ const liveEl = document.getElementById('live')
   const m = /[#&]token=([^&]*)/.exec(location.hash)
   if (m) {
     sessionStorage.setItem('statewright.token', decodeURIComponent(m[1]))
-    history.replaceState(null, '', location.pathname + location.search + (location.hash.replace(/[#&]token=[^&]*/, '').replace(/^&/, '#') || '#/'))
+    history.replaceState(
+      null,
+      '',
+      location.pathname + location.search + (location.hash.replace(/[#&]token=[^&]*/, '').replace(/^&/, '#') || '#/'),
+    )
   }
 }
 const token = () => sessionStorage.getItem('statewright.token') || ''
@@ -25,7 +29,9 @@ async function api(path, opts = {}) {
   if (r.status === 401) throw new Unauthorized('unauthorized')
   if (!r.ok) {
     let msg = `${r.status}`
-    try { msg = (await r.json()).error || msg } catch {}
+    try {
+      msg = (await r.json()).error || msg
+    } catch {}
     throw new Error(msg)
   }
   return r
@@ -75,9 +81,14 @@ function meta(obj) {
 
 function statusBadges(reconcile, withMessage) {
   if (!reconcile) return []
-  return Object.entries(reconcile).map(([name, st]) => h('span', {},
-    h('span', { class: `badge ${st.kind}`, title: name, 'data-reconciler': name }, st.kind),
-    withMessage && st.kind === 'error' ? h('span', { class: 'errmsg' }, st.error || '') : null))
+  return Object.entries(reconcile).map(([name, st]) =>
+    h(
+      'span',
+      {},
+      h('span', { class: `badge ${st.kind}`, title: name, 'data-reconciler': name }, st.kind),
+      withMessage && st.kind === 'error' ? h('span', { class: 'errmsg' }, st.error || '') : null,
+    ),
+  )
 }
 
 // ---- routing ----
@@ -96,10 +107,13 @@ function route() {
   teardown = () => {}
   current = null
   view.replaceChildren(h('p', { class: 'muted' }, 'Loading…'))
-  for (const a of document.querySelectorAll('nav a')) a.classList.toggle('active', (a.getAttribute('data-nav') === 'topology') === path.startsWith('/topology'))
+  for (const a of document.querySelectorAll('nav a'))
+    a.classList.toggle('active', (a.getAttribute('data-nav') === 'topology') === path.startsWith('/topology'))
   setLive('')
-  const run = path.startsWith('/t/') ? tableView(decodeURIComponent(path.slice(3)), params, base)
-    : path.startsWith('/topology') ? topologyView(params)
+  const run = path.startsWith('/t/')
+    ? tableView(decodeURIComponent(path.slice(3)), params, base)
+    : path.startsWith('/topology')
+      ? topologyView(params)
       : homeView()
   run.catch(showError)
 }
@@ -118,43 +132,140 @@ function setLive(text, on) {
 
 function loginView() {
   const input = h('input', { type: 'password', id: 'token', placeholder: 'bearer token', autocomplete: 'off' })
-  view.replaceChildren(h('div', { class: 'card login' },
-    h('h1', {}, 'A token is needed'),
-    h('p', { class: 'muted' }, 'This process serves its data only with a bearer token (the manager\u2019s http.token).'),
-    h('form', { onsubmit: (e) => { e.preventDefault(); sessionStorage.setItem('statewright.token', input.value); route() } }, input, ' ', h('button', { type: 'submit' }, 'Open'))))
+  view.replaceChildren(
+    h(
+      'div',
+      { class: 'card login' },
+      h('h1', {}, 'A token is needed'),
+      h('p', { class: 'muted' }, 'This process serves its data only with a bearer token (the manager\u2019s http.token).'),
+      h(
+        'form',
+        {
+          onsubmit: (e) => {
+            e.preventDefault()
+            sessionStorage.setItem('statewright.token', input.value)
+            route()
+          },
+        },
+        input,
+        ' ',
+        h('button', { type: 'submit' }, 'Open'),
+      ),
+    ),
+  )
 }
 
 // ---- home: tables, reconcilers, health ----
 async function homeView() {
   const ctl = new AbortController()
   let timer
-  teardown = () => { ctl.abort(); clearTimeout(timer) }
+  teardown = () => {
+    ctl.abort()
+    clearTimeout(timer)
+  }
   const render = async () => {
     const [tables, reconcilers, status] = await Promise.all([
       json('/statedb/tables'),
-      json('/reconcilers').catch((e) => { if (e instanceof Unauthorized) throw e; return [] }),
-      json('/statusz').catch((e) => { if (e instanceof Unauthorized) throw e; return undefined }),
+      json('/reconcilers').catch((e) => {
+        if (e instanceof Unauthorized) throw e
+        return []
+      }),
+      json('/statusz').catch((e) => {
+        if (e instanceof Unauthorized) throw e
+        return undefined
+      }),
     ])
     if (ctl.signal.aborted) return
-    const tableRows = tables.map((t) => h('tr', { class: 'row', 'data-table': t.name, onclick: () => { location.hash = `#/t/${encodeURIComponent(t.name)}` } },
-      h('td', {}, h('a', { href: `#/t/${encodeURIComponent(t.name)}` }, t.name)),
-      h('td', {}, t.objects), h('td', {}, t.revision), h('td', {}, t.initialized ? 'yes' : `no (${(t.pendingInitializers || []).join(', ')})`),
-      h('td', {}, t.graveyard), h('td', { class: 'mono' }, (t.indexes || []).join(', '))))
-    const recCards = reconcilers.map((r) => h('div', { class: 'card', 'data-reconciler': r.name },
-      h('h2', {}, `Reconciler ${r.name} `, h('span', { class: `badge ${r.health.level}` }, r.health.level), ' ', h('span', { class: 'muted' }, `on table ${r.table}`)),
-      h('p', {}, ...['done', 'pending', 'refreshing', 'error'].map((k) => h('span', { class: `badge ${k}` }, `${k} ${r.counts[k] ?? 0}`))),
-      r.errors.length ? h('table', { class: 'list' },
-        h('thead', {}, h('tr', {}, h('th', {}, 'object'), h('th', {}, 'error'), h('th', {}, 'attempts'), h('th', {}, 'next retry'))),
-        h('tbody', {}, r.errors.map((e) => h('tr', { class: 'row', onclick: () => { location.hash = `#/t/${encodeURIComponent(r.table)}?o=${encodeURIComponent(e.key)}` } },
-          h('td', { class: 'mono' }, e.key), h('td', { class: 'errmsg' }, e.error), h('td', {}, e.attempts ?? ''), h('td', {}, e.retryAt ? inSecs(e.retryAt) : ''))))) : h('p', { class: 'muted' }, r.health.message)))
-    view.replaceChildren(h('div', { class: 'grid' },
-      h('div', {},
-        h('div', { class: 'card' }, h('h1', {}, 'Tables'),
-          h('table', { class: 'list', id: 'tables' },
-            h('thead', {}, h('tr', {}, ...['name', 'objects', 'revision', 'initialized', 'graveyard', 'indexes'].map((c) => h('th', {}, c)))),
-            h('tbody', {}, tableRows))),
-        recCards),
-      healthPanel(status)))
+    const tableRows = tables.map((t) =>
+      h(
+        'tr',
+        {
+          class: 'row',
+          'data-table': t.name,
+          onclick: () => {
+            location.hash = `#/t/${encodeURIComponent(t.name)}`
+          },
+        },
+        h('td', {}, h('a', { href: `#/t/${encodeURIComponent(t.name)}` }, t.name)),
+        h('td', {}, t.objects),
+        h('td', {}, t.revision),
+        h('td', {}, t.initialized ? 'yes' : `no (${(t.pendingInitializers || []).join(', ')})`),
+        h('td', {}, t.graveyard),
+        h('td', { class: 'mono' }, (t.indexes || []).join(', ')),
+      ),
+    )
+    const recCards = reconcilers.map((r) =>
+      h(
+        'div',
+        { class: 'card', 'data-reconciler': r.name },
+        h(
+          'h2',
+          {},
+          `Reconciler ${r.name} `,
+          h('span', { class: `badge ${r.health.level}` }, r.health.level),
+          ' ',
+          h('span', { class: 'muted' }, `on table ${r.table}`),
+        ),
+        h(
+          'p',
+          {},
+          ...['done', 'pending', 'refreshing', 'error'].map((k) => h('span', { class: `badge ${k}` }, `${k} ${r.counts[k] ?? 0}`)),
+        ),
+        r.errors.length
+          ? h(
+              'table',
+              { class: 'list' },
+              h('thead', {}, h('tr', {}, h('th', {}, 'object'), h('th', {}, 'error'), h('th', {}, 'attempts'), h('th', {}, 'next retry'))),
+              h(
+                'tbody',
+                {},
+                r.errors.map((e) =>
+                  h(
+                    'tr',
+                    {
+                      class: 'row',
+                      onclick: () => {
+                        location.hash = `#/t/${encodeURIComponent(r.table)}?o=${encodeURIComponent(e.key)}`
+                      },
+                    },
+                    h('td', { class: 'mono' }, e.key),
+                    h('td', { class: 'errmsg' }, e.error),
+                    h('td', {}, e.attempts ?? ''),
+                    h('td', {}, e.retryAt ? inSecs(e.retryAt) : ''),
+                  ),
+                ),
+              ),
+            )
+          : h('p', { class: 'muted' }, r.health.message),
+      ),
+    )
+    view.replaceChildren(
+      h(
+        'div',
+        { class: 'grid' },
+        h(
+          'div',
+          {},
+          h(
+            'div',
+            { class: 'card' },
+            h('h1', {}, 'Tables'),
+            h(
+              'table',
+              { class: 'list', id: 'tables' },
+              h(
+                'thead',
+                {},
+                h('tr', {}, ...['name', 'objects', 'revision', 'initialized', 'graveyard', 'indexes'].map((c) => h('th', {}, c))),
+              ),
+              h('tbody', {}, tableRows),
+            ),
+          ),
+          recCards,
+        ),
+        healthPanel(status),
+      ),
+    )
     timer = setTimeout(() => render().catch(showError), 5000) // health and counts; objects are never polled
   }
   await render()
@@ -163,29 +274,55 @@ async function homeView() {
 function healthPanel(st) {
   if (!st) return h('div', { class: 'card', id: 'health' }, h('h1', {}, 'Health'), h('p', { class: 'muted' }, 'No /statusz here.'))
   const rows = []
-  const add = (what, level, message) => rows.push(h('tr', {}, h('td', {}, what), h('td', {}, h('span', { class: `badge ${level}` }, level)), h('td', {}, message || '')))
+  const add = (what, level, message) =>
+    rows.push(h('tr', {}, h('td', {}, what), h('td', {}, h('span', { class: `badge ${level}` }, level)), h('td', {}, message || '')))
   for (const r of st.reflectors || []) add(`reflector ${r.name ?? ''}`, r.ready ? 'ok' : 'degraded', r.state ?? (r.lastError || ''))
   for (const d of st.derivations || []) add(`derivation ${d.name}`, d.level ?? (d.ready ? 'ok' : 'degraded'), d.message)
   if (st.reconciler) add(`reconciler ${st.reconciler.name}`, st.reconciler.level, st.reconciler.message)
   for (const c of st.components || []) add(c.name, c.level, c.message)
-  return h('div', { class: 'card', id: 'health' },
+  return h(
+    'div',
+    { class: 'card', id: 'health' },
     h('h1', {}, 'Health ', h('span', { class: `badge ${st.ready ? 'ok' : 'error'}` }, st.ready ? 'ready' : 'not ready')),
-    h('dl', { class: 'kv' }, h('dt', {}, 'manager'), h('dd', {}, st.name ?? ''), h('dt', {}, 'state'), h('dd', {}, st.state ?? ''),
-      h('dt', {}, 'leading'), h('dd', {}, st.leader && st.leader.leading ? 'yes' : 'no')),
-    (st.reasons || []).length ? h('ul', {}, st.reasons.map((r) => h('li', { class: 'errmsg' }, r))) : null,
-    h('table', { class: 'list' }, h('tbody', {}, rows)))
+    h(
+      'dl',
+      { class: 'kv' },
+      h('dt', {}, 'manager'),
+      h('dd', {}, st.name ?? ''),
+      h('dt', {}, 'state'),
+      h('dd', {}, st.state ?? ''),
+      h('dt', {}, 'leading'),
+      h('dd', {}, st.leader && st.leader.leading ? 'yes' : 'no'),
+    ),
+    (st.reasons || []).length
+      ? h(
+          'ul',
+          {},
+          st.reasons.map((r) => h('li', { class: 'errmsg' }, r)),
+        )
+      : null,
+    h('table', { class: 'list' }, h('tbody', {}, rows)),
+  )
 }
 
 // ---- a table: one page, live ----
 async function tableView(name, params, base) {
   const ctl = new AbortController()
   let tick
-  teardown = () => { ctl.abort(); clearInterval(tick) }
+  teardown = () => {
+    ctl.abort()
+    clearInterval(tick)
+  }
   const tables = await json('/statedb/tables')
   const info = tables.find((t) => t.name === name)
   if (!info) throw new Error(`no table "${name}"`)
   const primary = info.indexes[0]
-  const q = { index: params.get('index') || '', key: params.get('key') || '', op: params.get('op') || 'list', after: params.get('after') || '' }
+  const q = {
+    index: params.get('index') || '',
+    key: params.get('key') || '',
+    op: params.get('op') || 'list',
+    after: params.get('after') || '',
+  }
   let selected = params.get('o')
   const searching = q.index !== '' && q.key !== ''
   const link = (over) => {
@@ -204,11 +341,16 @@ async function tableView(name, params, base) {
   let changes = 0
   let recent = []
   // figures the browser test reads
-  const stats = (/** @type {any} */ (window).__statewright = { flushes: 0, applied: 0, maxFlushMs: 0, lastFlushMs: 0 })
+  const win = /** @type {any} */ (window)
+  const stats = (win.__statewright = { flushes: 0, applied: 0, maxFlushMs: 0, lastFlushMs: 0 })
 
   const pageUrl = () => {
     const p = new URLSearchParams({ limit: String(PAGE) })
-    if (searching) { p.set('index', q.index); p.set('key', q.key); p.set('op', q.op) }
+    if (searching) {
+      p.set('index', q.index)
+      p.set('key', q.key)
+      p.set('op', q.op)
+    }
     if (q.after) p.set('after', q.after)
     return `/statedb/tables/${encodeURIComponent(name)}?${p}`
   }
@@ -223,27 +365,70 @@ async function tableView(name, params, base) {
   await loadPage()
 
   // ---- the DOM ----
-  const idxSel = h('select', { name: 'index', id: 'search-index' }, info.indexes.map((i) => h('option', { value: i, selected: i === (q.index || primary) }, i)))
+  const idxSel = h(
+    'select',
+    { name: 'index', id: 'search-index' },
+    info.indexes.map((i) => h('option', { value: i, selected: i === (q.index || primary) }, i)),
+  )
   const keyIn = h('input', { name: 'key', id: 'search-key', placeholder: 'key', value: q.key })
-  const opSel = h('select', { name: 'op', id: 'search-op' }, ['list', 'prefix', 'lowerBound'].map((o) => h('option', { value: o, selected: o === q.op }, o)))
+  const opSel = h(
+    'select',
+    { name: 'op', id: 'search-op' },
+    ['list', 'prefix', 'lowerBound'].map((o) => h('option', { value: o, selected: o === q.op }, o)),
+  )
   const tbody = h('tbody', {})
   const countEl = h('span', { class: 'muted', id: 'count' })
   const detail = h('div', { id: 'detail' })
   const pager = h('div', { class: 'pager' })
-  const hasMeta = () => { for (const e of rows.values()) return !!meta(e.object); return !!meta(undefined) }
+  const hasMeta = () => {
+    for (const e of rows.values()) return !!meta(e.object)
+    return !!meta(undefined)
+  }
   const head = h('thead', {})
-  view.replaceChildren(h('div', { class: 'grid' },
-    h('div', { class: 'card' },
-      h('h1', {}, `Table ${name} `, countEl),
-      h('form', { class: 'search', id: 'search', onsubmit: (e) => { e.preventDefault(); location.hash = link({ index: idxSel.value, key: keyIn.value, op: opSel.value, after: '', o: '' }) } },
-        'index', idxSel, opSel, keyIn, h('button', { type: 'submit' }, 'Search'),
-        searching ? h('a', { href: link({ index: '', key: '', op: '', after: '' }) }, 'clear') : null),
-      h('table', { class: 'list', id: 'objects' }, head, tbody), pager),
-    detail))
+  view.replaceChildren(
+    h(
+      'div',
+      { class: 'grid' },
+      h(
+        'div',
+        { class: 'card' },
+        h('h1', {}, `Table ${name} `, countEl),
+        h(
+          'form',
+          {
+            class: 'search',
+            id: 'search',
+            onsubmit: (e) => {
+              e.preventDefault()
+              location.hash = link({ index: idxSel.value, key: keyIn.value, op: opSel.value, after: '', o: '' })
+            },
+          },
+          'index',
+          idxSel,
+          opSel,
+          keyIn,
+          h('button', { type: 'submit' }, 'Search'),
+          searching ? h('a', { href: link({ index: '', key: '', op: '', after: '' }) }, 'clear') : null,
+        ),
+        h('table', { class: 'list', id: 'objects' }, head, tbody),
+        pager,
+      ),
+      detail,
+    ),
+  )
 
   const renderHead = () => {
     const m = hasMeta()
-    head.replaceChildren(h('tr', {}, ...(m ? ['namespace', 'name', 'kind'] : ['key']).map((c) => h('th', {}, c)), h('th', {}, 'status'), h('th', {}, 'revision'), h('th', {}, 'age')))
+    head.replaceChildren(
+      h(
+        'tr',
+        {},
+        ...(m ? ['namespace', 'name', 'kind'] : ['key']).map((c) => h('th', {}, c)),
+        h('th', {}, 'status'),
+        h('th', {}, 'revision'),
+        h('th', {}, 'age'),
+      ),
+    )
     return m
   }
   const renderCount = () => {
@@ -254,49 +439,118 @@ async function tableView(name, params, base) {
     const trs = []
     for (const e of rows.values()) {
       const md = meta(e.object)
-      trs.push(h('tr', { class: `row${e.key === selected ? ' selected' : ''}`, 'data-key': e.key, onclick: () => { location.hash = link({ o: e.key }) } },
-        ...(m ? [h('td', {}, md ? md.namespace ?? '' : ''), h('td', { class: 'mono' }, md ? md.name : e.key), h('td', {}, md ? md.kind ?? '' : '')] : [h('td', { class: 'mono' }, e.key)]),
-        h('td', { class: 'status' }, statusBadges(e.reconcile, true)),
-        h('td', {}, e.revision),
-        h('td', { class: 'age' }, e.time ? ago(e.time) : '>' + ago(undefined))))
+      trs.push(
+        h(
+          'tr',
+          {
+            class: `row${e.key === selected ? ' selected' : ''}`,
+            'data-key': e.key,
+            onclick: () => {
+              location.hash = link({ o: e.key })
+            },
+          },
+          ...(m
+            ? [
+                h('td', {}, md ? (md.namespace ?? '') : ''),
+                h('td', { class: 'mono' }, md ? md.name : e.key),
+                h('td', {}, md ? (md.kind ?? '') : ''),
+              ]
+            : [h('td', { class: 'mono' }, e.key)]),
+          h('td', { class: 'status' }, statusBadges(e.reconcile, true)),
+          h('td', {}, e.revision),
+          h('td', { class: 'age' }, e.time ? ago(e.time) : '>' + ago(undefined)),
+        ),
+      )
     }
     if (trs.length === 0) trs.push(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, searching ? 'No object matches.' : 'No objects.')))
     tbody.replaceChildren(...trs)
     renderCount()
-    pager.replaceChildren(...[
-      q.after ? h('a', { href: link({ after: '' }), id: 'first' }, '« first page') : null,
-      next ? h('a', { href: link({ after: next }), id: 'next' }, 'next page ›') : null,
-      h('span', { class: 'muted' }, `${rows.size} shown, ${PAGE} a page`)].filter(Boolean))
+    pager.replaceChildren(
+      ...[
+        q.after ? h('a', { href: link({ after: '' }), id: 'first' }, '« first page') : null,
+        next ? h('a', { href: link({ after: next }), id: 'next' }, 'next page ›') : null,
+        h('span', { class: 'muted' }, `${rows.size} shown, ${PAGE} a page`),
+      ].filter(Boolean),
+    )
   }
 
   const renderDetail = async () => {
-    if (!selected) { detail.replaceChildren(h('div', { class: 'card muted' }, 'Click an object to see it.')); return }
+    if (!selected) {
+      detail.replaceChildren(h('div', { class: 'card muted' }, 'Click an object to see it.'))
+      return
+    }
     let e = rows.get(selected)
     if (!e) {
       const p = new URLSearchParams({ index: primary, key: selected, op: 'get' })
-      try { e = await json(`/statedb/tables/${encodeURIComponent(name)}?${p}`) } catch (err) { if (err instanceof Unauthorized) throw err; e = undefined }
+      try {
+        e = await json(`/statedb/tables/${encodeURIComponent(name)}?${p}`)
+      } catch (err) {
+        if (err instanceof Unauthorized) throw err
+        e = undefined
+      }
     }
-    if (!e) { detail.replaceChildren(h('div', { class: 'card', id: 'object' }, h('h2', {}, selected), h('p', { class: 'muted' }, 'deleted'))); return }
+    if (!e) {
+      detail.replaceChildren(h('div', { class: 'card', id: 'object' }, h('h2', {}, selected), h('p', { class: 'muted' }, 'deleted')))
+      return
+    }
     const recs = Object.entries(e.reconcile || {})
-    detail.replaceChildren(h('div', { class: 'card', id: 'object' },
-      h('h2', { class: 'mono' }, e.key),
-      h('dl', { class: 'kv' }, h('dt', {}, 'revision'), h('dd', {}, e.revision), h('dt', {}, 'written'), h('dd', {}, e.time ? `${ago(e.time)} ago` : 'before the times kept')),
-      recs.length ? h('table', { class: 'list', id: 'reconcile' },
-        h('thead', {}, h('tr', {}, ...['reconciler', 'status', 'since', 'attempts', 'next retry'].map((c) => h('th', {}, c)))),
-        h('tbody', {}, recs.map(([rn, st]) => [h('tr', {},
-          h('td', {}, rn), h('td', {}, h('span', { class: `badge ${st.kind}` }, st.kind)), h('td', {}, ago(st.updatedAt)),
-          h('td', {}, st.attempts ?? ''),
-          h('td', { class: 'retry', 'data-retry-at': st.retryAt || '' }, st.retryAt ? inSecs(st.retryAt) : '')),
-        st.error ? h('tr', {}, h('td', { colspan: 5, class: 'errmsg' }, `last error: ${st.error}`)) : null]))) : null,
-      h('h2', {}, 'Object'),
-      h('pre', { class: 'json', id: 'json' }, JSON.stringify(e.object, null, 2))))
+    detail.replaceChildren(
+      h(
+        'div',
+        { class: 'card', id: 'object' },
+        h('h2', { class: 'mono' }, e.key),
+        h(
+          'dl',
+          { class: 'kv' },
+          h('dt', {}, 'revision'),
+          h('dd', {}, e.revision),
+          h('dt', {}, 'written'),
+          h('dd', {}, e.time ? `${ago(e.time)} ago` : 'before the times kept'),
+        ),
+        recs.length
+          ? h(
+              'table',
+              { class: 'list', id: 'reconcile' },
+              h('thead', {}, h('tr', {}, ...['reconciler', 'status', 'since', 'attempts', 'next retry'].map((c) => h('th', {}, c)))),
+              h(
+                'tbody',
+                {},
+                recs.map(([rn, st]) => [
+                  h(
+                    'tr',
+                    {},
+                    h('td', {}, rn),
+                    h('td', {}, h('span', { class: `badge ${st.kind}` }, st.kind)),
+                    h('td', {}, ago(st.updatedAt)),
+                    h('td', {}, st.attempts ?? ''),
+                    h('td', { class: 'retry', 'data-retry-at': st.retryAt || '' }, st.retryAt ? inSecs(st.retryAt) : ''),
+                  ),
+                  st.error ? h('tr', {}, h('td', { colspan: 5, class: 'errmsg' }, `last error: ${st.error}`)) : null,
+                ]),
+              ),
+            )
+          : null,
+        h('h2', {}, 'Object'),
+        h('pre', { class: 'json', id: 'json' }, JSON.stringify(e.object, null, 2)),
+      ),
+    )
   }
   renderRows()
   await renderDetail()
-  current = { base, select: (o) => { selected = o; renderRows(); renderDetail().catch(showError) } }
+  current = {
+    base,
+    select: (o) => {
+      selected = o
+      renderRows()
+      renderDetail().catch(showError)
+    },
+  }
   // ages and retry countdowns move with the clock (display only: nothing is fetched)
   tick = setInterval(() => {
-    for (const td of detail.querySelectorAll('td.retry[data-retry-at]')) { const t = Number(td.dataset.retryAt); if (t) td.textContent = inSecs(t) }
+    for (const td of detail.querySelectorAll('td.retry[data-retry-at]')) {
+      const t = Number(td.dataset.retryAt)
+      if (t) td.textContent = inSecs(t)
+    }
   }, 1000)
 
   // ---- live: the changes stream, applied in batches ----
@@ -330,7 +584,10 @@ async function tableView(name, params, base) {
     // the last change of each key wins
     const last = new Map()
     let sync = false
-    for (const c of queue) { if (c.sync) sync = true; else last.set(c.key, c) }
+    for (const c of queue) {
+      if (c.sync) sync = true
+      else last.set(c.key, c)
+    }
     const n = queue.length
     queue = []
     let changedRows = false
@@ -342,36 +599,61 @@ async function tableView(name, params, base) {
       if (c.deleted) {
         if (rows.delete(c.key)) changedRows = true
       } else if (rows.has(c.key)) {
-        rows.set(c.key, c); changedRows = true
+        rows.set(c.key, c)
+        changedRows = true
       } else if (inPage(c.key)) {
-        rows.set(c.key, c); changedRows = true; inserted = true
+        rows.set(c.key, c)
+        changedRows = true
+        inserted = true
       } else if (searching) pageStale = true
       if (c.key === selected) selectedChanged = true
     }
     if (inserted) {
       rows = new Map([...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      while (rows.size > PAGE) { const k = [...rows.keys()].pop(); rows.delete(k); next = [...rows.keys()].pop() }
+      while (rows.size > PAGE) {
+        const k = [...rows.keys()].pop()
+        rows.delete(k)
+        next = [...rows.keys()].pop()
+      }
     }
     if (sync) pageStale = true
     recent.push([Date.now(), n])
-    if (changedRows) renderRows(); else renderCount()
+    if (changedRows) renderRows()
+    else renderCount()
     if (selectedChanged) renderDetail().catch(showError)
     recount()
     const ms = performance.now() - t0
-    stats.flushes++; stats.applied += n; stats.lastFlushMs = ms; stats.maxFlushMs = Math.max(stats.maxFlushMs, ms)
+    stats.flushes++
+    stats.applied += n
+    stats.lastFlushMs = ms
+    stats.maxFlushMs = Math.max(stats.maxFlushMs, ms)
     const cutoff = Date.now() - 5000
     recent = recent.filter(([t]) => t >= cutoff)
     setLive(`live · ${Math.round(recent.reduce((a, [, k]) => a + k, 0) / 5)} changes/s · ${changes} seen`, true)
-    if (pageStale) { pageStale = false; refetch() }
+    if (pageStale) {
+      pageStale = false
+      refetch()
+    }
   }
   let refetching = false
   let refetchAgain = false
   const refetch = async () => {
-    if (refetching) { refetchAgain = true; return }
+    if (refetching) {
+      refetchAgain = true
+      return
+    }
     refetching = true
     try {
-      do { refetchAgain = false; await loadPage(); renderRows() } while (refetchAgain && !ctl.signal.aborted)
-    } catch (err) { if (!ctl.signal.aborted) showError(err) } finally { refetching = false }
+      do {
+        refetchAgain = false
+        await loadPage()
+        renderRows()
+      } while (refetchAgain && !ctl.signal.aborted)
+    } catch (err) {
+      if (!ctl.signal.aborted) showError(err)
+    } finally {
+      refetching = false
+    }
   }
   const follow = async () => {
     let since = revision
@@ -406,7 +688,10 @@ async function tableView(name, params, base) {
   }
   follow()
   const prevTeardown = teardown
-  teardown = () => { prevTeardown(); clearTimeout(flushTimer) }
+  teardown = () => {
+    prevTeardown()
+    clearTimeout(flushTimer)
+  }
 }
 
 // ---- topology ----
@@ -416,37 +701,100 @@ async function topologyView(params) {
   const side = h('div', { id: 'node' })
   const graphs = data.graphs.map(({ component, graph, layout }) => {
     const byId = new Map(graph.nodes.map((n) => [n.id, n]))
-    const svg = s('svg', { viewBox: `0 0 ${Math.ceil(layout.width)} ${Math.ceil(layout.height)}`, width: Math.ceil(layout.width), height: Math.ceil(layout.height), role: 'img', 'aria-label': `topology of ${component}` },
-      s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' }, s('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#667' }))))
+    const svg = s(
+      'svg',
+      {
+        viewBox: `0 0 ${Math.ceil(layout.width)} ${Math.ceil(layout.height)}`,
+        width: Math.ceil(layout.width),
+        height: Math.ceil(layout.height),
+        role: 'img',
+        'aria-label': `topology of ${component}`,
+      },
+      s(
+        'defs',
+        {},
+        s(
+          'marker',
+          { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' },
+          s('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#667' }),
+        ),
+      ),
+    )
     for (const e of layout.edges) {
       const d = e.points.map((p, i) => `${i ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')
-      svg.append(s('path', { class: `edge${e.policy ? ' policy' : ''}`, d, 'marker-end': 'url(#arrow)', 'data-from': e.from, 'data-to': e.to }))
+      svg.append(
+        s('path', { class: `edge${e.policy ? ' policy' : ''}`, d, 'marker-end': 'url(#arrow)', 'data-from': e.from, 'data-to': e.to }),
+      )
     }
     for (const n of layout.nodes) {
-      const g = s('g', { class: `node${n.policy ? ' policy' : ''}${n.status ? ` st-${n.status.replace(/[^A-Za-z]/g, '')}` : ''}${n.id === selected ? ' selected' : ''}`, 'data-id': n.id, tabindex: 0 },
-        s('rect', { x: (n.x - n.width / 2).toFixed(1), y: (n.y - n.height / 2).toFixed(1), width: n.width, height: n.height, rx: n.policy ? 2 : 8 }),
+      const g = s(
+        'g',
+        {
+          class: `node${n.policy ? ' policy' : ''}${n.status ? ` st-${n.status.replace(/[^A-Za-z]/g, '')}` : ''}${n.id === selected ? ' selected' : ''}`,
+          'data-id': n.id,
+          tabindex: 0,
+        },
+        s('rect', {
+          x: (n.x - n.width / 2).toFixed(1),
+          y: (n.y - n.height / 2).toFixed(1),
+          width: n.width,
+          height: n.height,
+          rx: n.policy ? 2 : 8,
+        }),
         s('text', { x: n.x.toFixed(1), y: (n.y - 3).toFixed(1), 'text-anchor': 'middle' }, n.label),
-        s('text', { class: 'sub', x: n.x.toFixed(1), y: (n.y + 12).toFixed(1), 'text-anchor': 'middle' }, n.sublabel + (n.status ? ` · ${n.status}` : '')))
-      g.addEventListener('click', () => { location.hash = `#/topology?n=${encodeURIComponent(n.id)}` })
+        s(
+          'text',
+          { class: 'sub', x: n.x.toFixed(1), y: (n.y + 12).toFixed(1), 'text-anchor': 'middle' },
+          n.sublabel + (n.status ? ` · ${n.status}` : ''),
+        ),
+      )
+      g.addEventListener('click', () => {
+        location.hash = `#/topology?n=${encodeURIComponent(n.id)}`
+      })
       svg.append(g)
     }
     if (selected && byId.has(selected)) showNode(side, byId.get(selected), graph)
     return h('div', { class: 'card topo', 'data-component': component }, h('h2', {}, component), svg)
   })
   if (!selected) side.replaceChildren(h('div', { class: 'card muted' }, 'Click a node to see its effective policy.'))
-  const legend = h('p', { class: 'legend' }, ['Enforced', 'PartiallyEnforced', 'Accepted', 'Overridden', 'Invalid', 'TargetNotFound'].map((st) => h('span', {}, h('i', { class: `st-${st}` }), st)))
-  view.replaceChildren(h('div', {},
-    h('h1', {}, 'Topology'), legend, graphs.length ? graphs : h('p', { class: 'muted' }, 'No component here has a topology.'),
-    side))
+  const legend = h(
+    'p',
+    { class: 'legend' },
+    ['Enforced', 'PartiallyEnforced', 'Accepted', 'Overridden', 'Invalid', 'TargetNotFound'].map((st) =>
+      h('span', {}, h('i', { class: `st-${st}` }), st),
+    ),
+  )
+  view.replaceChildren(
+    h(
+      'div',
+      {},
+      h('h1', {}, 'Topology'),
+      legend,
+      graphs.length ? graphs : h('p', { class: 'muted' }, 'No component here has a topology.'),
+      side,
+    ),
+  )
 }
 
 function showNode(side, n, graph) {
   const policies = graph.edges.filter((e) => e.policy && e.to === n.id).map((e) => e.from)
-  side.replaceChildren(h('div', { class: 'card', id: 'node-detail' },
-    h('h2', {}, `${n.kind} ${n.namespace ? `${n.namespace}/` : ''}${n.name}`),
-    h('dl', { class: 'kv' }, h('dt', {}, 'id'), h('dd', { class: 'mono' }, n.id),
-      n.status ? [h('dt', {}, 'status'), h('dd', {}, n.status)] : null,
-      policies.length ? [h('dt', {}, 'policies'), h('dd', { class: 'mono' }, policies.join(', '))] : null),
-    h('h2', {}, n.policy ? 'Policy' : 'Effective policy'),
-    n.effective === undefined ? h('p', { class: 'muted' }, 'none') : h('pre', { class: 'json', id: 'effective' }, JSON.stringify(n.effective, null, 2))))
+  side.replaceChildren(
+    h(
+      'div',
+      { class: 'card', id: 'node-detail' },
+      h('h2', {}, `${n.kind} ${n.namespace ? `${n.namespace}/` : ''}${n.name}`),
+      h(
+        'dl',
+        { class: 'kv' },
+        h('dt', {}, 'id'),
+        h('dd', { class: 'mono' }, n.id),
+        n.status ? [h('dt', {}, 'status'), h('dd', {}, n.status)] : null,
+        policies.length ? [h('dt', {}, 'policies'), h('dd', { class: 'mono' }, policies.join(', '))] : null,
+      ),
+      h('h2', {}, n.policy ? 'Policy' : 'Effective policy'),
+      n.effective === undefined
+        ? h('p', { class: 'muted' }, 'none')
+        : h('pre', { class: 'json', id: 'effective' }, JSON.stringify(n.effective, null, 2)),
+    ),
+  )
 }

@@ -14,7 +14,11 @@ export function reportError(onError: ((err: Error) => void) | undefined, err: Er
 }
 
 /** Counts a failed request in a part's status and reports it (leader election, sharded leases). */
-export function noteFailure(st: { errors: number; lastError?: string | undefined }, onError: ((err: Error) => void) | undefined, err: Error): void {
+export function noteFailure(
+  st: { errors: number; lastError?: string | undefined },
+  onError: ((err: Error) => void) | undefined,
+  err: Error,
+): void {
   st.errors++
   st.lastError = err.message
   reportError(onError, err)

@@ -18,8 +18,7 @@ async function load(): Promise<typeof ClientNode> {
     const err = e as NodeJS.ErrnoException
     if (err.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes(`'${PEER}'`)) throw e
     throw new ConfigError(
-      `@statewright/k8s needs its peer dependency ${PEER}, which is not installed. ` +
-        `Install it with: npm install ${PEER}@${PEER_RANGE}`,
+      `@statewright/k8s needs its peer dependency ${PEER}, which is not installed. ` + `Install it with: npm install ${PEER}@${PEER_RANGE}`,
       { cause: e },
     )
   }

@@ -149,7 +149,7 @@ export class Cluster {
         key: tls.key,
         pfx: tls.pfx,
         passphrase: tls.passphrase,
-        rejectUnauthorized: c.skipTLSVerify ? false : tls.rejectUnauthorized ?? true,
+        rejectUnauthorized: c.skipTLSVerify ? false : (tls.rejectUnauthorized ?? true),
         servername: c.tlsServerName,
       })
     } else {
@@ -180,7 +180,9 @@ export class Cluster {
         const snap = { headers, at: Date.now() }
         this.auth = snap
         return snap
-      })().finally(() => { this.authPending = undefined })
+      })().finally(() => {
+        this.authPending = undefined
+      })
     }
     return (await this.authPending).headers
   }
@@ -258,7 +260,10 @@ export class Cluster {
       this.stats.requests++
       const started = performance.now()
       const record = (code: number) => this.record('GET', code, started, true)
-      const deadline = setTimeout(() => req.destroy(new ApiError(`watch ${u.pathname}: no end after ${o.deadlineMs} ms`, 0, 'Timeout')), o.deadlineMs)
+      const deadline = setTimeout(
+        () => req.destroy(new ApiError(`watch ${u.pathname}: no end after ${o.deadlineMs} ms`, 0, 'Timeout')),
+        o.deadlineMs,
+      )
       deadline.unref()
       req.on('close', () => clearTimeout(deadline))
       req.on('error', (e) => {
@@ -330,7 +335,9 @@ export class Cluster {
   /** Calls fn when each request is answered (REST client metrics). Returns the unsubscribe function. */
   onResponse(fn: (r: RequestRecord) => void): () => void {
     this.responseListeners.add(fn)
-    return () => { this.responseListeners.delete(fn) }
+    return () => {
+      this.responseListeners.delete(fn)
+    }
   }
 
   private record(method: string, code: number, started: number, watch: boolean): void {
@@ -385,7 +392,10 @@ export class RateLimiter {
   private waiting = 0
   private readonly queue: Bottleneck
 
-  constructor(readonly qps: number, readonly burst: number) {
+  constructor(
+    readonly qps: number,
+    readonly burst: number,
+  ) {
     this.tokens = burst
     this.queue = new Bottleneck({ maxConcurrent: 1, minTime: 1000 / qps })
   }
@@ -422,6 +432,6 @@ export class RateLimiter {
 function transportError(method: string, path: string, what: string | undefined, e: Error): ApiError {
   if (e instanceof ApiError) return e
   const code = (e as NodeJS.ErrnoException).code
-  const reason = e.name === 'AbortError' ? 'Aborted' : code ?? 'TransportError'
+  const reason = e.name === 'AbortError' ? 'Aborted' : (code ?? 'TransportError')
   return new ApiError(`${what ? what + ': ' : ''}${method} ${path}: ${e.message}`, 0, reason)
 }

@@ -5,7 +5,10 @@
 
 export class StringPool {
   private map = new Map<string, string>()
-  constructor(private readonly max = 50_000, private readonly maxLength = 128) {}
+  constructor(
+    private readonly max = 50_000,
+    private readonly maxLength = 128,
+  ) {}
 
   /** The pooled copy of `s` (short strings only; the pool is cleared when full). */
   intern(s: string): string {
@@ -34,7 +37,11 @@ function internValues(rec: Record<string, unknown>, pool: StringPool): void {
  * metadata.managedFields unless `keepManagedFields`, and interns apiVersion, kind, namespace,
  * creationTimestamp, label and annotation values and owner references' apiVersion/kind.
  */
-export function compactObject<T extends { metadata?: any; apiVersion?: unknown; kind?: unknown }>(obj: T, pool: StringPool, keepManagedFields = false): T {
+export function compactObject<T extends { metadata?: any; apiVersion?: unknown; kind?: unknown }>(
+  obj: T,
+  pool: StringPool,
+  keepManagedFields = false,
+): T {
   if (typeof obj.apiVersion === 'string') obj.apiVersion = pool.intern(obj.apiVersion)
   if (typeof obj.kind === 'string') obj.kind = pool.intern(obj.kind)
   let m = obj.metadata

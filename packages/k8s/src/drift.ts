@@ -47,7 +47,10 @@ export interface DriftHealth {
   fights: Fight[]
 }
 
-interface Waiting { object: KubeObject; reason: 'deleted' | 'modified' }
+interface Waiting {
+  object: KubeObject
+  reason: 'deleted' | 'modified'
+}
 
 export class DriftWatcher {
   /** Desired objects marked pending because of drift. */
@@ -94,18 +97,26 @@ export class DriftWatcher {
       await new Promise<void>((resolve, reject) => {
         const onAbort = () => reject(signal!.reason)
         signal?.addEventListener('abort', onAbort, { once: true })
-        this.progress.push(() => { signal?.removeEventListener('abort', onAbort); resolve() })
+        this.progress.push(() => {
+          signal?.removeEventListener('abort', onAbort)
+          resolve()
+        })
       })
     }
   }
 
   /** Objects another writer keeps reverting (fights in progress). */
-  fights(): Fight[] { return this.pacer.fights() }
+  fights(): Fight[] {
+    return this.pacer.fights()
+  }
 
   health(): DriftHealth {
     const fights = this.fights()
     if (fights.length === 0) return { level: 'ok', message: `${this.repairs} repairs`, fights }
-    const first = fights.slice(0, 3).map((f) => `${f.key} (${f.repairs} repairs, other writer ${f.otherManager ?? 'unknown'})`).join('; ')
+    const first = fights
+      .slice(0, 3)
+      .map((f) => `${f.key} (${f.repairs} repairs, other writer ${f.otherManager ?? 'unknown'})`)
+      .join('; ')
     return { level: 'degraded', message: `${fights.length} objects fought over: ${first}`, fights }
   }
 
@@ -122,7 +133,10 @@ export class DriftWatcher {
           const key = objectKey(c, object)
           const e = desired.table.get(txn, desired.byKey.query(key))
           if (!e) continue
-          if (!deleted && holds(object, e.object)) { this.waiting.delete(key); continue }
+          if (!deleted && holds(object, e.object)) {
+            this.waiting.delete(key)
+            continue
+          }
           if (e.status.kind === 'done') this.waiting.set(key, { object, reason: deleted ? 'deleted' : 'modified' })
         }
       }
@@ -132,7 +146,10 @@ export class DriftWatcher {
       const round = new AbortController()
       const both = AbortSignal.any([signal, round.signal])
       try {
-        await Promise.race([watch.wait(both), ...(next === undefined ? [] : [sleep(Math.max(0, next - Date.now()), undefined, { signal: both })])])
+        await Promise.race([
+          watch.wait(both),
+          ...(next === undefined ? [] : [sleep(Math.max(0, next - Date.now()), undefined, { signal: both })]),
+        ])
       } catch {
         if (signal.aborted) return
       } finally {
@@ -164,7 +181,10 @@ export class DriftWatcher {
         desired.table.insert(w, { ...cur, status: statusPending() })
         this.repairs++
         this.o.metrics?.driftRepairs.inc({ cluster: this.o.cluster ?? '' })
-        const fight = this.pacer.repaired(key, waiting.reason === 'modified' ? otherManager(waiting.object, this.o.fieldManager) : undefined)
+        const fight = this.pacer.repaired(
+          key,
+          waiting.reason === 'modified' ? otherManager(waiting.object, this.o.fieldManager) : undefined,
+        )
         if (fight) fights.push({ fight, object: waiting.object })
         this.o.onDrift?.(cur, waiting.reason)
       }
@@ -177,7 +197,11 @@ export class DriftWatcher {
   private reportFight(f: Fight, object: KubeObject): void {
     this.o.onFight?.(f)
     const who = f.otherManager ? `field manager "${f.otherManager}"` : 'another writer'
-    this.o.events?.warning(object, 'FightingWriter', `${who} keeps reverting what ${this.o.fieldManager ? `"${this.o.fieldManager}"` : 'this controller'} applies: ${f.repairs} repairs within the fight window; repairs are backed off`)
+    this.o.events?.warning(
+      object,
+      'FightingWriter',
+      `${who} keeps reverting what ${this.o.fieldManager ? `"${this.o.fieldManager}"` : 'this controller'} applies: ${f.repairs} repairs within the fight window; repairs are backed off`,
+    )
   }
 }
 

@@ -16,40 +16,63 @@ export type K8sErrorCode = 'Config' | 'UnknownKind' | 'InvalidObject' | 'Watch' 
 
 export class K8sError extends Error {
   override name = 'K8sError'
-  constructor(message: string, readonly code: K8sErrorCode | number = 'Usage', options?: ErrorOptions) {
+  constructor(
+    message: string,
+    readonly code: K8sErrorCode | number = 'Usage',
+    options?: ErrorOptions,
+  ) {
     super(message, options)
   }
 }
 
 export class ConfigError extends K8sError {
   override name = 'ConfigError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'Config', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Config', options)
+  }
 }
 export class UnknownKindError extends K8sError {
   override name = 'UnknownKindError'
-  constructor(message: string) { super(message, 'UnknownKind') }
+  constructor(message: string) {
+    super(message, 'UnknownKind')
+  }
 }
 export class InvalidObjectError extends K8sError {
   override name = 'InvalidObjectError'
-  constructor(message: string) { super(message, 'InvalidObject') }
+  constructor(message: string) {
+    super(message, 'InvalidObject')
+  }
 }
 export class WatchError extends K8sError {
   override name = 'WatchError'
-  constructor(message: string) { super(message, 'Watch') }
+  constructor(message: string) {
+    super(message, 'Watch')
+  }
 }
 export class ReflectorError extends K8sError {
   override name = 'ReflectorError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'Reflector', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Reflector', options)
+  }
 }
 export class PruneError extends K8sError {
   override name = 'PruneError'
-  constructor(message: string, readonly failures: readonly string[]) { super(message, 'Prune') }
+  constructor(
+    message: string,
+    readonly failures: readonly string[],
+  ) {
+    super(message, 'Prune')
+  }
 }
 export class TimeoutError extends K8sError {
   override name = 'TimeoutError'
-  constructor(message: string) { super(message, 'Timeout') }
+  constructor(message: string) {
+    super(message, 'Timeout')
+  }
 }
 export class StoppedError extends K8sError {
   override name = 'StoppedError'
-  constructor(message: string) { super(message, 'Stopped') }
+  constructor(message: string) {
+    super(message, 'Stopped')
+  }
 }

@@ -141,11 +141,26 @@ export class EventRecorder {
       return
     }
     e = {
-      key, objKey, namespace: m.namespace || this.o.defaultNamespace, name: undefined,
+      key,
+      objKey,
+      namespace: m.namespace || this.o.defaultNamespace,
+      name: undefined,
       involved: {
-        apiVersion: obj.apiVersion, kind: obj.kind, name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion,
+        apiVersion: obj.apiVersion,
+        kind: obj.kind,
+        name: m.name,
+        namespace: m.namespace,
+        uid: m.uid,
+        resourceVersion: m.resourceVersion,
       },
-      type, reason, message, count: 1, written: 0, first: now, last: now, busy: undefined,
+      type,
+      reason,
+      message,
+      count: 1,
+      written: 0,
+      first: now,
+      last: now,
+      busy: undefined,
     }
     this.entries.set(key, e)
     while (this.entries.size > this.o.cacheSize) this.entries.delete(this.entries.keys().next().value!)
@@ -168,7 +183,13 @@ export class EventRecorder {
 
   /** Events remembered for aggregation: name, count and whether the server has the latest count. */
   cached(): Array<{ name: string | undefined; reason: string; message: string; count: number; written: number }> {
-    return [...this.entries.values()].map((e) => ({ name: e.name, reason: e.reason, message: e.message, count: e.count, written: e.written }))
+    return [...this.entries.values()].map((e) => ({
+      name: e.name,
+      reason: e.reason,
+      message: e.message,
+      count: e.count,
+      written: e.written,
+    }))
   }
 
   // ---- rate limit ----
@@ -220,15 +241,18 @@ export class EventRecorder {
       next = Math.min(next, b.tokens > 0 ? now : b.at + this.o.refillMs)
     }
     if (next === Infinity) return
-    this.timer = setTimeout(() => {
-      this.timer = undefined
-      for (const e of [...this.dirty]) {
-        if (e.busy || e.name === undefined) continue
-        this.dirty.delete(e)
-        if (e.written < e.count) this.schedule(e)
-      }
-      this.arm()
-    }, Math.max(1, next - now))
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined
+        for (const e of [...this.dirty]) {
+          if (e.busy || e.name === undefined) continue
+          this.dirty.delete(e)
+          if (e.written < e.count) this.schedule(e)
+        }
+        this.arm()
+      },
+      Math.max(1, next - now),
+    )
   }
 
   // ---- writes ----
@@ -277,7 +301,12 @@ export class EventRecorder {
       reportingComponent: this.o.component,
       reportingInstance: this.o.instance,
     }
-    await this.o.cluster.request({ method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events`, body, what: `Event ${e.namespace}/${name}` })
+    await this.o.cluster.request({
+      method: 'POST',
+      path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events`,
+      body,
+      what: `Event ${e.namespace}/${name}`,
+    })
     e.name = name
     e.written = count
     this.stats.created++
@@ -287,8 +316,11 @@ export class EventRecorder {
     const count = e.count
     try {
       await this.o.cluster.request({
-        method: 'PATCH', path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events/${encodeURIComponent(e.name!)}`,
-        body: { count, lastTimestamp: kubeTime(e.last) }, contentType: 'application/merge-patch+json', what: `Event ${e.namespace}/${e.name}`,
+        method: 'PATCH',
+        path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events/${encodeURIComponent(e.name!)}`,
+        body: { count, lastTimestamp: kubeTime(e.last) },
+        contentType: 'application/merge-patch+json',
+        what: `Event ${e.namespace}/${e.name}`,
       })
       e.written = Math.max(e.written, count)
       this.stats.updated++
@@ -315,7 +347,10 @@ export class ReconcileEvents {
   private readonly failedReason: string
   private readonly recoveredReason: string
 
-  constructor(readonly recorder: EventRecorder, o: ReconcileEventsOptions = {}) {
+  constructor(
+    readonly recorder: EventRecorder,
+    o: ReconcileEventsOptions = {},
+  ) {
     this.failedReason = o.failedReason ?? 'ReconcileFailed'
     this.recoveredReason = o.recoveredReason ?? 'Reconciled'
   }

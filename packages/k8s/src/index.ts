@@ -1,33 +1,84 @@
 // @statewright/k8s: mirror a Kubernetes cluster into statedb tables (reflectors) and drive a cluster
 // from a table of desired objects (targets for the reconciler). The one public face of the package.
-export { Cluster, ApiError, isNotFound, isConflict, isGone, type ClusterOptions, type RequestOptions, type RequestRecord } from './cluster.ts'
 export {
-  resolveKind, collectionPath, objectPath, namespacedName, describe, groupKind, splitApiVersion,
-  type KubeObject, type KindRef, type ResourceRef,
+  Cluster,
+  ApiError,
+  isNotFound,
+  isConflict,
+  isGone,
+  type ClusterOptions,
+  type RequestOptions,
+  type RequestRecord,
+} from './cluster.ts'
+export {
+  resolveKind,
+  collectionPath,
+  objectPath,
+  namespacedName,
+  describe,
+  groupKind,
+  splitApiVersion,
+  type KubeObject,
+  type KindRef,
+  type ResourceRef,
 } from './gvk.ts'
 export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
 export type { WatchEvent } from './ndjson.ts'
 export {
-  K8sError, ConfigError, UnknownKindError, InvalidObjectError, WatchError, ReflectorError, PruneError, TimeoutError, StoppedError,
+  K8sError,
+  ConfigError,
+  UnknownKindError,
+  InvalidObjectError,
+  WatchError,
+  ReflectorError,
+  PruneError,
+  TimeoutError,
+  StoppedError,
   type K8sErrorCode,
 } from './errors.ts'
 export { K8sMetrics, type CounterLike, type GaugeLike } from './metrics.ts'
 export { StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'
 export {
-  LeaseLock, leaseDurationMsOf, LEASE_DURATION_ANNOTATION,
-  type LeaseSpec, type LeaseObject, type LeaseTerm, type LeaseLockOptions, type AttemptResult,
+  LeaseLock,
+  leaseDurationMsOf,
+  LEASE_DURATION_ANNOTATION,
+  type LeaseSpec,
+  type LeaseObject,
+  type LeaseTerm,
+  type LeaseLockOptions,
+  type AttemptResult,
 } from './lease.ts'
-export { LeaderElector, leaderOnly, type LeaderCallbacks, type LeaderElectorOptions, type LeaderElectorStatus, type Runnable } from './leader.ts'
 export {
-  Target, newDesiredTable, desired, objectKey, targetReconciler,
-  type DesiredObject, type DesiredTable, type TargetOptions, type TargetStats, type TargetReconcilerOptions,
+  LeaderElector,
+  leaderOnly,
+  type LeaderCallbacks,
+  type LeaderElectorOptions,
+  type LeaderElectorStatus,
+  type Runnable,
+} from './leader.ts'
+export {
+  Target,
+  newDesiredTable,
+  desired,
+  objectKey,
+  targetReconciler,
+  type DesiredObject,
+  type DesiredTable,
+  type TargetOptions,
+  type TargetStats,
+  type TargetReconcilerOptions,
 } from './target.ts'
 export { DriftWatcher, holds, type DriftOptions, type DriftHealth } from './drift.ts'
 export { type Fight, type RepairPacing } from './repairs.ts'
 export {
-  EventRecorder, ReconcileEvents,
-  type EventType, type InvolvedObject, type EventRecorderOptions, type EventRecorderStats, type ReconcileEventsOptions,
+  EventRecorder,
+  ReconcileEvents,
+  type EventType,
+  type InvolvedObject,
+  type EventRecorderOptions,
+  type EventRecorderStats,
+  type ReconcileEventsOptions,
 } from './events.ts'
 export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
 export { ClusterRegistry, type ClusterDefaults, type SecretRef } from './registry.ts'

@@ -82,8 +82,13 @@ export class LeaderElector {
     this.identity = o.identity ?? defaultIdentity()
     this.retryMs = o.retryPeriodMs ?? 2000
     this.lock = new LeaseLock({
-      cluster: o.cluster, namespace: o.namespace, name: o.name, identity: this.identity,
-      leaseDurationMs: o.leaseDurationMs, renewDeadlineMs: o.renewDeadlineMs, labels: o.labels,
+      cluster: o.cluster,
+      namespace: o.namespace,
+      name: o.name,
+      identity: this.identity,
+      leaseDurationMs: o.leaseDurationMs,
+      renewDeadlineMs: o.renewDeadlineMs,
+      labels: o.labels,
     })
     if (!(this.retryMs < this.lock.renewDeadlineMs)) throw new ConfigError('leader election: retryPeriodMs must be below renewDeadlineMs')
   }
@@ -178,7 +183,9 @@ export class LeaderElector {
   /** One term: callbacks, renew loop until the term ends, then the stopped callback. */
   private async lead(): Promise<void> {
     const signal = this.ctrl.signal
-    const term = new Term(this.lock, (t) => { this.endTerm(t, 'renew deadline passed') })
+    const term = new Term(this.lock, (t) => {
+      this.endTerm(t, 'renew deadline passed')
+    })
     this.term = term
     this.st.terms++
     try {
@@ -188,7 +195,11 @@ export class LeaderElector {
     }
     while (!term.ended && !signal.aborted) {
       await new Promise<void>((resolve) => {
-        const wake = () => { clearTimeout(t); term.signal.removeEventListener('abort', wake); resolve() }
+        const wake = () => {
+          clearTimeout(t)
+          term.signal.removeEventListener('abort', wake)
+          resolve()
+        }
         const t = setTimeout(wake, this.retryMs)
         this.wakeLeader = wake
         term.signal.addEventListener('abort', wake)
@@ -204,7 +215,7 @@ export class LeaderElector {
       }
       this.noteLeader()
     }
-    this.endTerm(term, signal.aborted ? 'stopped' : term.endReason ?? 'ended')
+    this.endTerm(term, signal.aborted ? 'stopped' : (term.endReason ?? 'ended'))
     try {
       await this.o.onStoppedLeading?.(term, term.endReason!)
     } catch (err) {
@@ -230,8 +241,12 @@ export interface Runnable {
  */
 export function leaderOnly(...runnables: Runnable[]): Pick<LeaderCallbacks, 'onStartedLeading' | 'onStoppedLeading'> {
   return {
-    onStartedLeading: () => { for (const r of runnables) r.start() },
-    onStoppedLeading: async () => { await Promise.all(runnables.map((r) => r.stop())) },
+    onStartedLeading: () => {
+      for (const r of runnables) r.start()
+    },
+    onStoppedLeading: async () => {
+      await Promise.all(runnables.map((r) => r.stop()))
+    },
   }
 }
 

@@ -18,7 +18,14 @@ export interface LeaseSpec {
 export interface LeaseObject {
   apiVersion: 'coordination.k8s.io/v1'
   kind: 'Lease'
-  metadata: { name: string; namespace: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown }
+  metadata: {
+    name: string
+    namespace: string
+    resourceVersion?: string
+    labels?: Record<string, string>
+    annotations?: Record<string, string>
+    [k: string]: unknown
+  }
   spec: LeaseSpec
 }
 
@@ -128,7 +135,9 @@ export class LeaseLock {
     this.timeoutMs = o.requestTimeoutMs ?? this.renewDeadlineMs
     if (!o.identity) throw new ConfigError('lease: identity must not be empty')
     if (!(this.renewDeadlineMs < this.leaseDurationMs)) {
-      throw new ConfigError(`lease ${o.name}: renewDeadlineMs (${this.renewDeadlineMs}) must be below leaseDurationMs (${this.leaseDurationMs})`)
+      throw new ConfigError(
+        `lease ${o.name}: renewDeadlineMs (${this.renewDeadlineMs}) must be below leaseDurationMs (${this.leaseDurationMs})`,
+      )
     }
   }
 
@@ -219,7 +228,12 @@ export class LeaseLock {
     }
     let cur: LeaseObject
     try {
-      cur = await this.cluster.request<LeaseObject>({ path: leasePath(this.namespace, this.name), signal, timeoutMs: this.timeoutMs, what: `Lease ${this.namespace}/${this.name}` })
+      cur = await this.cluster.request<LeaseObject>({
+        path: leasePath(this.namespace, this.name),
+        signal,
+        timeoutMs: this.timeoutMs,
+        what: `Lease ${this.namespace}/${this.name}`,
+      })
     } catch (err) {
       if (!isNotFound(err)) throw err
       if (h) {
@@ -229,11 +243,20 @@ export class LeaseLock {
       const at = microTime(sent)
       try {
         const res = await this.cluster.request<LeaseObject>({
-          method: 'POST', path: leasePath(this.namespace), body: this.body(this.spec(0, at, at)), signal, timeoutMs: this.timeoutMs,
+          method: 'POST',
+          path: leasePath(this.namespace),
+          body: this.body(this.spec(0, at, at)),
+          signal,
+          timeoutMs: this.timeoutMs,
           what: `Lease ${this.namespace}/${this.name}`,
         })
         this.observe(res)
-        this.holding = { rv: String(res.metadata.resourceVersion), transitions: 0, acquireTime: at, validUntil: sent + this.renewDeadlineMs }
+        this.holding = {
+          rv: String(res.metadata.resourceVersion),
+          transitions: 0,
+          acquireTime: at,
+          validUntil: sent + this.renewDeadlineMs,
+        }
         return 'acquired'
       } catch (e) {
         if (isConflict(e)) return 'held' // created by someone else first
@@ -278,7 +301,11 @@ export class LeaseLock {
 
   private put(spec: LeaseSpec, rv: string, signal?: AbortSignal): Promise<LeaseObject> {
     return this.cluster.request<LeaseObject>({
-      method: 'PUT', path: leasePath(this.namespace, this.name), body: this.body(spec, rv), signal, timeoutMs: this.timeoutMs,
+      method: 'PUT',
+      path: leasePath(this.namespace, this.name),
+      body: this.body(spec, rv),
+      signal,
+      timeoutMs: this.timeoutMs,
       what: `Lease ${this.namespace}/${this.name}`,
     })
   }
@@ -294,11 +321,21 @@ export class LeaseLock {
     let rv = h.rv
     for (let attempt = 0; attempt < 3; attempt++) {
       const now = microTime()
-      const spec: LeaseSpec = { holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: h.transitions }
+      const spec: LeaseSpec = {
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: h.transitions,
+      }
       try {
         const res = await this.cluster.request<LeaseObject>({
-          method: 'PUT', path: leasePath(this.namespace, this.name), body: this.body(spec, rv),
-          signal, timeoutMs: this.timeoutMs, what: `release of Lease ${this.namespace}/${this.name}`,
+          method: 'PUT',
+          path: leasePath(this.namespace, this.name),
+          body: this.body(spec, rv),
+          signal,
+          timeoutMs: this.timeoutMs,
+          what: `release of Lease ${this.namespace}/${this.name}`,
         })
         this.observe(res)
         return true
@@ -307,7 +344,11 @@ export class LeaseLock {
       }
       // A conflict: a renewal we gave up on (aborted) may have landed after all. Still ours, same term?
       try {
-        const cur = await this.cluster.request<LeaseObject>({ path: leasePath(this.namespace, this.name), signal, timeoutMs: this.timeoutMs })
+        const cur = await this.cluster.request<LeaseObject>({
+          path: leasePath(this.namespace, this.name),
+          signal,
+          timeoutMs: this.timeoutMs,
+        })
         this.observe(cur)
         if (cur.spec?.holderIdentity !== this.identity || (cur.spec.leaseTransitions ?? 0) !== h.transitions) return false
         rv = String(cur.metadata.resourceVersion)

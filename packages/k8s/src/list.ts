@@ -14,7 +14,11 @@ export interface ListOptions {
   signal?: AbortSignal
 }
 
-export async function listAll(cluster: Cluster, r: ResourceRef, o: ListOptions = {}): Promise<{ items: KubeObject[]; resourceVersion: string | undefined }> {
+export async function listAll(
+  cluster: Cluster,
+  r: ResourceRef,
+  o: ListOptions = {},
+): Promise<{ items: KubeObject[]; resourceVersion: string | undefined }> {
   const items: KubeObject[] = []
   let rv: string | undefined
   const limit = o.pageSize ?? 500

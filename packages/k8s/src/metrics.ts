@@ -11,9 +11,13 @@ import type { PromRegistry } from '@statewright/reconciler'
 
 type Labels<L extends string> = Partial<Record<L, string | number>>
 /** The part of a prom-client Counter the reflectors and targets use. */
-export interface CounterLike<L extends string> { inc(labels: Labels<L>, value?: number): void }
+export interface CounterLike<L extends string> {
+  inc(labels: Labels<L>, value?: number): void
+}
 /** The part of a prom-client Gauge the reflectors and targets use. */
-export interface GaugeLike<L extends string> { set(labels: Labels<L>, value: number): void }
+export interface GaugeLike<L extends string> {
+  set(labels: Labels<L>, value: number): void
+}
 
 const requireHere = createRequire(import.meta.url)
 
@@ -49,14 +53,59 @@ export class K8sMetrics {
     const reg = (registry as PromClient.Registry | undefined) ?? new Registry()
     this.registry = reg
     const r = [reg]
-    this.reflectorObjects = new Gauge({ name: `${prefix}reflector_objects`, help: 'Objects in the reflector table after the last write', labelNames: ['reflector', 'cluster'], registers: r })
-    this.reflectorEvents = new Counter({ name: `${prefix}reflector_events_total`, help: 'Watch events received', labelNames: ['reflector', 'cluster', 'type'], registers: r })
-    this.reflectorRelists = new Counter({ name: `${prefix}reflector_lists_total`, help: 'Complete lists (initial, after 410, state-of-world)', labelNames: ['reflector', 'cluster'], registers: r })
-    this.reflectorErrors = new Counter({ name: `${prefix}reflector_errors_total`, help: 'Failed lists and watches', labelNames: ['reflector', 'cluster'], registers: r })
-    this.reflectorLastSync = new Gauge({ name: `${prefix}reflector_last_sync_seconds`, help: 'Unix time of the last complete list', labelNames: ['reflector', 'cluster'], registers: r })
-    this.reflectorUp = new Gauge({ name: `${prefix}reflector_watching`, help: '1 while the reflector is synced and watching', labelNames: ['reflector', 'cluster'], registers: r })
-    this.driftRepairs = new Counter({ name: `${prefix}drift_repairs_total`, help: 'Managed objects marked for repair after an external edit or delete', labelNames: ['cluster'], registers: r })
-    this.driftFights = new Gauge({ name: `${prefix}drift_fights`, help: 'Managed objects another writer keeps reverting (repairs backed off)', labelNames: ['cluster'], registers: r })
-    this.targetOps = new Counter({ name: `${prefix}target_operations_total`, help: 'Target operations (apply, delete, prune) by result', labelNames: ['target', 'cluster', 'op', 'result'], registers: r })
+    this.reflectorObjects = new Gauge({
+      name: `${prefix}reflector_objects`,
+      help: 'Objects in the reflector table after the last write',
+      labelNames: ['reflector', 'cluster'],
+      registers: r,
+    })
+    this.reflectorEvents = new Counter({
+      name: `${prefix}reflector_events_total`,
+      help: 'Watch events received',
+      labelNames: ['reflector', 'cluster', 'type'],
+      registers: r,
+    })
+    this.reflectorRelists = new Counter({
+      name: `${prefix}reflector_lists_total`,
+      help: 'Complete lists (initial, after 410, state-of-world)',
+      labelNames: ['reflector', 'cluster'],
+      registers: r,
+    })
+    this.reflectorErrors = new Counter({
+      name: `${prefix}reflector_errors_total`,
+      help: 'Failed lists and watches',
+      labelNames: ['reflector', 'cluster'],
+      registers: r,
+    })
+    this.reflectorLastSync = new Gauge({
+      name: `${prefix}reflector_last_sync_seconds`,
+      help: 'Unix time of the last complete list',
+      labelNames: ['reflector', 'cluster'],
+      registers: r,
+    })
+    this.reflectorUp = new Gauge({
+      name: `${prefix}reflector_watching`,
+      help: '1 while the reflector is synced and watching',
+      labelNames: ['reflector', 'cluster'],
+      registers: r,
+    })
+    this.driftRepairs = new Counter({
+      name: `${prefix}drift_repairs_total`,
+      help: 'Managed objects marked for repair after an external edit or delete',
+      labelNames: ['cluster'],
+      registers: r,
+    })
+    this.driftFights = new Gauge({
+      name: `${prefix}drift_fights`,
+      help: 'Managed objects another writer keeps reverting (repairs backed off)',
+      labelNames: ['cluster'],
+      registers: r,
+    })
+    this.targetOps = new Counter({
+      name: `${prefix}target_operations_total`,
+      help: 'Target operations (apply, delete, prune) by result',
+      labelNames: ['target', 'cluster', 'op', 'result'],
+      registers: r,
+    })
   }
 }

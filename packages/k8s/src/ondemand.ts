@@ -158,7 +158,12 @@ export class WatchOnDemand {
   /** Running caches. */
   cacheInfo(): CacheInfo[] {
     return [...this.caches.values()].map((c) => ({
-      cluster: c.cluster, apiVersion: c.apiVersion, kind: c.kind, refs: c.refs, stopsAt: c.stopsAt, health: c.reflector.health(),
+      cluster: c.cluster,
+      apiVersion: c.apiVersion,
+      kind: c.kind,
+      refs: c.refs,
+      stopsAt: c.stopsAt,
+      health: c.reflector.health(),
     }))
   }
 
@@ -210,20 +215,41 @@ export class WatchOnDemand {
     const table = new Table<KubeObject>({ name: tableName, primary: byName })
     const db = new DB({ tables: [table] })
     const reflector = new Reflector({
-      ...this.o.reflector, cluster, db, table, kind: { apiVersion: t.apiVersion, kind: t.kind },
+      ...this.o.reflector,
+      cluster,
+      db,
+      table,
+      kind: { apiVersion: t.apiVersion, kind: t.kind },
       name: `${t.cluster}/${t.kind}.${t.apiVersion}`,
-      onError: (err) => { this.o.reflector?.onError?.(err); this.report(err) },
+      onError: (err) => {
+        this.o.reflector?.onError?.(err)
+        this.report(err)
+      },
     })
     const ctrl = new AbortController()
     const cache: Cache = {
-      key: cacheKeyOf(t), cluster: t.cluster, apiVersion: t.apiVersion, kind: t.kind, db, table, byName, reflector,
-      refs: 0, gc: undefined, stopsAt: undefined, ctrl, loop: Promise.resolve(), stopped: undefined,
+      key: cacheKeyOf(t),
+      cluster: t.cluster,
+      apiVersion: t.apiVersion,
+      kind: t.kind,
+      db,
+      table,
+      byName,
+      reflector,
+      refs: 0,
+      gc: undefined,
+      stopsAt: undefined,
+      ctrl,
+      loop: Promise.resolve(),
+      stopped: undefined,
     }
     this.caches.set(cache.key, cache)
     cache.loop = (async () => {
       await reflector.start()
       await this.deliver(cache)
-    })().catch((err) => { if (!ctrl.signal.aborted) this.report(err as Error) })
+    })().catch((err) => {
+      if (!ctrl.signal.aborted) this.report(err as Error)
+    })
     return cache
   }
 

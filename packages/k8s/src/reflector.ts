@@ -133,8 +133,17 @@ export class Reflector<Obj = KubeObject> {
   /** Unix ms the current watch connection opened (undefined: no watch open). */
   private watchingSince: number | undefined
   private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster' | 'ready'> = {
-    state: 'new', synced: false, lastSyncAt: undefined, lastEventAt: undefined, resourceVersion: undefined,
-    lists: 0, relists: 0, watches: 0, events: 0, errors: 0, lastError: undefined,
+    state: 'new',
+    synced: false,
+    lastSyncAt: undefined,
+    lastEventAt: undefined,
+    resourceVersion: undefined,
+    lists: 0,
+    relists: 0,
+    watches: 0,
+    events: 0,
+    errors: 0,
+    lastError: undefined,
   }
 
   constructor(opts: ReflectorOptions<Obj>) {
@@ -212,7 +221,12 @@ export class Reflector<Obj = KubeObject> {
       try {
         // One attempt makes progress or throws; consecutive failures back off exponentially.
         await pRetry(() => this.attempt(), {
-          retries: Infinity, minTimeout: minMs, maxTimeout: maxMs, factor: 2, randomize: true, signal,
+          retries: Infinity,
+          minTimeout: minMs,
+          maxTimeout: maxMs,
+          factor: 2,
+          randomize: true,
+          signal,
           onFailedAttempt: ({ error }) => {
             if (signal.aborted) return
             this.failed(error)
@@ -267,7 +281,9 @@ export class Reflector<Obj = KubeObject> {
         return
       }
       // p-retry stops on TypeError (a programming error): wrap so the reflector keeps going.
-      throw err instanceof ApiError ? err : new ReflectorError(`reflector ${this.name}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+      throw err instanceof ApiError
+        ? err
+        : new ReflectorError(`reflector ${this.name}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
     }
   }
 
@@ -275,8 +291,11 @@ export class Reflector<Obj = KubeObject> {
     const r = this.resource!
     this.h.state = 'listing'
     const { items, resourceVersion: rv } = await listAll(this.o.cluster, r, {
-      namespace: this.o.namespace, labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector,
-      pageSize: this.o.pageSize, signal: this.ctrl.signal,
+      namespace: this.o.namespace,
+      labelSelector: this.o.labelSelector,
+      fieldSelector: this.o.fieldSelector,
+      pageSize: this.o.pageSize,
+      signal: this.ctrl.signal,
     })
     await this.batcher.discard() // the list supersedes every buffered event
     await this.replace(items)
@@ -373,8 +392,12 @@ export class Reflector<Obj = KubeObject> {
     const res = await this.o.cluster.stream({
       path: collectionPath(r, this.o.namespace),
       query: {
-        watch: 1, resourceVersion: this.rv, allowWatchBookmarks: true, timeoutSeconds,
-        labelSelector: this.o.labelSelector, fieldSelector: this.o.fieldSelector,
+        watch: 1,
+        resourceVersion: this.rv,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+        labelSelector: this.o.labelSelector,
+        fieldSelector: this.o.fieldSelector,
       },
       signal,
       what: `watch ${r.kind}`,
@@ -389,7 +412,10 @@ export class Reflector<Obj = KubeObject> {
     try {
       for await (const chunk of res) {
         for (const line of lines.push(chunk as Buffer)) {
-          if (await this.onLine(line)) { progressed = true; this.failingSince = undefined } // a watch that delivers is not lost
+          if (await this.onLine(line)) {
+            progressed = true
+            this.failingSince = undefined
+          } // a watch that delivers is not lost
         }
       }
       for (const line of lines.end()) if (await this.onLine(line)) progressed = true
@@ -421,7 +447,12 @@ export class Reflector<Obj = KubeObject> {
     if (ev.type === 'ERROR') {
       const st = ev.object as any
       if (st?.code === 410 || st?.reason === 'Expired' || st?.reason === 'Gone') throw new Relist(String(st?.message ?? 'expired'))
-      throw new ApiError(`watch ${this.resource?.kind}: ERROR event: ${st?.code} ${st?.reason}: ${st?.message}`, Number(st?.code) || 0, String(st?.reason ?? 'Error'), st)
+      throw new ApiError(
+        `watch ${this.resource?.kind}: ERROR event: ${st?.code} ${st?.reason}: ${st?.message}`,
+        Number(st?.code) || 0,
+        String(st?.reason ?? 'Error'),
+        st,
+      )
     }
     this.h.lastEventAt = Date.now()
     const rv = obj?.metadata?.resourceVersion

@@ -45,7 +45,10 @@ export class RepairPacer {
   private readonly fightRepairs: number
   private readonly states = new Map<string, State>()
 
-  constructor(p: RepairPacing = {}, private readonly now: () => number = Date.now) {
+  constructor(
+    p: RepairPacing = {},
+    private readonly now: () => number = Date.now,
+  ) {
     this.minMs = p.minMs ?? 1000
     this.maxMs = p.maxMs ?? 300_000
     this.windowMs = p.windowMs ?? 60_000
@@ -58,7 +61,11 @@ export class RepairPacer {
     const cutoff = this.now() - this.windowMs
     // quiet for a whole window (and twice the current delay, so a backoff longer than the window does
     // not reset itself): start over
-    if (s.streak && s.last < this.now() - Math.max(this.windowMs, 2 * this.delay(s.streak))) { s.times = []; s.streak = 0; s.fight = undefined }
+    if (s.streak && s.last < this.now() - Math.max(this.windowMs, 2 * this.delay(s.streak))) {
+      s.times = []
+      s.streak = 0
+      s.fight = undefined
+    }
     while (s.times.length && s.times[0]! < cutoff) s.times.shift()
     return s
   }

@@ -94,7 +94,14 @@ export class ShardedLeases {
     this.retryMs = o.retryPeriodMs ?? 2000
     this.leaseMs = o.leaseDurationMs ?? 15_000
     const labels = { [LEASE_GROUP_LABEL]: o.name }
-    const common = { cluster: o.cluster, namespace: o.namespace, identity: o.identity, leaseDurationMs: o.leaseDurationMs, renewDeadlineMs: o.renewDeadlineMs, labels }
+    const common = {
+      cluster: o.cluster,
+      namespace: o.namespace,
+      identity: o.identity,
+      leaseDurationMs: o.leaseDurationMs,
+      renewDeadlineMs: o.renewDeadlineMs,
+      labels,
+    }
     this.member = new LeaseLock({ ...common, name: `${o.name}-member-${o.identity}` })
     this.locks = Array.from({ length: o.shards }, (_, i) => new LeaseLock({ ...common, name: `${o.name}-shard-${i}` }))
     if (!(this.retryMs < this.member.renewDeadlineMs)) throw new ConfigError('sharding: retryPeriodMs must be below renewDeadlineMs')
@@ -122,7 +129,10 @@ export class ShardedLeases {
 
   /** Shards held with a valid term, ascending. */
   ownedShards(): number[] {
-    return [...this.held].filter(([, t]) => t.valid()).map(([i]) => i).sort((a, b) => a - b)
+    return [...this.held]
+      .filter(([, t]) => t.valid())
+      .map(([i]) => i)
+      .sort((a, b) => a - b)
   }
 
   status(): ShardedLeasesStatus {
@@ -167,13 +177,17 @@ export class ShardedLeases {
         if (!signal.aborted && !term.ended) this.failed(err as Error)
       }
     })
-    const beat = this.member.tryAcquireOrRenew(signal).catch((err) => { if (!signal.aborted) this.failed(err as Error) })
+    const beat = this.member.tryAcquireOrRenew(signal).catch((err) => {
+      if (!signal.aborted) this.failed(err as Error)
+    })
     await Promise.all([...renewals, beat])
     if (signal.aborted) return
 
     // 2. observe the group
     const list = await this.o.cluster.request<{ items: LeaseObject[] }>({
-      path: leasePath(this.o.namespace), query: { labelSelector: `${LEASE_GROUP_LABEL}=${this.o.name}` }, signal,
+      path: leasePath(this.o.namespace),
+      query: { labelSelector: `${LEASE_GROUP_LABEL}=${this.o.name}` },
+      signal,
       what: `leases of group ${this.o.name}`,
     })
     const now = wallNow()
@@ -188,7 +202,14 @@ export class ShardedLeases {
       } else if (n.startsWith(memberPrefix) && n !== this.member.name) {
         let obs = this.memberObs.get(n)
         if (!obs) {
-          obs = new LeaseLock({ cluster: this.o.cluster, namespace: this.o.namespace, name: n, identity: this.identity, leaseDurationMs: this.leaseMs, renewDeadlineMs: this.member.renewDeadlineMs })
+          obs = new LeaseLock({
+            cluster: this.o.cluster,
+            namespace: this.o.namespace,
+            name: n,
+            identity: this.identity,
+            leaseDurationMs: this.leaseMs,
+            renewDeadlineMs: this.member.renewDeadlineMs,
+          })
           this.memberObs.set(n, obs)
         }
         obs.observe(lease, now)
@@ -228,7 +249,9 @@ export class ShardedLeases {
   }
 
   private async begin(i: number): Promise<void> {
-    const term = new Term(this.locks[i], (t) => { void this.end(i, t, 'renew deadline passed') })
+    const term = new Term(this.locks[i], (t) => {
+      void this.end(i, t, 'renew deadline passed')
+    })
     this.held.set(i, term)
     try {
       await this.o.onShardAcquired?.(i, term)

@@ -9,7 +9,18 @@
 //   (QPS/burst) and pause (429 Retry-After).
 // - Errors name the object ("ConfigMap default/web: ...") and never carry object contents.
 import { ConfigError, InvalidObjectError, PruneError } from './errors.ts'
-import { Reconciler, newStatusIndex, statusPending, type ReconcilerConfig, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
+import {
+  Reconciler,
+  newStatusIndex,
+  statusPending,
+  type ReconcilerConfig,
+  type BatchEntry,
+  type BatchOperations,
+  type Operations,
+  type OpContext,
+  type Status,
+  type StatusIndex,
+} from '@statewright/reconciler'
 import { Table, defineIndex, type DB, type Index } from '@statewright/statedb'
 import { ApiError, isNotFound, type Cluster } from './cluster.ts'
 import { collectionPath, describe, groupKind, groupOf, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
@@ -142,7 +153,8 @@ export class Target {
     const cluster = this.clusterOf(d)
     const obj = d.object
     const what = describe(obj)
-    if (!obj.apiVersion || !obj.kind || !obj.metadata?.name) throw new InvalidObjectError(`${what}: a desired object needs apiVersion, kind and metadata.name`)
+    if (!obj.apiVersion || !obj.kind || !obj.metadata?.name)
+      throw new InvalidObjectError(`${what}: a desired object needs apiVersion, kind and metadata.name`)
     this.kinds.set(groupKind(obj as KindRef), { apiVersion: obj.apiVersion, kind: obj.kind })
     const r = await resolveKind(cluster, obj as KindRef)
     const key = objectKey(cluster.name, obj)
@@ -174,7 +186,12 @@ export class Target {
       this.count(cluster, 'apply', 'error')
       if (err instanceof ApiError && err.code === 409) {
         this.stats.conflicts++
-        throw new ApiError(`${what}: apply conflict (field manager "${this.fieldManager}", force ${this.force}): ${conflictFields(err)}`, 409, err.reason, err.status)
+        throw new ApiError(
+          `${what}: apply conflict (field manager "${this.fieldManager}", force ${this.force}): ${conflictFields(err)}`,
+          409,
+          err.reason,
+          err.status,
+        )
       }
       throw err
     }
@@ -232,7 +249,8 @@ export class Target {
     for (const d of all) {
       const c = this.clusterOf(d)
       want.add(objectKey(c.name, d.object))
-      if (d.object.apiVersion && d.object.kind) this.kinds.set(groupKind(d.object as KindRef), { apiVersion: d.object.apiVersion, kind: d.object.kind })
+      if (d.object.apiVersion && d.object.kind)
+        this.kinds.set(groupKind(d.object as KindRef), { apiVersion: d.object.apiVersion, kind: d.object.kind })
     }
     const failures: string[] = []
     const stale: Array<{ cluster: Cluster; obj: KubeObject }> = []
@@ -240,7 +258,11 @@ export class Target {
       for (const kind of this.kinds.values()) {
         try {
           const r = await resolveKind(cluster, kind)
-          const { items } = await listAll(cluster, r, { ...(this.o.pruneNamespace ? { namespace: this.o.pruneNamespace } : {}), labelSelector: `${this.ownerLabel}=${this.owner}`, ...(ctx?.signal ? { signal: ctx.signal } : {}) })
+          const { items } = await listAll(cluster, r, {
+            ...(this.o.pruneNamespace ? { namespace: this.o.pruneNamespace } : {}),
+            labelSelector: `${this.ownerLabel}=${this.owner}`,
+            ...(ctx?.signal ? { signal: ctx.signal } : {}),
+          })
           for (const obj of items) {
             if (!want.has(objectKey(cluster.name, obj)) && (this.o.prunable?.(obj, cluster.name) ?? true)) stale.push({ cluster, obj })
           }
@@ -286,13 +308,21 @@ function conflictFields(err: ApiError): string {
   return causes.map((c) => `${c.field ?? '?'}: ${c.message ?? c.reason ?? ''}`).join('; ')
 }
 
-export type TargetReconcilerOptions = Omit<ReconcilerConfig<DesiredObject>, 'db' | 'table' | 'statusIndex' | 'primaryKey' | 'getObjectStatus' | 'setObjectStatus' | 'operations' | 'batchOperations'> & {
+export type TargetReconcilerOptions = Omit<
+  ReconcilerConfig<DesiredObject>,
+  'db' | 'table' | 'statusIndex' | 'primaryKey' | 'getObjectStatus' | 'setObjectStatus' | 'operations' | 'batchOperations'
+> & {
   /** Use batch operations (bounded concurrency; default true). */
   batch?: boolean
 }
 
 /** A reconciler of the desired table, driving the target's clusters. Call start() on it. */
-export function targetReconciler(db: DB, desired: DesiredTable, target: Target, opts: TargetReconcilerOptions = {}): Reconciler<DesiredObject> {
+export function targetReconciler(
+  db: DB,
+  desired: DesiredTable,
+  target: Target,
+  opts: TargetReconcilerOptions = {},
+): Reconciler<DesiredObject> {
   const { batch = true, ...rest } = opts
   return new Reconciler<DesiredObject>({
     name: target.name,

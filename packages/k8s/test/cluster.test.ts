@@ -23,7 +23,10 @@ test('HTTPS with insecure-skip-tls-verify: one keep-alive agent, bearer token, r
     const watching = /statewright_k8s_reflector_watching\{reflector="widgets",cluster="[^"]+"\} 1/
     await waitFor(async () => watching.test(await metrics.registry.metrics()), 'the reflector_watching gauge at 1')
     const log = server.control.requestLog()
-    assert.ok(log.every((e) => e.token === server.token), 'every request carries the token')
+    assert.ok(
+      log.every((e) => e.token === server.token),
+      'every request carries the token',
+    )
     const text = await metrics.registry.metrics()
     assert.match(text, /statewright_k8s_reflector_objects\{reflector="widgets",cluster="[^"]+"\} 42/)
     assert.match(text, /statewright_k8s_reflector_lists_total\{reflector="widgets",cluster="[^"]+"\} 1/)
@@ -48,10 +51,20 @@ test('one target, two clusters: objects go to their cluster, prune is per cluste
   const db = new DB({ tables: [d.table] })
   const target = new Target({ clusters: [a, b], fieldManager: 'multi', kinds: [{ apiVersion: 'v1', kind: 'ConfigMap' }] })
   const rec = targetReconciler(db, d, target)
-  const cm = (name: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { n: name } })
+  const cm = (name: string): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: 'default' },
+    data: { n: name },
+  })
   try {
     // stale objects of ours in both clusters
-    for (const c of [a, b]) await c.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { ...cm('stale'), metadata: { name: 'stale', namespace: 'default', labels: { 'statewright.io/owner': 'multi' } } } })
+    for (const c of [a, b])
+      await c.request({
+        method: 'POST',
+        path: '/api/v1/namespaces/default/configmaps',
+        body: { ...cm('stale'), metadata: { name: 'stale', namespace: 'default', labels: { 'statewright.io/owner': 'multi' } } },
+      })
     rec.start()
     await db.write(d.table, (w) => {
       d.table.insert(w, desired(cm('only-a'), 'a'))
@@ -68,7 +81,9 @@ test('one target, two clusters: objects go to their cluster, prune is per cluste
     assert.ok(get(sa, 'same-name') && get(sb, 'same-name'))
     await rec.triggerFullReconciliation()
     assert.ok(!get(sa, 'stale') && !get(sb, 'stale'))
-    await db.write(d.table, (w) => { d.table.delete(w, desired(cm('same-name'), 'b')) })
+    await db.write(d.table, (w) => {
+      d.table.delete(w, desired(cm('same-name'), 'b'))
+    })
     await waitFor(() => !get(sb, 'same-name'), 'same-name gone from b')
     assert.ok(get(sa, 'same-name'), 'still in a')
   } finally {
@@ -86,8 +101,17 @@ test('a failing Secret is named in errors, its data never', async () => {
   const target = new Target({ clusters: cluster })
   try {
     server.control.fail({ method: 'PATCH', status: 500 })
-    const secret: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'default' }, stringData: { password: 'hunter2' }, data: { token: 'c2VjcmV0' } }
-    const err = await target.apply(desired(secret)).then(() => undefined, (e: Error) => e)
+    const secret: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'creds', namespace: 'default' },
+      stringData: { password: 'hunter2' },
+      data: { token: 'c2VjcmV0' },
+    }
+    const err = await target.apply(desired(secret)).then(
+      () => undefined,
+      (e: Error) => e,
+    )
     assert.ok(err)
     assert.match(err!.message, /^Secret default\/creds: PATCH /)
     assert.not.match(err!.message, /hunter2|c2VjcmV0/)
@@ -110,7 +134,11 @@ test('the limiter: burst at once, then qps; Retry-After pauses everyone', async 
     let otherDoneAt = 0
     await Promise.all([
       cluster.request({ path: '/version' }),
-      new Promise((r) => setTimeout(r, 50)).then(() => cluster.request({ path: '/api' })).then(() => { otherDoneAt = Date.now() }),
+      new Promise((r) => setTimeout(r, 50))
+        .then(() => cluster.request({ path: '/api' }))
+        .then(() => {
+          otherDoneAt = Date.now()
+        }),
     ])
     assert.ok(otherDoneAt - t1 >= 290, `an unrelated request waited for Retry-After too (${otherDoneAt - t1} ms)`)
     assert.is(cluster.stats.throttled, 1)

@@ -5,7 +5,10 @@ import { clusterFor, create, startServer, widget } from './helpers.ts'
 import { waitUntil } from './leader-fixtures.ts'
 
 async function eventsOf(cluster: ReturnType<typeof clusterFor>, name: string, namespace = 'default'): Promise<any[]> {
-  const list = await cluster.request({ path: `/api/v1/namespaces/${namespace}/events`, query: { fieldSelector: `involvedObject.name=${name}` } })
+  const list = await cluster.request({
+    path: `/api/v1/namespaces/${namespace}/events`,
+    query: { fieldSelector: `involvedObject.name=${name}` },
+  })
   return list.items.sort((a: any, b: any) => a.metadata.name.localeCompare(b.metadata.name))
 }
 
@@ -24,7 +27,14 @@ test('identical events aggregate into one Event with a count; others are separat
     assert.is(failed.count, 10)
     assert.is(failed.type, 'Warning')
     assert.is(failed.message, 'no capacity')
-    assert.equal(failed.involvedObject, { apiVersion: 'example.com/v1', kind: 'Widget', name: 'w1', namespace: 'default', uid: w.metadata.uid, resourceVersion: w.metadata.resourceVersion })
+    assert.equal(failed.involvedObject, {
+      apiVersion: 'example.com/v1',
+      kind: 'Widget',
+      name: 'w1',
+      namespace: 'default',
+      uid: w.metadata.uid,
+      resourceVersion: w.metadata.resourceVersion,
+    })
     assert.equal(failed.source, { component: 'widget-controller', host: 'pod-1' })
     assert.is(failed.reportingComponent, 'widget-controller')
     assert.match(failed.firstTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/)

@@ -47,13 +47,22 @@ export async function waitFor(cond: () => boolean | Promise<boolean>, what: stri
 }
 
 /** name -> resourceVersion of every object of the kind on the server (one plain list). */
-export async function serverState(cluster: Cluster, path = '/apis/example.com/v1/widgets', labelSelector?: string): Promise<Map<string, string>> {
+export async function serverState(
+  cluster: Cluster,
+  path = '/apis/example.com/v1/widgets',
+  labelSelector?: string,
+): Promise<Map<string, string>> {
   const list = await cluster.request({ path, query: { labelSelector } })
   return new Map(list.items.map((o: KubeObject) => [namespacedName(o), String(o.metadata.resourceVersion)]))
 }
 
 export function tableState(db: DB, table: Table<KubeObject>): Map<string, string> {
-  return new Map(table.all(db.readTxn()).toArray().map((o) => [namespacedName(o), String(o.metadata.resourceVersion)]))
+  return new Map(
+    table
+      .all(db.readTxn())
+      .toArray()
+      .map((o) => [namespacedName(o), String(o.metadata.resourceVersion)]),
+  )
 }
 
 export function sameState(a: Map<string, string>, b: Map<string, string>): boolean {
@@ -69,7 +78,12 @@ export function diffState(a: Map<string, string>, b: Map<string, string>): strin
   return `${a.size} vs ${b.size} objects; ${out.slice(0, 5).join('; ')}`
 }
 
-export function widget(name: string, spec: Record<string, unknown> = {}, labels?: Record<string, string>, namespace = 'default'): KubeObject {
+export function widget(
+  name: string,
+  spec: Record<string, unknown> = {},
+  labels?: Record<string, string>,
+  namespace = 'default',
+): KubeObject {
   return { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name, namespace, ...(labels ? { labels } : {}) }, spec }
 }
 
@@ -77,7 +91,12 @@ export async function create(cluster: Cluster, obj: KubeObject): Promise<KubeObj
   return cluster.request({ method: 'POST', path: `/apis/example.com/v1/namespaces/${obj.metadata.namespace}/widgets`, body: obj })
 }
 export async function patch(cluster: Cluster, name: string, body: unknown, namespace = 'default'): Promise<KubeObject> {
-  return cluster.request({ method: 'PATCH', path: `/apis/example.com/v1/namespaces/${namespace}/widgets/${name}`, body, contentType: 'application/merge-patch+json' })
+  return cluster.request({
+    method: 'PATCH',
+    path: `/apis/example.com/v1/namespaces/${namespace}/widgets/${name}`,
+    body,
+    contentType: 'application/merge-patch+json',
+  })
 }
 export async function remove(cluster: Cluster, name: string, namespace = 'default'): Promise<void> {
   await cluster.request({ method: 'DELETE', path: `/apis/example.com/v1/namespaces/${namespace}/widgets/${name}` })

@@ -12,8 +12,13 @@ const acting = { actions: 0, violations: [] as string[] }
 let reported = 0
 
 const elector = new LeaderElector({
-  cluster, namespace: 'default', name: cfg.lease, identity: cfg.identity,
-  leaseDurationMs: cfg.leaseDurationMs, renewDeadlineMs: cfg.renewDeadlineMs, retryPeriodMs: cfg.retryPeriodMs,
+  cluster,
+  namespace: 'default',
+  name: cfg.lease,
+  identity: cfg.identity,
+  leaseDurationMs: cfg.leaseDurationMs,
+  renewDeadlineMs: cfg.renewDeadlineMs,
+  retryPeriodMs: cfg.retryPeriodMs,
   onStartedLeading: (term: LeaseTerm) => {
     emit({ ev: 'started', id: term.identity, at: term.startedAt, transitions: term.transitions, rv: term.resourceVersion })
     void actWhileLeading(cluster, `fence-${cfg.lease}`, term, 15, acting).then(() => {
@@ -21,7 +26,9 @@ const elector = new LeaderElector({
       reported = acting.violations.length
     })
   },
-  onStoppedLeading: (term, reason) => { emit({ ev: 'stopped', id: term.identity, reason, period: periodOf(term), actions: acting.actions }) },
+  onStoppedLeading: (term, reason) => {
+    emit({ ev: 'stopped', id: term.identity, reason, period: periodOf(term), actions: acting.actions })
+  },
 }).start()
 emit({ ev: 'ready', id: cfg.identity })
 

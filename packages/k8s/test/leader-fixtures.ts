@@ -10,7 +10,9 @@ export class FreezableCluster extends Cluster {
   private open: (() => void) | undefined
   freeze(): void {
     if (this.gate) return
-    this.gate = new Promise((r) => { this.open = r })
+    this.gate = new Promise((r) => {
+      this.open = r
+    })
   }
   thaw(): void {
     const open = this.open
@@ -36,7 +38,14 @@ export interface Period {
 }
 
 export function periodOf(term: LeaseTerm, end = term.validUntil()): Period {
-  return { identity: term.identity, lease: term.lease, transitions: term.transitions, resourceVersion: term.resourceVersion, start: term.startedAt, end }
+  return {
+    identity: term.identity,
+    lease: term.lease,
+    transitions: term.transitions,
+    resourceVersion: term.resourceVersion,
+    start: term.startedAt,
+    end,
+  }
 }
 
 /**
@@ -50,10 +59,16 @@ export function checkFencing(periods: Period[]): string[] {
   for (const [lease, ps] of byLease) {
     ps.sort((a, b) => a.start - b.start)
     for (let i = 1; i < ps.length; i++) {
-      const a = ps[i - 1], b = ps[i]
-      if (b.start < a.end) problems.push(`${lease}: ${b.identity} (token ${b.transitions}) started ${(a.end - b.start).toFixed(1)} ms before ${a.identity} (token ${a.transitions}) stopped`)
-      if (!(b.transitions > a.transitions)) problems.push(`${lease}: token ${b.transitions} of ${b.identity} does not follow ${a.transitions} of ${a.identity}`)
-      if (!(Number(b.resourceVersion) > Number(a.resourceVersion))) problems.push(`${lease}: resourceVersion ${b.resourceVersion} does not follow ${a.resourceVersion}`)
+      const a = ps[i - 1],
+        b = ps[i]
+      if (b.start < a.end)
+        problems.push(
+          `${lease}: ${b.identity} (token ${b.transitions}) started ${(a.end - b.start).toFixed(1)} ms before ${a.identity} (token ${a.transitions}) stopped`,
+        )
+      if (!(b.transitions > a.transitions))
+        problems.push(`${lease}: token ${b.transitions} of ${b.identity} does not follow ${a.transitions} of ${a.identity}`)
+      if (!(Number(b.resourceVersion) > Number(a.resourceVersion)))
+        problems.push(`${lease}: resourceVersion ${b.resourceVersion} does not follow ${a.resourceVersion}`)
     }
   }
   return problems
@@ -74,7 +89,17 @@ export async function fencedAction(cluster: Cluster, name: string, term: LeaseTe
   } catch (err) {
     if (!isNotFound(err)) return { wrote: false }
     try {
-      await cluster.request({ method: 'POST', path: FENCE_PATH, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { token: String(term.transitions), identity: term.identity, n: '1' } }, signal: term.signal })
+      await cluster.request({
+        method: 'POST',
+        path: FENCE_PATH,
+        body: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name },
+          data: { token: String(term.transitions), identity: term.identity, n: '1' },
+        },
+        signal: term.signal,
+      })
       return { wrote: true }
     } catch {
       return { wrote: false }
@@ -84,11 +109,16 @@ export async function fencedAction(cluster: Cluster, name: string, term: LeaseTe
   if (!term.valid()) return { wrote: false } // the read came back too late to act on
   const token = Number(cur.data?.token ?? -1)
   if (token > term.transitions) {
-    return { wrote: false, violation: `${term.identity} (token ${term.transitions}) acting at ${readDone.toFixed(1)} found token ${token} of ${cur.data?.identity}` }
+    return {
+      wrote: false,
+      violation: `${term.identity} (token ${term.transitions}) acting at ${readDone.toFixed(1)} found token ${token} of ${cur.data?.identity}`,
+    }
   }
   try {
     await cluster.request({
-      method: 'PUT', path: `${FENCE_PATH}/${name}`, signal: term.signal,
+      method: 'PUT',
+      path: `${FENCE_PATH}/${name}`,
+      signal: term.signal,
       body: { ...cur, data: { token: String(term.transitions), identity: term.identity, n: String(Number(cur.data?.n ?? 0) + 1) } },
     })
     return { wrote: true }
@@ -99,7 +129,13 @@ export async function fencedAction(cluster: Cluster, name: string, term: LeaseTe
 }
 
 /** Runs fenced actions every `everyMs` while the term is valid. */
-export async function actWhileLeading(cluster: Cluster, name: string, term: LeaseTerm, everyMs: number, out: { actions: number; violations: string[] }): Promise<void> {
+export async function actWhileLeading(
+  cluster: Cluster,
+  name: string,
+  term: LeaseTerm,
+  everyMs: number,
+  out: { actions: number; violations: string[] },
+): Promise<void> {
   while (term.valid()) {
     const r = await fencedAction(cluster, name, term).catch(() => ({ wrote: false, violation: undefined }))
     if (r.wrote) out.actions++

@@ -11,12 +11,21 @@ import { checkFencing, waitUntil, type Period } from './leader-fixtures.ts'
 const FAST = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 100 }
 const CHILD = fileURLToPath(new URL('./leader-child.ts', import.meta.url))
 
-interface Proc { id: string; child: ChildProcess; lines: any[]; exited: boolean }
+interface Proc {
+  id: string
+  child: ChildProcess
+  lines: any[]
+  exited: boolean
+}
 
 function startChild(id: string, kubeconfig: string): Proc {
-  const child = spawn(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', CHILD, JSON.stringify({ kubeconfig, identity: id, lease: 'procs', ...FAST })], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    process.execPath,
+    ['--conditions=@statewright/source', '--import', 'tsx', CHILD, JSON.stringify({ kubeconfig, identity: id, lease: 'procs', ...FAST })],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   const p: Proc = { id, child, lines: [], exited: false }
   let buf = ''
   child.stdout!.on('data', (d: Buffer) => {
@@ -25,11 +34,17 @@ function startChild(id: string, kubeconfig: string): Proc {
     while ((i = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, i)
       buf = buf.slice(i + 1)
-      try { p.lines.push(JSON.parse(line)) } catch { /* not ours */ }
+      try {
+        p.lines.push(JSON.parse(line))
+      } catch {
+        /* not ours */
+      }
     }
   })
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${id}] ${d}`))
-  child.on('exit', () => { p.exited = true })
+  child.on('exit', () => {
+    p.exited = true
+  })
   return p
 }
 
@@ -37,7 +52,10 @@ test('three processes: frozen holder, killed holder, clean stop; never two leade
   const server = await startServer({ seed: 11 })
   const procs = ['p0', 'p1', 'p2'].map((id) => startChild(id, server.kubeconfig))
   const all = () => procs.flatMap((p) => p.lines)
-  const started = () => all().filter((l) => l.ev === 'started').sort((a, b) => a.at - b.at)
+  const started = () =>
+    all()
+      .filter((l) => l.ev === 'started')
+      .sort((a, b) => a.at - b.at)
   const periods: Period[] = []
   try {
     await waitUntil(() => procs.every((p) => p.lines.some((l) => l.ev === 'ready')), 'three candidates', 30_000)
@@ -66,7 +84,14 @@ test('three processes: frozen holder, killed holder, clean stop; never two leade
     const killedAt = wallNow()
     killed.child.kill('SIGKILL')
     // its acting period is bounded by its death
-    periods.push({ identity: second.id, lease: 'procs', transitions: second.transitions, resourceVersion: second.rv, start: second.at, end: killedAt })
+    periods.push({
+      identity: second.id,
+      lease: 'procs',
+      transitions: second.transitions,
+      resourceVersion: second.rv,
+      start: second.at,
+      end: killedAt,
+    })
     await waitUntil(() => started().length >= 3, 'a takeover from the killed holder', 5000)
     const third = started()[2]
     const delay2 = third.at - killedAt
@@ -77,18 +102,28 @@ test('three processes: frozen holder, killed holder, clean stop; never two leade
     const left = procs.filter((p) => !p.exited)
     for (const p of left) p.child.kill('SIGTERM')
     await waitUntil(() => left.every((p) => p.exited), 'clean exits', 10_000)
-    for (const p of left) assert.ok(p.lines.some((l) => l.ev === 'exit'), `${p.id} exited cleanly`)
+    for (const p of left)
+      assert.ok(
+        p.lines.some((l) => l.ev === 'exit'),
+        `${p.id} exited cleanly`,
+      )
     const lease = server.control.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'procs', 'default')
     assert.is(lease.spec.holderIdentity, '')
     assert.is(lease.spec.leaseTransitions, started()[started().length - 1].transitions)
     for (const l of all()) if (l.ev === 'stopped') periods.push(l.period)
-    const violations = all().filter((l) => l.ev === 'violation').map((l) => l.message)
+    const violations = all()
+      .filter((l) => l.ev === 'violation')
+      .map((l) => l.message)
     assert.equal(violations, [])
     const problems = checkFencing(periods)
     assert.equal(problems, [], problems.join('\n'))
     assert.ok(periods.length >= 3)
   } finally {
-    for (const p of procs) if (!p.exited) { p.child.kill('SIGCONT'); p.child.kill('SIGKILL') }
+    for (const p of procs)
+      if (!p.exited) {
+        p.child.kill('SIGCONT')
+        p.child.kill('SIGKILL')
+      }
     await waitUntil(() => procs.every((p) => p.exited), 'children gone', 5000).catch(() => {})
     await server.stop()
   }

@@ -13,11 +13,14 @@ test('MicroTime has exactly six fractional digits', () => {
   assert.match(microTime(), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/)
 })
 
-test('options are checked; defaults are client-go\'s', async () => {
+test("options are checked; defaults are client-go's", async () => {
   const server = await startServer()
   const cluster = clusterFor(server)
   try {
-    assert.throws(() => new LeaderElector({ cluster, namespace: 'default', name: 'x', leaseDurationMs: 1000, renewDeadlineMs: 1000 }), /below/)
+    assert.throws(
+      () => new LeaderElector({ cluster, namespace: 'default', name: 'x', leaseDurationMs: 1000, renewDeadlineMs: 1000 }),
+      /below/,
+    )
     assert.throws(() => new LeaderElector({ cluster, namespace: 'default', name: 'x', renewDeadlineMs: 500, retryPeriodMs: 500 }), /below/)
     const e = new LeaderElector({ cluster, namespace: 'default', name: 'x' })
     assert.is(e.lock.leaseDurationMs, 15_000)
@@ -36,9 +39,17 @@ test('acquire, renew with optimistic concurrency, release on a clean stop', asyn
   const events: string[] = []
   try {
     const a = new LeaderElector({
-      cluster: c1, namespace: 'kube-system', name: 'ctl', identity: 'a', ...FAST,
-      onStartedLeading: (t) => { events.push(`a started ${t.transitions}`) },
-      onStoppedLeading: (t, why) => { events.push(`a stopped ${t.transitions}: ${why}`) },
+      cluster: c1,
+      namespace: 'kube-system',
+      name: 'ctl',
+      identity: 'a',
+      ...FAST,
+      onStartedLeading: (t) => {
+        events.push(`a started ${t.transitions}`)
+      },
+      onStoppedLeading: (t, why) => {
+        events.push(`a stopped ${t.transitions}: ${why}`)
+      },
       onNewLeader: (id) => events.push(`a sees ${id || '(none)'}`),
     }).start()
     const t1 = await a.waitLeading(AbortSignal.timeout(5000))
@@ -70,7 +81,10 @@ test('acquire, renew with optimistic concurrency, release on a clean stop', asyn
     const stopAt = wallNow()
     await a.stop()
     const released = server.control.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'ctl', 'kube-system')
-    assert.ok(released.spec.holderIdentity === '' || released.spec.holderIdentity === 'b', `holder after release: ${released.spec.holderIdentity}`)
+    assert.ok(
+      released.spec.holderIdentity === '' || released.spec.holderIdentity === 'b',
+      `holder after release: ${released.spec.holderIdentity}`,
+    )
     const t2 = await b.waitLeading(AbortSignal.timeout(5000))
     assert.ok(t2.startedAt - stopAt < FAST.leaseDurationMs, `took over after ${(t2.startedAt - stopAt).toFixed(0)} ms`)
     assert.is(t2.transitions, 1)
@@ -93,8 +107,15 @@ test('leaderOnly starts runnables on the leader and stops them when the term end
     let running = false
     const log: string[] = []
     const r = {
-      start() { running = true; log.push('start') },
-      async stop() { await new Promise((res) => setTimeout(res, 20)); running = false; log.push('stop') },
+      start() {
+        running = true
+        log.push('start')
+      },
+      async stop() {
+        await new Promise((res) => setTimeout(res, 20))
+        running = false
+        log.push('stop')
+      },
     }
     const e = new LeaderElector({ cluster, namespace: 'default', name: 'only', identity: 'x', ...FAST, ...leaderOnly(r) }).start()
     await e.waitLeading(AbortSignal.timeout(5000))
@@ -116,10 +137,21 @@ test('an onError that throws does not keep a leader working past its term', asyn
   let running = false
   const errors: string[] = []
   const a = new LeaderElector({
-    cluster, namespace: 'kube-system', name: 'throwing', identity: 'a', ...FAST,
-    onStartedLeading: () => { running = true },
-    onStoppedLeading: () => { running = false },
-    onError: (err) => { errors.push(err.message); throw new Error('a buggy onError') },
+    cluster,
+    namespace: 'kube-system',
+    name: 'throwing',
+    identity: 'a',
+    ...FAST,
+    onStartedLeading: () => {
+      running = true
+    },
+    onStoppedLeading: () => {
+      running = false
+    },
+    onError: (err) => {
+      errors.push(err.message)
+      throw new Error('a buggy onError')
+    },
   }).start()
   try {
     await a.waitLeading(AbortSignal.timeout(5000))
@@ -174,14 +206,23 @@ test('three in-process instances: frozen holder, API errors, outage; never two l
   const periods: Period[] = []
   const acting = { actions: 0, violations: [] as string[] }
   const starts: Array<{ id: string; at: number }> = []
-  const electors = clusters.map((cluster, i) => new LeaderElector({
-    cluster, namespace: 'default', name: 'ha', identity: `r${i}`, ...FAST,
-    onStartedLeading: (term: LeaseTerm) => {
-      starts.push({ id: term.identity, at: term.startedAt })
-      void actWhileLeading(cluster, 'fence-ha', term, 15, acting)
-    },
-    onStoppedLeading: (term) => { periods.push(periodOf(term)) },
-  }))
+  const electors = clusters.map(
+    (cluster, i) =>
+      new LeaderElector({
+        cluster,
+        namespace: 'default',
+        name: 'ha',
+        identity: `r${i}`,
+        ...FAST,
+        onStartedLeading: (term: LeaseTerm) => {
+          starts.push({ id: term.identity, at: term.startedAt })
+          void actWhileLeading(cluster, 'fence-ha', term, 15, acting)
+        },
+        onStoppedLeading: (term) => {
+          periods.push(periodOf(term))
+        },
+      }),
+  )
   const leader = () => electors.filter((e) => e.isLeader())
   try {
     for (const e of electors) e.start()

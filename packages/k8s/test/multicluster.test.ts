@@ -13,7 +13,12 @@ import { waitUntil } from './leader-fixtures.ts'
 function twoContextKubeconfig(a: RunningTestServer, b: RunningTestServer): string {
   const ka: any = kubeconfigObject({ server: a.url, token: a.token!, name: 'east' })
   const kb: any = kubeconfigObject({ server: b.url, token: b.token!, name: 'west' })
-  return JSON.stringify({ ...ka, clusters: [...ka.clusters, ...kb.clusters], users: [...ka.users, ...kb.users], contexts: [...ka.contexts, ...kb.contexts] })
+  return JSON.stringify({
+    ...ka,
+    clusters: [...ka.clusters, ...kb.clusters],
+    users: [...ka.users, ...kb.users],
+    contexts: [...ka.contexts, ...kb.contexts],
+  })
 }
 
 function socketsOf(s: RunningTestServer): number {
@@ -29,7 +34,10 @@ test('registry: clusters from a kubeconfig file (one per context) and from a Sec
     const file = join(dir, 'config')
     writeFileSync(file, twoContextKubeconfig(east, west))
     const cs = registry.addKubeconfigFile(file)
-    assert.equal(cs.map((c) => c.name), ['east', 'west'])
+    assert.equal(
+      cs.map((c) => c.name),
+      ['east', 'west'],
+    )
     assert.equal(registry.names(), ['east', 'west'])
     assert.is(registry.require('west').server.port, String(west.port))
     assert.throws(() => registry.require('north'), /no cluster named "north"/)
@@ -49,17 +57,32 @@ test('registry: clusters from a kubeconfig file (one per context) and from a Sec
     // a kubeconfig for "west" kept in a Secret on "east" (Cluster API convention: key "value")
     const westOnly = JSON.stringify(kubeconfigObject({ server: west.url, token: west.token!, name: 'west' }))
     await registry.require('east').request({
-      method: 'POST', path: '/api/v1/namespaces/default/secrets',
-      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'west-kubeconfig' }, data: { value: Buffer.from(westOnly).toString('base64') } },
+      method: 'POST',
+      path: '/api/v1/namespaces/default/secrets',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'west-kubeconfig' },
+        data: { value: Buffer.from(westOnly).toString('base64') },
+      },
     })
-    const fromSecret = await registry.addFromSecret('west-from-secret', { cluster: registry.require('east'), namespace: 'default', name: 'west-kubeconfig' })
+    const fromSecret = await registry.addFromSecret('west-from-secret', {
+      cluster: registry.require('east'),
+      namespace: 'default',
+      name: 'west-kubeconfig',
+    })
     await fromSecret.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { metadata: { name: 'via-secret' } } })
     assert.ok(west.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'via-secret'))
     assert.not.ok(east.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'via-secret'))
     await registry.require('east').request({
-      method: 'POST', path: '/api/v1/namespaces/default/secrets', body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'empty' }, data: {} },
+      method: 'POST',
+      path: '/api/v1/namespaces/default/secrets',
+      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'empty' }, data: {} },
     })
-    const err = await registry.addFromSecret('x', { cluster: registry.require('east'), namespace: 'default', name: 'empty' }).then(() => undefined, (e: Error) => e)
+    const err = await registry.addFromSecret('x', { cluster: registry.require('east'), namespace: 'default', name: 'empty' }).then(
+      () => undefined,
+      (e: Error) => e,
+    )
     assert.match(String(err?.message), /has no kubeconfig/)
     await registry.remove('west-from-secret')
     assert.equal(registry.names(), ['east', 'west'])
@@ -79,10 +102,19 @@ test('registry: a Secret holding a broken kubeconfig is refused without its cont
     // YAML that does not parse, with a credential next to the error (YAML errors quote the lines around it)
     const broken = 'apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: TOKEN-s3cr3t-value\n  bad: : x\n'
     await local.request({
-      method: 'POST', path: '/api/v1/namespaces/default/secrets',
-      body: { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'broken-kubeconfig' }, data: { value: Buffer.from(broken).toString('base64') } },
+      method: 'POST',
+      path: '/api/v1/namespaces/default/secrets',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'broken-kubeconfig' },
+        data: { value: Buffer.from(broken).toString('base64') },
+      },
     })
-    const err = await registry.addFromSecret('broken', { cluster: local, namespace: 'default', name: 'broken-kubeconfig' }).then(() => undefined, (e: Error) => e)
+    const err = await registry.addFromSecret('broken', { cluster: local, namespace: 'default', name: 'broken-kubeconfig' }).then(
+      () => undefined,
+      (e: Error) => e,
+    )
     assert.ok(err, 'refused')
     assert.match(err!.message, /Secret default\/broken-kubeconfig/)
     assert.not.match(err!.message, /s3cr3t/)
@@ -104,7 +136,14 @@ test('watch on demand: stop() ends an ensureWatch still waiting for its cache to
     // a kind the cluster does not have: the cache retries and never syncs
     const pending = wod.ensureWatch('o', { cluster: 'c', apiVersion: 'nope.example.com/v1', kind: 'Nope', namespace: 'default', name: 'x' })
     let outcome = 'waiting'
-    pending.then(() => { outcome = 'resolved' }, () => { outcome = 'rejected' })
+    pending.then(
+      () => {
+        outcome = 'resolved'
+      },
+      () => {
+        outcome = 'rejected'
+      },
+    )
     await new Promise((r) => setTimeout(r, 100))
     assert.is(outcome, 'waiting')
     await wod.stop()
@@ -117,7 +156,10 @@ test('watch on demand: stop() ends an ensureWatch still waiting for its cache to
   }
 })
 
-interface Owner { name: string; status: Status }
+interface Owner {
+  name: string
+  status: Status
+}
 
 test('two clusters, three kinds: owners go back to pending when a watched target changes; shared caches; teardown', async () => {
   const east = await startServer()
@@ -129,13 +171,20 @@ test('two clusters, three kinds: owners go back to pending when a watched target
   const byName = defineIndex<Owner, string>({ name: 'name', key: (o) => o.name, unique: true })
   const owners = new Table<Owner>({ name: 'owners', primary: byName })
   const db = new DB({ tables: [owners] })
-  await db.write(owners, (txn) => { for (const name of ['a', 'b']) owners.insert(txn, { name, status: statusDone() }) })
+  await db.write(owners, (txn) => {
+    for (const name of ['a', 'b']) owners.insert(txn, { name, status: statusDone() })
+  })
   const statusOf = (name: string) => owners.get(db.readTxn(), byName.query(name))!.status.kind
-  const allDone = async () => db.write(owners, (txn) => { for (const o of owners.all(txn)) owners.insert(txn, { ...o, status: statusDone() }) })
+  const allDone = async () =>
+    db.write(owners, (txn) => {
+      for (const o of owners.all(txn)) owners.insert(txn, { ...o, status: statusDone() })
+    })
   const notified: string[][] = []
   const errors: string[] = []
   const wod = new WatchOnDemand({
-    registry, graceMs: 150, reflector: { backoff: { minMs: 20, maxMs: 200 } },
+    registry,
+    graceMs: 150,
+    reflector: { backoff: { minMs: 20, maxMs: 200 } },
     onError: (e) => errors.push(e.message),
     // put the owners back to pending: one write transaction per batch of changes
     onChange: async (names) => {
@@ -149,13 +198,27 @@ test('two clusters, three kinds: owners go back to pending when a watched target
     },
   })
   const cm = (cluster: string, name: string): TargetRef => ({ cluster, apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name })
-  const widgetT = (cluster: string, name: string): TargetRef => ({ cluster, apiVersion: 'example.com/v1', kind: 'Widget', namespace: 'default', name })
+  const widgetT = (cluster: string, name: string): TargetRef => ({
+    cluster,
+    apiVersion: 'example.com/v1',
+    kind: 'Widget',
+    namespace: 'default',
+    name,
+  })
   const secret = (cluster: string, name: string): TargetRef => ({ cluster, apiVersion: 'v1', kind: 'Secret', namespace: 'default', name })
   const east_ = registry.require('east')
   const west_ = registry.require('west')
   try {
-    await east_.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { metadata: { name: 'cm1' }, data: { v: '1' } } })
-    await west_.request({ method: 'POST', path: '/apis/example.com/v1/namespaces/default/widgets', body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } } })
+    await east_.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: { metadata: { name: 'cm1' }, data: { v: '1' } },
+    })
+    await west_.request({
+      method: 'POST',
+      path: '/apis/example.com/v1/namespaces/default/widgets',
+      body: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } },
+    })
     await west_.request({ method: 'POST', path: '/api/v1/namespaces/default/secrets', body: { metadata: { name: 's1' }, data: {} } })
 
     // owner a: targets of three kinds in two clusters; owner b shares cm1 and names a cm2 that does not exist yet
@@ -164,7 +227,10 @@ test('two clusters, three kinds: owners go back to pending when a watched target
     await wod.setTargets('a', [cm('east', 'cm1'), widgetT('west', 'w1'), secret('west', 's1')], { signal })
     await wod.ensureWatch('b', cm('east', 'cm1'), { signal })
     await wod.ensureWatch('b', cm('east', 'cm2'), { signal })
-    const caches = wod.cacheInfo().map((c) => `${c.cluster}/${c.kind}:${c.refs}`).sort()
+    const caches = wod
+      .cacheInfo()
+      .map((c) => `${c.cluster}/${c.kind}:${c.refs}`)
+      .sort()
     assert.equal(caches, ['east/ConfigMap:3', 'west/Secret:1', 'west/Widget:1'])
     // synced means listed: the watches open right after, so wait for them
     assert.ok(east.control.watchCount() <= 1) // one reflector per {cluster, kind}, shared
@@ -183,7 +249,12 @@ test('two clusters, three kinds: owners go back to pending when a watched target
     // a change to a target nobody watches wakes nobody
     await east_.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { metadata: { name: 'other' } } })
     // west Widget w1 changes: a is pending, b is not
-    await west_.request({ method: 'PATCH', path: '/apis/example.com/v1/namespaces/default/widgets/w1', body: { spec: { size: 2 } }, contentType: 'application/merge-patch+json' })
+    await west_.request({
+      method: 'PATCH',
+      path: '/apis/example.com/v1/namespaces/default/widgets/w1',
+      body: { spec: { size: 2 } },
+      contentType: 'application/merge-patch+json',
+    })
     await waitTable(db, owners, () => statusOf('a') === 'pending', 'a pending after the Widget change', 5000)
     assert.is(statusOf('b'), 'done')
     assert.equal(wod.get(widgetT('west', 'w1'))!.spec, { size: 2 })
@@ -198,7 +269,12 @@ test('two clusters, three kinds: owners go back to pending when a watched target
     await waitTable(db, owners, () => statusOf('b') === 'pending', 'b pending after cm2 appeared', 5000)
     assert.is(statusOf('a'), 'done')
     await allDone()
-    await east_.request({ method: 'PATCH', path: '/api/v1/namespaces/default/configmaps/cm1', body: { data: { v: '2' } }, contentType: 'application/merge-patch+json' })
+    await east_.request({
+      method: 'PATCH',
+      path: '/api/v1/namespaces/default/configmaps/cm1',
+      body: { data: { v: '2' } },
+      contentType: 'application/merge-patch+json',
+    })
     await waitTable(db, owners, () => statusOf('a') === 'pending' && statusOf('b') === 'pending', 'both pending after cm1 changed', 5000)
     assert.ok(notified.every((n) => n.length >= 1))
     assert.not.ok(notified.some((n) => n.includes('other')))
@@ -229,7 +305,10 @@ test('two clusters, three kinds: owners go back to pending when a watched target
   try {
     assert.equal(wod.cacheInfo(), [])
     await waitUntil(() => east.control.watchCount() === 0 && west.control.watchCount() === 0, 'no watch left', 5000)
-    const err = await wod.ensureWatch('d', cm('east', 'cm1')).then(() => undefined, (e: Error) => e)
+    const err = await wod.ensureWatch('d', cm('east', 'cm1')).then(
+      () => undefined,
+      (e: Error) => e,
+    )
     assert.match(String(err?.message), /stopped/)
   } finally {
     await east.stop()

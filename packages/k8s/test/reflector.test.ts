@@ -4,7 +4,22 @@ import { DB, Table, defineIndex } from '@statewright/statedb'
 import { Reflector, type ReflectorOptions } from '@statewright/k8s'
 import { Batcher } from '../src/batch.ts'
 import { LineDecoder, parseEvent } from '../src/ndjson.ts'
-import { WIDGET, waitFor, clusterFor, create, diffState, objectTable, patch, remove, sameState, serverState, startServer, tableState, waitTable, widget } from './helpers.ts'
+import {
+  WIDGET,
+  waitFor,
+  clusterFor,
+  create,
+  diffState,
+  objectTable,
+  patch,
+  remove,
+  sameState,
+  serverState,
+  startServer,
+  tableState,
+  waitTable,
+  widget,
+} from './helpers.ts'
 
 test('initial sync, then adds, updates and deletes', async () => {
   const server = await startServer()
@@ -49,17 +64,23 @@ test('initial sync, then adds, updates and deletes', async () => {
   }
 })
 
-
 async function setup(opts: Parameters<typeof startServer>[0] = {}, ropts: Partial<ReflectorOptions> = {}) {
   const server = await startServer(opts)
   const cluster = clusterFor(server)
   const table = objectTable()
   const db = new DB({ tables: [table] })
   const r = new Reflector({ cluster, db, table, kind: WIDGET, backoff: { minMs: 20, maxMs: 200 }, ...ropts })
-  const synced = () => serverState(cluster).then((want) => waitTable(db, table, () => sameState(want, tableState(db, table)), 'the table to equal the server').catch(() => {
-    throw new Error(`table differs from server: ${diffState(want, tableState(db, table))}`)
-  }))
-  const done = async () => { await r.stop(); await cluster.close(); await server.stop() }
+  const synced = () =>
+    serverState(cluster).then((want) =>
+      waitTable(db, table, () => sameState(want, tableState(db, table)), 'the table to equal the server').catch(() => {
+        throw new Error(`table differs from server: ${diffState(want, tableState(db, table))}`)
+      }),
+    )
+  const done = async () => {
+    await r.stop()
+    await cluster.close()
+    await server.stop()
+  }
   return { server, cluster, table, db, r, synced, done }
 }
 
@@ -95,7 +116,10 @@ for (const asHttp of [false, true]) {
       assert.ok(t.r.health().relists >= 1, 'relisted')
       assert.is(t.r.health().lists, 2)
       // 100 before; the relist removed 10 and added 10 in one commit: nobody saw 90 or 110.
-      assert.not.ok(seen.some((n) => n !== 100), `counts seen: ${seen}`)
+      assert.not.ok(
+        seen.some((n) => n !== 100),
+        `counts seen: ${seen}`,
+      )
       assert.ok(t.table.revision(t.db.readTxn()) > revBefore)
       // unchanged objects were not rewritten by the relist: 10 deletes + 10 inserts + 1 update
       assert.is(t.table.revision(t.db.readTxn()) - revBefore, 21)
@@ -115,7 +139,10 @@ test('recovers from 5xx lists, refused connections, 429 Retry-After, resets and 
     await t.r.waitSynced(AbortSignal.timeout(10_000))
     unfail()
     assert.ok(t.r.health().errors >= 3, `errors ${t.r.health().errors}`)
-    assert.ok(errors.some((m) => m.includes('500')), errors.join('\n'))
+    assert.ok(
+      errors.some((m) => m.includes('500')),
+      errors.join('\n'),
+    )
     let n = 0
     const writes = async (k: number) => {
       for (let i = 0; i < k; i++, n++) {
@@ -146,7 +173,15 @@ test('recovers from 5xx lists, refused connections, 429 Retry-After, resets and 
     await t.synced()
     const h = t.r.health()
     assert.is(h.state, 'watching')
-    assert.ok(h.watches >= 4, `watches ${h.watches} ${JSON.stringify(h)} ${JSON.stringify(t.server.control.requestLog().filter((e) => e.method === 'GET').map((e) => [e.status, e.watch, e.query.resourceVersion]))} ${errors.join('\n')}`)
+    assert.ok(
+      h.watches >= 4,
+      `watches ${h.watches} ${JSON.stringify(h)} ${JSON.stringify(
+        t.server.control
+          .requestLog()
+          .filter((e) => e.method === 'GET')
+          .map((e) => [e.status, e.watch, e.query.resourceVersion]),
+      )} ${errors.join('\n')}`,
+    )
   } finally {
     await t.done()
   }
@@ -177,15 +212,23 @@ test('readiness: lost while the watch cannot be re-established, back once it is;
   }
 })
 
-test('readiness: an object whose transform throws is that object\'s error, never a lost watch', async () => {
+test("readiness: an object whose transform throws is that object's error, never a lost watch", async () => {
   const server = await startServer()
   const cluster = clusterFor(server)
   const table = objectTable()
   const db = new DB({ tables: [table] })
   const errors: string[] = []
   const r = new Reflector({
-    cluster, db, table, kind: WIDGET, lostAfterMs: 100, onError: (e) => errors.push(e.message),
-    transform: (o: any) => { if (o.metadata.name === 'bad') throw new Error('cannot transform'); return o },
+    cluster,
+    db,
+    table,
+    kind: WIDGET,
+    lostAfterMs: 100,
+    onError: (e) => errors.push(e.message),
+    transform: (o: any) => {
+      if (o.metadata.name === 'bad') throw new Error('cannot transform')
+      return o
+    },
   })
   try {
     await r.start()
@@ -193,11 +236,16 @@ test('readiness: an object whose transform throws is that object\'s error, never
     await create(cluster, widget('bad', { size: 1 }))
     await create(cluster, widget('good', { size: 1 }))
     await waitTable(db, table, (txn) => table.count(txn) === 1, 'good arrives')
-    assert.ok(errors.some((m) => m.includes('cannot transform')), 'the object error is reported')
+    assert.ok(
+      errors.some((m) => m.includes('cannot transform')),
+      'the object error is reported',
+    )
     await new Promise((res) => setTimeout(res, 250)) // past lostAfterMs: the threshold itself is what is tested
     assert.ok(r.health().ready, JSON.stringify(r.health()))
   } finally {
-    await r.stop(); await cluster.close(); await server.stop()
+    await r.stop()
+    await cluster.close()
+    await server.stop()
   }
 })
 
@@ -218,20 +266,40 @@ test('state-of-world mode: periodic full relists, no watch', async () => {
 })
 
 test('namespace and label selector; transform to several objects drops stale outputs', async () => {
-  interface Port { id: string; widget: string; port: number }
+  interface Port {
+    id: string
+    widget: string
+    port: number
+  }
   const server = await startServer()
   const cluster = clusterFor(server)
   const byId = defineIndex<Port, string>({ name: 'id', key: (p) => p.id, unique: true })
   const ports = new Table<Port>({ name: 'ports', primary: byId })
   const db = new DB({ tables: [ports] })
   const r = new Reflector<Port>({
-    cluster, db, table: ports, kind: WIDGET, namespace: 'default', labelSelector: 'team=a',
+    cluster,
+    db,
+    table: ports,
+    kind: WIDGET,
+    namespace: 'default',
+    labelSelector: 'team=a',
     key: (p) => p.id,
-    transform: (w) => ((w.spec as any)?.ports ?? []).map((port: number) => ({ id: `${w.metadata.name}:${port}`, widget: String(w.metadata.name), port })),
+    transform: (w) =>
+      ((w.spec as any)?.ports ?? []).map((port: number) => ({ id: `${w.metadata.name}:${port}`, widget: String(w.metadata.name), port })),
   })
-  const ids = () => ports.all(db.readTxn()).toArray().map((p) => p.id).sort().join(',')
+  const ids = () =>
+    ports
+      .all(db.readTxn())
+      .toArray()
+      .map((p) => p.id)
+      .sort()
+      .join(',')
   try {
-    await cluster.request({ method: 'POST', path: '/api/v1/namespaces', body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'other' } } })
+    await cluster.request({
+      method: 'POST',
+      path: '/api/v1/namespaces',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'other' } },
+    })
     await create(cluster, widget('a', { ports: [80, 443] }, { team: 'a' }))
     await create(cluster, widget('b', { ports: [22] }, { team: 'b' }))
     await create(cluster, widget('c', { ports: [8080] }, { team: 'a' }, 'other'))
@@ -257,16 +325,25 @@ test('namespace and label selector; transform to several objects drops stale out
 })
 
 test('field selector, and merge into existing objects', async () => {
-  const t = await setup({}, {
-    fieldSelector: 'metadata.name!=hidden',
-    merge: (old, obj) => ({ ...obj, metadata: { ...obj.metadata, annotations: { ...(old.metadata.annotations ?? {}), seen: 'yes' } } }),
-  })
+  const t = await setup(
+    {},
+    {
+      fieldSelector: 'metadata.name!=hidden',
+      merge: (old, obj) => ({ ...obj, metadata: { ...obj.metadata, annotations: { ...(old.metadata.annotations ?? {}), seen: 'yes' } } }),
+    },
+  )
   try {
     await create(t.cluster, widget('shown', { v: 1 }))
     await create(t.cluster, widget('hidden', { v: 1 }))
     await t.r.start()
     await t.r.waitSynced(AbortSignal.timeout(5000))
-    assert.equal(t.table.all(t.db.readTxn()).toArray().map((o) => o.metadata.name), ['shown'])
+    assert.equal(
+      t.table
+        .all(t.db.readTxn())
+        .toArray()
+        .map((o) => o.metadata.name),
+      ['shown'],
+    )
     await patch(t.cluster, 'shown', { spec: { v: 2 } })
     await waitTable(t.db, t.table, (x) => (t.table.all(x).first()?.spec as any)?.v === 2, 'v2')
     assert.is(t.table.all(t.db.readTxn()).first()!.metadata.annotations?.seen, 'yes')
@@ -280,7 +357,14 @@ test('a burst of watch events is written in a few bounded transactions', async (
   const cluster = clusterFor(server)
   const table = objectTable()
   let commits = 0
-  const db = new DB({ tables: [table], metrics: { writeTxnCommitted: () => { commits++ } } })
+  const db = new DB({
+    tables: [table],
+    metrics: {
+      writeTxnCommitted: () => {
+        commits++
+      },
+    },
+  })
   const r = new Reflector({ cluster, db, table, kind: WIDGET, batchSize: 100, batchDelayMs: 20 })
   try {
     await r.start()
@@ -299,11 +383,20 @@ test('a burst of watch events is written in a few bounded transactions', async (
 
 test('an onError callback that throws does not stop the reflector', async () => {
   const calls: string[] = []
-  const t = await setup({}, {
-    backoff: { minMs: 10, maxMs: 50 },
-    onError: (err) => { calls.push(err.message); throw new Error('a buggy onError') },
-    transform: (obj) => { if (obj.metadata.name === 'bad') throw new Error('cannot transform'); return obj },
-  })
+  const t = await setup(
+    {},
+    {
+      backoff: { minMs: 10, maxMs: 50 },
+      onError: (err) => {
+        calls.push(err.message)
+        throw new Error('a buggy onError')
+      },
+      transform: (obj) => {
+        if (obj.metadata.name === 'bad') throw new Error('cannot transform')
+        return obj
+      },
+    },
+  )
   try {
     const removeFault = t.server.control.fail({ path: '/widgets', watch: false, status: 500, count: 3 })
     await t.r.start()
@@ -323,12 +416,16 @@ test('an onError callback that throws does not stop the reflector', async () => 
 })
 
 test('NDJSON lines split anywhere, even inside a UTF-8 character', () => {
-  const text = '{"type":"ADDED","object":{"metadata":{"name":"é€"}}}\n\n{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n{"type":"DELETED","object":{}}'
+  const text =
+    '{"type":"ADDED","object":{"metadata":{"name":"é€"}}}\n\n{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}\n{"type":"DELETED","object":{}}'
   const bytes = Buffer.from(text)
   for (let cut = 1; cut < bytes.length; cut += 3) {
     const d = new LineDecoder()
     const lines = [...d.push(bytes.subarray(0, cut)), ...d.push(bytes.subarray(cut)), ...d.end()]
-    assert.equal(lines.map((l) => parseEvent(l).type), ['ADDED', 'BOOKMARK', 'DELETED'])
+    assert.equal(
+      lines.map((l) => parseEvent(l).type),
+      ['ADDED', 'BOOKMARK', 'DELETED'],
+    )
     assert.is(parseEvent(lines[0]).object.metadata.name, 'é€')
   }
   assert.throws(() => parseEvent('{"type":1}'), /not a watch event/)
@@ -337,13 +434,21 @@ test('NDJSON lines split anywhere, even inside a UTF-8 character', () => {
 
 test('Batcher coalesces by key, flushes by size and by delay, in order', async () => {
   const batches: Array<Array<[string, string]>> = []
-  const b = new Batcher<number>(3, 20, async (m) => { batches.push([...m].map(([k, p]) => [k, `${p.type}:${p.object}`])) })
+  const b = new Batcher<number>(3, 20, async (m) => {
+    batches.push([...m].map(([k, p]) => [k, `${p.type}:${p.object}`]))
+  })
   b.add('a', { type: 'upsert', object: 1 })
   b.add('a', { type: 'delete', object: 2 })
   b.add('b', { type: 'upsert', object: 3 })
   assert.is(b.length, 2)
   await b.add('c', { type: 'upsert', object: 4 })
-  assert.equal(batches, [[['a', 'delete:2'], ['b', 'upsert:3'], ['c', 'upsert:4']]])
+  assert.equal(batches, [
+    [
+      ['a', 'delete:2'],
+      ['b', 'upsert:3'],
+      ['c', 'upsert:4'],
+    ],
+  ])
   b.add('d', { type: 'upsert', object: 5 })
   await new Promise((r) => setTimeout(r, 60))
   assert.equal(batches[1], [['d', 'upsert:5']])

@@ -13,16 +13,31 @@ test('stable hash and fair shares', () => {
   assert.is(fnv1a('a'), 0xe40c292c) // FNV-1a reference value
   assert.is(shardOf('default/web', 6), fnv1a('default/web') % 6)
   // 6 shards over 3, 4 and 5 members
-  assert.equal([0, 1, 2].map((r) => fairShare(6, 3, r)), [2, 2, 2])
-  assert.equal([0, 1, 2, 3].map((r) => fairShare(6, 4, r)), [2, 2, 1, 1])
-  assert.equal([0, 1, 2, 3, 4].map((r) => fairShare(4, 5, r)), [1, 1, 1, 1, 0])
+  assert.equal(
+    [0, 1, 2].map((r) => fairShare(6, 3, r)),
+    [2, 2, 2],
+  )
+  assert.equal(
+    [0, 1, 2, 3].map((r) => fairShare(6, 4, r)),
+    [2, 2, 1, 1],
+  )
+  assert.equal(
+    [0, 1, 2, 3, 4].map((r) => fairShare(4, 5, r)),
+    [1, 1, 1, 1, 0],
+  )
   // keys spread over the shards
   const counts = new Array(6).fill(0)
   for (let i = 0; i < 6000; i++) counts[shardOf(`ns/obj-${i}`, 6)]++
   for (const c of counts) assert.ok(c > 800 && c < 1200, `shard sizes ${counts}`)
 })
 
-interface Reconcile { key: string; replica: string; shard: number; token: number; at: number }
+interface Reconcile {
+  key: string
+  replica: string
+  shard: number
+  token: number
+  at: number
+}
 
 test('three replicas split the keys; one dies; its shards move; every key is reconciled by its current owner only', async () => {
   const server = await startServer({ seed: 3 })
@@ -34,24 +49,40 @@ test('three replicas split the keys; one dies; its shards move; every key is rec
   const loops: Array<Promise<void>> = []
   // "reconciling" a key: record it, only while the shard's term is valid (checked right before)
   const work = (replica: string, shard: number, term: LeaseTerm) => {
-    loops.push((async () => {
-      while (term.valid()) {
-        for (const key of keys) {
-          if (shardOf(key, SHARDS) !== shard || !term.valid()) continue
-          reconciles.push({ key, replica, shard, token: term.transitions, at: wallNow() })
+    loops.push(
+      (async () => {
+        while (term.valid()) {
+          for (const key of keys) {
+            if (shardOf(key, SHARDS) !== shard || !term.valid()) continue
+            reconciles.push({ key, replica, shard, token: term.transitions, at: wallNow() })
+          }
+          await new Promise((r) => setTimeout(r, 40))
         }
-        await new Promise((r) => setTimeout(r, 40))
-      }
-    })())
+      })(),
+    )
   }
-  const replicas = clusters.map((cluster, i) => new ShardedLeases({
-    cluster, namespace: 'default', name: 'ctl', shards: SHARDS, identity: `replica-${i}`, ...FAST,
-    onShardAcquired: (shard, term) => work(`replica-${i}`, shard, term),
-    onShardReleased: (_shard, term) => { periods.push(periodOf(term)) },
-  }))
+  const replicas = clusters.map(
+    (cluster, i) =>
+      new ShardedLeases({
+        cluster,
+        namespace: 'default',
+        name: 'ctl',
+        shards: SHARDS,
+        identity: `replica-${i}`,
+        ...FAST,
+        onShardAcquired: (shard, term) => work(`replica-${i}`, shard, term),
+        onShardReleased: (_shard, term) => {
+          periods.push(periodOf(term))
+        },
+      }),
+  )
   const balanced = (rs: ShardedLeases[], each: number) => {
     const owned = rs.map((r) => r.ownedShards())
-    return owned.every((o) => o.length === each) && new Set(owned.flat()).size === SHARDS && rs.every((r) => r.status().members.length === rs.length)
+    return (
+      owned.every((o) => o.length === each) &&
+      new Set(owned.flat()).size === SHARDS &&
+      rs.every((r) => r.status().members.length === rs.length)
+    )
   }
   try {
     for (const r of replicas) r.start()
@@ -68,11 +99,18 @@ test('three replicas split the keys; one dies; its shards move; every key is rec
     const survivors = [replicas[0], replicas[2]]
     const movedAt = await waitUntil(() => balanced(survivors, 3), 'the survivors with three shards each', 10_000)
     assert.is(dead.ownedShards().length, 0, 'the dead replica stopped acting at its renew deadlines')
-    assert.ok(movedAt - killedAt < 2 * FAST.leaseDurationMs + 6 * FAST.retryPeriodMs + 1000, `moved after ${(movedAt - killedAt).toFixed(0)} ms`)
+    assert.ok(
+      movedAt - killedAt < 2 * FAST.leaseDurationMs + 6 * FAST.retryPeriodMs + 1000,
+      `moved after ${(movedAt - killedAt).toFixed(0)} ms`,
+    )
     for (const r of survivors) assert.equal(r.status().members, ['replica-0', 'replica-2'])
     for (const s of deadShards) assert.ok(survivors.some((r) => r.ownedShards().includes(s)))
     // every key of a moved shard is reconciled by its new owner
-    await waitUntil(() => keys.every((k) => reconciles.some((x) => x.key === k && x.at > movedAt)), 'every key reconciled after the move', 5000)
+    await waitUntil(
+      () => keys.every((k) => reconciles.some((x) => x.key === k && x.at > movedAt)),
+      'every key reconciled after the move',
+      5000,
+    )
     for (const key of keys) assert.is(survivors.filter((r) => r.owns(key)).length, 1, key)
     for (const key of keys) {
       const last = reconciles.filter((x) => x.key === key).at(-1)!
@@ -101,10 +139,18 @@ test('a new replica joins: the others give shards back; a clean stop releases ev
   const server = await startServer({ seed: 5 })
   const clusters = [0, 1, 2].map(() => new FreezableCluster({ kubeconfig: server.kubeconfig, qps: 0 }))
   const periods: Period[] = []
-  const mk = (i: number) => new ShardedLeases({
-    cluster: clusters[i], namespace: 'default', name: 'grow', shards: 4, identity: `r${i}`, ...FAST,
-    onShardReleased: (_s, term) => { periods.push(periodOf(term)) },
-  })
+  const mk = (i: number) =>
+    new ShardedLeases({
+      cluster: clusters[i],
+      namespace: 'default',
+      name: 'grow',
+      shards: 4,
+      identity: `r${i}`,
+      ...FAST,
+      onShardReleased: (_s, term) => {
+        periods.push(periodOf(term))
+      },
+    })
   const rs = [mk(0), mk(1)]
   let leases: any[] = []
   try {
@@ -116,7 +162,12 @@ test('a new replica joins: the others give shards back; a clean stop releases ev
     assert.is(new Set(rs.flatMap((r) => r.ownedShards())).size, 4)
   } finally {
     await Promise.all(rs.map((r) => r.stop()))
-    leases = (await clusters[0].request({ path: '/apis/coordination.k8s.io/v1/namespaces/default/leases', query: { labelSelector: 'statewright.dev/lease-group=grow' } })).items
+    leases = (
+      await clusters[0].request({
+        path: '/apis/coordination.k8s.io/v1/namespaces/default/leases',
+        query: { labelSelector: 'statewright.dev/lease-group=grow' },
+      })
+    ).items
     for (const c of clusters) await c.close()
     await server.stop()
   }

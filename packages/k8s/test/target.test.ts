@@ -18,15 +18,29 @@ async function setup(targetOpts: Partial<ConstructorParameters<typeof Target>[0]
   const db = new DB({ tables: [d.table] })
   const target = new Target({ clusters: cluster, fieldManager: 'test-controller', kinds: [CM], ...targetOpts })
   const rec = targetReconciler(db, d, target, { retry: { minMs: 20, maxMs: 200 } })
-  const put = (...objs: KubeObject[]) => db.write(d.table, (t) => { for (const o of objs) d.table.insert(t, desired(o)) })
-  const del = (...objs: KubeObject[]) => db.write(d.table, (t) => { for (const o of objs) d.table.delete(t, desired(o)) })
+  const put = (...objs: KubeObject[]) =>
+    db.write(d.table, (t) => {
+      for (const o of objs) d.table.insert(t, desired(o))
+    })
+  const del = (...objs: KubeObject[]) =>
+    db.write(d.table, (t) => {
+      for (const o of objs) d.table.delete(t, desired(o))
+    })
   const settled = async () => {
     const errs = await waitForReconciliation(db, d.table, d.statusIndex, { signal: AbortSignal.timeout(10_000) })
-    assert.equal(errs.map((e) => e.status.error), [])
+    assert.equal(
+      errs.map((e) => e.status.error),
+      [],
+    )
   }
-  const allDone = (n: number) => waitTable(db, d.table, (t) => d.table.list(t, d.statusIndex.kind('done')).count() === n, `${n} objects done`)
+  const allDone = (n: number) =>
+    waitTable(db, d.table, (t) => d.table.list(t, d.statusIndex.kind('done')).count() === n, `${n} objects done`)
   const get = (name: string, ns = 'default') => server.control.get(CM, name, ns)
-  const done = async () => { await rec.stop(); await cluster.close(); await server.stop() }
+  const done = async () => {
+    await rec.stop()
+    await cluster.close()
+    await server.stop()
+  }
   return { server, cluster, d, db, target, rec, put, del, settled, allDone, get, done }
 }
 
@@ -68,7 +82,11 @@ test('prune deletes only stale objects carrying our label; full reconciliation r
   const t = await setup()
   try {
     const mk = (name: string, labels?: Record<string, string>) =>
-      t.cluster.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: { ...configMap(name, { v: '0' }), metadata: { name, namespace: 'default', labels } } })
+      t.cluster.request({
+        method: 'POST',
+        path: '/api/v1/namespaces/default/configmaps',
+        body: { ...configMap(name, { v: '0' }), metadata: { name, namespace: 'default', labels } },
+      })
     await mk('stale-ours', { 'statewright.io/owner': 'test-controller' })
     await mk('foreign')
     await mk('other-owner', { 'statewright.io/owner': 'someone-else' })
@@ -84,7 +102,12 @@ test('prune deletes only stale objects carrying our label; full reconciliation r
     assert.is(t.target.stats.pruned, 1)
     assert.is(report.outOfSync, 0)
     // someone edits our object: the next full reconciliation repairs it and counts it out of sync
-    await t.cluster.request({ method: 'PATCH', path: cmPath('kept'), body: { data: { v: 'edited' } }, contentType: 'application/merge-patch+json' })
+    await t.cluster.request({
+      method: 'PATCH',
+      path: cmPath('kept'),
+      body: { data: { v: 'edited' } },
+      contentType: 'application/merge-patch+json',
+    })
     report = await t.rec.triggerFullReconciliation()
     assert.is(report.outOfSync, 1)
     assert.is(t.get('kept').data.v, '1')
@@ -97,7 +120,9 @@ test('conflicts without force fail with the object and field named; 5xx is retri
   const t = await setup({ force: false })
   try {
     await t.cluster.request({
-      method: 'PATCH', path: cmPath('shared') + '?fieldManager=other&force=true', body: configMap('shared', { owned: 'by-other' }),
+      method: 'PATCH',
+      path: cmPath('shared') + '?fieldManager=other&force=true',
+      body: configMap('shared', { owned: 'by-other' }),
       contentType: 'application/apply-patch+yaml',
     })
     t.rec.start()
@@ -151,13 +176,21 @@ test('drift: a managed object deleted or edited by someone else is repaired with
   const observed = objectTable('observed')
   const db2 = new DB({ tables: [s.d.table, observed] })
   const rec = targetReconciler(db2, s.d, s.target, { retry: { minMs: 20, maxMs: 200 } })
-  const reflector = new Reflector({ cluster: s.cluster, db: db2, table: observed, kind: CM, labelSelector: 'statewright.io/owner=test-controller' })
+  const reflector = new Reflector({
+    cluster: s.cluster,
+    db: db2,
+    table: observed,
+    kind: CM,
+    labelSelector: 'statewright.io/owner=test-controller',
+  })
   const drift = new DriftWatcher({ db: db2, observed, desired: s.d })
   try {
     await reflector.start()
     rec.start()
     drift.start()
-    await db2.write(s.d.table, (w) => { for (let i = 0; i < 5; i++) s.d.table.insert(w, desired(configMap(`cm-${i}`, { i: String(i) }))) })
+    await db2.write(s.d.table, (w) => {
+      for (let i = 0; i < 5; i++) s.d.table.insert(w, desired(configMap(`cm-${i}`, { i: String(i) })))
+    })
     const allDone = () => waitTable(db2, s.d.table, (x) => s.d.table.list(x, s.d.statusIndex.kind('done')).count() === 5, 'all done')
     await allDone()
     await waitTable(db2, observed, (x) => observed.count(x) === 5, 'observed 5')
@@ -167,15 +200,39 @@ test('drift: a managed object deleted or edited by someone else is repaired with
     await s.cluster.request({ method: 'DELETE', path: cmPath('cm-1') })
     await waitFor(() => s.get('cm-1') !== undefined, 'cm-1 recreated')
     // data edited by someone else
-    await s.cluster.request({ method: 'PATCH', path: cmPath('cm-2'), body: { data: { i: 'hacked' } }, contentType: 'application/merge-patch+json' })
+    await s.cluster.request({
+      method: 'PATCH',
+      path: cmPath('cm-2'),
+      body: { data: { i: 'hacked' } },
+      contentType: 'application/merge-patch+json',
+    })
     await waitFor(() => s.get('cm-2')?.data?.i === '2', 'cm-2 repaired')
     // our label removed: the object leaves the selection (DELETED) and is repaired
-    await s.cluster.request({ method: 'PATCH', path: cmPath('cm-3'), body: { metadata: { labels: { 'statewright.io/owner': null } } }, contentType: 'application/merge-patch+json' })
+    await s.cluster.request({
+      method: 'PATCH',
+      path: cmPath('cm-3'),
+      body: { metadata: { labels: { 'statewright.io/owner': null } } },
+      contentType: 'application/merge-patch+json',
+    })
     await waitFor(() => s.get('cm-3')?.metadata?.labels?.['statewright.io/owner'] === 'test-controller', 'cm-3 label back')
     // a field we do not set is not drift
     const repairs = drift.repairs
-    await s.cluster.request({ method: 'PATCH', path: cmPath('cm-4'), body: { metadata: { annotations: { note: 'hi' } } }, contentType: 'application/merge-patch+json' })
-    await waitTable(db2, observed, (x) => observed.all(x).toArray().some((o) => o.metadata.annotations?.note === 'hi'), 'annotation observed')
+    await s.cluster.request({
+      method: 'PATCH',
+      path: cmPath('cm-4'),
+      body: { metadata: { annotations: { note: 'hi' } } },
+      contentType: 'application/merge-patch+json',
+    })
+    await waitTable(
+      db2,
+      observed,
+      (x) =>
+        observed
+          .all(x)
+          .toArray()
+          .some((o) => o.metadata.annotations?.note === 'hi'),
+      'annotation observed',
+    )
     await allDone()
     assert.is(drift.repairs, repairs)
     assert.ok(drift.repairs >= 3, `repairs ${drift.repairs}`)

@@ -11,31 +11,47 @@ export type NatsErrorCode = 'Config' | 'Bucket' | 'Decode' | 'Write' | 'Prune' |
 
 export class NatsError extends Error {
   override name = 'NatsError'
-  constructor(message: string, readonly code: NatsErrorCode = 'Usage', options?: ErrorOptions) {
+  constructor(
+    message: string,
+    readonly code: NatsErrorCode = 'Usage',
+    options?: ErrorOptions,
+  ) {
     super(message, options)
   }
 }
 export class ConfigError extends NatsError {
   override name = 'ConfigError'
-  constructor(message: string) { super(message, 'Config') }
+  constructor(message: string) {
+    super(message, 'Config')
+  }
 }
 export class BucketError extends NatsError {
   override name = 'BucketError'
-  constructor(message: string) { super(message, 'Bucket') }
+  constructor(message: string) {
+    super(message, 'Bucket')
+  }
 }
 export class DecodeError extends NatsError {
   override name = 'DecodeError'
-  constructor(message: string) { super(message, 'Decode') }
+  constructor(message: string) {
+    super(message, 'Decode')
+  }
 }
 export class WriteError extends NatsError {
   override name = 'WriteError'
-  constructor(message: string) { super(message, 'Write') }
+  constructor(message: string) {
+    super(message, 'Write')
+  }
 }
 export class PruneError extends NatsError {
   override name = 'PruneError'
-  constructor(message: string) { super(message, 'Prune') }
+  constructor(message: string) {
+    super(message, 'Prune')
+  }
 }
 export class ServerError extends NatsError {
   override name = 'ServerError'
-  constructor(message: string) { super(message, 'Server') }
+  constructor(message: string) {
+    super(message, 'Server')
+  }
 }

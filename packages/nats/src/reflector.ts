@@ -100,8 +100,16 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   private rev = 0
   private initialized = false
   private readonly h: Omit<NatsKvReflectorHealth, 'objects' | 'name' | 'bucket' | 'ready' | 'revision'> = {
-    state: 'new', synced: false, lastSyncAt: undefined, lastEventAt: undefined,
-    lists: 0, relists: 0, watches: 0, events: 0, errors: 0, lastError: undefined,
+    state: 'new',
+    synced: false,
+    lastSyncAt: undefined,
+    lastEventAt: undefined,
+    lists: 0,
+    relists: 0,
+    watches: 0,
+    events: 0,
+    errors: 0,
+    lastError: undefined,
   }
   private syncedWaiters: Array<() => void> = []
 
@@ -130,8 +138,14 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   waitSynced(signal?: AbortSignal): Promise<void> {
     if (this.h.synced) return Promise.resolve()
     return new Promise((resolve, reject) => {
-      const done = () => { signal?.removeEventListener('abort', onAbort); resolve() }
-      const onAbort = () => { this.syncedWaiters = this.syncedWaiters.filter((w) => w !== done); reject(signal!.reason) }
+      const done = () => {
+        signal?.removeEventListener('abort', onAbort)
+        resolve()
+      }
+      const onAbort = () => {
+        this.syncedWaiters = this.syncedWaiters.filter((w) => w !== done)
+        reject(signal!.reason)
+      }
       signal?.addEventListener('abort', onAbort, { once: true })
       this.syncedWaiters.push(done)
     })
@@ -146,7 +160,12 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     this.stopper.abort()
     this.watcher?.stop()
     let timer: NodeJS.Timeout | undefined
-    await Promise.race([this.loop?.catch(() => {}), new Promise<void>((r) => { timer = setTimeout(r, 100) })])
+    await Promise.race([
+      this.loop?.catch(() => {}),
+      new Promise<void>((r) => {
+        timer = setTimeout(r, 100)
+      }),
+    ])
     clearTimeout(timer)
     this.h.state = 'stopped'
     this.o.metrics?.set('watching', this.labels(), 0)
@@ -154,7 +173,14 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
 
   health(): NatsKvReflectorHealth {
     const objects = this.o.table.count(this.o.db.readTxn())
-    return { name: this.name, bucket: this.o.bucket, ...this.h, ready: this.h.synced && this.h.state !== 'stopped', revision: this.rev, objects }
+    return {
+      name: this.name,
+      bucket: this.o.bucket,
+      ...this.h,
+      ready: this.h.synced && this.h.state !== 'stopped',
+      revision: this.rev,
+      objects,
+    }
   }
 
   // ---- the loop ----
@@ -219,7 +245,11 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     this.h.lastError = err.message
     this.o.metrics?.inc('errors', this.labels())
     if (this.o.onError) {
-      try { this.o.onError(err) } catch { /* the callback's failure is not ours */ }
+      try {
+        this.o.onError(err)
+      } catch {
+        /* the callback's failure is not ours */
+      }
     }
   }
 
@@ -231,7 +261,11 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
       // a filtered watch of a bucket with no matching key delivers nothing: find out first
       const it = await kv.keys(keyFilter)
       empty = true
-      for await (const _ of it) { empty = false; it.stop(); break }
+      for await (const _ of it) {
+        empty = false
+        it.stop()
+        break
+      }
     }
     const initial = new Map<string, KvWatchEntry>()
     let listed = false
@@ -299,13 +333,19 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     try {
       value = this.decode(e.value, e)
     } catch (err) {
-      this.fail(new DecodeError(`bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: cannot decode the value: ${(err as Error).message}`))
+      this.fail(
+        new DecodeError(
+          `bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: cannot decode the value: ${(err as Error).message}`,
+        ),
+      )
       return { obj: undefined, ok: false }
     }
     try {
       return { obj: this.transform({ key: e.key, revision: e.revision, value }) ?? undefined, ok: true }
     } catch (err) {
-      this.fail(new DecodeError(`bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: transform failed: ${(err as Error).message}`))
+      this.fail(
+        new DecodeError(`bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: transform failed: ${(err as Error).message}`),
+      )
       return { obj: undefined, ok: false }
     }
   }

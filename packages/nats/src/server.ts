@@ -51,13 +51,23 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Run
 
   const launch = async (): Promise<void> => {
     const conf = join(storeDir, 'nats.conf')
-    writeFileSync(conf, `jetstream {\n  store_dir: ${JSON.stringify(storeDir)}\n  max_memory_store: ${opts.maxMemoryStore ?? '64MB'}\n  max_file_store: ${opts.maxFileStore ?? '256MB'}\n}\n`)
+    writeFileSync(
+      conf,
+      `jetstream {\n  store_dir: ${JSON.stringify(storeDir)}\n  max_memory_store: ${opts.maxMemoryStore ?? '64MB'}\n  max_file_store: ${opts.maxFileStore ?? '256MB'}\n}\n`,
+    )
     const proc = spawn(bin, ['-c', conf, '-js', '-a', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] })
     child = proc
     await new Promise<void>((resolve, reject) => {
       let log = ''
-      const timer = setTimeout(() => fail(new ServerError(`nats-server not ready after ${opts.readyTimeoutMs ?? 10_000} ms:\n${log.slice(-2000)}`)), opts.readyTimeoutMs ?? 10_000)
-      const fail = (err: Error) => { clearTimeout(timer); proc.kill('SIGKILL'); reject(err) }
+      const timer = setTimeout(
+        () => fail(new ServerError(`nats-server not ready after ${opts.readyTimeoutMs ?? 10_000} ms:\n${log.slice(-2000)}`)),
+        opts.readyTimeoutMs ?? 10_000,
+      )
+      const fail = (err: Error) => {
+        clearTimeout(timer)
+        proc.kill('SIGKILL')
+        reject(err)
+      }
       const onData = (b: Buffer) => {
         log += b.toString()
         const m = log.match(/Listening for client connections on 127\.0\.0\.1:(\d+)/)
@@ -73,7 +83,9 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Run
       }
       proc.stdout!.on('data', onData)
       proc.stderr!.on('data', onData)
-      proc.once('exit', (code, sig) => fail(new ServerError(`nats-server exited (${code ?? sig}) before it was ready:\n${log.slice(-2000)}`)))
+      proc.once('exit', (code, sig) =>
+        fail(new ServerError(`nats-server exited (${code ?? sig}) before it was ready:\n${log.slice(-2000)}`)),
+      )
       proc.once('error', (err) => fail(err))
     })
     proc.removeAllListeners('exit')
@@ -85,16 +97,25 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Run
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
     await new Promise<void>((resolve) => {
       const t = setTimeout(() => proc.kill('SIGKILL'), 5_000)
-      proc.once('exit', () => { clearTimeout(t); resolve() })
+      proc.once('exit', () => {
+        clearTimeout(t)
+        resolve()
+      })
       proc.kill('SIGTERM')
     })
   }
 
   await launch()
   return {
-    get url() { return `nats://127.0.0.1:${port}` },
-    get port() { return port },
-    get storeDir() { return storeDir },
+    get url() {
+      return `nats://127.0.0.1:${port}`
+    },
+    get port() {
+      return port
+    },
+    get storeDir() {
+      return storeDir
+    },
     async stop(o = {}) {
       await kill()
       if (o.remove ?? ownDir) rmSync(storeDir, { recursive: true, force: true })

@@ -11,7 +11,16 @@
 // Kubernetes object.
 import { ConfigError, DecodeError, PruneError, WriteError } from './errors.ts'
 import type { KV, KvEntry } from '@nats-io/kv'
-import { newStatusIndex, statusPending, type BatchEntry, type BatchOperations, type Operations, type OpContext, type Status, type StatusIndex } from '@statewright/reconciler'
+import {
+  newStatusIndex,
+  statusPending,
+  type BatchEntry,
+  type BatchOperations,
+  type Operations,
+  type OpContext,
+  type Status,
+  type StatusIndex,
+} from '@statewright/reconciler'
 import { Table, defineIndex, type Index } from '@statewright/statedb'
 
 /** One desired key of a bucket, with the reconciler's status. */
@@ -55,9 +64,13 @@ export function metadataOf(value: unknown): { labels?: Record<string, string>; a
 
 /** A copy of `value` with labels and annotations added to its metadata. */
 export function withMetadata<V>(value: V, labels: Record<string, string>, annotations: Record<string, string> = {}, what = 'value'): V {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new DecodeError(`${what}: the value must be a JSON object to carry owner metadata`)
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new DecodeError(`${what}: the value must be a JSON object to carry owner metadata`)
   const m = metadataOf(value) ?? {}
-  return { ...value, metadata: { ...m, labels: { ...(m.labels ?? {}), ...labels }, annotations: { ...(m.annotations ?? {}), ...annotations } } } as V
+  return {
+    ...value,
+    metadata: { ...m, labels: { ...(m.labels ?? {}), ...labels }, annotations: { ...(m.annotations ?? {}), ...annotations } },
+  } as V
 }
 
 function parse(e: KvEntry, bucket: string): unknown {
@@ -75,7 +88,11 @@ export async function listEntries(kv: KV, keys?: string | string[]): Promise<KvE
   if (keys !== undefined) {
     const it = await kv.keys(keys)
     let any = false
-    for await (const _ of it) { any = true; it.stop(); break }
+    for await (const _ of it) {
+      any = true
+      it.stop()
+      break
+    }
     if (!any) return []
   }
   const out = new Map<string, KvEntry>()
@@ -161,14 +178,17 @@ export class NatsKvTarget<V = unknown> {
       }
       try {
         const revision = last === undefined ? await this.kv.create(key, text) : await this.kv.update(key, text, last.revision)
-        if (last === undefined) this.stats.creates++; else this.stats.puts++
+        if (last === undefined) this.stats.creates++
+        else this.stats.puts++
         this.seen.set(key, { revision, text })
         return true
       } catch (err) {
         this.seen.delete(key)
         if (!isCasConflict(err) || attempt >= this.maxAttempts) {
           this.stats.errors++
-          throw new WriteError(`bucket "${this.bucket}", key "${key}": put failed${isCasConflict(err) ? ` after ${attempt} CAS conflicts` : ''}: ${(err as Error).message}`)
+          throw new WriteError(
+            `bucket "${this.bucket}", key "${key}": put failed${isCasConflict(err) ? ` after ${attempt} CAS conflicts` : ''}: ${(err as Error).message}`,
+          )
         }
         this.stats.conflicts++
       }
@@ -179,10 +199,20 @@ export class NatsKvTarget<V = unknown> {
   async remove(key: string): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       const cur = await this.kv.get(key)
-      if (!cur || cur.operation !== 'PUT') { this.seen.delete(key); return false }
+      if (!cur || cur.operation !== 'PUT') {
+        this.seen.delete(key)
+        return false
+      }
       let value: unknown
-      try { value = parse(cur, this.bucket) } catch { value = undefined }
-      if (!this.owned(value)) { this.seen.delete(key); return false }
+      try {
+        value = parse(cur, this.bucket)
+      } catch {
+        value = undefined
+      }
+      if (!this.owned(value)) {
+        this.seen.delete(key)
+        return false
+      }
       try {
         await this.kv.delete(key, { previousSeq: cur.revision })
         this.seen.delete(key)
@@ -206,7 +236,11 @@ export class NatsKvTarget<V = unknown> {
     for (const e of await listEntries(this.kv)) {
       if (want.has(e.key)) continue
       let value: unknown
-      try { value = parse(e, this.bucket) } catch { continue } // not JSON: not ours
+      try {
+        value = parse(e, this.bucket)
+      } catch {
+        continue
+      } // not JSON: not ours
       if (!this.owned(value)) continue
       try {
         if (await this.remove(e.key)) this.stats.pruned++
@@ -214,7 +248,8 @@ export class NatsKvTarget<V = unknown> {
         failures.push((err as Error).message)
       }
     }
-    if (failures.length) throw new PruneError(`prune of bucket "${this.bucket}": ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`)
+    if (failures.length)
+      throw new PruneError(`prune of bucket "${this.bucket}": ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`)
   }
 
   private async each<T>(entries: BatchEntry<T>[], fn: (obj: T) => Promise<unknown>): Promise<void> {
@@ -222,7 +257,11 @@ export class NatsKvTarget<V = unknown> {
     const worker = async () => {
       while (next < entries.length) {
         const e = entries[next++]!
-        try { await fn(e.object) } catch (err) { e.error = err }
+        try {
+          await fn(e.object)
+        } catch (err) {
+          e.error = err
+        }
       }
     }
     await Promise.all(Array.from({ length: Math.min(this.concurrency, entries.length) }, worker))
@@ -291,13 +330,18 @@ export class KvSecondaries<V = unknown> {
           return { result: 'created', version: String(rev) }
         }
         let value: unknown
-        try { value = parse(cur, this.bucket) } catch { return { result: 'foreign' } }
+        try {
+          value = parse(cur, this.bucket)
+        } catch {
+          return { result: 'foreign' }
+        }
         if (!owned({ key: s.key, value: value as V, revision: cur.revision })) return { result: 'foreign' }
         if (dec.decode(cur.value) === text) return { result: 'unchanged', version: String(cur.revision) }
         const rev = await this.kv.update(s.key, text, cur.revision)
         return { result: 'updated', version: String(rev) }
       } catch (err) {
-        if (!isCasConflict(err) || attempt >= this.maxAttempts) throw new WriteError(`bucket "${this.bucket}", key "${s.key}": write failed: ${(err as Error).message}`)
+        if (!isCasConflict(err) || attempt >= this.maxAttempts)
+          throw new WriteError(`bucket "${this.bucket}", key "${s.key}": write failed: ${(err as Error).message}`)
       }
     }
   }
@@ -307,13 +351,18 @@ export class KvSecondaries<V = unknown> {
       const cur = await this.kv.get(s.key)
       if (!cur || cur.operation !== 'PUT') return false
       let value: unknown
-      try { value = parse(cur, this.bucket) } catch { return false }
+      try {
+        value = parse(cur, this.bucket)
+      } catch {
+        return false
+      }
       if (!owned({ key: s.key, value: value as V, revision: cur.revision })) return false
       try {
         await this.kv.delete(s.key, { previousSeq: cur.revision })
         return true
       } catch (err) {
-        if (!isCasConflict(err) || attempt >= this.maxAttempts) throw new WriteError(`bucket "${this.bucket}", key "${s.key}": delete failed: ${(err as Error).message}`)
+        if (!isCasConflict(err) || attempt >= this.maxAttempts)
+          throw new WriteError(`bucket "${this.bucket}", key "${s.key}": delete failed: ${(err as Error).message}`)
       }
     }
   }
@@ -341,16 +390,18 @@ export class KvStatusWriter {
       if (!cur || cur.operation !== 'PUT') return false // deleted meanwhile: nothing to write
       const value = parse(cur, this.bucket)
       if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-        throw new WriteError(`bucket "${this.bucket}", key "${key}", revision ${cur.revision}: cannot write status: the value is not a JSON object`)
+        throw new WriteError(
+          `bucket "${this.bucket}", key "${key}", revision ${cur.revision}: cannot write status: the value is not a JSON object`,
+        )
       }
       if (JSON.stringify((value as { status?: unknown }).status) === JSON.stringify(status)) return false
       try {
         await this.kv.update(key, JSON.stringify({ ...value, status }), cur.revision)
         return true
       } catch (err) {
-        if (!isCasConflict(err) || attempt >= this.maxAttempts) throw new WriteError(`bucket "${this.bucket}", key "${key}": status write failed: ${(err as Error).message}`)
+        if (!isCasConflict(err) || attempt >= this.maxAttempts)
+          throw new WriteError(`bucket "${this.bucket}", key "${key}": status write failed: ${(err as Error).message}`)
       }
     }
   }
 }
-

@@ -22,10 +22,18 @@ export class TcpProxy {
 
   async start(): Promise<this> {
     this.server = createServer((client) => {
-      if (this.blocked) { client.destroy(); return }
+      if (this.blocked) {
+        client.destroy()
+        return
+      }
       const upstream = tcpConnect(this.target(), '127.0.0.1')
       this.sockets.add(client).add(upstream)
-      const drop = () => { client.destroy(); upstream.destroy(); this.sockets.delete(client); this.sockets.delete(upstream) }
+      const drop = () => {
+        client.destroy()
+        upstream.destroy()
+        this.sockets.delete(client)
+        this.sockets.delete(upstream)
+      }
       client.on('error', drop).on('close', drop)
       upstream.on('error', drop).on('close', drop)
       client.pipe(upstream)
@@ -76,7 +84,13 @@ export function rowTable(name = 'rows'): Table<KvRow> {
 }
 
 /** Waits until cond(txn) holds, re-checking whenever the table changes; fails after timeoutMs. */
-export async function waitTable(db: DB, table: Table<any>, cond: (txn: ReadTxn) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+export async function waitTable(
+  db: DB,
+  table: Table<any>,
+  cond: (txn: ReadTxn) => boolean,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
   const signal = AbortSignal.timeout(timeoutMs)
   for (;;) {
     const txn = db.readTxn()

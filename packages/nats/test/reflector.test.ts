@@ -8,7 +8,17 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import { DB } from '@statewright/statedb'
 import { NatsKvReflector } from '@statewright/nats'
 import {
-  TcpProxy, bucketContents, natsClient, openBucket, purgeStream, rowTable, sameContents, startNatsServer, tableContents, until, waitTable,
+  TcpProxy,
+  bucketContents,
+  natsClient,
+  openBucket,
+  purgeStream,
+  rowTable,
+  sameContents,
+  startNatsServer,
+  tableContents,
+  until,
+  waitTable,
   type RunningNatsServer,
 } from './helpers.ts'
 
@@ -40,7 +50,10 @@ test('initial values go into the table in one transaction that initializes it; p
     let txn = db.readTxn()
     for (;;) {
       const [ready, w] = table.initialized(txn)
-      if (ready) { initializedAtCount = table.count(txn); return }
+      if (ready) {
+        initializedAtCount = table.count(txn)
+        return
+      }
       const [, all] = table.allWatch(txn)
       await Promise.race([w.wait(AbortSignal.timeout(5000)), all.wait(AbortSignal.timeout(5000))]).catch(() => {})
       txn = db.readTxn()
@@ -54,7 +67,12 @@ test('initial values go into the table in one transaction that initializes it; p
   await kv.delete('k1')
   await kv.purge('k2')
   await kv.put('new', JSON.stringify({ n: 1 }))
-  await waitTable(db, table, (t) => table.count(t) === 48 && (table.get(t, table.primary.query('k0'))?.value as any)?.i === 'changed', 'updates')
+  await waitTable(
+    db,
+    table,
+    (t) => table.count(t) === 48 && (table.get(t, table.primary.query('k0'))?.value as any)?.i === 'changed',
+    'updates',
+  )
   assert.ok(sameContents(tableContents(db, table), await bucketContents(kv)))
   const h = r.health()
   assert.is(h.lists, 1)
@@ -136,7 +154,12 @@ test('connections cut by a proxy and a server restart while keys change: it resu
       for (let i = 0; i < 20; i += round) await kv.put(`k${i}`, JSON.stringify({ v: round }))
       await kv.delete(`k${round}`)
       proxy.unblock()
-      await waitTable(db, table, (t) => (table.get(t, table.primary.query('k0'))?.value as any)?.v === round && !table.get(t, table.primary.query(`k${round}`)), `round ${round} after a cut`)
+      await waitTable(
+        db,
+        table,
+        (t) => (table.get(t, table.primary.query('k0'))?.value as any)?.v === round && !table.get(t, table.primary.query(`k${round}`)),
+        `round ${round} after a cut`,
+      )
     }
     assert.ok(sameContents(tableContents(db, table), await bucketContents(kv)), 'the table equals the bucket after cuts')
     assert.is(r.health().relists, 0, 'no relist: the history was there')
@@ -150,10 +173,17 @@ test('connections cut by a proxy and a server restart while keys change: it resu
         kv2 = await openBucket(direct, 'cut', 1)
         await kv2.put('k19', JSON.stringify({ v: 'restart' }))
         return true
-      } catch { return false }
+      } catch {
+        return false
+      }
     }, 'the restarted server')
     await kv2.delete('k18')
-    await waitTable(db, table, (t) => (table.get(t, table.primary.query('k19'))?.value as any)?.v === 'restart' && !table.get(t, table.primary.query('k18')), 'changes after a restart')
+    await waitTable(
+      db,
+      table,
+      (t) => (table.get(t, table.primary.query('k19'))?.value as any)?.v === 'restart' && !table.get(t, table.primary.query('k18')),
+      'changes after a restart',
+    )
     assert.ok(sameContents(tableContents(db, table), await bucketContents(kv2)), 'the table equals the bucket after a restart')
     assert.is(r.health().relists, 0)
   } finally {
@@ -184,7 +214,12 @@ test('history lost while disconnected (stream purged past the resume point): it 
     await kv.put('k4', JSON.stringify({ v: 2 }))
     proxy.unblock()
     await until(() => r.health().relists === 1, 'a relist')
-    await waitTable(db, table, (t) => !table.get(t, table.primary.query('k1')) && (table.get(t, table.primary.query('k4'))?.value as any)?.v === 2, 'the relisted contents')
+    await waitTable(
+      db,
+      table,
+      (t) => !table.get(t, table.primary.query('k1')) && (table.get(t, table.primary.query('k4'))?.value as any)?.v === 2,
+      'the relisted contents',
+    )
     assert.ok(sameContents(tableContents(db, table), await bucketContents(kv)))
     assert.is(r.health().lists, 2)
     await r.stop()

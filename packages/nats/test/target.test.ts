@@ -35,14 +35,24 @@ test('a reconciler drives a bucket: create, CAS update, delete; prune removes on
   const db = new DB({ tables: [want.table] })
   const target = new NatsKvTarget<{ spec: number }>({ kv, owner: 'me' })
   const r = new Reconciler({
-    db, table: want.table, statusIndex: want.statusIndex, retry: { minMs: 10, maxMs: 100 },
-    getObjectStatus: (d) => d.status, setObjectStatus: (d, status) => ({ ...d, status }),
-    operations: target.operations, batchOperations: target.batchOperations,
+    db,
+    table: want.table,
+    statusIndex: want.statusIndex,
+    retry: { minMs: 10, maxMs: 100 },
+    getObjectStatus: (d) => d.status,
+    setObjectStatus: (d, status) => ({ ...d, status }),
+    operations: target.operations,
+    batchOperations: target.batchOperations,
   }).start()
-  await db.write(want.table, (t) => { for (let i = 0; i < 5; i++) want.table.insert(t, desiredKv(`k${i}`, { spec: i })) })
+  await db.write(want.table, (t) => {
+    for (let i = 0; i < 5; i++) want.table.insert(t, desiredKv(`k${i}`, { spec: i }))
+  })
   assert.equal(await waitForReconciliation(db, want.table, want.statusIndex), [])
   assert.equal((await get(kv, 'k3')).metadata.labels, { 'statewright.io/owner': 'me' })
-  await db.write(want.table, (t) => { want.table.insert(t, desiredKv('k3', { spec: 33 })); want.table.delete(t, { key: 'k4' } as never) })
+  await db.write(want.table, (t) => {
+    want.table.insert(t, desiredKv('k3', { spec: 33 }))
+    want.table.delete(t, { key: 'k4' } as never)
+  })
   assert.equal(await waitForReconciliation(db, want.table, want.statusIndex), [])
   assert.is((await get(kv, 'k3')).spec, 33)
   assert.is(await get(kv, 'k4'), undefined)
@@ -100,7 +110,10 @@ test('KvSecondaries: creates, updates ours, never touches a foreign key, deletes
   assert.is(await sec.delete({ key: 'b', value: {} }, mine), false)
   assert.is(await sec.delete({ key: 'a', value: {} }, mine), true)
   assert.is(await get(kv, 'a'), undefined)
-  assert.throws(() => sec.withStamps({ key: 'd', value: 'a string' }, { labels: {}, annotations: {} }), /bucket "t3", key "d": the value must be a JSON object/)
+  assert.throws(
+    () => sec.withStamps({ key: 'd', value: 'a string' }, { labels: {}, annotations: {} }),
+    /bucket "t3", key "d": the value must be a JSON object/,
+  )
 })
 
 test.run()

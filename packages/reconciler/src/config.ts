@@ -167,7 +167,9 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
   if (cfg.cloneObject !== undefined && !fn(cfg.cloneObject)) throw new ConfigError(`${who}: config.cloneObject must be a function`)
   const ops = cfg.operations
   if (!ops || !fn(ops.update) || !fn(ops.delete)) {
-    const missing = !ops ? 'operations' : [!fn(ops.update) && 'operations.update', !fn(ops.delete) && 'operations.delete'].filter(Boolean).join(' and ')
+    const missing = !ops
+      ? 'operations'
+      : [!fn(ops.update) && 'operations.update', !fn(ops.delete) && 'operations.delete'].filter(Boolean).join(' and ')
     throw new ConfigError(`${who}: config.${missing} missing (update and delete are required; prune is optional)`)
   }
   if (ops.prune !== undefined && !fn(ops.prune)) throw new ConfigError(`${who}: operations.prune must be a function`)
@@ -178,7 +180,8 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
   const name = cfg.name ?? cfg.table.name
   if (typeof name !== 'string' || name === '') throw new ConfigError(`${who}: config.name must be a non-empty string`)
   const roundSize = cfg.roundSize ?? 1000
-  if (!Number.isInteger(roundSize) || roundSize < 1) throw new ConfigError(`${who}: roundSize must be a positive integer, got ${String(roundSize)}`)
+  if (!Number.isInteger(roundSize) || roundSize < 1)
+    throw new ConfigError(`${who}: roundSize must be a positive integer, got ${String(roundSize)}`)
   const retryMinMs = ms('retry.minMs', cfg.retry?.minMs, 100, false)
   const retryMaxMs = ms('retry.maxMs', cfg.retry?.maxMs, 60_000, false)
   if (retryMinMs > retryMaxMs) throw new ConfigError(`${who}: retry.minMs (${retryMinMs}) is above retry.maxMs (${retryMaxMs})`)

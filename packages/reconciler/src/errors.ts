@@ -9,7 +9,11 @@ export type ReconcilerErrorCode = 'Config' | 'Stopped' | 'Usage'
 
 export class ReconcilerError extends Error {
   override name = 'ReconcilerError'
-  constructor(message: string, readonly code: ReconcilerErrorCode, options?: ErrorOptions) {
+  constructor(
+    message: string,
+    readonly code: ReconcilerErrorCode,
+    options?: ErrorOptions,
+  ) {
     super(message, options)
   }
 }
@@ -17,17 +21,23 @@ export class ReconcilerError extends Error {
 /** A configuration a reconciler refuses, naming the field. */
 export class ConfigError extends ReconcilerError {
   override name = 'ConfigError'
-  constructor(message: string, options?: ErrorOptions) { super(message, 'Config', options) }
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Config', options)
+  }
 }
 
 /** The reconciler was stopped. */
 export class StoppedError extends ReconcilerError {
   override name = 'StoppedError'
-  constructor(message: string) { super(message, 'Stopped') }
+  constructor(message: string) {
+    super(message, 'Stopped')
+  }
 }
 
 /** A call at the wrong time or with the wrong arguments. */
 export class UsageError extends ReconcilerError {
   override name = 'UsageError'
-  constructor(message: string) { super(message, 'Usage') }
+  constructor(message: string) {
+    super(message, 'Usage')
+  }
 }

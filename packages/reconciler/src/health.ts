@@ -61,7 +61,16 @@ export function describeHealth(h: HealthInput): { level: HealthLevel; message: s
 export class HealthReporter {
   constructor(private readonly onError: (err: unknown, what: string) => void = reportToProcess) {}
 
-  private value: Health = { level: 'ok', message: 'starting', ready: false, notReady: 'not started', failing: [], objects: 0, errors: 0, updatedAt: Date.now() }
+  private value: Health = {
+    level: 'ok',
+    message: 'starting',
+    ready: false,
+    notReady: 'not started',
+    failing: [],
+    objects: 0,
+    errors: 0,
+    updatedAt: Date.now(),
+  }
   private readonly listeners = new Set<(h: Health) => void>()
 
   get current(): Health {
@@ -77,8 +86,14 @@ export class HealthReporter {
   update(input: HealthInput): void {
     const { level, message } = describeHealth(input)
     const next: Health = {
-      level, message, ready: input.notReady === undefined, failing: input.failing ?? [],
-      objects: input.objects, errors: input.errors, pruneError: input.pruneError, updatedAt: Date.now(),
+      level,
+      message,
+      ready: input.notReady === undefined,
+      failing: input.failing ?? [],
+      objects: input.objects,
+      errors: input.errors,
+      pruneError: input.pruneError,
+      updatedAt: Date.now(),
     }
     this.set(input.notReady === undefined ? next : { ...next, notReady: input.notReady })
   }

@@ -34,7 +34,11 @@ export interface RoundResult {
   watch: Watch
 }
 
-export async function incrementalRound<Obj>(runner: OperationRunner<Obj>, iter: ChangeIterator<Obj>, startRevision: number): Promise<RoundResult> {
+export async function incrementalRound<Obj>(
+  runner: OperationRunner<Obj>,
+  iter: ChangeIterator<Obj>,
+  startRevision: number,
+): Promise<RoundResult> {
   const cfg = runner.cfg
   const { db, table, getObjectStatus, roundSize } = cfg
   const retries = runner.retries
@@ -106,4 +110,3 @@ export async function incrementalRound<Obj>(runner: OperationRunner<Obj>, iter: 
   const dropped = await runner.commit(all)
   return { objects: deletes.length + updates.length + retried.length, dropped, more, processedRevision, watch }
 }
-

@@ -110,7 +110,12 @@ export class PrometheusMetrics implements Metrics {
       registers,
     })
     this.pruneTotal = new Counter({ name: `${p}_reconcile_prune_total`, help: 'Prune runs.', labelNames: ['reconciler'], registers })
-    this.pruneErrors = new Counter({ name: `${p}_reconcile_prune_errors_total`, help: 'Failed prune runs.', labelNames: ['reconciler'], registers })
+    this.pruneErrors = new Counter({
+      name: `${p}_reconcile_prune_errors_total`,
+      help: 'Failed prune runs.',
+      labelNames: ['reconciler'],
+      registers,
+    })
     this.outOfSync = new Counter({
       name: `${p}_reconcile_out_of_sync_total`,
       help: 'Objects found out of sync by full reconciliation.',

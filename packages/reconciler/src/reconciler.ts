@@ -186,7 +186,8 @@ export class Reconciler<Obj> {
    * Rejects if the reconciler stops first, or with the signal's reason.
    */
   waitForRevision(revision: number, opts: { signal?: AbortSignal } = {}): Promise<void> {
-    if (!this.running && revision > this.waiters.reached) return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
+    if (!this.running && revision > this.waiters.reached)
+      return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
     return this.waiters.wait(revision, opts.signal)
   }
 

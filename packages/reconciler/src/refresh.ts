@@ -25,7 +25,10 @@ export class RefreshBudget {
 
 /** Marks up to the budget's worth of stale done objects `refreshing`. Returns how many. */
 export async function markForRefresh<Obj>(runner: OperationRunner<Obj>, budget: RefreshBudget, now: number): Promise<number> {
-  const { db, table, statusIndex, getObjectStatus, setObjectStatus, cloneObject, intervalMs } = { ...runner.cfg, intervalMs: runner.cfg.refreshIntervalMs }
+  const { db, table, statusIndex, getObjectStatus, setObjectStatus, cloneObject, intervalMs } = {
+    ...runner.cfg,
+    intervalMs: runner.cfg.refreshIntervalMs,
+  }
   const max = budget.take(now)
   if (max <= 0) return 0
   const txn = db.readTxn()

@@ -41,7 +41,6 @@ export interface Outcome<Obj> {
   changed: boolean
 }
 
-
 export class OperationRunner<Obj> {
   readonly retries: RetryQueue<Obj>
   private readonly primaryIndex: string
@@ -103,7 +102,16 @@ export class OperationRunner<Obj> {
 
   /** An outcome for an update of the object read at `revision`. */
   updateOutcome(obj: Obj, revision: number, status: Status, attempts: number): Outcome<Obj> {
-    return { deleted: false, object: this.cfg.cloneObject(obj), revision, seenStatusId: status.id, seenKind: status.kind, attempts, error: undefined, changed: false }
+    return {
+      deleted: false,
+      object: this.cfg.cloneObject(obj),
+      revision,
+      seenStatusId: status.id,
+      seenKind: status.kind,
+      attempts,
+      error: undefined,
+      changed: false,
+    }
   }
 
   deleteOutcome(obj: Obj, revision: number, attempts: number): Outcome<Obj> {
@@ -129,7 +137,8 @@ export class OperationRunner<Obj> {
       if (m) this.observe(o, t0)
       return undefined
     }
-    if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function') return this.settle(o, r as PromiseLike<unknown>, t0)
+    if (r !== null && typeof r === 'object' && typeof (r as PromiseLike<unknown>).then === 'function')
+      return this.settle(o, r as PromiseLike<unknown>, t0)
     o.changed = r === true
     if (m) this.observe(o, t0)
     return undefined
@@ -165,7 +174,13 @@ export class OperationRunner<Obj> {
   }
 
   private observe(o: Outcome<Obj>, t0: number): void {
-    this.cfg.metrics!.operation(this.cfg.name, o.deleted ? 'delete' : 'update', o.error === undefined ? 'success' : 'error', (performance.now() - t0) / 1000, 1)
+    this.cfg.metrics!.operation(
+      this.cfg.name,
+      o.deleted ? 'delete' : 'update',
+      o.error === undefined ? 'success' : 'error',
+      (performance.now() - t0) / 1000,
+      1,
+    )
   }
 
   private call(o: Outcome<Obj>, ctx: OpContext): unknown {
@@ -216,7 +231,12 @@ export class OperationRunner<Obj> {
     const now = Date.now()
     for (const o of outcomes) {
       if (!o.deleted) continue
-      this.retries.fail(this.key(o.object), { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: 'interrupted: the reconciler stopped' }, o.attempts, now)
+      this.retries.fail(
+        this.key(o.object),
+        { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: 'interrupted: the reconciler stopped' },
+        o.attempts,
+        now,
+      )
     }
   }
 
@@ -252,7 +272,11 @@ export class OperationRunner<Obj> {
   }
 
   /** commit's synchronous part: `txn` is defined when some outcome is written. */
-  private writeBack(outcomes: readonly Outcome<Obj>[], txn: WriteTxn | undefined, writeDone: ((o: Outcome<Obj>) => boolean) | undefined): number {
+  private writeBack(
+    outcomes: readonly Outcome<Obj>[],
+    txn: WriteTxn | undefined,
+    writeDone: ((o: Outcome<Obj>) => boolean) | undefined,
+  ): number {
     const { table, getObjectStatus, setObjectStatus } = this.cfg
     const now = Date.now()
     let done: Status | undefined
@@ -263,7 +287,12 @@ export class OperationRunner<Obj> {
       const o = outcomes[i]!
       if (o.deleted) {
         if (o.error !== undefined) {
-          this.retries.fail(this.key(o.object), { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: o.error }, o.attempts, now)
+          this.retries.fail(
+            this.key(o.object),
+            { deleted: true, object: o.object, statusId: 0, revision: o.revision, error: o.error },
+            o.attempts,
+            now,
+          )
         } else if (o.attempts > 0) this.takeRetry(o.object)
         continue
       }
@@ -282,7 +311,10 @@ export class OperationRunner<Obj> {
         o.error = `write-back refused: ${errorMessage(err)}`
         status = statusError(o.error)
         const cur = table.getEntry(txn!, this.primaryQuery(o.object))
-        written = cur !== undefined && cur.revision === o.revision && batch!.compareAndSwap(o.revision, setObjectStatus(this.cfg.cloneObject(cur.object), status))
+        written =
+          cur !== undefined &&
+          cur.revision === o.revision &&
+          batch!.compareAndSwap(o.revision, setObjectStatus(this.cfg.cloneObject(cur.object), status))
       }
       if (!written) {
         const cur = table.getEntry(txn!, this.primaryQuery(o.object))
@@ -298,7 +330,12 @@ export class OperationRunner<Obj> {
         continue
       }
       if (o.error !== undefined) {
-        this.retries.fail(this.key(o.object), { deleted: false, object: o.object, statusId: status.id, revision: o.revision, error: o.error }, o.attempts, now)
+        this.retries.fail(
+          this.key(o.object),
+          { deleted: false, object: o.object, statusId: status.id, revision: o.revision, error: o.error },
+          o.attempts,
+          now,
+        )
       } else if (o.attempts > 0) this.takeRetry(o.object)
     }
     return dropped

@@ -21,7 +21,12 @@ export interface WaitOptions {
  * It reads only the table: it works without a handle on the reconciler, and with none running it
  * waits (for example until one starts).
  */
-export async function waitForReconciliation<Obj>(db: DB, table: Table<Obj>, statusIndex: StatusIndex<Obj>, opts: WaitOptions = {}): Promise<Obj[]> {
+export async function waitForReconciliation<Obj>(
+  db: DB,
+  table: Table<Obj>,
+  statusIndex: StatusIndex<Obj>,
+  opts: WaitOptions = {},
+): Promise<Obj[]> {
   const pendingQ = statusIndex.kind('pending', opts.name)
   for (;;) {
     opts.signal?.throwIfAborted()

@@ -10,7 +10,13 @@ test('inserts reach the target and are marked done; deletes remove them', async 
     await s.insert('a', 1)
     const rev = await s.insert('b', 2)
     await s.rec.waitForRevision(rev, { signal: within(2000) })
-    assert.equal([...s.target.state], [['a', 1], ['b', 2]])
+    assert.equal(
+      [...s.target.state],
+      [
+        ['a', 1],
+        ['b', 2],
+      ],
+    )
     const errs = await waitForReconciliation(s.db, s.table, s.statusIndex, { signal: within(2000) })
     assert.equal(errs, [])
     const a = s.table.get(s.db.readTxn(), byId.query('a'))

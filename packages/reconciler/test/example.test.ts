@@ -8,8 +8,11 @@ const root = fileURLToPath(new URL('../../..', import.meta.url))
 
 test('examples/memos.ts runs to a summary in sync, by itself', async () => {
   const out = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', 'examples/memos.ts'], { cwd: root, timeout: 30_000 }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout),
+    execFile(
+      process.execPath,
+      ['--conditions=@statewright/source', '--import', 'tsx', 'examples/memos.ts'],
+      { cwd: root, timeout: 30_000 },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stdout}\n${stderr}`)) : resolve(stdout)),
     )
   })
   assert.match(out, /prune: removed stray file stray\.txt/)

@@ -29,7 +29,10 @@ test('prune runs only after the table is initialized, with the whole desired set
     const report = await full
     assert.is(s.target.count('prune'), 1)
     assert.equal(s.target.pruned, ['stray'])
-    assert.equal([...s.target.state].sort(), [['a', 1], ['b', 2]])
+    assert.equal([...s.target.state].sort(), [
+      ['a', 1],
+      ['b', 2],
+    ])
     assert.is(report.updated, 2)
     assert.is(report.outOfSync, 0)
     assert.is(report.pruneError, undefined)

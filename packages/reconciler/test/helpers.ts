@@ -1,13 +1,6 @@
 // Test helpers: a table of small objects and an in-memory target whose faults tests control.
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import {
-  Reconciler,
-  newStatusIndex,
-  statusPending,
-  type Operations,
-  type ReconcilerConfig,
-  type Status,
-} from '@statewright/reconciler'
+import { Reconciler, newStatusIndex, statusPending, type Operations, type ReconcilerConfig, type Status } from '@statewright/reconciler'
 
 export interface Obj {
   readonly id: string

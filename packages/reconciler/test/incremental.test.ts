@@ -154,7 +154,10 @@ test('a failed update is marked error, retried, and becomes done', async () => {
     assert.equal([f!.key, f!.error, f!.deleted, f!.attempts >= 1], ['a', 'disk full', false, true])
     assert.ok(f!.retryAt > Date.now() - 1000 && f!.retryAt < Date.now() + 5000, `retryAt ${f!.retryAt - Date.now()} ms away`)
     assert.is(f!.object, a)
-    assert.equal(s.rec.failures().map((x) => x.key), ['a'])
+    assert.equal(
+      s.rec.failures().map((x) => x.key),
+      ['a'],
+    )
     await until(() => s.table.get(s.db.readTxn(), byId.query('a'))!.status.kind === 'done', 2000, 'a done')
     assert.is(s.target.count('update', 'a', false), 2)
     assert.is(s.target.count('update', 'a', true), 1)
@@ -229,7 +232,10 @@ test('a failed delete is retried until it reaches the target', async () => {
 
 test('backoff doubles per failure and stops at the cap', () => {
   const q = new RetryQueue<Obj>(10, 75)
-  assert.equal([1, 2, 3, 4, 5, 6].map((n) => q.backoff(n)), [10, 20, 40, 75, 75, 75])
+  assert.equal(
+    [1, 2, 3, 4, 5, 6].map((n) => q.backoff(n)),
+    [10, 20, 40, 75, 75, 75],
+  )
   const big = new RetryQueue<Obj>(100, 60_000)
   assert.is(big.backoff(5000), 60_000, 'no overflow for many attempts')
   let r = 0
@@ -301,12 +307,17 @@ test('batch operations: new changes in batches (deletes first), retries fall bac
   try {
     const txn = await s2.db.writeTxn(s2.table)
     s2.table.delete(txn, { id: 'z' } as Obj)
-    for (const id of ['a', 'b', 'c']) s2.table.insert(txn, { id, value: 1, status: { kind: 'pending', updatedAt: 0, id: 100 + id.charCodeAt(0) } })
+    for (const id of ['a', 'b', 'c'])
+      s2.table.insert(txn, { id, value: 1, status: { kind: 'pending', updatedAt: 0, id: 100 + id.charCodeAt(0) } })
     const rev = s2.table.revision(txn.commit())
     await s2.rec.waitForRevision(rev, { signal: within(2000) })
     await until(() => s2.rec.failures().length === 0, 2000, 'b retried')
     assert.equal(calls, ['deleteBatch:z', 'updateBatch:a,b,c', 'update:b'])
-    assert.equal([...s2.target.state].sort(), [['a', 1], ['b', 1], ['c', 1]])
+    assert.equal([...s2.target.state].sort(), [
+      ['a', 1],
+      ['b', 1],
+      ['c', 1],
+    ])
     const b = s2.table.get(s2.db.readTxn(), byId.query('b'))!
     assert.is(b.status.kind, 'done')
   } finally {
@@ -330,7 +341,8 @@ test('a batch operation that throws fails every entry of the batch', async () =>
   s.rec.start()
   try {
     const txn = await s.db.writeTxn(s.table)
-    for (const id of ['a', 'b']) s.table.insert(txn, { id, value: 1, status: { kind: 'pending', updatedAt: 0, id: 500 + id.charCodeAt(0) } })
+    for (const id of ['a', 'b'])
+      s.table.insert(txn, { id, value: 1, status: { kind: 'pending', updatedAt: 0, id: 500 + id.charCodeAt(0) } })
     const rev = s.table.revision(txn.commit())
     await s.rec.waitForRevision(rev, { signal: within(2000) })
     assert.equal(

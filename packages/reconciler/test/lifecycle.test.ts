@@ -2,7 +2,15 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { Registry } from 'prom-client'
 import { Table } from '@statewright/statedb'
-import { ConfigError, InMemoryMetrics, PrometheusMetrics, Reconciler, StoppedError, waitForReconciliation, type Health } from '@statewright/reconciler'
+import {
+  ConfigError,
+  InMemoryMetrics,
+  PrometheusMetrics,
+  Reconciler,
+  StoppedError,
+  waitForReconciliation,
+  type Health,
+} from '@statewright/reconciler'
 import { byId, deferred, makeTable, setup, until, within, type Obj } from './helpers.ts'
 
 test('health: ok with the object count, degraded with error count and first messages, ok again', async () => {
@@ -57,11 +65,21 @@ test('readiness: not before the table is initialized; never lost to object error
     const h = s.rec.health
     assert.is(h.level, 'degraded')
     assert.is(h.ready, true, 'object errors do not make it unready')
-    assert.equal(h.failing.map((f) => [f.key, f.error]), [['bad1', 'cannot write bad1'], ['bad2', 'cannot write bad2'], ['bad3', 'cannot write bad3']])
+    assert.equal(
+      h.failing.map((f) => [f.key, f.error]),
+      [
+        ['bad1', 'cannot write bad1'],
+        ['bad2', 'cannot write bad2'],
+        ['bad3', 'cannot write bad3'],
+      ],
+    )
     // retries keep failing for a while: readiness never flaps
     const before = seen.length
     await until(() => s.target.count('update', 'bad1', false) >= 3, 2000, 'retries')
-    assert.ok(seen.slice(before).every((x) => x.ready), 'ready through every retry')
+    assert.ok(
+      seen.slice(before).every((x) => x.ready),
+      'ready through every retry',
+    )
   } finally {
     await s.rec.stop()
   }
@@ -80,7 +98,10 @@ test('waitForReconciliation resolves when nothing is pending and reports objects
   s.rec.start() // the wait began before the reconciler: it waits for it
   try {
     const errors = await waiting
-    assert.equal(errors.map((o) => [o.id, o.status.error]), [['bad', 'rejected']])
+    assert.equal(
+      errors.map((o) => [o.id, o.status.error]),
+      [['bad', 'rejected']],
+    )
     const aborted = new AbortController()
     aborted.abort(new Error('gave up'))
     await s.insert('x', 1)
@@ -119,7 +140,11 @@ test('waitForRevision covers deletes, resolves on failure too, and rejects when 
 })
 
 test('stop cancels in-flight operations (even ones that ignore the signal) and leaves nothing running', async () => {
-  const s = setup({ fullReconciliationIntervalMs: 50, refresh: { intervalMs: 10 }, rateLimit: { rounds: { minTime: 1 }, operations: { maxConcurrent: 1 } } })
+  const s = setup({
+    fullReconciliationIntervalMs: 50,
+    refresh: { intervalMs: 10 },
+    rateLimit: { rounds: { minTime: 1 }, operations: { maxConcurrent: 1 } },
+  })
   const inFlight = deferred<AbortSignal>()
   s.target.hold = (_op, o) => {
     if (o.id !== 'stuck') return undefined
@@ -226,7 +251,10 @@ test('metrics: in-memory counters and prometheus names', async () => {
   const both = {
     operation: (...a: Parameters<InMemoryMetrics['operation']>) => (mem.operation(...a), prom.operation(...a)),
     prune: (...a: Parameters<InMemoryMetrics['prune']>) => (mem.prune(...a), prom.prune(...a)),
-    fullReconciliation: (...a: Parameters<InMemoryMetrics['fullReconciliation']>) => (mem.fullReconciliation(...a), prom.fullReconciliation(...a)),
+    fullReconciliation: (...a: Parameters<InMemoryMetrics['fullReconciliation']>) => (
+      mem.fullReconciliation(...a),
+      prom.fullReconciliation(...a)
+    ),
     state: (...a: Parameters<InMemoryMetrics['state']>) => (mem.state(...a), prom.state(...a)),
   }
   const s = setup({ metrics: both, retry: { minMs: 60_000, maxMs: 60_000 } })

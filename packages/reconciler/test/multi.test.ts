@@ -40,7 +40,8 @@ test('several reconcilers serve one table, each with its own status in a status 
   )
   for (let round = 0; round < 5; round++) {
     const txn = await db.writeTxn(routes)
-    for (let i = 0; i < 20; i++) routes.insert(txn, { dest: `10.0.${i}.0/24`, via: round * 100 + i, statuses: StatusSet.pending([...names]) })
+    for (let i = 0; i < 20; i++)
+      routes.insert(txn, { dest: `10.0.${i}.0/24`, via: round * 100 + i, statuses: StatusSet.pending([...names]) })
     txn.commit()
   }
   for (const r of recs) r.start()

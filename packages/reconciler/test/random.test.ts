@@ -13,7 +13,12 @@ const mulberry32 = (seed: number): (() => number) => rng(seed).next
 
 const step = fc.record({ del: fc.boolean(), key: fc.nat(11), newTxn: fc.boolean(), pause: fc.nat(3) })
 
-async function scenario(steps: Array<{ del: boolean; key: number; newTxn: boolean; pause: number }>, seed: number, roundSize: number, batch: boolean): Promise<void> {
+async function scenario(
+  steps: Array<{ del: boolean; key: number; newTxn: boolean; pause: number }>,
+  seed: number,
+  roundSize: number,
+  batch: boolean,
+): Promise<void> {
   const rand = mulberry32(seed)
   let faulty = true
   const t = new FakeTarget()
@@ -21,15 +26,17 @@ async function scenario(steps: Array<{ del: boolean; key: number; newTxn: boolea
   t.failDelete = () => (faulty && rand() < 0.4 ? new Error('random delete failure') : undefined)
   t.delay = () => (faulty && rand() < 0.15 ? 1 + Math.floor(rand() * 3) : 0)
   // Batch operations over the same faulty target: each entry through the single operation.
-  const each = (op: 'update' | 'delete'): BatchOperations<Obj>['updateBatch'] => async (entries, ctx) => {
-    for (const e of entries) {
-      try {
-        await t.ops[op](e.object, ctx)
-      } catch (err) {
-        e.error = err
+  const each =
+    (op: 'update' | 'delete'): BatchOperations<Obj>['updateBatch'] =>
+    async (entries, ctx) => {
+      for (const e of entries) {
+        try {
+          await t.ops[op](e.object, ctx)
+        } catch (err) {
+          e.error = err
+        }
       }
     }
-  }
   const batchOperations = batch ? { updateBatch: each('update'), deleteBatch: each('delete') } : undefined
   const s = setup({ roundSize, retry: { minMs: 1, maxMs: 8, jitter: 0.3 }, batchOperations }, t)
   s.rec.start()
@@ -78,7 +85,11 @@ async function scenario(steps: Array<{ del: boolean; key: number; newTxn: boolea
         const v = desired.get(key)!
         const first = events.findIndex((e) => e.op === 'update' && e.ok && e.value === v)
         assert.ok(first >= 0, `${key}: final version reached the target`)
-        assert.is(events.length - 1, first, `${key}: ${events.length - 1 - first} operations after its final version was done: ${JSON.stringify(events.slice(first))}`)
+        assert.is(
+          events.length - 1,
+          first,
+          `${key}: ${events.length - 1 - first} operations after its final version was done: ${JSON.stringify(events.slice(first))}`,
+        )
       } else if (events.length > 0) {
         const lastEvent = events[events.length - 1]!
         assert.ok(lastEvent.op === 'delete' && lastEvent.ok, `${key}: deleted last, got ${JSON.stringify(lastEvent)}`)
@@ -94,14 +105,18 @@ async function scenario(steps: Array<{ del: boolean; key: number; newTxn: boolea
 
 test('randomized: faulty target, single operations', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 80 }), fc.integer(), fc.constantFrom(3, 1000), (steps, seed, roundSize) => scenario(steps, seed, roundSize, false)),
+    fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 80 }), fc.integer(), fc.constantFrom(3, 1000), (steps, seed, roundSize) =>
+      scenario(steps, seed, roundSize, false),
+    ),
     { seed: 20260101, numRuns: 25 },
   )
 })
 
 test('randomized: faulty target, batch operations', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 80 }), fc.integer(), fc.constantFrom(4, 1000), (steps, seed, roundSize) => scenario(steps, seed, roundSize, true)),
+    fc.asyncProperty(fc.array(step, { minLength: 5, maxLength: 80 }), fc.integer(), fc.constantFrom(4, 1000), (steps, seed, roundSize) =>
+      scenario(steps, seed, roundSize, true),
+    ),
     { seed: 7, numRuns: 15 },
   )
 })

@@ -12,7 +12,7 @@ interface Slot {
   readonly status: Status
 }
 
-test('a write-back refused by statedb becomes the object\'s error and is retried; the loop goes on', async () => {
+test("a write-back refused by statedb becomes the object's error and is retried; the loop goes on", async () => {
   const byId = defineIndex<Slot, string>({ name: 'id', key: (o) => o.id, unique: true })
   const bySlot = defineIndex<Slot, string>({ name: 'slot', keys: (o) => (o.slot === undefined ? [] : [o.slot]), unique: true })
   const statusIndex = newStatusIndex<Slot>((o) => o.status)
@@ -20,7 +20,9 @@ test('a write-back refused by statedb becomes the object\'s error and is retried
   const db = new DB({ tables: [table] })
   let updates = 0
   const rec = new Reconciler<Slot>({
-    db, table, statusIndex,
+    db,
+    table,
+    statusIndex,
     getObjectStatus: (o) => o.status,
     setObjectStatus: (o, status) => ({ ...o, status }),
     retry: { minMs: 1, maxMs: 4 },

@@ -57,7 +57,8 @@ function lowerNumber(keys: TreeKey[], k: number): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
     const x = keys[mid]!
-    if (typeof x === 'number' && x < k) lo = mid + 1 // a string is never below a number
+    if (typeof x === 'number' && x < k)
+      lo = mid + 1 // a string is never below a number
     else hi = mid
   }
   return lo
@@ -69,7 +70,8 @@ function lowerString(keys: TreeKey[], k: string): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
     const x = keys[mid]!
-    if (typeof x !== 'string' || x < k) lo = mid + 1 // every number is below a string
+    if (typeof x !== 'string' || x < k)
+      lo = mid + 1 // every number is below a string
     else hi = mid
   }
   return lo

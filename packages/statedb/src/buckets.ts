@@ -123,7 +123,13 @@ export class BucketsIterator<Obj> implements Iterator<Entry<Obj>> {
   private readonly result: { done: false; value: Entry<Obj> } = { done: false, value: undefined as never }
 
   /** `distinct`: objects may have several keys (an index defined with `keys`). */
-  constructor(root: TreeNode<EncodedKey, Bucket>, from: EncodedKey | undefined, prefix: string | undefined, distinct: boolean, primary: PrimaryRoot<Obj>) {
+  constructor(
+    root: TreeNode<EncodedKey, Bucket>,
+    from: EncodedKey | undefined,
+    prefix: string | undefined,
+    distinct: boolean,
+    primary: PrimaryRoot<Obj>,
+  ) {
     this.primary = new Resolver(primary)
     this.outer = new TreeIterator(root, from, prefix)
     this.seen = distinct ? new Set() : undefined
@@ -236,7 +242,12 @@ function single(pk: EncodedKey): Tree<EncodedKey, EncodedKey> {
  * Checks a published non-unique index against the primary index of the same state: every primary
  * key resolves, and `hasKey(object, sk)` holds for its bucket's key. Returns the (key, object) pairs.
  */
-export function validateBuckets<Obj>(tree: BucketTree, primary: PrimaryRoot<Obj>, hasKey: (obj: Obj, sk: EncodedKey) => boolean, what: string): number {
+export function validateBuckets<Obj>(
+  tree: BucketTree,
+  primary: PrimaryRoot<Obj>,
+  hasKey: (obj: Obj, sk: EncodedKey) => boolean,
+  what: string,
+): number {
   validateTree(tree, what)
   let pairs = 0
   const check = (sk: EncodedKey, pk: EncodedKey) => {

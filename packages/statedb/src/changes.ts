@@ -107,7 +107,10 @@ export class ChangeIterator<Obj> {
    */
   next(txn: ReadTxn): [Iterable<Change<Obj>>, Watch] {
     if (this.closed) throw new TxnError(`change iterator of table "${this.table.name}" is closed`)
-    if (!(txn instanceof ReadTxn)) throw new TxnError(`change iterator of table "${this.table.name}": next() takes a read transaction (a snapshot), not a write transaction`)
+    if (!(txn instanceof ReadTxn))
+      throw new TxnError(
+        `change iterator of table "${this.table.name}": next() takes a read transaction (a snapshot), not a write transaction`,
+      )
     const view = txn.view(this.table as never) as TableView<Obj>
     // A snapshot older than the iterator: the deletions between the two were never kept, so objects
     // read from it could not be followed to their deletion. Nothing to read from it; the (fired)

@@ -17,9 +17,15 @@ export class RevisionClock {
   mark(revision: number, now = Date.now()): void {
     if (this.size > 0) {
       const last = (this.start + this.size - 1) % CAPACITY
-      if (now - this.times[last]! < WINDOW_MS) { this.revs[last] = revision; return }
+      if (now - this.times[last]! < WINDOW_MS) {
+        this.revs[last] = revision
+        return
+      }
     }
-    if (this.size === CAPACITY) { this.start = (this.start + 1) % CAPACITY; this.size-- }
+    if (this.size === CAPACITY) {
+      this.start = (this.start + 1) % CAPACITY
+      this.size--
+    }
     const at = (this.start + this.size) % CAPACITY
     this.revs[at] = revision
     this.times[at] = now

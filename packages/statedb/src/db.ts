@@ -126,7 +126,12 @@ export class DB implements TxnHost {
     let i = 0
     while (i < sorted.length && this.locks[sorted[i]!]!.tryAcquire()) i++
     for (; i < sorted.length; i++) await this.locks[sorted[i]!]!.acquire()
-    return new WriteTxn(this, this.root, sorted.map((id) => this.tables[id]!), performance.now() - started)
+    return new WriteTxn(
+      this,
+      this.root,
+      sorted.map((id) => this.tables[id]!),
+      performance.now() - started,
+    )
   }
 
   /** Opens a write transaction at once, or returns undefined when any of the tables is locked. */
@@ -140,7 +145,12 @@ export class DB implements TxnHost {
     const sorted = this.lockOrder(tables)
     if (sorted.some((id) => this.locks[id]!.held)) return undefined
     for (const id of sorted) this.locks[id]!.tryAcquire()
-    return new WriteTxn(this, this.root, sorted.map((id) => this.tables[id]!), 0)
+    return new WriteTxn(
+      this,
+      this.root,
+      sorted.map((id) => this.tables[id]!),
+      0,
+    )
   }
 
   /**
@@ -222,7 +232,10 @@ export class DB implements TxnHost {
     const tables = txn.tables
     for (let i = 0; i < tables.length; i++) this.locks[this.ids.get(tables[i]!)!]!.release()
     if (aborted) {
-      this.metrics?.writeTxnAborted?.({ tables: txn.tables.map((t) => t.name), durationSeconds: (performance.now() - txn.startedAt) / 1000 })
+      this.metrics?.writeTxnAborted?.({
+        tables: txn.tables.map((t) => t.name),
+        durationSeconds: (performance.now() - txn.startedAt) / 1000,
+      })
     }
   }
 

@@ -38,7 +38,6 @@ const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 const HI = littleEndian ? 1 : 0
 const LO = littleEndian ? 0 : 1
 
-
 function encodeNumber(n: number): string {
   if (Number.isNaN(n)) throw new KeyError('NaN cannot be a key')
   f64[0] = n === 0 ? 0 : n // -0 and 0 are one key
@@ -133,6 +132,12 @@ export function encodePrefix(key: Key): EncodedKey {
 /** A readable rendering of a key for error messages. */
 export function showKey(key: Key): string {
   const part = (p: KeyPart): string =>
-    typeof p === 'string' ? JSON.stringify(p) : typeof p === 'bigint' ? `${p}n` : p instanceof Uint8Array ? `bytes(${Buffer.from(p).toString('hex')})` : String(p)
+    typeof p === 'string'
+      ? JSON.stringify(p)
+      : typeof p === 'bigint'
+        ? `${p}n`
+        : p instanceof Uint8Array
+          ? `bytes(${Buffer.from(p).toString('hex')})`
+          : String(p)
   return Array.isArray(key) ? `[${(key as readonly KeyPart[]).map(part).join(', ')}]` : part(key as KeyPart)
 }

@@ -24,19 +24,25 @@ export class StateDBError extends Error {
 /** A bad table or index definition, or a table registered twice. */
 export class DefinitionError extends StateDBError {
   override name = 'DefinitionError'
-  constructor(message: string) { super(message, 'Definition') }
+  constructor(message: string) {
+    super(message, 'Definition')
+  }
 }
 
 /** A query the table cannot answer: an unknown index, a key of the wrong type. */
 export class QueryError extends StateDBError {
   override name = 'QueryError'
-  constructor(message: string) { super(message, 'Query') }
+  constructor(message: string) {
+    super(message, 'Query')
+  }
 }
 
 /** A value that cannot be a key. */
 export class KeyError extends StateDBError {
   override name = 'KeyError'
-  constructor(message: string) { super(message, 'InvalidKey') }
+  constructor(message: string) {
+    super(message, 'InvalidKey')
+  }
 }
 
 /** Two objects claim one key of a unique index. */
@@ -49,24 +55,33 @@ export class UniqueConflictError extends StateDBError {
     readonly existing: string,
     readonly object: string,
   ) {
-    super(`table "${table}": unique index "${index}" already has key ${key} (held by object ${existing}; inserting object ${object})`, 'UniqueConflict')
+    super(
+      `table "${table}": unique index "${index}" already has key ${key} (held by object ${existing}; inserting object ${object})`,
+      'UniqueConflict',
+    )
   }
 }
 
 /** A transaction was used after commit or abort, or for a table it did not declare. */
 export class TxnError extends StateDBError {
   override name = 'TxnError'
-  constructor(message: string) { super(message, 'Txn') }
+  constructor(message: string) {
+    super(message, 'Txn')
+  }
 }
 
 /** An index function produced something that is not a key. */
 export class IndexKeyError extends StateDBError {
   override name = 'IndexKeyError'
-  constructor(message: string) { super(message, 'IndexKey') }
+  constructor(message: string) {
+    super(message, 'IndexKey')
+  }
 }
 
 /** A broken invariant: a bug in statedb (or an object mutated after insert). */
 export class InternalError extends StateDBError {
   override name = 'InternalError'
-  constructor(message: string) { super(message, 'Internal') }
+  constructor(message: string) {
+    super(message, 'Internal')
+  }
 }

@@ -12,7 +12,14 @@ export { Results } from './results.ts'
 export { Watch, WatchSet, waitAny } from './watch.ts'
 export { ChangeIterator, type Change } from './changes.ts'
 export {
-  StateDBError, DefinitionError, QueryError, KeyError, IndexKeyError, UniqueConflictError, TxnError, InternalError,
+  StateDBError,
+  DefinitionError,
+  QueryError,
+  KeyError,
+  IndexKeyError,
+  UniqueConflictError,
+  TxnError,
+  InternalError,
   type StateDBErrorCode,
 } from './errors.ts'
 export { setValidation } from './validate.ts'

@@ -33,7 +33,9 @@ export class Index<Obj, K extends Key = Key> {
 
   constructor(opts: IndexOptions<Obj, K>) {
     if (typeof opts.name !== 'string' || !NAME.test(opts.name)) {
-      throw new DefinitionError(`invalid index name ${JSON.stringify(opts.name)}: want letters, digits, '.', '_' or '-', starting with a letter`)
+      throw new DefinitionError(
+        `invalid index name ${JSON.stringify(opts.name)}: want letters, digits, '.', '_' or '-', starting with a letter`,
+      )
     }
     if (opts.name === REVISION_INDEX) throw new DefinitionError(`index name "${REVISION_INDEX}" is reserved for the revision index`)
     if ((opts.key === undefined) === (opts.keys === undefined)) {

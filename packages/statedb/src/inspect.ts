@@ -55,7 +55,12 @@ function redactDeep(v: unknown, seen: WeakSet<object>): unknown {
     const secret = isSecretLike(o)
     let out: Record<string, unknown> | undefined
     for (const k of Object.keys(o)) {
-      const r = secret && (k === 'data' || k === 'stringData') ? REDACTED : secret && k === 'metadata' ? redactMeta(o[k], seen) : redactDeep(o[k], seen)
+      const r =
+        secret && (k === 'data' || k === 'stringData')
+          ? REDACTED
+          : secret && k === 'metadata'
+            ? redactMeta(o[k], seen)
+            : redactDeep(o[k], seen)
       if (r !== o[k]) (out ??= { ...(o as Record<string, unknown>) })[k] = r
     }
     return out ?? v
@@ -68,7 +73,8 @@ function redactDeep(v: unknown, seen: WeakSet<object>): unknown {
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
 function redactMeta(m: unknown, seen: WeakSet<object>): unknown {
   const meta = redactDeep(m, seen) as Record<string, any> | undefined
-  if (!meta || typeof meta !== 'object' || !meta.annotations || typeof meta.annotations !== 'object' || !(LAST_APPLIED in meta.annotations)) return meta
+  if (!meta || typeof meta !== 'object' || !meta.annotations || typeof meta.annotations !== 'object' || !(LAST_APPLIED in meta.annotations))
+    return meta
   return { ...meta, annotations: { ...meta.annotations, [LAST_APPLIED]: REDACTED } }
 }
 
@@ -106,7 +112,10 @@ export function keyText(k: unknown): string {
   return JSON.stringify(k, jsonSafe)
 }
 
-interface Entryish { revision: number; object: unknown }
+interface Entryish {
+  revision: number
+  object: unknown
+}
 type Encode = (table: Table<any>, e: Entryish, extra?: Record<string, unknown>) => Record<string, unknown>
 
 /** A read-only request handler for `http.createServer`. Bind the server to loopback. */
@@ -119,7 +128,12 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
     res.end(JSON.stringify(body, jsonSafe))
   }
   const encode: Encode = (table, e, extra) => ({
-    ...extra, revision: e.revision, time: table.revisionTime(e.revision), key: keyText(table.primary.keyOf(e.object)), object: redact(table.name, e.object), ...annotate?.(table.name, e.object),
+    ...extra,
+    revision: e.revision,
+    time: table.revisionTime(e.revision),
+    key: keyText(table.primary.keyOf(e.object)),
+    object: redact(table.name, e.object),
+    ...annotate?.(table.name, e.object),
   })
   return (req, res) => {
     if (req.method !== 'GET') return send(res, 405, { error: 'read-only: only GET is served' })
@@ -130,7 +144,11 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
       const parts = url.pathname.slice(prefix.length).split('/').filter(Boolean).map(decodeURIComponent)
       if (parts.length === 1 && parts[0] === 'dump') return send(res, 200, dump(db, { redact }))
       if (parts.length === 1 && parts[0] === 'tables') {
-        return send(res, 200, db.stats().map((s) => ({ ...s, indexes: db.getTables().find((t) => t.name === s.name)!.indexes })))
+        return send(
+          res,
+          200,
+          db.stats().map((s) => ({ ...s, indexes: db.getTables().find((t) => t.name === s.name)!.indexes })),
+        )
       }
       if (parts[0] !== 'tables' || parts.length < 2 || parts.length > 3) return send(res, 404, { error: 'not found' })
       const table = db.getTables().find((t) => t.name === parts[1])
@@ -145,7 +163,8 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
       const limitText = url.searchParams.get('limit')
       const after = url.searchParams.get('after')
       const limit = limitText === null ? Infinity : Number(limitText)
-      if (limitText !== null && !(Number.isInteger(limit) && limit > 0)) return send(res, 400, { error: 'limit= takes a positive whole number' })
+      if (limitText !== null && !(Number.isInteger(limit) && limit > 0))
+        return send(res, 400, { error: 'limit= takes a positive whole number' })
       const indexName = url.searchParams.get('index')
       const key = url.searchParams.get('key')
       let results
@@ -157,7 +176,8 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
         results = seek ? table.lowerBound(txn, table.primary.query(after!)) : table.all(txn)
       } else {
         const index = table.indexNamed(indexName)
-        if (!index) return send(res, 400, { error: `table "${table.name}" has no index "${indexName}" (indexes: ${table.indexes.join(', ')})` })
+        if (!index)
+          return send(res, 400, { error: `table "${table.name}" has no index "${indexName}" (indexes: ${table.indexes.join(', ')})` })
         if (key === null) return send(res, 400, { error: 'a query by index needs key=' })
         const q = index.fromString(key)
         const op = url.searchParams.get('op') ?? 'list'
@@ -179,11 +199,17 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
       for (const e of results.entries()) {
         const key = keyText(table.primary.keyOf(e.object))
         if (skipping) {
-          if (key === after) { skipping = false; continue }
+          if (key === after) {
+            skipping = false
+            continue
+          }
           if (!seek) continue
           skipping = false // seeking: the key itself is gone, this is the next one
         }
-        if (out.length >= limit) { headers['x-statedb-next'] = last!; break }
+        if (out.length >= limit) {
+          headers['x-statedb-next'] = last!
+          break
+        }
         out.push(encode(table, e))
         last = key
       }
@@ -194,7 +220,14 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
   }
 }
 
-async function streamChanges(table: Table<any>, db: DB, req: IncomingMessage, res: ServerResponse, encode: Encode, since: number | undefined): Promise<void> {
+async function streamChanges(
+  table: Table<any>,
+  db: DB,
+  req: IncomingMessage,
+  res: ServerResponse,
+  encode: Encode,
+  since: number | undefined,
+): Promise<void> {
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
   res.flushHeaders()
   const abort = new AbortController()
@@ -210,9 +243,15 @@ async function streamChanges(table: Table<any>, db: DB, req: IncomingMessage, re
       for (const c of changes) {
         if (backlog && c.revision <= since!) continue
         chunk += JSON.stringify(encode(table, c, { deleted: c.deleted }), jsonSafe) + '\n'
-        if (chunk.length > 65536) { res.write(chunk); chunk = '' }
+        if (chunk.length > 65536) {
+          res.write(chunk)
+          chunk = ''
+        }
       }
-      if (backlog) { chunk += JSON.stringify({ sync: true, revision: table.revision(txn) }) + '\n'; backlog = false }
+      if (backlog) {
+        chunk += JSON.stringify({ sync: true, revision: table.revision(txn) }) + '\n'
+        backlog = false
+      }
       if (chunk) res.write(chunk)
       await watch.wait(abort.signal)
     }

@@ -13,7 +13,9 @@ export class TableSchema<Obj> {
     readonly secondary: ReadonlyArray<Index<Obj, Key>>,
   ) {
     if (typeof name !== 'string' || !TABLE_NAME.test(name)) {
-      throw new DefinitionError(`invalid table name ${JSON.stringify(name)}: want 1-63 letters, digits, '.', '_' or '-', starting with a letter`)
+      throw new DefinitionError(
+        `invalid table name ${JSON.stringify(name)}: want 1-63 letters, digits, '.', '_' or '-', starting with a letter`,
+      )
     }
     const seen = new Set<string>([primary.name])
     for (const idx of secondary) {

@@ -127,7 +127,8 @@ export class Table<Obj> {
     if (ref.pos < 0) throw new QueryError(`table "${this.name}": prefix queries do not apply to the revision index`)
     const p = q.encodedPrefix()
     // A number is a prefix only of itself: its prefix query is a key query.
-    const watch = typeof p === 'number' ? this.keyWatch(txn, view, q) : this.isCurrent(txn, view) ? this.watches.prefix(ref.pos, p) : Watch.closed()
+    const watch =
+      typeof p === 'number' ? this.keyWatch(txn, view, q) : this.isCurrent(txn, view) ? this.watches.prefix(ref.pos, p) : Watch.closed()
     return [new Results(() => this.prefixIter(stable(view), q)), watch]
   }
 
@@ -313,7 +314,8 @@ export class Table<Obj> {
 
   private ref(q: Query<Obj>): IndexRef {
     const ref = this.refs.get(q.index)
-    if (ref === undefined) throw new QueryError(`table "${this.name}" has no index "${q.index}" (indexes: ${[...this.refs.keys()].join(', ')})`)
+    if (ref === undefined)
+      throw new QueryError(`table "${this.name}" has no index "${q.index}" (indexes: ${[...this.refs.keys()].join(', ')})`)
     return ref
   }
 

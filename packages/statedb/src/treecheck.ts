@@ -28,7 +28,8 @@ export function validateTree<K extends TreeKey, V>(tree: Tree<K, V>, what: strin
     for (let i = 0; i < n; i++) {
       const child = node.children[i]!
       visit(child, depth + 1, false)
-      if (child.keys.length === 0 || lastKey(child) !== node.keys[i]) throw new InternalError(`${what}: branch key ${i} is not its child's largest key`)
+      if (child.keys.length === 0 || lastKey(child) !== node.keys[i])
+        throw new InternalError(`${what}: branch key ${i} is not its child's largest key`)
     }
   }
   visit(tree.root, 0, true)

@@ -84,7 +84,9 @@ export class WriteTxn {
     let w = this.writers[id]
     if (w === undefined) {
       if (!this.tables.includes(table as TxnTable)) {
-        throw new TxnError(`table "${table.name}" is not locked by this write transaction (declared: ${this.tables.map((t) => t.name).join(', ') || 'none'})`)
+        throw new TxnError(
+          `table "${table.name}" is not locked by this write transaction (declared: ${this.tables.map((t) => t.name).join(', ') || 'none'})`,
+        )
       }
       w = new TableWriter<unknown>(table.schema as never, this.base[id] ?? table.empty, table.watches.watchedPositions())
       this.writers[id] = w

@@ -28,7 +28,8 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
   validateTree(state.byRevision, `${t} revision index`)
   const pairs = state.secondary.map((tree, i) => {
     const what = `${t} index "${schema.secondary[i]!.name}"`
-    if (!schema.secondary[i]!.unique) return validateBuckets(tree as BucketTree, state.primary.root, (obj: Obj, sk) => schema.secondaryKeys(i, obj).includes(sk), what)
+    if (!schema.secondary[i]!.unique)
+      return validateBuckets(tree as BucketTree, state.primary.root, (obj: Obj, sk) => schema.secondaryKeys(i, obj).includes(sk), what)
     validateTree(tree as Tree<TreeKey, unknown>, what)
     return tree.size
   })
@@ -37,7 +38,8 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
   }
   let expected = state.secondary.map(() => 0)
   for (const e of new TreeIterator(state.primary.root, undefined)) {
-    if (e.revision > state.revision) throw new InternalError(`${t}: object at revision ${e.revision} above table revision ${state.revision}`)
+    if (e.revision > state.revision)
+      throw new InternalError(`${t}: object at revision ${e.revision} above table revision ${state.revision}`)
     if (schema.primaryKey(e.object) !== e.key) throw new InternalError(`${t}: stored object's primary key changed (was it mutated?)`)
     expected = expected.map((n, i) => n + new Set(schema.secondaryKeys(i, e.object)).size)
   }

@@ -95,7 +95,13 @@ export class TableWriter<Obj> implements TableView<Obj> {
         const holder = u.get(k)
         if (holder !== undefined && holder.key !== pk) {
           if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
-          throw new UniqueConflictError(schema.name, schema.secondary[i]!.name, schema.describeKey(i, obj, k), schema.describeObject(holder.object), schema.describeObject(obj))
+          throw new UniqueConflictError(
+            schema.name,
+            schema.secondary[i]!.name,
+            schema.describeKey(i, obj, k),
+            schema.describeObject(holder.object),
+            schema.describeObject(obj),
+          )
         }
       }
     }

@@ -21,7 +21,10 @@ function setup() {
 const ids = ['a', 'b', 'c', 'd', 'e', 'f']
 const arbWrites = fc.array(
   fc.record({
-    writes: fc.array(fc.record({ del: fc.boolean(), id: fc.constantFrom(...ids), v: fc.integer({ min: 0, max: 9 }) }), { minLength: 1, maxLength: 6 }),
+    writes: fc.array(fc.record({ del: fc.boolean(), id: fc.constantFrom(...ids), v: fc.integer({ min: 0, max: 9 }) }), {
+      minLength: 1,
+      maxLength: 6,
+    }),
     consume: fc.constantFrom(0, 1, 2, 99), // how many changes each iterator reads after this txn
     abort: fc.boolean(),
   }),
@@ -42,12 +45,14 @@ test('replaying the changes rebuilds the snapshot; revisions strictly increase; 
   fc.assert(
     fc.property(arbWrites, fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 2, maxLength: 2 }), (txns, startAt) => {
       const { db, t } = setup()
-      const iters: Array<{ it: ChangeIterator<Obj> | undefined; replay: Map<string, Obj>; last: number; startAt: number }> = startAt.map((s) => ({
-        it: undefined,
-        replay: new Map(),
-        last: 0,
-        startAt: s,
-      }))
+      const iters: Array<{ it: ChangeIterator<Obj> | undefined; replay: Map<string, Obj>; last: number; startAt: number }> = startAt.map(
+        (s) => ({
+          it: undefined,
+          replay: new Map(),
+          last: 0,
+          startAt: s,
+        }),
+      )
       const apply = (st: (typeof iters)[number], changes: Change<Obj>[]) => {
         for (const c of changes) {
           assert.ok(c.revision > st.last, 'revisions strictly increase')
@@ -68,7 +73,12 @@ test('replaying the changes rebuilds the snapshot; revisions strictly increase; 
         for (const st of iters) if (st.it) apply(st, take(st.it.next(db.readTxn())[0], consume))
       })
       const r = db.readTxn()
-      const want = new Map(t.all(r).toArray().map((o) => [o.id, o]))
+      const want = new Map(
+        t
+          .all(r)
+          .toArray()
+          .map((o) => [o.id, o]),
+      )
       for (const st of iters) {
         if (!st.it) continue
         apply(st, [...st.it.next(r)[0]])
@@ -90,10 +100,13 @@ test('an iterator sees each insert, update and delete once, and its watch fires 
   })
   const it = t.changes(db.readTxn())
   let [changes, watch] = it.next(db.readTxn())
-  assert.equal([...changes].map((c) => [c.object.id, c.revision, c.deleted]), [
-    ['a', 1, false],
-    ['b', 2, false],
-  ])
+  assert.equal(
+    [...changes].map((c) => [c.object.id, c.revision, c.deleted]),
+    [
+      ['a', 1, false],
+      ['b', 2, false],
+    ],
+  )
   assert.not.ok(watch.closed)
   await db.write(t, (x) => {
     t.insert(x, { id: 'a', v: 2 })
@@ -101,10 +114,13 @@ test('an iterator sees each insert, update and delete once, and its watch fires 
   })
   assert.ok(watch.closed)
   ;[changes, watch] = it.next(db.readTxn())
-  assert.equal([...changes].map((c) => [c.object.id, c.object.v, c.revision, c.deleted]), [
-    ['a', 2, 3, false],
-    ['b', 1, 4, true],
-  ])
+  assert.equal(
+    [...changes].map((c) => [c.object.id, c.object.v, c.revision, c.deleted]),
+    [
+      ['a', 2, 3, false],
+      ['b', 1, 4, true],
+    ],
+  )
   assert.equal([...it.next(db.readTxn())[0]], [])
   assert.is(t.graveyard.size, 0, 'the only iterator has seen the delete')
   it.close()
@@ -124,7 +140,11 @@ test('deletes are kept only while an iterator has not seen them', async () => {
   ;[...fast.next(db.readTxn())[0]]
   assert.is(t.graveyard.size, 1, 'the slow iterator still needs it')
   const seen = [...slow.next(db.readTxn())[0]]
-  assert.equal(seen.map((c) => [c.object.id, c.deleted]), [['b', true]], 'deletes before the iterator existed are not reported')
+  assert.equal(
+    seen.map((c) => [c.object.id, c.deleted]),
+    [['b', true]],
+    'deletes before the iterator existed are not reported',
+  )
   assert.is(t.graveyard.size, 0)
   await db.write(t, (x) => t.insert(x, { id: 'c', v: 1 }))
   await db.write(t, (x) => t.delete(x, { id: 'c', v: 0 }))
@@ -160,7 +180,10 @@ test('delete then re-insert before the iterator reads shows the net change', asy
   ;[...it.next(db.readTxn())[0]]
   await db.write(t, (x) => t.delete(x, { id: 'a', v: 0 }))
   await db.write(t, (x) => t.insert(x, { id: 'a', v: 2 }))
-  assert.equal([...it.next(db.readTxn())[0]].map((c) => [c.object.id, c.object.v, c.deleted]), [['a', 2, false]])
+  assert.equal(
+    [...it.next(db.readTxn())[0]].map((c) => [c.object.id, c.object.v, c.deleted]),
+    [['a', 2, false]],
+  )
   it.close()
 })
 

@@ -70,25 +70,56 @@ function expectState(table: Table<Obj>, txn: ReadTxn, m: TableModel, unique: boo
   assert.is(table.count(txn), rows.length, `${name}: count`)
   assert.is(table.revision(txn), m.rev, `${name}: revision`)
   // all(): primary key order, objects identical
-  assert.equal(table.all(txn).toArray(), rows.map((r) => r.obj).sort((x, y) => cmp(x.id, y.id)), `${name}: all`)
+  assert.equal(
+    table.all(txn).toArray(),
+    rows.map((r) => r.obj).sort((x, y) => cmp(x.id, y.id)),
+    `${name}: all`,
+  )
   for (const id of ids) {
     const e = table.getEntry(txn, byId.query(id))
     const row = m.rows.get(id)
     assert.is(e?.object, row?.obj, `${name}: get ${JSON.stringify(id)}`)
     assert.is(e?.revision, row?.rev, `${name}: revision of ${JSON.stringify(id)}`)
-    const pre = table.prefix(txn, byId.query(id)).toArray().map((o) => o.id)
-    assert.equal(pre, rows.map((r) => r.obj.id).filter((x) => x.startsWith(id)).sort(cmp), `${name}: prefix ${JSON.stringify(id)}`)
+    const pre = table
+      .prefix(txn, byId.query(id))
+      .toArray()
+      .map((o) => o.id)
+    assert.equal(
+      pre,
+      rows
+        .map((r) => r.obj.id)
+        .filter((x) => x.startsWith(id))
+        .sort(cmp),
+      `${name}: prefix ${JSON.stringify(id)}`,
+    )
   }
   for (const tag of tags) {
-    const listed = table.list(txn, byTag.query(tag)).toArray().map((o) => o.id)
-    assert.equal(listed, rows.filter((r) => r.obj.tags.includes(tag)).map((r) => r.obj.id).sort(cmp), `${name}: list tag ${JSON.stringify(tag)}`)
+    const listed = table
+      .list(txn, byTag.query(tag))
+      .toArray()
+      .map((o) => o.id)
+    assert.equal(
+      listed,
+      rows
+        .filter((r) => r.obj.tags.includes(tag))
+        .map((r) => r.obj.id)
+        .sort(cmp),
+      `${name}: list tag ${JSON.stringify(tag)}`,
+    )
     assert.is(table.get(txn, byTag.query(tag))?.id, listed[0], `${name}: get by tag`)
-    const pre = table.prefix(txn, byTag.query(tag)).toArray().map((o) => o.id)
+    const pre = table
+      .prefix(txn, byTag.query(tag))
+      .toArray()
+      .map((o) => o.id)
     const want = rows.filter((r) => r.obj.tags.some((t) => t.startsWith(tag)))
     // prefix on a non-unique index: key order, each object once (at its first matching key)
     const firstKey = (o: Obj) => o.tags.filter((t) => t.startsWith(tag)).sort(cmp)[0]!
     want.sort((x, y) => cmp(firstKey(x.obj), firstKey(y.obj)) || cmp(x.obj.id, y.obj.id))
-    assert.equal(pre, want.map((r) => r.obj.id), `${name}: prefix tag ${JSON.stringify(tag)}`)
+    assert.equal(
+      pre,
+      want.map((r) => r.obj.id),
+      `${name}: prefix tag ${JSON.stringify(tag)}`,
+    )
   }
   if (unique) {
     for (const alias of ['p', 'q', 'pq', '']) {
@@ -98,7 +129,10 @@ function expectState(table: Table<Obj>, txn: ReadTxn, m: TableModel, unique: boo
   }
   for (const from of [0, 1, Math.floor(m.rev / 2), m.rev, m.rev + 1]) {
     const got = table.lowerBound(txn, byRevision(from)).toArray()
-    const want = rows.filter((r) => r.rev >= from).sort((x, y) => x.rev - y.rev).map((r) => r.obj)
+    const want = rows
+      .filter((r) => r.rev >= from)
+      .sort((x, y) => x.rev - y.rev)
+      .map((r) => r.obj)
     assert.equal(got, want, `${name}: lowerBound revision ${from}`)
   }
 }
@@ -126,7 +160,10 @@ test('random transactions agree with a Map model; snapshots never change', () =>
             case 'insert':
             case 'modify': {
               const obj = op.t === 'modify' && m.rows.has(op.obj.id) ? { ...op.obj, v: m.rows.get(op.obj.id)!.obj.v + op.obj.v } : op.obj
-              const clash = op.table === 0 && obj.alias !== undefined && [...m.rows.values()].some((r) => r.obj.alias === obj.alias && r.obj.id !== obj.id)
+              const clash =
+                op.table === 0 &&
+                obj.alias !== undefined &&
+                [...m.rows.values()].some((r) => r.obj.alias === obj.alias && r.obj.id !== obj.id)
               const before = m.rows.get(obj.id)?.obj
               try {
                 const old = op.t === 'insert' ? table.insert(txn, obj) : table.modify(txn, op.obj, (o, n) => ({ ...n, v: o.v + n.v }))
@@ -149,10 +186,16 @@ test('random transactions agree with a Map model; snapshots never change', () =>
             case 'cas': {
               const row = m.rows.get(op.obj.id)
               const rev = row ? (op.stale ? row.rev - 1 : row.rev) : 1
-              const clash = op.table === 0 && op.obj.alias !== undefined && [...m.rows.values()].some((r) => r.obj.alias === op.obj.alias && r.obj.id !== op.obj.id)
+              const clash =
+                op.table === 0 &&
+                op.obj.alias !== undefined &&
+                [...m.rows.values()].some((r) => r.obj.alias === op.obj.alias && r.obj.id !== op.obj.id)
               const should = !!row && !op.stale
               if (should && clash) {
-                assert.throws(() => table.compareAndSwap(txn, rev, op.obj), (e: unknown) => e instanceof UniqueConflictError)
+                assert.throws(
+                  () => table.compareAndSwap(txn, rev, op.obj),
+                  (e: unknown) => e instanceof UniqueConflictError,
+                )
               } else {
                 assert.is(table.compareAndSwap(txn, rev, op.obj), should)
                 if (should) put(op.obj)
@@ -203,7 +246,7 @@ test('a large random workload keeps every index consistent (validation mode chec
   const [a] = tables
   const model = new Map<string, Obj>()
   let seed = 42
-  const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n)
+  const rand = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n
   for (let round = 0; round < 60; round++) {
     const txn = db.tryWriteTxn(a)!
     for (let i = 0; i < 200; i++) {
@@ -222,8 +265,17 @@ test('a large random workload keeps every index consistent (validation mode chec
   const r = db.readTxn()
   assert.is(a.count(r), model.size)
   for (let t = 0; t < 20; t++) {
-    const want = [...model.values()].filter((o) => o.tags.includes(`t${t}`)).map((o) => o.id).sort(cmp)
-    assert.equal(a.list(r, byTag.query(`t${t}`)).toArray().map((o) => o.id), want)
+    const want = [...model.values()]
+      .filter((o) => o.tags.includes(`t${t}`))
+      .map((o) => o.id)
+      .sort(cmp)
+    assert.equal(
+      a
+        .list(r, byTag.query(`t${t}`))
+        .toArray()
+        .map((o) => o.id),
+      want,
+    )
   }
 })
 
@@ -239,16 +291,47 @@ test('number and string primary keys in one table: get, prefix, lowerBound and o
   const ids: Array<number | string> = [3, -1, 2.5, 'b', '10', 0, 'a', 100]
   await db.write(t, (w) => ids.forEach((id, i) => t.insert(w, { id, group: i % 2 })))
   const r = db.readTxn()
-  assert.equal(t.all(r).toArray().map((x) => x.id), [-1, 0, 2.5, 3, 100, '10', 'a', 'b'])
+  assert.equal(
+    t
+      .all(r)
+      .toArray()
+      .map((x) => x.id),
+    [-1, 0, 2.5, 3, 100, '10', 'a', 'b'],
+  )
   assert.is(t.get(r, rid.query(2.5))?.id, 2.5)
   assert.is(t.get(r, rid.query('3')), undefined, 'the string "3" is not the number 3')
-  assert.equal(t.prefix(r, rid.query(3)).toArray().map((x) => x.id), [3], 'a number is a prefix only of itself')
-  assert.equal(t.lowerBound(r, rid.query(3)).toArray().map((x) => x.id), [3, 100, '10', 'a', 'b'])
-  assert.equal(t.list(r, rgroup.query(1)).toArray().map((x) => x.id), [-1, 0, 100, 'b'])
-  assert.equal(t.lowerBound(r, rgroup.query(1)).toArray().map((x) => x.id), [-1, 0, 100, 'b'])
+  assert.equal(
+    t
+      .prefix(r, rid.query(3))
+      .toArray()
+      .map((x) => x.id),
+    [3],
+    'a number is a prefix only of itself',
+  )
+  assert.equal(
+    t
+      .lowerBound(r, rid.query(3))
+      .toArray()
+      .map((x) => x.id),
+    [3, 100, '10', 'a', 'b'],
+  )
+  assert.equal(
+    t
+      .list(r, rgroup.query(1))
+      .toArray()
+      .map((x) => x.id),
+    [-1, 0, 100, 'b'],
+  )
+  assert.equal(
+    t
+      .lowerBound(r, rgroup.query(1))
+      .toArray()
+      .map((x) => x.id),
+    [-1, 0, 100, 'b'],
+  )
 })
 
-test('indexes compute an object\'s keys; queryOf finds its stored version', async () => {
+test("indexes compute an object's keys; queryOf finds its stored version", async () => {
   const { db, tables } = setup()
   const [a] = tables
   const obj = { id: 'k', tags: ['x', 'y'], v: 1 }
@@ -288,8 +371,20 @@ test('a commit publishes all tables at once; an abort publishes none', async () 
     assert.is((err as Error).message, 'boom')
   }
   const r = db.readTxn()
-  assert.equal(a.all(r).toArray().map((o) => o.id), ['x', 'y'])
-  assert.equal(b.all(r).toArray().map((o) => o.id), ['x', 'y'])
+  assert.equal(
+    a
+      .all(r)
+      .toArray()
+      .map((o) => o.id),
+    ['x', 'y'],
+  )
+  assert.equal(
+    b
+      .all(r)
+      .toArray()
+      .map((o) => o.id),
+    ['x', 'y'],
+  )
 })
 
 test.run()

@@ -7,18 +7,32 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { DB, Table, defineIndex, httpHandler } from '../src/index.ts'
 
-interface Obj { name: string; color: string }
+interface Obj {
+  name: string
+  color: string
+}
 const byName = defineIndex<Obj, string>({ name: 'name', key: (o) => o.name, unique: true })
 const byColor = defineIndex<Obj, string>({ name: 'color', key: (o) => o.color })
 
 async function fixture(n: number) {
   const t = new Table<Obj>({ name: 'objs', primary: byName, indexes: [byColor] })
   const db = new DB({ tables: [t] })
-  await db.write(t, (w) => { for (let i = 0; i < n; i++) t.insert(w, { name: `o${String(i).padStart(3, '0')}`, color: i % 2 ? 'red' : 'blue' }) })
+  await db.write(t, (w) => {
+    for (let i = 0; i < n; i++) t.insert(w, { name: `o${String(i).padStart(3, '0')}`, color: i % 2 ? 'red' : 'blue' })
+  })
   const server = createServer(httpHandler(db, { annotate: (_t, o) => ({ note: (o as Obj).color.length }) }))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { db, t, base, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }) }
+  return {
+    db,
+    t,
+    base,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      }),
+  }
 }
 
 test('pages: limit and after walk the whole table once, in key order, with the count and revision', async () => {
@@ -30,23 +44,39 @@ test('pages: limit and after walk the whole table once, in key order, with the c
       const r: Response = await fetch(`${f.base}/tables/objs?limit=10${after ? `&after=${encodeURIComponent(after)}` : ''}`)
       assert.is(r.headers.get('x-statedb-count'), '25')
       assert.is(r.headers.get('x-statedb-revision'), String(f.t.revision(f.db.readTxn())))
-      const body = await r.json() as Array<{ key: string; note: number; object: Obj }>
-      for (const e of body) { assert.is(e.key, e.object.name); assert.is(e.note, e.object.color.length, 'annotated') }
+      const body = (await r.json()) as Array<{ key: string; note: number; object: Obj }>
+      for (const e of body) {
+        assert.is(e.key, e.object.name)
+        assert.is(e.note, e.object.color.length, 'annotated')
+      }
       seen.push(...body.map((e) => e.key))
       after = r.headers.get('x-statedb-next')
       if (after === null) break
     }
-    assert.equal(seen, Array.from({ length: 25 }, (_, i) => `o${String(i).padStart(3, '0')}`))
+    assert.equal(
+      seen,
+      Array.from({ length: 25 }, (_, i) => `o${String(i).padStart(3, '0')}`),
+    )
     // a page after a key that was deleted meanwhile starts at the next one
-    await f.db.write(f.t, (w) => { f.t.delete(w, { name: 'o005', color: 'red' }) })
-    const r = await (await fetch(`${f.base}/tables/objs?limit=2&after=o005`)).json() as Array<{ key: string }>
-    assert.equal(r.map((e) => e.key), ['o006', 'o007'])
+    await f.db.write(f.t, (w) => {
+      f.t.delete(w, { name: 'o005', color: 'red' })
+    })
+    const r = (await (await fetch(`${f.base}/tables/objs?limit=2&after=o005`)).json()) as Array<{ key: string }>
+    assert.equal(
+      r.map((e) => e.key),
+      ['o006', 'o007'],
+    )
     // an index query pages too
     const red = await fetch(`${f.base}/tables/objs?index=color&key=red&limit=3&after=o003`)
-    assert.equal((await red.json() as Array<{ key: string }>).map((e) => e.key), ['o007', 'o009', 'o011'])
+    assert.equal(
+      ((await red.json()) as Array<{ key: string }>).map((e) => e.key),
+      ['o007', 'o009', 'o011'],
+    )
     assert.is(red.headers.get('x-statedb-next'), 'o011')
     assert.is((await fetch(`${f.base}/tables/objs?limit=0`)).status, 400)
-    await f.db.write(f.t, (w) => { f.t.deleteAll(w) })
+    await f.db.write(f.t, (w) => {
+      f.t.deleteAll(w)
+    })
     const empty = await fetch(`${f.base}/tables/objs?limit=2&after=o001`)
     assert.equal([empty.status, await empty.json(), empty.headers.get('x-statedb-count')], [200, [], '0'], 'an empty table: an empty page')
   } finally {
@@ -59,7 +89,9 @@ test('changes?since=R: only what was written after R, a sync line, then live cha
   const ctl = new AbortController()
   try {
     const since = f.t.revision(f.db.readTxn())
-    await f.db.write(f.t, (w) => { f.t.insert(w, { name: 'late', color: 'green' }) })
+    await f.db.write(f.t, (w) => {
+      f.t.insert(w, { name: 'late', color: 'green' })
+    })
     const res = await fetch(`${f.base}/tables/objs/changes?since=${since}`, { signal: ctl.signal })
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
     let buf = ''
@@ -72,12 +104,21 @@ test('changes?since=R: only what was written after R, a sync line, then live cha
         if (done) break
         buf += value
         let i
-        while ((i = buf.indexOf('\n')) >= 0) { lines.push(JSON.parse(buf.slice(0, i))); buf = buf.slice(i + 1) }
+        while ((i = buf.indexOf('\n')) >= 0) {
+          lines.push(JSON.parse(buf.slice(0, i)))
+          buf = buf.slice(i + 1)
+        }
       }
     }
     await until(() => lines.some((l) => l.sync))
-    assert.equal(lines.map((l) => l.sync ? 'sync' : l.key), ['late', 'sync'], 'the backlog holds only what came after since')
-    await f.db.write(f.t, (w) => { f.t.delete(w, { name: 'o001', color: 'red' }) })
+    assert.equal(
+      lines.map((l) => (l.sync ? 'sync' : l.key)),
+      ['late', 'sync'],
+      'the backlog holds only what came after since',
+    )
+    await f.db.write(f.t, (w) => {
+      f.t.delete(w, { name: 'o001', color: 'red' })
+    })
     await until(() => lines.length >= 3)
     assert.equal({ key: lines[2].key, deleted: lines[2].deleted, note: lines[2].note }, { key: 'o001', deleted: true, note: 3 })
     assert.is((await fetch(`${f.base}/tables/objs/changes?since=x`)).status, 400)
@@ -91,9 +132,11 @@ test('revision times: an entry carries when it was written (within 100 ms); old 
   const f = await fixture(1)
   try {
     const before = Date.now()
-    await f.db.write(f.t, (w) => { f.t.insert(w, { name: 'new', color: 'x' }) })
+    await f.db.write(f.t, (w) => {
+      f.t.insert(w, { name: 'new', color: 'x' })
+    })
     const after = Date.now()
-    const [e] = await (await fetch(`${f.base}/tables/objs?index=name&key=new`)).json() as Array<{ time: number }>
+    const [e] = (await (await fetch(`${f.base}/tables/objs?index=name&key=new`)).json()) as Array<{ time: number }>
     assert.ok(e!.time >= before - 100 && e!.time <= after, `time ${e!.time} in [${before - 100}, ${after}]`)
     assert.is(f.t.revisionTime(10_000), undefined, 'a revision not written yet')
   } finally {

@@ -2,7 +2,11 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, defineIndex, setValidation, Table } from '../src/index.ts'
 
-interface Obj { id: string; tag: string; v: number }
+interface Obj {
+  id: string
+  tag: string
+  v: number
+}
 const byId = defineIndex<Obj, string>({ name: 'id', key: (o) => o.id, unique: true })
 const byTag = defineIndex<Obj, string>({ name: 'tag', key: (o) => o.tag })
 
@@ -13,11 +17,16 @@ function setup() {
 
 test('deleting every object while iterating all() of the same write transaction', async () => {
   const { db, t } = setup()
-  await db.write(t, (w) => { for (let i = 0; i < 200; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: i % 2 ? 'odd' : 'even', v: 0 }) })
+  await db.write(t, (w) => {
+    for (let i = 0; i < 200; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: i % 2 ? 'odd' : 'even', v: 0 })
+  })
   const w = await db.writeTxn(t)
   t.insert(w, { id: 'zzz', tag: 'z', v: 1 }) // the transaction has written: reads go through its writer
   let seen = 0
-  for (const o of t.all(w)) { t.delete(w, o); seen++ }
+  for (const o of t.all(w)) {
+    t.delete(w, o)
+    seen++
+  }
   assert.is(seen, 201)
   assert.is(t.count(w), 0)
   w.commit()
@@ -25,20 +34,30 @@ test('deleting every object while iterating all() of the same write transaction'
 
 test('updating every object of a bucket while iterating list() of the same write transaction', async () => {
   const { db, t } = setup()
-  await db.write(t, (w) => { for (let i = 0; i < 200; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: 'x', v: 0 }) })
+  await db.write(t, (w) => {
+    for (let i = 0; i < 200; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: 'x', v: 0 })
+  })
   const w = await db.writeTxn(t)
   t.insert(w, { id: 'zzz', tag: 'x', v: 1 })
   let seen = 0
-  for (const o of t.list(w, byTag.query('x'))) { t.insert(w, { ...o, tag: 'y' }); seen++ }
+  for (const o of t.list(w, byTag.query('x'))) {
+    t.insert(w, { ...o, tag: 'y' })
+    seen++
+  }
   assert.is(seen, 201)
   w.commit()
 })
 
 test('a change iterator read first from a snapshot older than itself still reports later deletions', async () => {
   const { db, t } = setup()
-  await db.write(t, (w) => { t.insert(w, { id: 'a', tag: 'x', v: 0 }); t.insert(w, { id: 'b', tag: 'x', v: 0 }) })
+  await db.write(t, (w) => {
+    t.insert(w, { id: 'a', tag: 'x', v: 0 })
+    t.insert(w, { id: 'b', tag: 'x', v: 0 })
+  })
   const old = db.readTxn()
-  await db.write(t, (w) => { t.delete(w, { id: 'a', tag: 'x', v: 0 }) })
+  await db.write(t, (w) => {
+    t.delete(w, { id: 'a', tag: 'x', v: 0 })
+  })
   const it = t.changes(old)
   const state = new Map<string, Obj>()
   const apply = (txn = db.readTxn()) => {
@@ -47,22 +66,36 @@ test('a change iterator read first from a snapshot older than itself still repor
   }
   apply(old)
   apply()
-  assert.equal([...state.keys()].sort(), t.all(db.readTxn()).toArray().map((o) => o.id))
+  assert.equal(
+    [...state.keys()].sort(),
+    t
+      .all(db.readTxn())
+      .toArray()
+      .map((o) => o.id),
+  )
   it.close()
 })
 
-test('a watch listener that reads another table of the same commit sees that table\'s deletions', async () => {
+test("a watch listener that reads another table of the same commit sees that table's deletions", async () => {
   const a = new Table<Obj>({ name: 'a', primary: byId })
   const b = new Table<Obj>({ name: 'b', primary: byId })
   const db = new DB({ tables: [a, b] })
-  await db.write([a, b], (w) => { a.insert(w, { id: 'x', tag: '', v: 0 }); b.insert(w, { id: 'y', tag: '', v: 0 }) })
+  await db.write([a, b], (w) => {
+    a.insert(w, { id: 'x', tag: '', v: 0 })
+    b.insert(w, { id: 'y', tag: '', v: 0 })
+  })
   const it = b.changes(db.readTxn())
   const state = new Set<string>()
-  const read = () => { for (const c of it.next(db.readTxn())[0]) c.deleted ? state.delete(c.object.id) : state.add(c.object.id) }
+  const read = () => {
+    for (const c of it.next(db.readTxn())[0]) c.deleted ? state.delete(c.object.id) : state.add(c.object.id)
+  }
   read()
   const [, watch] = a.getWatch(db.readTxn(), byId.query('x'))
   watch.onClose(read) // synchronous: runs inside the commit below
-  await db.write([a, b], (w) => { a.insert(w, { id: 'x', tag: '', v: 1 }); b.delete(w, { id: 'y', tag: '', v: 0 }) })
+  await db.write([a, b], (w) => {
+    a.insert(w, { id: 'x', tag: '', v: 1 })
+    b.delete(w, { id: 'y', tag: '', v: 0 })
+  })
   read()
   assert.equal([...state], [])
   it.close()
@@ -93,7 +126,9 @@ test('a watch read through a write transaction from a table it did not lock is n
   const b = new Table<Obj>({ name: 'b', primary: byId })
   const db = new DB({ tables: [a, b] })
   const w = await db.writeTxn(a)
-  await db.write(b, (wb) => { b.insert(wb, { id: 'y', tag: '', v: 1 }) }) // b changes after w began
+  await db.write(b, (wb) => {
+    b.insert(wb, { id: 'y', tag: '', v: 1 })
+  }) // b changes after w began
   const [y, keyWatch] = b.getWatch(w, byId.query('y'))
   const [, anyWatch] = b.allWatch(w)
   w.abort()

@@ -34,9 +34,15 @@ test('random writes agree with a Map; every published tree stays as it was', () 
         for (const [t, m] of published) {
           validateTree(t, 'old tree')
           const keys = [...m.keys()].sort((a, b) => a - b)
-          assert.equal([...new TreeIterator(t.root, undefined)], keys.map((k) => m.get(k)))
+          assert.equal(
+            [...new TreeIterator(t.root, undefined)],
+            keys.map((k) => m.get(k)),
+          )
           for (const from of [0, 7, 200, 401]) {
-            assert.equal([...new TreeIterator(t.root, from)], keys.filter((k) => k >= from).map((k) => m.get(k)))
+            assert.equal(
+              [...new TreeIterator(t.root, from)],
+              keys.filter((k) => k >= from).map((k) => m.get(k)),
+            )
           }
           for (let k = 0; k <= 400; k += 13) assert.is(treeGet(t.root, k), m.get(k))
         }
@@ -48,34 +54,39 @@ test('random writes agree with a Map; every published tree stays as it was', () 
 
 test('the revision-index shape (delete the smallest, append a larger) rebalances in place and stays a valid tree; treeEach agrees with the iterator', () => {
   fc.assert(
-    fc.property(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 150 }), fc.integer({ min: 1, max: 6 }), (rows, batch, rounds) => {
-      let tree: Tree<number, number> = emptyTree()
-      const w0 = new TreeWriter(tree)
-      for (let i = 0; i < rows; i++) w0.set(i, i)
-      tree = w0.publish()
-      let next = rows
-      const published: Array<[Tree<number, number>, number[]]> = []
-      for (let r = 0; r < rounds; r++) {
-        const w = new TreeWriter(tree)
-        for (let j = 0; j < batch; j++) {
-          const smallest = new TreeIterator(w.root, undefined).next().value as number
-          w.deletePresent(smallest)
-          w.set(next, next)
-          next++
+    fc.property(
+      fc.integer({ min: 1, max: 400 }),
+      fc.integer({ min: 1, max: 150 }),
+      fc.integer({ min: 1, max: 6 }),
+      (rows, batch, rounds) => {
+        let tree: Tree<number, number> = emptyTree()
+        const w0 = new TreeWriter(tree)
+        for (let i = 0; i < rows; i++) w0.set(i, i)
+        tree = w0.publish()
+        let next = rows
+        const published: Array<[Tree<number, number>, number[]]> = []
+        for (let r = 0; r < rounds; r++) {
+          const w = new TreeWriter(tree)
+          for (let j = 0; j < batch; j++) {
+            const smallest = new TreeIterator(w.root, undefined).next().value as number
+            w.deletePresent(smallest)
+            w.set(next, next)
+            next++
+          }
+          tree = w.publish()
+          validateTree(tree, 'revision shape')
+          const want = Array.from({ length: rows }, (_, i) => next - rows + i)
+          published.push([tree, want])
         }
-        tree = w.publish()
-        validateTree(tree, 'revision shape')
-        const want = Array.from({ length: rows }, (_, i) => next - rows + i)
-        published.push([tree, want])
-      }
-      for (const [t, want] of published) {
-        validateTree(t, 'old tree')
-        assert.equal([...new TreeIterator(t.root, undefined)], want)
-        const seen: number[] = []
-        treeEach(t.root, (v) => seen.push(v))
-        assert.equal(seen, want)
-      }
-    }),
+        for (const [t, want] of published) {
+          validateTree(t, 'old tree')
+          assert.equal([...new TreeIterator(t.root, undefined)], want)
+          const seen: number[] = []
+          treeEach(t.root, (v) => seen.push(v))
+          assert.equal(seen, want)
+        }
+      },
+    ),
     { numRuns: 80 },
   )
 })
@@ -117,26 +128,45 @@ test('deleting many sorted keys at once agrees with a Map and leaves a valid tre
 
 test('numbers and strings share a tree: numbers first, each kind in its own order', () => {
   fc.assert(
-    fc.property(fc.array(fc.tuple(fc.boolean(), fc.oneof(fc.integer({ min: -50, max: 50 }), fc.double({ noNaN: true, min: -1e6, max: 1e6 }), fc.string({ maxLength: 3 }))), { maxLength: 300 }), (ops) => {
-      const w = new TreeWriter<string | number, string>(emptyTree())
-      const model = new Map<string | number, string>()
-      for (const [del, k] of ops) {
-        const key = k === 0 ? 0 : k // -0 is 0 in a Map too
-        if (del) {
-          assert.is(w.delete(key), model.get(key))
-          model.delete(key)
-        } else {
-          w.set(key, `v${String(key)}`)
-          model.set(key, `v${String(key)}`)
+    fc.property(
+      fc.array(
+        fc.tuple(
+          fc.boolean(),
+          fc.oneof(fc.integer({ min: -50, max: 50 }), fc.double({ noNaN: true, min: -1e6, max: 1e6 }), fc.string({ maxLength: 3 })),
+        ),
+        { maxLength: 300 },
+      ),
+      (ops) => {
+        const w = new TreeWriter<string | number, string>(emptyTree())
+        const model = new Map<string | number, string>()
+        for (const [del, k] of ops) {
+          const key = k === 0 ? 0 : k // -0 is 0 in a Map too
+          if (del) {
+            assert.is(w.delete(key), model.get(key))
+            model.delete(key)
+          } else {
+            w.set(key, `v${String(key)}`)
+            model.set(key, `v${String(key)}`)
+          }
         }
-      }
-      const t = w.publish()
-      validateTree(t, 'mixed')
-      const keys = [...model.keys()].sort((a, b) => (less(a, b) ? -1 : less(b, a) ? 1 : 0))
-      assert.ok(keys.every((k, i) => i === 0 || typeof keys[i - 1] === 'number' || typeof k === 'string'), 'numbers before strings')
-      assert.equal([...new TreeIterator(t.root, undefined)], keys.map((k) => model.get(k)))
-      for (const from of [-1e9, 0, 'a', '']) assert.equal([...new TreeIterator(t.root, from)], keys.filter((k) => !less(k, from)).map((k) => model.get(k)))
-    }),
+        const t = w.publish()
+        validateTree(t, 'mixed')
+        const keys = [...model.keys()].sort((a, b) => (less(a, b) ? -1 : less(b, a) ? 1 : 0))
+        assert.ok(
+          keys.every((k, i) => i === 0 || typeof keys[i - 1] === 'number' || typeof k === 'string'),
+          'numbers before strings',
+        )
+        assert.equal(
+          [...new TreeIterator(t.root, undefined)],
+          keys.map((k) => model.get(k)),
+        )
+        for (const from of [-1e9, 0, 'a', ''])
+          assert.equal(
+            [...new TreeIterator(t.root, from)],
+            keys.filter((k) => !less(k, from)).map((k) => model.get(k)),
+          )
+      },
+    ),
     { numRuns: 200 },
   )
 })
@@ -186,7 +216,21 @@ const arbPart: fc.Arbitrary<KeyPart> = fc.oneof(
 // Order across types follows the tags (unspecified for users, but fixed): inside a tuple the empty
 // string, then strings starting with NUL, false, true, numbers, bigints, bytes, other strings.
 const typeRank = (p: KeyPart) =>
-  typeof p === 'string' ? (p === '' ? 0 : p[0] === '\0' ? 1 : 7) : typeof p === 'boolean' ? (p ? 3 : 2) : typeof p === 'number' ? 4 : typeof p === 'bigint' ? 5 : 6
+  typeof p === 'string'
+    ? p === ''
+      ? 0
+      : p[0] === '\0'
+        ? 1
+        : 7
+    : typeof p === 'boolean'
+      ? p
+        ? 3
+        : 2
+      : typeof p === 'number'
+        ? 4
+        : typeof p === 'bigint'
+          ? 5
+          : 6
 
 function comparePart(a: KeyPart, b: KeyPart): number {
   const ra = typeRank(a)
@@ -240,10 +284,14 @@ test('no encoded key followed by the separator starts another key (the composite
 
 test('a string prefix finds exactly the keys that start with it', () => {
   fc.assert(
-    fc.property(fc.string({ unit: fc.constantFrom('\0', '\x01', 'a', 'b'), maxLength: 4 }), fc.string({ unit: fc.constantFrom('\0', '\x01', 'a', 'b'), maxLength: 6 }), (p, s) => {
-      assert.is(String(encodeKey(s)).startsWith(String(encodePrefix(p))), s.startsWith(p))
-      assert.is(String(encodeKey(['x', s])).startsWith(String(encodePrefix(['x', p]))), s.startsWith(p))
-    }),
+    fc.property(
+      fc.string({ unit: fc.constantFrom('\0', '\x01', 'a', 'b'), maxLength: 4 }),
+      fc.string({ unit: fc.constantFrom('\0', '\x01', 'a', 'b'), maxLength: 6 }),
+      (p, s) => {
+        assert.is(String(encodeKey(s)).startsWith(String(encodePrefix(p))), s.startsWith(p))
+        assert.is(String(encodeKey(['x', s])).startsWith(String(encodePrefix(['x', p]))), s.startsWith(p))
+      },
+    ),
     { numRuns: 2000 },
   )
 })

@@ -24,10 +24,16 @@ function setup(n = 3) {
 test('many async writers with random interleavings: no lost update, no deadlock', async () => {
   await fc.assert(
     fc.asyncProperty(
-      fc.array(fc.record({ tables: fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 3 }), yields: fc.integer({ min: 0, max: 3 }) }), {
-        minLength: 2,
-        maxLength: 12,
-      }),
+      fc.array(
+        fc.record({
+          tables: fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 3 }),
+          yields: fc.integer({ min: 0, max: 3 }),
+        }),
+        {
+          minLength: 2,
+          maxLength: 12,
+        },
+      ),
       async (writers) => {
         const { db, tables } = setup()
         let inside = new Set<number>()
@@ -100,7 +106,10 @@ test('errors name the table, index and key', async () => {
   const t2 = new Table<Obj>({ name: 'keys', primary: byId, indexes: [bad] })
   db.register(t2)
   await db.write(t2, (w: WriteTxn) => {
-    assert.throws(() => t2.insert(w, { id: 'q', n: 1 }), /table "keys", index "bad": cannot key object "q": unsupported key part of type undefined/)
+    assert.throws(
+      () => t2.insert(w, { id: 'q', n: 1 }),
+      /table "keys", index "bad": cannot key object "q": unsupported key part of type undefined/,
+    )
   })
   assert.throws(() => new Table<Obj>({ name: '9bad', primary: byId }), /invalid table name "9bad"/)
   assert.throws(() => defineIndex<Obj, string>({ name: 'has space', key: (o) => o.id }), /invalid index name "has space"/)
@@ -147,9 +156,15 @@ test('dump and the read-only HTTP handler', async () => {
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   try {
     const tablesList: any = await (await fetch(`${base}/tables`)).json()
-    assert.equal(tablesList.map((x: any) => [x.name, x.objects, x.revision]), [['things', 2, 2]])
+    assert.equal(
+      tablesList.map((x: any) => [x.name, x.objects, x.revision]),
+      [['things', 2, 2]],
+    )
     const byKind: any = await (await fetch(`${base}/tables/things?index=kind&key=ConfigMap`)).json()
-    assert.equal(byKind.map((e: any) => e.object.id), ['cm'])
+    assert.equal(
+      byKind.map((e: any) => e.object.id),
+      ['cm'],
+    )
     const got = await fetch(`${base}/tables/things?index=id&key=nope&op=get`)
     assert.is(got.status, 404)
     const badIndex = await fetch(`${base}/tables/things?index=zzz&key=a`)
@@ -169,8 +184,14 @@ test('dump and the read-only HTTP handler', async () => {
     await readUntil(2)
     await db.write(t, (w) => t.insert(w, { id: 'late', kind: 'ConfigMap' }))
     await readUntil(3)
-    const lines = text.split('\n').filter(Boolean).map((l) => JSON.parse(l))
-    assert.equal(lines.map((l) => l.object.id), ['cm', 's', 'late'])
+    const lines = text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+    assert.equal(
+      lines.map((l) => l.object.id),
+      ['cm', 's', 'late'],
+    )
     ac.abort()
     await reader.cancel().catch(() => {})
     for (let i = 0; i < 50 && db.stats()[0]!.changeIterators > 0; i++) await new Promise((r) => setTimeout(r, 10))

@@ -27,10 +27,18 @@ test('watches fire exactly when their query result changed (random writes, both 
   fc.assert(
     fc.property(
       fc.array(
-        fc.array(fc.record({ del: fc.boolean(), id: fc.constantFrom(...ids), group: fc.constantFrom(...groups), v: fc.integer({ min: 0, max: 2 }) }), {
-          minLength: 1,
-          maxLength: 4,
-        }),
+        fc.array(
+          fc.record({
+            del: fc.boolean(),
+            id: fc.constantFrom(...ids),
+            group: fc.constantFrom(...groups),
+            v: fc.integer({ min: 0, max: 2 }),
+          }),
+          {
+            minLength: 1,
+            maxLength: 4,
+          },
+        ),
         { minLength: 1, maxLength: 10 },
       ),
       (txns) => {
@@ -44,7 +52,11 @@ test('watches fire exactly when their query result changed (random writes, both 
           }
           for (const g of groups) {
             queries.push([`list ${g}`, () => t.listWatch(before, byGroup.query(g)), (r) => t.list(r, byGroup.query(g)).toArray()])
-            queries.push([`prefix group ${g}`, () => t.prefixWatch(before, byGroup.query(g)), (r) => t.prefix(r, byGroup.query(g)).toArray()])
+            queries.push([
+              `prefix group ${g}`,
+              () => t.prefixWatch(before, byGroup.query(g)),
+              (r) => t.prefix(r, byGroup.query(g)).toArray(),
+            ])
           }
           const watched = queries.map(([name, q, read]) => ({ name, watch: q()[1], read }))
           const txn = db.tryWriteTxn(t)!

@@ -69,60 +69,63 @@ function expectState(table: Table<Obj>, txn: ReadTxn, model: ReadonlyMap<number,
 
 test('random writes, many keeping their keys, agree with a Map through every index; old snapshots keep their objects', () => {
   fc.assert(
-    fc.property(fc.array(fc.record({ ops: fc.array(arbOp, { minLength: 1, maxLength: 10 }), abort: fc.boolean() }), { minLength: 1, maxLength: 10 }), (txns) => {
-      const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind, byTag, byAlias] })
-      const db = new DB({ tables: [table] })
-      let model = new Map<number, Obj>()
-      const snapshots: Array<[ReadTxn, Map<number, Obj>]> = []
-      for (const { ops, abort } of txns) {
-        const w = db.tryWriteTxn(table)!
-        const next = new Map(model)
-        for (const op of ops) {
-          if (op.t === 'clear') {
-            table.deleteAll(w)
-            next.clear()
-            continue
-          }
-          if (op.t === 'del') {
-            assert.is(table.delete(w, { id: op.id } as Obj), next.get(op.id))
-            next.delete(op.id)
-            continue
-          }
-          const cur = next.get(op.obj.id)
-          const obj = op.t === 'put' && op.keep && cur ? { ...cur, v: cur.v + 1 } : op.obj
-          const holder = [...next.values()].find((o) => o.alias === obj.alias && o.id !== obj.id)
-          if (op.t === 'cas') {
-            const e = table.getEntry(w, byId.query(obj.id))
-            if (e === undefined) continue
-            const rev = op.stale ? e.revision - 1 : e.revision
-            if (holder && !op.stale) {
-              assert.throws(() => table.compareAndSwap(w, rev, obj))
+    fc.property(
+      fc.array(fc.record({ ops: fc.array(arbOp, { minLength: 1, maxLength: 10 }), abort: fc.boolean() }), { minLength: 1, maxLength: 10 }),
+      (txns) => {
+        const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind, byTag, byAlias] })
+        const db = new DB({ tables: [table] })
+        let model = new Map<number, Obj>()
+        const snapshots: Array<[ReadTxn, Map<number, Obj>]> = []
+        for (const { ops, abort } of txns) {
+          const w = db.tryWriteTxn(table)!
+          const next = new Map(model)
+          for (const op of ops) {
+            if (op.t === 'clear') {
+              table.deleteAll(w)
+              next.clear()
               continue
             }
-            const ok = table.compareAndSwap(w, rev, obj)
-            assert.is(ok, !op.stale)
-            if (ok) next.set(obj.id, obj)
-            continue
+            if (op.t === 'del') {
+              assert.is(table.delete(w, { id: op.id } as Obj), next.get(op.id))
+              next.delete(op.id)
+              continue
+            }
+            const cur = next.get(op.obj.id)
+            const obj = op.t === 'put' && op.keep && cur ? { ...cur, v: cur.v + 1 } : op.obj
+            const holder = [...next.values()].find((o) => o.alias === obj.alias && o.id !== obj.id)
+            if (op.t === 'cas') {
+              const e = table.getEntry(w, byId.query(obj.id))
+              if (e === undefined) continue
+              const rev = op.stale ? e.revision - 1 : e.revision
+              if (holder && !op.stale) {
+                assert.throws(() => table.compareAndSwap(w, rev, obj))
+                continue
+              }
+              const ok = table.compareAndSwap(w, rev, obj)
+              assert.is(ok, !op.stale)
+              if (ok) next.set(obj.id, obj)
+              continue
+            }
+            if (holder) {
+              assert.throws(() => table.insert(w, obj), /alias/)
+              continue
+            }
+            table.insert(w, obj)
+            next.set(obj.id, obj)
           }
-          if (holder) {
-            assert.throws(() => table.insert(w, obj), /alias/)
-            continue
+          if (abort) {
+            w.abort()
+          } else {
+            w.commit()
+            model = next
           }
-          table.insert(w, obj)
-          next.set(obj.id, obj)
+          const rtxn = db.readTxn()
+          expectState(table, rtxn, model)
+          snapshots.push([rtxn, model])
         }
-        if (abort) {
-          w.abort()
-        } else {
-          w.commit()
-          model = next
-        }
-        const rtxn = db.readTxn()
-        expectState(table, rtxn, model)
-        snapshots.push([rtxn, model])
-      }
-      for (const [txn, m] of snapshots) expectState(table, txn, m)
-    }),
+        for (const [txn, m] of snapshots) expectState(table, txn, m)
+      },
+    ),
     { numRuns: 150 },
   )
 })
@@ -202,8 +205,17 @@ test('change records are the stored entries and tombstones: collected changes st
   table.delete(w, a)
   w.commit()
   const got = [...iter.next(db.readTxn())[0]]
-  assert.equal(got.map((c) => [c.object, c.revision, c.deleted]), [[b, 2, false], [a, 3, true]])
-  assert.equal(JSON.parse(JSON.stringify(got)), [{ object: b, revision: 2, deleted: false }, { object: a, revision: 3, deleted: true }])
+  assert.equal(
+    got.map((c) => [c.object, c.revision, c.deleted]),
+    [
+      [b, 2, false],
+      [a, 3, true],
+    ],
+  )
+  assert.equal(JSON.parse(JSON.stringify(got)), [
+    { object: b, revision: 2, deleted: false },
+    { object: a, revision: 3, deleted: true },
+  ])
   iter.close()
 })
 
@@ -234,7 +246,13 @@ test('list and prefix on non-unique indexes over a primary index of many leaves:
       let w = db.tryWriteTxn(table)!
       for (let i = 0; i < size; i++) {
         // kind a: a dense run of ids; b: every other id; c: scattered (every 7th)
-        const o: Obj = { id: i, kind: i < size / 3 ? 'a' : i % 7 === 0 ? 'c' : 'b', tags: i % 2 ? ['x'] : ['x', 'y'], alias: `al${i}`, v: 0 }
+        const o: Obj = {
+          id: i,
+          kind: i < size / 3 ? 'a' : i % 7 === 0 ? 'c' : 'b',
+          tags: i % 2 ? ['x'] : ['x', 'y'],
+          alias: `al${i}`,
+          v: 0,
+        }
         table.insert(w, o)
         model.set(i, o)
       }

@@ -12,7 +12,22 @@
 import { StatusError } from './status.ts'
 import { deepEqual, clone } from './patch.ts'
 import type { FieldSchema } from './schema.ts'
-import { fieldSetOf, fromFieldsV1, getAt, IGNORED_META, itemElement, keyOf, pathString, removePaths, schemaAt, toFieldsV1, topLevelAllowed, type FieldSet, type Path, type Scope } from './fieldset.ts'
+import {
+  fieldSetOf,
+  fromFieldsV1,
+  getAt,
+  IGNORED_META,
+  itemElement,
+  keyOf,
+  pathString,
+  removePaths,
+  schemaAt,
+  toFieldsV1,
+  topLevelAllowed,
+  type FieldSet,
+  type Path,
+  type Scope,
+} from './fieldset.ts'
 
 export type { Scope }
 export interface ManagedFieldsEntry {
@@ -61,7 +76,7 @@ const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z')
 
 function entriesOf(obj: any): ManagedFieldsEntry[] {
   const mf = obj?.metadata?.managedFields
-  return Array.isArray(mf) ? mf.filter(isObj) as ManagedFieldsEntry[] : []
+  return Array.isArray(mf) ? (mf.filter(isObj) as ManagedFieldsEntry[]) : []
 }
 const sameSlot = (e: ManagedFieldsEntry, manager: string, op: string, sub: string | undefined) =>
   e.manager === manager && e.operation === op && (e.subresource ?? '') === (sub ?? '')
@@ -70,7 +85,10 @@ function finish(entries: Array<{ e: ManagedFieldsEntry; set: FieldSet }>): Manag
   return entries.filter((x) => x.set.size > 0).map((x) => ({ ...x.e, fieldsV1: toFieldsV1(x.set) }))
 }
 
-export interface ApplyResult { object: any; managedFields: ManagedFieldsEntry[] }
+export interface ApplyResult {
+  object: any
+  managedFields: ManagedFieldsEntry[]
+}
 
 /** Does some proper or improper prefix of `p` belong to `set`? */
 function underAny(p: Path, set: Set<string>): boolean {
@@ -96,7 +114,11 @@ function pruned(merged: any, last: FieldSet, appliers: FieldSet[], scope: Scope,
  * Server-side apply of `applied` by `manager` onto `live` (undefined: create). Returns the new object
  * with managedFields set. Throws a 409 Conflict with causes when other managers own differing fields.
  */
-export function serverSideApply(live: any, applied: any, opts: { manager: string; force: boolean; apiVersion: string; subresource?: string; scope: Scope; schema: FieldSchema }): ApplyResult {
+export function serverSideApply(
+  live: any,
+  applied: any,
+  opts: { manager: string; force: boolean; apiVersion: string; subresource?: string; scope: Scope; schema: FieldSchema },
+): ApplyResult {
   const { manager, force, apiVersion, subresource, scope, schema } = opts
   const base = live ? clone(live) : {}
   const appliedSet = fieldSetOf(applied, scope, schema)
@@ -111,10 +133,18 @@ export function serverSideApply(live: any, applied: any, opts: { manager: string
     if (x === mine) continue
     for (const [k, p] of x.set) {
       if (!appliedSet.has(k) || !leafKeys.has(k)) continue
-      const av = getAt(applied, p), lv = getAt(base, p)
+      const av = getAt(applied, p),
+        lv = getAt(base, p)
       // a granular map never conflicts as a whole (an applied `{}`), only values inside it do
       if ((isObj(av) || isObj(lv)) && !schemaAt(schema, p).atomicMap) continue
-      if (!deepEqual(av, lv)) conflicts.push({ manager: x.e.manager, apiVersion: x.e.apiVersion, path: p, owner: x.set, ...(x.e.subresource ? { sub: x.e.subresource } : {}) })
+      if (!deepEqual(av, lv))
+        conflicts.push({
+          manager: x.e.manager,
+          apiVersion: x.e.apiVersion,
+          path: p,
+          owner: x.set,
+          ...(x.e.subresource ? { sub: x.e.subresource } : {}),
+        })
     }
   }
   if (conflicts.length > 0 && !force) throw applyConflict(conflicts)
@@ -132,7 +162,11 @@ export function serverSideApply(live: any, applied: any, opts: { manager: string
   const others = entries.filter((x) => x !== mine)
   // what the apply removed leaves every other manager too
   for (const x of others) for (const [k, p] of x.set) if (getAt(obj, p) === undefined) x.set.delete(k)
-  const next = mine ? entries.map((x) => (x === mine ? { e: { ...entry, time: sameSets(mine.set, appliedSet) ? mine.e.time : entry.time }, set: appliedSet } : x)) : [...others, { e: entry, set: appliedSet }]
+  const next = mine
+    ? entries.map((x) =>
+        x === mine ? { e: { ...entry, time: sameSets(mine.set, appliedSet) ? mine.e.time : entry.time }, set: appliedSet } : x,
+      )
+    : [...others, { e: entry, set: appliedSet }]
   const managedFields = finish(next)
   return { object: { ...obj, metadata: { ...(obj.metadata ?? {}), managedFields } }, managedFields }
 }
@@ -156,7 +190,8 @@ function stripIgnored(applied: any, scope: Scope): any {
 }
 
 function applyConflict(conflicts: Array<{ manager: string; apiVersion: string; path: Path; sub?: string }>): StatusError {
-  const who = (c: { manager: string; apiVersion: string; sub?: string }) => `"${c.manager}" using ${c.apiVersion}${c.sub ? ` with subresource "${c.sub}"` : ''}`
+  const who = (c: { manager: string; apiVersion: string; sub?: string }) =>
+    `"${c.manager}" using ${c.apiVersion}${c.sub ? ` with subresource "${c.sub}"` : ''}`
   const causes = conflicts.map((c) => ({ reason: 'FieldManagerConflict', message: `conflict with ${who(c)}`, field: pathString(c.path) }))
   const n = conflicts.length
   let message: string
@@ -173,7 +208,11 @@ function applyConflict(conflicts: Array<{ manager: string; apiVersion: string; p
  * Records a non-apply write (create, update, patch) by `manager`: it takes ownership of every field
  * whose value it changed; fields the write removed leave every manager.
  */
-export function recordUpdate(old: any, next: any, opts: { manager: string; apiVersion: string; subresource?: string; scope: Scope; schema: FieldSchema }): ManagedFieldsEntry[] {
+export function recordUpdate(
+  old: any,
+  next: any,
+  opts: { manager: string; apiVersion: string; subresource?: string; scope: Scope; schema: FieldSchema },
+): ManagedFieldsEntry[] {
   const { manager, apiVersion, subresource, scope, schema } = opts
   const entries = entriesOf(old).map((e) => ({ e, set: fromFieldsV1(e.fieldsV1) }))
   const newSet = fieldSetOf(next, scope, schema)

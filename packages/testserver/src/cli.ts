@@ -40,7 +40,11 @@ if (values.name) opts.name = values.name
 opts.tls = !values['insecure-http']
 const server = await startTestServer(opts)
 const path = server.kubeconfigPath
-process.stdout.write(`statewright-testserver listening on ${server.url}\nkubeconfig: ${path}\ntoken: ${server.token ?? '(auth disabled)'}\n`)
-const shutdown = () => { void server.stop().then(() => process.exit(0)) }
+process.stdout.write(
+  `statewright-testserver listening on ${server.url}\nkubeconfig: ${path}\ntoken: ${server.token ?? '(auth disabled)'}\n`,
+)
+const shutdown = () => {
+  void server.stop().then(() => process.exit(0))
+}
 process.on('SIGINT', shutdown)
 process.on('SIGTERM', shutdown)

@@ -47,15 +47,22 @@ export function makeControl(s: TestServer): Control {
   return {
     closeWatches: () => s.watches.closeAll('graceful'),
     resetWatches: () => s.watches.closeAll('reset'),
-    compact: () => { s.store.compact(); s.objects.expireSnapshots() },
+    compact: () => {
+      s.store.compact()
+      s.objects.expireSnapshots()
+    },
     delay: (rule) => s.faults.delayResponses(rule),
     fail: (rule) => s.faults.failRequests(rule),
     clearFaults: () => s.faults.clear(),
     refuseConnections: (ms) => s.refuseConnections(ms),
     setBookmarkInterval: (ms) => s.watches.setBookmarkInterval(ms),
     sendBookmarks: () => s.watches.sendBookmarks(),
-    setExpiredAsHttp410: (on) => { s.watches.expiredAsHttp410 = on },
-    seed: (kind, n, o = {}) => { s.objects.seed(s.kind(kind), o.namespace ?? 'default', n, o.template, o.prefix) },
+    setExpiredAsHttp410: (on) => {
+      s.watches.expiredAsHttp410 = on
+    },
+    seed: (kind, n, o = {}) => {
+      s.objects.seed(s.kind(kind), o.namespace ?? 'default', n, o.template, o.prefix)
+    },
     registerKind: (input) => s.registry.register(input),
     reseed: (seed) => s.faults.reseed(seed),
     requestLog: () => s.requestLog(),

@@ -7,8 +7,14 @@ const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', '
 
 export function versionInfo(): Record<string, string> {
   return {
-    major: '1', minor: '31', gitVersion: 'v1.31.0-statewright', gitCommit: '0000000000000000000000000000000000000000',
-    gitTreeState: 'clean', buildDate: '2026-01-01T00:00:00Z', goVersion: 'go1.22.0', compiler: 'gc',
+    major: '1',
+    minor: '31',
+    gitVersion: 'v1.31.0-statewright',
+    gitCommit: '0000000000000000000000000000000000000000',
+    gitTreeState: 'clean',
+    buildDate: '2026-01-01T00:00:00Z',
+    goVersion: 'go1.22.0',
+    compiler: 'gc',
     platform: `${process.platform}/${process.arch}`,
   }
 }
@@ -25,7 +31,8 @@ function sortVersions(vs: string[]): string[] {
     return [m[2] === undefined ? 3 : m[2] === 'beta' ? 2 : 1, Number(m[1]), Number(m[3] ?? 0)]
   }
   return [...vs].sort((a, b) => {
-    const ra = rank(a), rb = rank(b)
+    const ra = rank(a),
+      rb = rank(b)
     for (let i = 0; i < 3; i++) if (ra[i] !== rb[i]) return rb[i]! - ra[i]!
     return a.localeCompare(b)
   })
@@ -39,16 +46,23 @@ export function apiGroup(reg: Registry, group: string): Record<string, unknown> 
 }
 
 export function apiGroupList(reg: Registry): Record<string, unknown> {
-  const groups = [...reg.groups().keys()].filter((g) => g !== '').sort().map((g) => {
-    const { kind, apiVersion, ...rest } = apiGroup(reg, g)!
-    return rest
-  })
+  const groups = [...reg.groups().keys()]
+    .filter((g) => g !== '')
+    .sort()
+    .map((g) => {
+      const { kind, apiVersion, ...rest } = apiGroup(reg, g)!
+      return rest
+    })
   return { kind: 'APIGroupList', apiVersion: 'v1', groups }
 }
 
 function resourceEntry(t: ResourceType): Record<string, unknown> {
   const e: Record<string, unknown> = {
-    name: t.resource, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: VERBS,
+    name: t.resource,
+    singularName: t.singular,
+    namespaced: t.namespaced,
+    kind: t.kind,
+    verbs: VERBS,
     storageVersionHash: Buffer.from(t.storageKey).toString('base64').slice(0, 12),
   }
   if (t.shortNames.length) e.shortNames = t.shortNames
@@ -57,12 +71,22 @@ function resourceEntry(t: ResourceType): Record<string, unknown> {
 }
 
 export function resourceList(reg: Registry, group: string, version: string): Record<string, unknown> | undefined {
-  const types = reg.all().filter((t) => t.group === group && t.version === version).sort((a, b) => a.resource.localeCompare(b.resource))
+  const types = reg
+    .all()
+    .filter((t) => t.group === group && t.version === version)
+    .sort((a, b) => a.resource.localeCompare(b.resource))
   if (types.length === 0) return undefined
   const resources: Record<string, unknown>[] = []
   for (const t of types) {
     resources.push(resourceEntry(t))
-    if (t.status) resources.push({ name: `${t.resource}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] })
+    if (t.status)
+      resources.push({
+        name: `${t.resource}/status`,
+        singularName: '',
+        namespaced: t.namespaced,
+        kind: t.kind,
+        verbs: ['get', 'patch', 'update'],
+      })
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources }
 }

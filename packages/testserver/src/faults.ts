@@ -39,9 +39,16 @@ export interface DelayRule extends RouteMatch {
   count?: number
 }
 
-interface Live<R> { rule: R; hits: number }
+interface Live<R> {
+  rule: R
+  hits: number
+}
 
-export interface RequestInfo { method: string; path: string; watch: boolean }
+export interface RequestInfo {
+  method: string
+  path: string
+  watch: boolean
+}
 
 function matches(r: RouteMatch, q: RequestInfo): boolean {
   if (r.method !== undefined) {
@@ -58,21 +65,32 @@ export class Faults {
   private fails: Array<Live<FailRule>> = []
   private delays: Array<Live<DelayRule>> = []
 
-  constructor(seed = 1) { this.rand = prng(seed) }
+  constructor(seed = 1) {
+    this.rand = prng(seed)
+  }
 
-  reseed(seed: number): void { this.rand = prng(seed) }
+  reseed(seed: number): void {
+    this.rand = prng(seed)
+  }
 
   failRequests(rule: FailRule): () => void {
     const live = { rule, hits: 0 }
     this.fails.push(live)
-    return () => { this.fails = this.fails.filter((x) => x !== live) }
+    return () => {
+      this.fails = this.fails.filter((x) => x !== live)
+    }
   }
   delayResponses(rule: DelayRule): () => void {
     const live = { rule, hits: 0 }
     this.delays.push(live)
-    return () => { this.delays = this.delays.filter((x) => x !== live) }
+    return () => {
+      this.delays = this.delays.filter((x) => x !== live)
+    }
   }
-  clear(): void { this.fails = []; this.delays = [] }
+  clear(): void {
+    this.fails = []
+    this.delays = []
+  }
 
   private pick<R extends RouteMatch & { ratio?: number; count?: number }>(list: Array<Live<R>>, q: RequestInfo): R | undefined {
     for (const l of list) {
@@ -86,7 +104,11 @@ export class Faults {
     return undefined
   }
   /** The failure to answer this request with, if any. */
-  failureFor(q: RequestInfo): FailRule | undefined { return this.fails.length ? this.pick(this.fails, q) : undefined }
+  failureFor(q: RequestInfo): FailRule | undefined {
+    return this.fails.length ? this.pick(this.fails, q) : undefined
+  }
   /** Milliseconds to hold this request before handling it. */
-  delayFor(q: RequestInfo): number { return this.delays.length ? (this.pick(this.delays, q)?.ms ?? 0) : 0 }
+  delayFor(q: RequestInfo): number {
+    return this.delays.length ? (this.pick(this.delays, q)?.ms ?? 0) : 0
+  }
 }

@@ -17,7 +17,19 @@ export type Scope = 'main' | 'status' | 'all'
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v)
 export const keyOf = (p: Path): string => p.join('\u0000')
 
-export const IGNORED_META = new Set(['name', 'namespace', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'managedFields', 'selfLink', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generateName'])
+export const IGNORED_META = new Set([
+  'name',
+  'namespace',
+  'uid',
+  'resourceVersion',
+  'generation',
+  'creationTimestamp',
+  'managedFields',
+  'selfLink',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
+  'generateName',
+])
 
 export function topLevelAllowed(k: string, scope: Scope): boolean {
   if (k === 'apiVersion' || k === 'kind') return false
@@ -40,10 +52,16 @@ export function fieldSetOf(obj: any, scope: Scope, schema: FieldSchema): FieldSe
   const walk = (v: any, p: Path, s: FieldSchema) => {
     if (isObj(v)) {
       const keys = Object.keys(v)
-      if (keys.length === 0 || s.atomicMap) { add(p); return }
+      if (keys.length === 0 || s.atomicMap) {
+        add(p)
+        return
+      }
       for (const k of keys) walk(v[k], [...p, `f:${k}`], s.field(k))
     } else if (Array.isArray(v)) {
-      if (v.length === 0) { add(p); return }
+      if (v.length === 0) {
+        add(p)
+        return
+      }
       const lt = s.list(v)
       if (lt.type === 'set') for (const x of v) add([...p, `v:${JSON.stringify(x)}`])
       else if (lt.type === 'map') {
@@ -116,10 +134,17 @@ export function removePaths(obj: any, paths: Path[]): void {
     const parent = getAt(obj, parentPath)
     const el = p[p.length - 1]!
     let removed = false
-    if (el.startsWith('f:') && isObj(parent) && el.slice(2) in parent) { delete parent[el.slice(2)]; removed = true }
-    else if (Array.isArray(parent)) {
-      const i = el.startsWith('k:') ? parent.findIndex((x) => matchesItem(x, el.slice(2))) : parent.findIndex((x) => deepEqual(x, JSON.parse(el.slice(2))))
-      if (i >= 0) { parent.splice(i, 1); removed = true }
+    if (el.startsWith('f:') && isObj(parent) && el.slice(2) in parent) {
+      delete parent[el.slice(2)]
+      removed = true
+    } else if (Array.isArray(parent)) {
+      const i = el.startsWith('k:')
+        ? parent.findIndex((x) => matchesItem(x, el.slice(2)))
+        : parent.findIndex((x) => deepEqual(x, JSON.parse(el.slice(2))))
+      if (i >= 0) {
+        parent.splice(i, 1)
+        removed = true
+      }
     }
     if (removed) dropEmptied(obj, parentPath)
   }
@@ -174,11 +199,15 @@ export function fromFieldsV1(tree: Record<string, any> | undefined): FieldSet {
 
 /** `.spec.containers[name="c"].image`, the way the real server prints a conflicting field. */
 export function pathString(p: Path): string {
-  return p.map((el) => {
-    if (el.startsWith('f:')) return `.${el.slice(2)}`
-    if (el.startsWith('k:')) return `[${Object.entries(JSON.parse(el.slice(2))).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}]`
-    if (el.startsWith('v:')) return `[=${el.slice(2)}]`
-    return el
-  }).join('')
+  return p
+    .map((el) => {
+      if (el.startsWith('f:')) return `.${el.slice(2)}`
+      if (el.startsWith('k:'))
+        return `[${Object.entries(JSON.parse(el.slice(2)))
+          .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+          .join(',')}]`
+      if (el.startsWith('v:')) return `[=${el.slice(2)}]`
+      return el
+    })
+    .join('')
 }
-

@@ -22,7 +22,13 @@ export const FOREGROUND = 'foregroundDeletion'
 export const ORPHAN = 'orphan'
 const MANAGER = 'generic-garbage-collector'
 
-interface OwnerRef { apiVersion?: string; kind?: string; name?: string; uid?: string; blockOwnerDeletion?: boolean }
+interface OwnerRef {
+  apiVersion?: string
+  kind?: string
+  name?: string
+  uid?: string
+  blockOwnerDeletion?: boolean
+}
 type Presence = 'present' | 'absent' | 'unresolvable'
 
 export class GarbageCollector {
@@ -41,13 +47,17 @@ export class GarbageCollector {
     // owners in foreground deletion may have been waiting for this one
     for (const ref of refsOf(gone)) {
       const owner = this.lookup(gone, ref)
-      if (owner?.metadata.deletionTimestamp && (owner.metadata.finalizers ?? []).includes(FOREGROUND)) this.terminating(this.typeOf(owner)!, owner)
+      if (owner?.metadata.deletionTimestamp && (owner.metadata.finalizers ?? []).includes(FOREGROUND))
+        this.terminating(this.typeOf(owner)!, owner)
     }
   }
 
   /** An object was created or updated. Terminating: act on orphan/foreground. Otherwise: owners gone? */
   written(t: ResourceType, obj: any): void {
-    if (obj.metadata.deletionTimestamp) { this.terminating(t, obj); return }
+    if (obj.metadata.deletionTimestamp) {
+      this.terminating(t, obj)
+      return
+    }
     const refs = refsOf(obj)
     if (refs.length === 0) return
     const presence = refs.map((r) => this.presence(obj, r))
@@ -113,7 +123,12 @@ export class GarbageCollector {
   private deleteDependent(dep: any, policy: 'Background' | 'Foreground'): void {
     const t = this.typeOf(dep)
     if (!t || dep.metadata.deletionTimestamp) return
-    ignoreGone(() => this.objects.delete(t, dep.metadata.namespace ?? '', dep.metadata.name, { propagationPolicy: policy, preconditions: { uid: dep.metadata.uid } }))
+    ignoreGone(() =>
+      this.objects.delete(t, dep.metadata.namespace ?? '', dep.metadata.name, {
+        propagationPolicy: policy,
+        preconditions: { uid: dep.metadata.uid },
+      }),
+    )
   }
 
   private stripRefs(dep: any, drop: (r: OwnerRef) => boolean): void {
@@ -131,7 +146,16 @@ export class GarbageCollector {
 
   /** A merge patch of metadata, through the same path as a client's PATCH (versions, events, finalizers). */
   private patchMeta(t: ResourceType, obj: any, metadata: Record<string, unknown>): void {
-    ignoreGone(() => this.objects.patch(t, obj.metadata.namespace ?? '', obj.metadata.name, 'merge', { metadata }, { manager: MANAGER, contentType: 'application/merge-patch+json' }))
+    ignoreGone(() =>
+      this.objects.patch(
+        t,
+        obj.metadata.namespace ?? '',
+        obj.metadata.name,
+        'merge',
+        { metadata },
+        { manager: MANAGER, contentType: 'application/merge-patch+json' },
+      ),
+    )
   }
 }
 
@@ -142,5 +166,9 @@ function refsOf(obj: any): OwnerRef[] {
 
 /** A cascade step may find its object already collected (404) or replaced by a new one (409, uid). */
 function ignoreGone(fn: () => unknown): void {
-  try { fn() } catch (e) { if (!(e instanceof StatusError && (e.code === 404 || e.code === 409))) throw e }
+  try {
+    fn()
+  } catch (e) {
+    if (!(e instanceof StatusError && (e.code === 404 || e.code === 409))) throw e
+  }
 }

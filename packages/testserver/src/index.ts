@@ -27,7 +27,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Run
     port: Number(new URL(s.url).port),
     token: s.token,
     kubeconfig: s.kubeconfig,
-    get kubeconfigPath() { return s.kubeconfigPath },
+    get kubeconfigPath() {
+      return s.kubeconfigPath
+    },
     control: makeControl(s),
     server: s,
     stop: () => s.stop(),

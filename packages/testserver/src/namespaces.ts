@@ -11,7 +11,10 @@ export const NS_TYPE_KEY = '/namespaces'
 export const nowSeconds = (): string => new Date().toISOString().replace(/\.\d+Z$/, 'Z')
 
 export class Namespaces {
-  constructor(private readonly store: Store, private readonly registry: Registry) {}
+  constructor(
+    private readonly store: Store,
+    private readonly registry: Registry,
+  ) {}
 
   /** Throws unless a write of kind `t` may go into namespace `ns`. */
   check(t: ResourceType, ns: string): void {
@@ -19,7 +22,15 @@ export class Namespaces {
     const nsObj = this.store.get(NS_TYPE_KEY, '', ns)
     if (!nsObj) throw notFound({ resource: 'namespaces', group: '' }, ns)
     if (nsObj.metadata.deletionTimestamp) {
-      throw new StatusError(403, 'Forbidden', `${t.resource} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`, { kind: t.resource, causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }] })
+      throw new StatusError(
+        403,
+        'Forbidden',
+        `${t.resource} "" is forbidden: unable to create new content in namespace ${ns} because it is being terminated`,
+        {
+          kind: t.resource,
+          causes: [{ reason: 'NamespaceTerminating', message: `namespace ${ns} is being terminated`, field: 'metadata.namespace' }],
+        },
+      )
     }
   }
 
@@ -30,14 +41,23 @@ export class Namespaces {
   terminate(t: ResourceType, cur: any, del: (rt: ResourceType, ns: string, name: string) => void): any {
     let ns = cur
     if (!cur.metadata.deletionTimestamp) {
-      const next = { ...cur, metadata: { ...cur.metadata, deletionTimestamp: nowSeconds(), deletionGracePeriodSeconds: 0 }, status: { ...(cur.status ?? {}), phase: 'Terminating' } }
+      const next = {
+        ...cur,
+        metadata: { ...cur.metadata, deletionTimestamp: nowSeconds(), deletionGracePeriodSeconds: 0 },
+        status: { ...(cur.status ?? {}), phase: 'Terminating' },
+      }
       ;[ns] = this.store.write(t.storageKey, (put) => put(next))
     }
     const name = cur.metadata.name
     for (const rt of this.namespacedStorage()) {
       for (const [, obj] of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) {
         // the garbage collector may have removed it already, as a dependent of an earlier one
-        if (!obj.metadata.deletionTimestamp) try { del(rt, name, obj.metadata.name) } catch (e) { if (!(e instanceof StatusError && e.code === 404)) throw e }
+        if (!obj.metadata.deletionTimestamp)
+          try {
+            del(rt, name, obj.metadata.name)
+          } catch (e) {
+            if (!(e instanceof StatusError && e.code === 404)) throw e
+          }
       }
     }
     return this.finishIfEmpty(name) ?? ns

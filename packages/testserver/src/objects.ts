@@ -16,7 +16,18 @@ import type { Store, Snapshot } from './store.ts'
 import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
 import { apiVersionOf, typesFromCrd } from './resources.ts'
-import { StatusError, alreadyExists, badRequest, conflict, invalid, notFound, success, unsupportedMediaType, expired, type Status } from './status.ts'
+import {
+  StatusError,
+  alreadyExists,
+  badRequest,
+  conflict,
+  invalid,
+  notFound,
+  success,
+  unsupportedMediaType,
+  expired,
+  type Status,
+} from './status.ts'
 import { deepEqual, clone, mergePatch, jsonPatch, strategicMerge, type PatchKind } from './patch.ts'
 import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
 import { fieldSchemaOf } from './schema.ts'
@@ -27,7 +38,11 @@ import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
 
-export interface WriteOpts { manager: string; subresource?: string; dryRun?: boolean }
+export interface WriteOpts {
+  manager: string
+  subresource?: string
+  dryRun?: boolean
+}
 export interface ListOpts {
   matcher?: Matcher
   limit?: number
@@ -37,7 +52,10 @@ export interface ListOpts {
   /** remainingItemCount is only reported without selectors, as on a real server. */
   selected?: boolean
 }
-export interface DeleteOpts { preconditions?: { uid?: string; resourceVersion?: string }; propagationPolicy?: string }
+export interface DeleteOpts {
+  preconditions?: { uid?: string; resourceVersion?: string }
+  propagationPolicy?: string
+}
 
 export class Objects {
   private readonly snapshots = new Map<number, Snapshot>()
@@ -46,16 +64,25 @@ export class Objects {
   gc: GarbageCollector | undefined
   private readonly namespaces: Namespaces
 
-  constructor(readonly store: Store, readonly registry: Registry, private readonly rand: () => number) {
+  constructor(
+    readonly store: Store,
+    readonly registry: Registry,
+    private readonly rand: () => number,
+  ) {
     this.namespaces = new Namespaces(store, registry)
-    registry.onChange((change, t) => { if (change === 'added') store.ensure(t.storageKey) })
+    registry.onChange((change, t) => {
+      if (change === 'added') store.ensure(t.storageKey)
+    })
     for (const t of registry.all()) store.ensure(t.storageKey)
   }
 
   /** A v4-shaped UUID from the seeded PRNG (deterministic per seed). */
   uid(): string {
     const w = () => (Math.floor(this.rand() * 0x100000000) >>> 0).toString(16).padStart(8, '0')
-    const a = w(), b = w(), c = w(), d = w()
+    const a = w(),
+      b = w(),
+      c = w(),
+      d = w()
     const variant = ((parseInt(c[0]!, 16) & 3) | 8).toString(16)
     return `${a}-${b.slice(0, 4)}-4${b.slice(5, 8)}-${variant}${c.slice(1, 4)}-${c.slice(4)}${d}`
   }
@@ -78,9 +105,16 @@ export class Objects {
     let seen = 0
     if (o.continue) {
       let tok: { rv: number; start: string; total?: number; seen?: number }
-      try { tok = JSON.parse(Buffer.from(o.continue, 'base64').toString()) } catch { throw badRequest('continue key is not valid: illegal base64 data') }
+      try {
+        tok = JSON.parse(Buffer.from(o.continue, 'base64').toString())
+      } catch {
+        throw badRequest('continue key is not valid: illegal base64 data')
+      }
       const s = this.snapshots.get(tok.rv)
-      if (!s) throw expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.')
+      if (!s)
+        throw expired(
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.',
+        )
       snap = s
       after = tok.start
       total = tok.total
@@ -93,7 +127,12 @@ export class Objects {
     let remaining = 0
     for (const [key, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, after, snap)) {
       if (o.matcher && !o.matcher(obj)) continue
-      if (o.limit && items.length >= o.limit) { more = true; if (o.selected || total !== undefined) break; remaining++; continue }
+      if (o.limit && items.length >= o.limit) {
+        more = true
+        if (o.selected || total !== undefined) break
+        remaining++
+        continue
+      }
       items.push(objectJson(obj, apiVersion, t.kind))
       last = key
     }
@@ -114,7 +153,10 @@ export class Objects {
     if (!/^\d+$/.test(rv)) throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`)
     const n = Number(rv)
     if (n > cur.rv) {
-      throw new StatusError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 })
+      throw new StatusError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, {
+        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+        retryAfterSeconds: 1,
+      })
     }
     if (match === 'Exact' && n !== cur.rv) {
       const s = this.snapshots.get(n)
@@ -129,7 +171,9 @@ export class Objects {
     if (this.snapshots.size > this.maxSnapshots) this.snapshots.delete(this.snapshots.keys().next().value!)
   }
   /** Forget every kept snapshot: outstanding continue tokens expire (410), like after an etcd compaction. */
-  expireSnapshots(): void { this.snapshots.clear() }
+  expireSnapshots(): void {
+    this.snapshots.clear()
+  }
 
   /** Sets apiVersion/kind for the version being served (storage is shared across versions). */
   private out(t: ResourceType, o: any): any {
@@ -139,8 +183,10 @@ export class Objects {
 
   private checkBody(t: ResourceType, ns: string, body: any, urlName?: string): void {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object')
-    if (body.kind !== undefined && body.kind !== t.kind) throw badRequest(`the kind of the provided object (${body.kind}) does not match the kind of the request (${t.kind})`)
-    if (body.apiVersion !== undefined && body.apiVersion !== apiVersionOf(t)) throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${apiVersionOf(t)})`)
+    if (body.kind !== undefined && body.kind !== t.kind)
+      throw badRequest(`the kind of the provided object (${body.kind}) does not match the kind of the request (${t.kind})`)
+    if (body.apiVersion !== undefined && body.apiVersion !== apiVersionOf(t))
+      throw badRequest(`the API version in the data (${body.apiVersion}) does not match the expected API version (${apiVersionOf(t)})`)
     const m = body.metadata ?? {}
     if (t.namespaced && m.namespace !== undefined && m.namespace !== '' && m.namespace !== ns) {
       throw badRequest('the namespace of the provided object does not match the namespace sent on the request')
@@ -151,18 +197,38 @@ export class Objects {
   }
   private validate(t: ResourceType, obj: any): void {
     const name = obj.metadata?.name
-    if (typeof name !== 'string' || name === '') throw invalid(t.kind, t.group, '', [{ reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field: 'metadata.name' }])
+    if (typeof name !== 'string' || name === '')
+      throw invalid(t.kind, t.group, '', [
+        { reason: 'FieldValueRequired', message: 'Required value: name or generateName is required', field: 'metadata.name' },
+      ])
     if (name.length > 253 || !NAME.test(name)) {
-      throw invalid(t.kind, t.group, name, [{ reason: 'FieldValueInvalid', message: `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`, field: 'metadata.name' }])
+      throw invalid(t.kind, t.group, name, [
+        {
+          reason: 'FieldValueInvalid',
+          message: `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+          field: 'metadata.name',
+        },
+      ])
     }
     const labels = obj.metadata?.labels
-    if (labels !== undefined && (typeof labels !== 'object' || labels === null || Object.values(labels).some((v) => typeof v !== 'string'))) {
-      throw invalid(t.kind, t.group, name, [{ reason: 'FieldValueInvalid', message: 'Invalid value: label values must be strings', field: 'metadata.labels' }])
+    if (
+      labels !== undefined &&
+      (typeof labels !== 'object' || labels === null || Object.values(labels).some((v) => typeof v !== 'string'))
+    ) {
+      throw invalid(t.kind, t.group, name, [
+        { reason: 'FieldValueInvalid', message: 'Invalid value: label values must be strings', field: 'metadata.labels' },
+      ])
     }
     if (t.crd === undefined && t.resource === 'customresourcedefinitions') {
       const s = obj.spec ?? {}
       if (name !== `${s.names?.plural}.${s.group}`) {
-        throw invalid(t.kind, t.group, name, [{ reason: 'FieldValueInvalid', message: `Invalid value: "${name}": must be spec.names.plural+"."+spec.group`, field: 'metadata.name' }])
+        throw invalid(t.kind, t.group, name, [
+          {
+            reason: 'FieldValueInvalid',
+            message: `Invalid value: "${name}": must be spec.names.plural+"."+spec.group`,
+            field: 'metadata.name',
+          },
+        ])
       }
     }
   }
@@ -179,14 +245,21 @@ export class Objects {
     this.validate(t, obj)
     this.namespaces.check(t, ns)
     if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
-    delete meta.resourceVersion; delete meta.deletionTimestamp; delete meta.deletionGracePeriodSeconds; delete meta.managedFields
-    if (t.namespaced) meta.namespace = ns; else delete meta.namespace
+    delete meta.resourceVersion
+    delete meta.deletionTimestamp
+    delete meta.deletionGracePeriodSeconds
+    delete meta.managedFields
+    if (t.namespaced) meta.namespace = ns
+    else delete meta.namespace
     meta.uid = this.uid()
     meta.creationTimestamp = nowSeconds()
-    if (t.generation) meta.generation = 1; else delete meta.generation
+    if (t.generation) meta.generation = 1
+    else delete meta.generation
     if (t.status) delete obj.status
     obj = this.defaults(t, obj)
-    meta.managedFields = o.managedFields ?? recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
+    meta.managedFields =
+      o.managedFields ??
+      recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
     if (meta.managedFields.length === 0) delete meta.managedFields
     if (o.dryRun) return obj
     const [stored] = this.store.write(t.storageKey, (put) => put(obj))
@@ -195,7 +268,8 @@ export class Objects {
   }
 
   private defaults(t: ResourceType, obj: any): any {
-    if (t.storageKey === NS_TYPE_KEY) return { ...obj, spec: { finalizers: ['kubernetes'], ...(obj.spec ?? {}) }, status: { phase: 'Active' } }
+    if (t.storageKey === NS_TYPE_KEY)
+      return { ...obj, spec: { finalizers: ['kubernetes'], ...(obj.spec ?? {}) }, status: { phase: 'Active' } }
     if (t.resource === 'secrets' && t.group === '' && obj.type === undefined) return { ...obj, type: 'Opaque' }
     return obj
   }
@@ -207,13 +281,22 @@ export class Objects {
     const rv = body.metadata?.resourceVersion
     if ((rv === undefined || rv === '') && !t.unconditionalUpdate) {
       // the generic registry's message for a strategy without unconditional updates (kind is the resource)
-      throw invalid(t.resource, t.group, name, [{ reason: 'FieldValueInvalid', message: 'Invalid value: 0x0: must be specified for an update', field: 'metadata.resourceVersion' }])
+      throw invalid(t.resource, t.group, name, [
+        { reason: 'FieldValueInvalid', message: 'Invalid value: 0x0: must be specified for an update', field: 'metadata.resourceVersion' },
+      ])
     }
     if (rv !== undefined && rv !== '' && rv !== cur.metadata.resourceVersion) throw conflict(t, name)
     return this.commitUpdate(t, cur, clone(body), o, 'Update')
   }
 
-  patch(t: ResourceType, ns: string, name: string, kind: PatchKind | undefined, patch: any, o: WriteOpts & { force?: boolean; contentType: string }): any {
+  patch(
+    t: ResourceType,
+    ns: string,
+    name: string,
+    kind: PatchKind | undefined,
+    patch: any,
+    o: WriteOpts & { force?: boolean; contentType: string },
+  ): any {
     if (kind === undefined || (kind === 'strategic' && !t.builtin)) throw unsupportedMediaType(o.contentType)
     const key = t.namespaced ? ns : ''
     const cur = this.store.get(t.storageKey, key, name)
@@ -222,9 +305,15 @@ export class Objects {
     if (!cur) throw notFound(t, name)
     let next: any
     switch (kind) {
-      case 'merge': next = mergePatch(cur, patch); break
-      case 'json': next = jsonPatch(cur, patch); break
-      case 'strategic': next = strategicMerge(cur, patch); break
+      case 'merge':
+        next = mergePatch(cur, patch)
+        break
+      case 'json':
+        next = jsonPatch(cur, patch)
+        break
+      case 'strategic':
+        next = strategicMerge(cur, patch)
+        break
     }
     if (typeof next !== 'object' || next === null) throw badRequest('the patch produced an invalid object')
     const rv = next.metadata?.resourceVersion
@@ -235,14 +324,24 @@ export class Objects {
 
   private apply(t: ResourceType, ns: string, name: string, cur: any, applied: any, o: WriteOpts & { force?: boolean }): any {
     if (!o.manager || o.manager === '__default__') {
-      throw invalid('PatchOptions', 'meta.k8s.io', '', [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }])
+      throw invalid('PatchOptions', 'meta.k8s.io', '', [
+        { reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' },
+      ])
     }
-    if (typeof applied !== 'object' || applied === null || Array.isArray(applied)) throw badRequest('error decoding YAML: the apply body must be an object')
+    if (typeof applied !== 'object' || applied === null || Array.isArray(applied))
+      throw badRequest('error decoding YAML: the apply body must be an object')
     if (!applied.apiVersion || !applied.kind) throw badRequest('apiVersion and kind must be set in an apply configuration')
     this.checkBody(t, ns, applied, name)
     if (applied.metadata?.managedFields !== undefined) throw badRequest('metadata.managedFields must be nil')
     const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
-    const opts = { manager: o.manager, force: !!o.force, apiVersion: apiVersionOf(t), scope, schema: fieldSchemaOf(t), ...(o.subresource ? { subresource: o.subresource } : {}) }
+    const opts = {
+      manager: o.manager,
+      force: !!o.force,
+      apiVersion: apiVersionOf(t),
+      scope,
+      schema: fieldSchemaOf(t),
+      ...(o.subresource ? { subresource: o.subresource } : {}),
+    }
     if (!cur) {
       if (o.subresource) throw notFound(t, name)
       const { object } = serverSideApply(undefined, applied, opts)
@@ -262,15 +361,32 @@ export class Objects {
       Object.assign(meta, cm, { managedFields: o.keepManagedFields ? meta.managedFields : cm.managedFields })
     } else if (t.status) {
       next = { ...next }
-      if (cur.status === undefined) delete next.status; else next.status = cur.status
+      if (cur.status === undefined) delete next.status
+      else next.status = cur.status
     }
-    for (const k of ['uid', 'creationTimestamp', 'name', 'namespace', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
-      if (cm[k] === undefined) delete meta[k]; else meta[k] = cm[k]
+    for (const k of [
+      'uid',
+      'creationTimestamp',
+      'name',
+      'namespace',
+      'deletionTimestamp',
+      'deletionGracePeriodSeconds',
+      'generation',
+    ] as const) {
+      if (cm[k] === undefined) delete meta[k]
+      else meta[k] = cm[k]
     }
     if (cm.deletionTimestamp && Array.isArray(meta.finalizers)) {
       // a real server refuses new finalizers on a terminating object
       const added = meta.finalizers.filter((f: string) => !(cm.finalizers ?? []).includes(f))
-      if (added.length) throw invalid(t.kind, t.group, cm.name, [{ reason: 'FieldValueForbidden', message: 'Forbidden: no new finalizers can be added if the object is being deleted', field: 'metadata.finalizers' }])
+      if (added.length)
+        throw invalid(t.kind, t.group, cm.name, [
+          {
+            reason: 'FieldValueForbidden',
+            message: 'Forbidden: no new finalizers can be added if the object is being deleted',
+            field: 'metadata.finalizers',
+          },
+        ])
     }
     meta.resourceVersion = cm.resourceVersion
     next = { ...next, apiVersion: cur.apiVersion, kind: t.kind, metadata: meta }
@@ -279,8 +395,15 @@ export class Objects {
     if (t.generation && specChanged(cur, next)) meta.generation = (cm.generation ?? 0) + 1
     if (!o.keepManagedFields) {
       const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
-      const mf = recordUpdate(cur, next, { manager: o.manager, apiVersion: apiVersionOf(t), scope, schema: fieldSchemaOf(t), ...(o.subresource ? { subresource: o.subresource } : {}) })
-      if (mf.length) meta.managedFields = mf; else delete meta.managedFields
+      const mf = recordUpdate(cur, next, {
+        manager: o.manager,
+        apiVersion: apiVersionOf(t),
+        scope,
+        schema: fieldSchemaOf(t),
+        ...(o.subresource ? { subresource: o.subresource } : {}),
+      })
+      if (mf.length) meta.managedFields = mf
+      else delete meta.managedFields
     } else if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields
     if (sameIgnoringTimes(cur, next)) return this.out(t, cur)
     if (o.dryRun) return this.out(t, next)
@@ -298,18 +421,37 @@ export class Objects {
     const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
     if (!cur) throw notFound(t, name)
     const p = d.preconditions ?? {}
-    if (p.uid && p.uid !== cur.metadata.uid) throw conflict(t, name, `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${cur.metadata.uid}`)
+    if (p.uid && p.uid !== cur.metadata.uid)
+      throw conflict(t, name, `Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${cur.metadata.uid}`)
     if (p.resourceVersion && p.resourceVersion !== cur.metadata.resourceVersion) {
-      throw conflict(t, name, `Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`)
+      throw conflict(
+        t,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`,
+      )
     }
     let finalizers: string[] = cur.metadata.finalizers ?? []
     // as the apiserver: these policies become finalizers that the garbage collector acts on and removes
     if (d.propagationPolicy === 'Foreground' && !finalizers.includes(FOREGROUND)) finalizers = [...finalizers, FOREGROUND]
     if (d.propagationPolicy === 'Orphan' && !finalizers.includes(ORPHAN)) finalizers = [...finalizers, ORPHAN]
-    if (t.storageKey === NS_TYPE_KEY) return this.out(t, this.namespaces.terminate(t, cur, (rt, ns, name) => { this.delete(rt, ns, name, {}) }))
+    if (t.storageKey === NS_TYPE_KEY)
+      return this.out(
+        t,
+        this.namespaces.terminate(t, cur, (rt, ns, name) => {
+          this.delete(rt, ns, name, {})
+        }),
+      )
     if (finalizers.length > 0) {
       if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return this.out(t, cur)
-      const next = { ...cur, metadata: { ...cur.metadata, finalizers, deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(), deletionGracePeriodSeconds: 0 } }
+      const next = {
+        ...cur,
+        metadata: {
+          ...cur.metadata,
+          finalizers,
+          deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(),
+          deletionGracePeriodSeconds: 0,
+        },
+      }
       const [stored] = this.store.write(t.storageKey, (put) => put(next))
       this.afterWrite(t, stored)
       return this.out(t, stored)
@@ -323,7 +465,11 @@ export class Objects {
     const snap = this.store.snapshot()
     for (const [, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)) {
       if (matcher && !matcher(obj)) continue
-      try { this.delete(t, obj.metadata.namespace ?? '', obj.metadata.name, {}) } catch (e) { if (!(e instanceof StatusError && e.code === 404)) throw e }
+      try {
+        this.delete(t, obj.metadata.namespace ?? '', obj.metadata.name, {})
+      } catch (e) {
+        if (!(e instanceof StatusError && e.code === 404)) throw e
+      }
     }
     return JSON.stringify(success(t, ''))
   }
@@ -336,7 +482,8 @@ export class Objects {
     if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') {
       for (const rt of this.registry.all()) if (rt.crd === gone.metadata.name) this.registry.unregister(rt)
       const first = typesFromCrd(gone)[0]
-      if (first && !this.registry.all().some((rt) => rt.storageKey === `${first.group}/${first.resource}`)) void this.store.drop(`${first.group}/${first.resource}`)
+      if (first && !this.registry.all().some((rt) => rt.storageKey === `${first.group}/${first.resource}`))
+        void this.store.drop(`${first.group}/${first.resource}`)
     }
     this.gc?.removed(gone)
     if (t.namespaced && gone.metadata.namespace) this.namespaces.finishIfEmpty(gone.metadata.namespace)
@@ -345,13 +492,29 @@ export class Objects {
   private syncCrd(t: ResourceType, crd: any): void {
     if (crd.metadata.deletionTimestamp) return
     const inputs = typesFromCrd(crd)
-    for (const rt of this.registry.all()) if (rt.crd === crd.metadata.name && !inputs.some((i) => i.version === rt.version)) this.registry.unregister(rt)
+    for (const rt of this.registry.all())
+      if (rt.crd === crd.metadata.name && !inputs.some((i) => i.version === rt.version)) this.registry.unregister(rt)
     for (const i of inputs) this.registry.register(i)
     const names = crd.spec?.names ?? {}
-    const cond = (type: string, reason: string, message: string) => ({ type, status: 'True', lastTransitionTime: crd.metadata.creationTimestamp, reason, message })
+    const cond = (type: string, reason: string, message: string) => ({
+      type,
+      status: 'True',
+      lastTransitionTime: crd.metadata.creationTimestamp,
+      reason,
+      message,
+    })
     const status = {
-      conditions: [cond('NamesAccepted', 'NoConflicts', 'no conflicts found'), cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted')],
-      acceptedNames: { plural: names.plural, singular: names.singular ?? String(names.kind ?? '').toLowerCase(), kind: names.kind, listKind: names.listKind ?? `${names.kind}List`, ...(names.shortNames ? { shortNames: names.shortNames } : {}) },
+      conditions: [
+        cond('NamesAccepted', 'NoConflicts', 'no conflicts found'),
+        cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted'),
+      ],
+      acceptedNames: {
+        plural: names.plural,
+        singular: names.singular ?? String(names.kind ?? '').toLowerCase(),
+        kind: names.kind,
+        listKind: names.listKind ?? `${names.kind}List`,
+        ...(names.shortNames ? { shortNames: names.shortNames } : {}),
+      },
       storedVersions: (crd.spec?.versions ?? []).filter((v: any) => v.storage).map((v: any) => v.name),
     }
     if (deepEqual(crd.status, status)) return
@@ -385,7 +548,10 @@ function specChanged(a: any, b: any): boolean {
 }
 /** Equal except for managedFields timestamps: such a write is a no-op on a real server. */
 function sameIgnoringTimes(a: any, b: any): boolean {
-  const strip = (o: any) => ({ ...o, metadata: { ...o.metadata, managedFields: (o.metadata.managedFields ?? []).map((e: any) => ({ ...e, time: undefined })) } })
+  const strip = (o: any) => ({
+    ...o,
+    metadata: { ...o.metadata, managedFields: (o.metadata.managedFields ?? []).map((e: any) => ({ ...e, time: undefined })) },
+  })
   return deepEqual(strip(a), strip(b))
 }
 function returnsObject(t: ResourceType): boolean {

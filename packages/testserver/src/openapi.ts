@@ -21,18 +21,39 @@ const OBJECT_META: Schema = {
   description: 'ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.',
   properties: {
     name: str('Name must be unique within a namespace.'),
-    generateName: str('GenerateName is an optional prefix, used by the server, to generate a unique name ONLY IF the Name field has not been provided.'),
+    generateName: str(
+      'GenerateName is an optional prefix, used by the server, to generate a unique name ONLY IF the Name field has not been provided.',
+    ),
     namespace: str('Namespace defines the space within which each name must be unique.'),
     uid: str('UID is the unique in time and space value for this object, set by the server.'),
     resourceVersion: str('An opaque value that represents the internal version of this object.'),
-    generation: { type: 'integer', format: 'int64', description: 'A sequence number representing a specific generation of the desired state.' },
+    generation: {
+      type: 'integer',
+      format: 'int64',
+      description: 'A sequence number representing a specific generation of the desired state.',
+    },
     creationTimestamp: { type: 'string', format: 'date-time', description: 'When this object was created, set by the server.' },
     deletionTimestamp: { type: 'string', format: 'date-time', description: 'When this resource will be deleted, set by the server.' },
     labels: strMap('Map of string keys and values that can be used to organize and categorize objects.'),
     annotations: strMap('Annotations is an unstructured key value map stored with a resource.'),
-    finalizers: { type: 'array', items: { type: 'string', default: '' }, 'x-kubernetes-list-type': 'set', description: 'Must be empty before the object is deleted from the registry.' },
-    ownerReferences: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['uid'], description: 'List of objects depended by this object.' },
-    managedFields: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, description: 'Maps workflow-id and version to the set of fields that are managed by that workflow.' },
+    finalizers: {
+      type: 'array',
+      items: { type: 'string', default: '' },
+      'x-kubernetes-list-type': 'set',
+      description: 'Must be empty before the object is deleted from the registry.',
+    },
+    ownerReferences: {
+      type: 'array',
+      items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['uid'],
+      description: 'List of objects depended by this object.',
+    },
+    managedFields: {
+      type: 'array',
+      items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+      description: 'Maps workflow-id and version to the set of fields that are managed by that workflow.',
+    },
   },
 }
 
@@ -41,15 +62,26 @@ const BUILTIN_FIELDS: Record<string, { description: string; properties: Record<s
   '/ConfigMap': {
     description: 'ConfigMap holds configuration data for pods to consume.',
     properties: {
-      data: strMap('Data contains the configuration data. Each key must consist of alphanumeric characters, \'-\', \'_\' or \'.\'.'),
-      binaryData: { type: 'object', additionalProperties: { type: 'string', format: 'byte' }, description: 'BinaryData contains the binary data.' },
-      immutable: { type: 'boolean', description: 'Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated.' },
+      data: strMap("Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'."),
+      binaryData: {
+        type: 'object',
+        additionalProperties: { type: 'string', format: 'byte' },
+        description: 'BinaryData contains the binary data.',
+      },
+      immutable: {
+        type: 'boolean',
+        description: 'Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated.',
+      },
     },
   },
   '/Secret': {
     description: 'Secret holds secret data of a certain type.',
     properties: {
-      data: { type: 'object', additionalProperties: { type: 'string', format: 'byte' }, description: 'Data contains the secret data, base64 encoded.' },
+      data: {
+        type: 'object',
+        additionalProperties: { type: 'string', format: 'byte' },
+        description: 'Data contains the secret data, base64 encoded.',
+      },
       stringData: strMap('stringData allows specifying non-binary secret data in string form. It is write-only.'),
       type: str('Used to facilitate programmatic handling of secret data.'),
       immutable: { type: 'boolean', description: 'Immutable, if set to true, ensures that data stored in the Secret cannot be updated.' },
@@ -59,13 +91,26 @@ const BUILTIN_FIELDS: Record<string, { description: string; properties: Record<s
     description: 'Lease defines a lease concept.',
     properties: {
       spec: {
-        type: 'object', description: 'spec contains the specification of the Lease.',
+        type: 'object',
+        description: 'spec contains the specification of the Lease.',
         properties: {
           holderIdentity: str('holderIdentity contains the identity of the holder of a current lease.'),
-          leaseDurationSeconds: { type: 'integer', format: 'int32', description: 'leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it.' },
+          leaseDurationSeconds: {
+            type: 'integer',
+            format: 'int32',
+            description: 'leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it.',
+          },
           acquireTime: { type: 'string', format: 'date-time', description: 'acquireTime is a time when the current lease was acquired.' },
-          renewTime: { type: 'string', format: 'date-time', description: 'renewTime is a time when the current holder of a lease has last updated the lease.' },
-          leaseTransitions: { type: 'integer', format: 'int32', description: 'leaseTransitions is the number of transitions of a lease between holders.' },
+          renewTime: {
+            type: 'string',
+            format: 'date-time',
+            description: 'renewTime is a time when the current holder of a lease has last updated the lease.',
+          },
+          leaseTransitions: {
+            type: 'integer',
+            format: 'int32',
+            description: 'leaseTransitions is the number of transitions of a lease between holders.',
+          },
         },
       },
     },
@@ -83,22 +128,46 @@ function kindSchema(t: ResourceType): Schema {
   const base: Record<string, Schema> = {
     apiVersion: str('APIVersion defines the versioned schema of this representation of an object.'),
     kind: str('Kind is a string value representing the REST resource this object represents.'),
-    metadata: { ...ref(META), description: 'Standard object\'s metadata.' },
+    metadata: { ...ref(META), description: "Standard object's metadata." },
   }
   if (!t.builtin) {
     const s = (t.schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }) as Schema
-    return { ...s, properties: { ...(s.properties as Record<string, Schema> | undefined), ...base }, 'x-kubernetes-group-version-kind': gvk }
+    return {
+      ...s,
+      properties: { ...(s.properties as Record<string, Schema> | undefined), ...base },
+      'x-kubernetes-group-version-kind': gvk,
+    }
   }
   const known = BUILTIN_FIELDS[`${t.group}/${t.kind}`]
-  if (known) return { type: 'object', description: known.description, properties: { ...base, ...known.properties }, 'x-kubernetes-group-version-kind': gvk }
-  return { type: 'object', description: `${t.kind} (fields beyond metadata are not described by this test server).`, properties: base, 'x-kubernetes-preserve-unknown-fields': true, 'x-kubernetes-group-version-kind': gvk }
+  if (known)
+    return {
+      type: 'object',
+      description: known.description,
+      properties: { ...base, ...known.properties },
+      'x-kubernetes-group-version-kind': gvk,
+    }
+  return {
+    type: 'object',
+    description: `${t.kind} (fields beyond metadata are not described by this test server).`,
+    properties: base,
+    'x-kubernetes-preserve-unknown-fields': true,
+    'x-kubernetes-group-version-kind': gvk,
+  }
 }
 
-const param = (name: string, description: string): Schema => ({ name, in: 'query', description, schema: { type: 'string', uniqueItems: true } })
+const param = (name: string, description: string): Schema => ({
+  name,
+  in: 'query',
+  description,
+  schema: { type: 'string', uniqueItems: true },
+})
 const WRITE_PARAMS = [
   param('dryRun', 'When present, indicates that modifications should not be persisted.'),
   param('fieldManager', 'fieldManager is a name associated with the actor or entity that is making these changes.'),
-  param('fieldValidation', 'fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields.'),
+  param(
+    'fieldValidation',
+    'fieldValidation instructs the server on how to handle objects in the request containing unknown or duplicate fields.',
+  ),
 ]
 
 function paths(t: ResourceType): Record<string, Schema> {
@@ -106,15 +175,36 @@ function paths(t: ResourceType): Record<string, Schema> {
   const coll = t.namespaced ? `${prefix}/namespaces/{namespace}/${t.resource}` : `${prefix}/${t.resource}`
   const gvk = { group: t.group, version: t.version, kind: t.kind }
   const body = { content: { 'application/json': { schema: ref(schemaName(t)) } } }
-  const op = (action: string, extra: Schema = {}): Schema => ({ operationId: `${action}${t.kind}`, 'x-kubernetes-action': action, 'x-kubernetes-group-version-kind': gvk, responses: { '200': { description: 'OK' } }, ...extra })
+  const op = (action: string, extra: Schema = {}): Schema => ({
+    operationId: `${action}${t.kind}`,
+    'x-kubernetes-action': action,
+    'x-kubernetes-group-version-kind': gvk,
+    responses: { '200': { description: 'OK' } },
+    ...extra,
+  })
   const out: Record<string, Schema> = {
     [coll]: { get: op('list'), post: op('post', { parameters: WRITE_PARAMS, requestBody: body }) },
     [`${coll}/{name}`]: {
-      get: op('get'), put: op('put', { parameters: WRITE_PARAMS, requestBody: body }), delete: op('delete'),
-      patch: op('patch', { parameters: [...WRITE_PARAMS, param('force', 'Force is going to "force" Apply requests.')], requestBody: { content: { 'application/merge-patch+json': { schema: { type: 'object' } }, 'application/apply-patch+yaml': { schema: { type: 'object' } } } } }),
+      get: op('get'),
+      put: op('put', { parameters: WRITE_PARAMS, requestBody: body }),
+      delete: op('delete'),
+      patch: op('patch', {
+        parameters: [...WRITE_PARAMS, param('force', 'Force is going to "force" Apply requests.')],
+        requestBody: {
+          content: {
+            'application/merge-patch+json': { schema: { type: 'object' } },
+            'application/apply-patch+yaml': { schema: { type: 'object' } },
+          },
+        },
+      }),
     },
   }
-  if (t.status) out[`${coll}/{name}/status`] = { get: op('get'), put: op('put', { parameters: WRITE_PARAMS, requestBody: body }), patch: op('patch', { parameters: WRITE_PARAMS }) }
+  if (t.status)
+    out[`${coll}/{name}/status`] = {
+      get: op('get'),
+      put: op('put', { parameters: WRITE_PARAMS, requestBody: body }),
+      patch: op('patch', { parameters: WRITE_PARAMS }),
+    }
   return out
 }
 

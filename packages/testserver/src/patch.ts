@@ -11,7 +11,9 @@ import { BUILTIN_SET_LISTS, builtinMergeKey } from './schema.ts'
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-export function clone<T>(v: T): T { return v === undefined ? v : structuredClone(v) }
+export function clone<T>(v: T): T {
+  return v === undefined ? v : structuredClone(v)
+}
 
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true
@@ -23,7 +25,8 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], bb[i])) return false
     return true
   }
-  const ka = Object.keys(a as object), kb = Object.keys(b as object)
+  const ka = Object.keys(a as object),
+    kb = Object.keys(b as object)
   if (ka.length !== kb.length) return false
   for (const k of ka) if (!Object.prototype.hasOwnProperty.call(b, k) || !deepEqual((a as any)[k], (b as any)[k])) return false
   return true
@@ -41,7 +44,9 @@ export function mergePatch(target: any, patch: any): any {
 }
 
 // ---------- JSON patch ----------
-function unescape(s: string): string { return s.replace(/~1/g, '/').replace(/~0/g, '~') }
+function unescape(s: string): string {
+  return s.replace(/~1/g, '/').replace(/~0/g, '~')
+}
 function parsePointer(p: string): string[] {
   if (p === '') return []
   if (!p.startsWith('/')) throw badRequest(`invalid JSON pointer: "${p}"`)
@@ -69,11 +74,15 @@ export function jsonPatch(doc: any, ops: any): any {
   const parentOf = (path: string[], op: string): [any, string] => {
     if (path.length === 0) throw patchFail(`${op} at the document root is not supported`)
     const parent = get(path.slice(0, -1))
-    if (!isObj(parent) && !Array.isArray(parent)) throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
+    if (!isObj(parent) && !Array.isArray(parent))
+      throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
     return [parent, path[path.length - 1]!]
   }
   const add = (path: string[], value: any, op: string) => {
-    if (path.length === 0) { root = value; return }
+    if (path.length === 0) {
+      root = value
+      return
+    }
     const [parent, key] = parentOf(path, op)
     if (Array.isArray(parent)) {
       const i = key === '-' ? parent.length : index(key)
@@ -85,10 +94,12 @@ export function jsonPatch(doc: any, ops: any): any {
     const [parent, key] = parentOf(path, op)
     if (Array.isArray(parent)) {
       const i = index(key)
-      if (!Number.isInteger(i) || i >= parent.length) throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
+      if (!Number.isInteger(i) || i >= parent.length)
+        throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
       return parent.splice(i, 1)[0]
     }
-    if (!Object.prototype.hasOwnProperty.call(parent, key)) throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
+    if (!Object.prototype.hasOwnProperty.call(parent, key))
+      throw patchFail(`${op} operation does not apply: doc is missing path: "/${path.join('/')}"`)
     const v = parent[key]
     delete parent[key]
     return v
@@ -98,15 +109,38 @@ export function jsonPatch(doc: any, ops: any): any {
     const path = parsePointer(o.path)
     if ((o.op === 'add' || o.op === 'replace' || o.op === 'test') && !('value' in o)) throw patchFail(`${o.op} operation needs a "value"`)
     switch (o.op) {
-      case 'add': add(path, clone(o.value), 'add'); break
-      case 'remove': remove(path, 'remove'); break
+      case 'add':
+        add(path, clone(o.value), 'add')
+        break
+      case 'remove':
+        remove(path, 'remove')
+        break
       case 'replace':
-        if (path.length === 0) { root = clone(o.value); break }
-        remove(path, 'replace'); add(path, clone(o.value), 'replace'); break
-      case 'move': { const v = remove(parsePointer(o.from), 'move'); add(path, v, 'move'); break }
-      case 'copy': { const v = get(parsePointer(o.from)); if (v === undefined) throw patchFail(`copy operation does not apply: doc is missing from path: "${o.from}"`); add(path, clone(v), 'copy'); break }
-      case 'test': { const v = get(path); if (!deepEqual(v, o.value)) throw patchFail(`testing value ${o.path} failed`); break }
-      default: throw badRequest(`Unexpected kind: ${o.op}`)
+        if (path.length === 0) {
+          root = clone(o.value)
+          break
+        }
+        remove(path, 'replace')
+        add(path, clone(o.value), 'replace')
+        break
+      case 'move': {
+        const v = remove(parsePointer(o.from), 'move')
+        add(path, v, 'move')
+        break
+      }
+      case 'copy': {
+        const v = get(parsePointer(o.from))
+        if (v === undefined) throw patchFail(`copy operation does not apply: doc is missing from path: "${o.from}"`)
+        add(path, clone(v), 'copy')
+        break
+      }
+      case 'test': {
+        const v = get(path)
+        if (!deepEqual(v, o.value)) throw patchFail(`testing value ${o.path} failed`)
+        break
+      }
+      default:
+        throw badRequest(`Unexpected kind: ${o.op}`)
     }
   }
   return root
@@ -118,7 +152,10 @@ const mergeKeyFor = builtinMergeKey
 
 export function strategicMerge(target: any, patch: any): any {
   if (!isObj(patch)) return clone(patch)
-  if (patch.$patch === 'replace') { const { $patch, ...rest } = patch; return clone(stripDirectives(rest)) }
+  if (patch.$patch === 'replace') {
+    const { $patch, ...rest } = patch
+    return clone(stripDirectives(rest))
+  }
   if (patch.$patch === 'delete') return undefined
   const out: Record<string, any> = isObj(target) ? { ...target } : {}
   const retain: string[] | undefined = Array.isArray(patch.$retainKeys) ? patch.$retainKeys : undefined
@@ -129,11 +166,15 @@ export function strategicMerge(target: any, patch: any): any {
       if (Array.isArray(out[f]) && Array.isArray(v)) out[f] = out[f].filter((x: any) => !v.some((d) => deepEqual(d, x)))
       continue
     }
-    if (v === null) { delete out[k]; continue }
+    if (v === null) {
+      delete out[k]
+      continue
+    }
     if (Array.isArray(v)) out[k] = mergeList(k, out[k], v)
     else if (isObj(v)) {
       const merged = strategicMerge(out[k], v)
-      if (merged === undefined) delete out[k]; else out[k] = merged
+      if (merged === undefined) delete out[k]
+      else out[k] = merged
     } else out[k] = v
   }
   if (retain) for (const k of Object.keys(out)) if (!retain.includes(k) && !(k in patch)) delete out[k]
@@ -153,7 +194,10 @@ function mergeList(field: string, live: any, patch: any[]): any[] {
   const out = cur.map((x) => x)
   for (const p of patch) {
     const idx = out.findIndex((x) => isObj(x) && deepEqual(x[key], p[key]))
-    if (p.$patch === 'delete') { if (idx >= 0) out.splice(idx, 1); continue }
+    if (p.$patch === 'delete') {
+      if (idx >= 0) out.splice(idx, 1)
+      continue
+    }
     if (idx >= 0) out[idx] = strategicMerge(out[idx], p)
     else out.push(stripDirectives(clone(p)))
   }
@@ -172,11 +216,17 @@ export type PatchKind = 'merge' | 'json' | 'strategic' | 'apply'
 export function patchKindOf(contentType: string | undefined): PatchKind | undefined {
   const ct = (contentType ?? '').split(';')[0]!.trim().toLowerCase()
   switch (ct) {
-    case 'application/merge-patch+json': return 'merge'
-    case 'application/json-patch+json': return 'json'
-    case 'application/strategic-merge-patch+json': return 'strategic'
-    case 'application/apply-patch+yaml': case 'application/apply-patch+json': return 'apply'
-    default: return undefined
+    case 'application/merge-patch+json':
+      return 'merge'
+    case 'application/json-patch+json':
+      return 'json'
+    case 'application/strategic-merge-patch+json':
+      return 'strategic'
+    case 'application/apply-patch+yaml':
+    case 'application/apply-patch+json':
+      return 'apply'
+    default:
+      return undefined
   }
 }
 export type { Json }

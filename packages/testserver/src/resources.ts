@@ -81,7 +81,7 @@ export function makeType(input: ResourceTypeInput): ResourceType {
     builtin: input.builtin ?? false,
     generation: input.generation ?? !(input.builtin ?? false),
     selectableFields: input.selectableFields ?? [],
-    unconditionalUpdate: input.unconditionalUpdate ?? (input.builtin ?? false),
+    unconditionalUpdate: input.unconditionalUpdate ?? input.builtin ?? false,
     storageKey: `${group}/${input.resource}`,
   }
   if (input.crd) t.crd = input.crd
@@ -91,20 +91,114 @@ export function makeType(input: ResourceTypeInput): ResourceType {
 
 const B = { builtin: true, generation: false }
 export const BUILTIN_TYPES: ResourceTypeInput[] = [
-  { ...B, version: 'v1', resource: 'namespaces', kind: 'Namespace', namespaced: false, shortNames: ['ns'], status: true, selectableFields: ['status.phase'] },
+  {
+    ...B,
+    version: 'v1',
+    resource: 'namespaces',
+    kind: 'Namespace',
+    namespaced: false,
+    shortNames: ['ns'],
+    status: true,
+    selectableFields: ['status.phase'],
+  },
   { ...B, version: 'v1', resource: 'configmaps', kind: 'ConfigMap', shortNames: ['cm'] },
   { ...B, version: 'v1', resource: 'secrets', kind: 'Secret', selectableFields: ['type'] },
   { ...B, version: 'v1', resource: 'services', kind: 'Service', shortNames: ['svc'], status: true, categories: ['all'] },
   { ...B, version: 'v1', resource: 'serviceaccounts', kind: 'ServiceAccount', shortNames: ['sa'] },
-  { ...B, version: 'v1', resource: 'pods', kind: 'Pod', shortNames: ['po'], status: true, generation: true, categories: ['all'], selectableFields: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.podIP'] },
-  { ...B, version: 'v1', resource: 'nodes', kind: 'Node', namespaced: false, shortNames: ['no'], status: true, selectableFields: ['spec.unschedulable'] },
-  { ...B, version: 'v1', resource: 'events', kind: 'Event', shortNames: ['ev'], selectableFields: ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion', 'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type'] },
+  {
+    ...B,
+    version: 'v1',
+    resource: 'pods',
+    kind: 'Pod',
+    shortNames: ['po'],
+    status: true,
+    generation: true,
+    categories: ['all'],
+    selectableFields: [
+      'spec.nodeName',
+      'spec.restartPolicy',
+      'spec.schedulerName',
+      'spec.serviceAccountName',
+      'status.phase',
+      'status.podIP',
+    ],
+  },
+  {
+    ...B,
+    version: 'v1',
+    resource: 'nodes',
+    kind: 'Node',
+    namespaced: false,
+    shortNames: ['no'],
+    status: true,
+    selectableFields: ['spec.unschedulable'],
+  },
+  {
+    ...B,
+    version: 'v1',
+    resource: 'events',
+    kind: 'Event',
+    shortNames: ['ev'],
+    selectableFields: [
+      'involvedObject.kind',
+      'involvedObject.namespace',
+      'involvedObject.name',
+      'involvedObject.uid',
+      'involvedObject.apiVersion',
+      'involvedObject.resourceVersion',
+      'involvedObject.fieldPath',
+      'reason',
+      'reportingComponent',
+      'source',
+      'type',
+    ],
+  },
   { ...B, group: 'events.k8s.io', version: 'v1', resource: 'events', kind: 'Event', shortNames: ['ev'] },
   { ...B, group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', unconditionalUpdate: false },
-  { ...B, group: 'apps', version: 'v1', resource: 'deployments', kind: 'Deployment', shortNames: ['deploy'], status: true, generation: true, categories: ['all'] },
-  { ...B, group: 'apps', version: 'v1', resource: 'statefulsets', kind: 'StatefulSet', shortNames: ['sts'], status: true, generation: true, categories: ['all'] },
-  { ...B, group: 'apps', version: 'v1', resource: 'daemonsets', kind: 'DaemonSet', shortNames: ['ds'], status: true, generation: true, categories: ['all'] },
-  { ...B, group: 'apiextensions.k8s.io', version: 'v1', resource: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false, shortNames: ['crd', 'crds'], status: true, generation: true },
+  {
+    ...B,
+    group: 'apps',
+    version: 'v1',
+    resource: 'deployments',
+    kind: 'Deployment',
+    shortNames: ['deploy'],
+    status: true,
+    generation: true,
+    categories: ['all'],
+  },
+  {
+    ...B,
+    group: 'apps',
+    version: 'v1',
+    resource: 'statefulsets',
+    kind: 'StatefulSet',
+    shortNames: ['sts'],
+    status: true,
+    generation: true,
+    categories: ['all'],
+  },
+  {
+    ...B,
+    group: 'apps',
+    version: 'v1',
+    resource: 'daemonsets',
+    kind: 'DaemonSet',
+    shortNames: ['ds'],
+    status: true,
+    generation: true,
+    categories: ['all'],
+  },
+  {
+    ...B,
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    resource: 'customresourcedefinitions',
+    kind: 'CustomResourceDefinition',
+    namespaced: false,
+    shortNames: ['crd', 'crds'],
+    status: true,
+    generation: true,
+  },
 ]
 
 export type RegistryListener = (change: 'added' | 'removed', t: ResourceType) => void
@@ -116,7 +210,9 @@ export class Registry {
   constructor(builtins = BUILTIN_TYPES) {
     for (const b of builtins) this.register(b)
   }
-  onChange(l: RegistryListener): void { this.listeners.push(l) }
+  onChange(l: RegistryListener): void {
+    this.listeners.push(l)
+  }
 
   register(input: ResourceTypeInput | ResourceType): ResourceType {
     const t = 'storageKey' in input ? input : makeType(input)
@@ -138,11 +234,13 @@ export class Registry {
   }
   /** Finds a type by group + kind (any version), preferring `version` when given. */
   byKind(apiVersion: string, kind: string): ResourceType | undefined {
-    const [group, version] = apiVersion.includes('/') ? apiVersion.split('/', 2) as [string, string] : ['', apiVersion]
+    const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/', 2) as [string, string]) : ['', apiVersion]
     for (const t of this.types.values()) if (t.group === group && t.version === version && t.kind === kind) return t
     return undefined
   }
-  all(): ResourceType[] { return [...this.types.values()] }
+  all(): ResourceType[] {
+    return [...this.types.values()]
+  }
   /** Other types sharing storage with `t` (the same kind in other versions). */
   siblings(t: ResourceType): ResourceType[] {
     return this.all().filter((o) => o.storageKey === t.storageKey)

@@ -12,9 +12,13 @@ export type Route =
   | { kind: 'unknown' }
 
 export function route(reg: Registry, path: string): Route {
-  const segs = path.split('/').filter((s) => s !== '').map(decodeURIComponent)
+  const segs = path
+    .split('/')
+    .filter((s) => s !== '')
+    .map(decodeURIComponent)
   if (segs.length === 1 && segs[0] === 'version') return { kind: 'discovery', doc: 'version' }
-  if (segs.length === 1 && (segs[0] === 'healthz' || segs[0] === 'livez' || segs[0] === 'readyz')) return { kind: 'discovery', doc: 'health' }
+  if (segs.length === 1 && (segs[0] === 'healthz' || segs[0] === 'livez' || segs[0] === 'readyz'))
+    return { kind: 'discovery', doc: 'health' }
   if (segs[0] === 'openapi' && segs[1] === 'v3') {
     if (segs.length === 2) return { kind: 'openapi' }
     if (segs[2] === 'api' && segs.length === 4) return { kind: 'openapi', group: '', version: segs[3]! }
@@ -24,12 +28,15 @@ export function route(reg: Registry, path: string): Route {
   let group: string, version: string | undefined, rest: string[]
   if (segs[0] === 'api') {
     if (segs.length === 1) return { kind: 'discovery', doc: 'api' }
-    group = ''; version = segs[1]; rest = segs.slice(2)
+    group = ''
+    version = segs[1]
+    rest = segs.slice(2)
   } else if (segs[0] === 'apis') {
     if (segs.length === 1) return { kind: 'discovery', doc: 'apis' }
     group = segs[1]!
     if (segs.length === 2) return { kind: 'group', group }
-    version = segs[2]; rest = segs.slice(3)
+    version = segs[2]
+    rest = segs.slice(3)
   } else return { kind: 'unknown' }
   if (!version) return { kind: 'unknown' }
   if (rest.length === 0) return { kind: 'resources', group, version }

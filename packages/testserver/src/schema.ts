@@ -29,9 +29,19 @@ const SET: ListType = { type: 'set' }
 
 /** Merge keys of the built-in kinds' associative lists, by field name. */
 export const BUILTIN_MERGE_KEYS: Record<string, string | ((items: readonly unknown[]) => string)> = {
-  containers: 'name', initContainers: 'name', ephemeralContainers: 'name', env: 'name', volumes: 'name',
-  volumeMounts: 'mountPath', volumeDevices: 'devicePath', imagePullSecrets: 'name', conditions: 'type',
-  ownerReferences: 'uid', hostAliases: 'ip', topologySpreadConstraints: 'topologyKey', resourceClaims: 'name',
+  containers: 'name',
+  initContainers: 'name',
+  ephemeralContainers: 'name',
+  env: 'name',
+  volumes: 'name',
+  volumeMounts: 'mountPath',
+  volumeDevices: 'devicePath',
+  imagePullSecrets: 'name',
+  conditions: 'type',
+  ownerReferences: 'uid',
+  hostAliases: 'ip',
+  topologySpreadConstraints: 'topologyKey',
+  resourceClaims: 'name',
   ports: (items) => (items.some((i) => isObj(i) && 'containerPort' in i) ? 'containerPort' : 'port'),
 }
 /** Built-in lists of scalars that merge as sets. */
@@ -46,8 +56,12 @@ export function builtinMergeKey(field: string, items: readonly unknown[]): strin
 class DeducedSchema implements FieldSchema {
   readonly atomicMap = false
   constructor(private readonly name: string) {}
-  field(name: string): FieldSchema { return deduced(name) }
-  item(): FieldSchema { return deduced('') }
+  field(name: string): FieldSchema {
+    return deduced(name)
+  }
+  item(): FieldSchema {
+    return deduced('')
+  }
   list(items: readonly unknown[]): ListType {
     if (BUILTIN_SET_LISTS.has(this.name) && items.every((x) => !isObj(x) && !Array.isArray(x))) return SET
     const key = builtinMergeKey(this.name, items)
@@ -68,7 +82,10 @@ type JSONSchemaProps = Record<string, any>
 /** A custom kind's field, from its CRD's structural schema. */
 class OpenApiSchema implements FieldSchema {
   readonly atomicMap: boolean
-  constructor(private readonly s: JSONSchemaProps | undefined, private readonly at: string) {
+  constructor(
+    private readonly s: JSONSchemaProps | undefined,
+    private readonly at: string,
+  ) {
     this.atomicMap = s?.['x-kubernetes-map-type'] === 'atomic'
   }
   field(name: string): FieldSchema {
@@ -76,7 +93,9 @@ class OpenApiSchema implements FieldSchema {
     const sub = s?.properties?.[name] ?? (isObj(s?.additionalProperties) ? s.additionalProperties : undefined)
     return new OpenApiSchema(sub, `${this.at}.${name}`)
   }
-  item(): FieldSchema { return new OpenApiSchema(isObj(this.s?.items) ? this.s.items : undefined, `${this.at}[]`) }
+  item(): FieldSchema {
+    return new OpenApiSchema(isObj(this.s?.items) ? this.s.items : undefined, `${this.at}[]`)
+  }
   list(items: readonly unknown[]): ListType {
     const t = this.s?.['x-kubernetes-list-type']
     if (t === 'set') return SET
@@ -85,7 +104,11 @@ class OpenApiSchema implements FieldSchema {
     for (const [i, x] of items.entries()) {
       const missing = keys.find((k) => !isObj(x) || x[k] === undefined)
       if (missing !== undefined) {
-        throw new StatusError(422, 'Invalid', `${this.at}: element ${i}: associative list with keys has an element that omits key field "${missing}" (and doesn't have default value)`)
+        throw new StatusError(
+          422,
+          'Invalid',
+          `${this.at}: element ${i}: associative list with keys has an element that omits key field "${missing}" (and doesn't have default value)`,
+        )
       }
     }
     return { type: 'map', keys }
@@ -95,9 +118,15 @@ class OpenApiSchema implements FieldSchema {
 /** ObjectMeta's fields; every other name is deduced (labels and annotations are granular maps). */
 class ObjectMetaSchema implements FieldSchema {
   readonly atomicMap = false
-  field(name: string): FieldSchema { return deduced(name) }
-  item(): FieldSchema { return deduced('') }
-  list(): ListType { return ATOMIC }
+  field(name: string): FieldSchema {
+    return deduced(name)
+  }
+  item(): FieldSchema {
+    return deduced('')
+  }
+  list(): ListType {
+    return ATOMIC
+  }
 }
 const OBJECT_META = new ObjectMetaSchema()
 
@@ -105,9 +134,15 @@ const OBJECT_META = new ObjectMetaSchema()
 class RootSchema implements FieldSchema {
   readonly atomicMap = false
   constructor(private readonly rest: FieldSchema) {}
-  field(name: string): FieldSchema { return name === 'metadata' ? OBJECT_META : this.rest.field(name) }
-  item(): FieldSchema { return this.rest.item() }
-  list(items: readonly unknown[]): ListType { return this.rest.list(items) }
+  field(name: string): FieldSchema {
+    return name === 'metadata' ? OBJECT_META : this.rest.field(name)
+  }
+  item(): FieldSchema {
+    return this.rest.item()
+  }
+  list(items: readonly unknown[]): ListType {
+    return this.rest.list(items)
+  }
 }
 
 export const BUILTIN_SCHEMA: FieldSchema = new RootSchema(deduced(''))

@@ -20,11 +20,15 @@ const KEY = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?\/)?[a-zA-Z0-9]([-a-zA-Z0
 /** Splits at top-level commas (commas inside `in (a,b)` belong to the term). */
 function splitTerms(s: string): string[] {
   const out: string[] = []
-  let depth = 0, cur = ''
+  let depth = 0,
+    cur = ''
   for (const ch of s) {
     if (ch === '(') depth++
     else if (ch === ')') depth--
-    if (ch === ',' && depth === 0) { out.push(cur); cur = '' } else cur += ch
+    if (ch === ',' && depth === 0) {
+      out.push(cur)
+      cur = ''
+    } else cur += ch
   }
   out.push(cur)
   return out.map((t) => t.trim()).filter((t) => t.length > 0)
@@ -41,7 +45,10 @@ export function parseLabelSelector(sel: string | undefined | null): LabelReq[] {
   for (const term of splitTerms(sel)) {
     let m: RegExpMatchArray | null
     if ((m = term.match(/^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/))) {
-      const values = m[3]!.split(',').map((v) => checkValue(v.trim(), sel)).filter((v) => v !== '')
+      const values = m[3]!
+        .split(',')
+        .map((v) => checkValue(v.trim(), sel))
+        .filter((v) => v !== '')
       reqs.push({ key: checkKey(m[1]!, sel), op: m[2] as 'in' | 'notin', values })
     } else if ((m = term.match(/^!\s*(\S+)$/))) {
       reqs.push({ key: checkKey(m[1]!, sel), op: '!exists' })
@@ -68,18 +75,34 @@ export function matchLabels(reqs: LabelReq[], labels: Record<string, string> | u
     const has = Object.prototype.hasOwnProperty.call(l, r.key)
     const v = l[r.key]
     switch (r.op) {
-      case 'exists': if (!has) return false; break
-      case '!exists': if (has) return false; break
-      case 'in': if (!has || !r.values.includes(v!)) return false; break
-      case 'notin': if (has && r.values.includes(v!)) return false; break
-      case 'gt': if (!has || !(Number(v) > r.value)) return false; break
-      case 'lt': if (!has || !(Number(v) < r.value)) return false; break
+      case 'exists':
+        if (!has) return false
+        break
+      case '!exists':
+        if (has) return false
+        break
+      case 'in':
+        if (!has || !r.values.includes(v!)) return false
+        break
+      case 'notin':
+        if (has && r.values.includes(v!)) return false
+        break
+      case 'gt':
+        if (!has || !(Number(v) > r.value)) return false
+        break
+      case 'lt':
+        if (!has || !(Number(v) < r.value)) return false
+        break
     }
   }
   return true
 }
 
-export interface FieldReq { path: string; op: '=' | '!='; value: string }
+export interface FieldReq {
+  path: string
+  op: '=' | '!='
+  value: string
+}
 
 export function parseFieldSelector(sel: string | undefined | null, allowed: string[]): FieldReq[] {
   if (!sel) return []
@@ -112,7 +135,11 @@ export function matchFields(reqs: FieldReq[], obj: any): boolean {
 }
 
 /** One matcher for both selectors; `undefined` when nothing is selected (the fast path). */
-export function makeMatcher(labelSelector: string | null | undefined, fieldSelector: string | null | undefined, allowedFields: string[]): Matcher | undefined {
+export function makeMatcher(
+  labelSelector: string | null | undefined,
+  fieldSelector: string | null | undefined,
+  allowedFields: string[],
+): Matcher | undefined {
   const l = parseLabelSelector(labelSelector)
   const f = parseFieldSelector(fieldSelector, allowedFields)
   if (l.length === 0 && f.length === 0) return undefined

@@ -18,7 +18,16 @@ import { Faults, prng, type FailRule, type DelayRule } from './faults.ts'
 import { route } from './routes.ts'
 import { apiGroup, apiGroupList, coreVersions, resourceList, versionInfo } from './discovery.ts'
 import { openApiDocument, openApiIndex } from './openapi.ts'
-import { StatusError, badRequest, methodNotAllowed, pathNotFound, toApiError, tooManyRequests, unauthorized, serviceUnavailable } from './status.ts'
+import {
+  StatusError,
+  badRequest,
+  methodNotAllowed,
+  pathNotFound,
+  toApiError,
+  tooManyRequests,
+  unauthorized,
+  serviceUnavailable,
+} from './status.ts'
 import { makeMatcher } from './selectors.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
@@ -71,7 +80,10 @@ export interface RequestLogEntry {
   contentType?: string
 }
 
-export interface KindRef { apiVersion: string; kind: string }
+export interface KindRef {
+  apiVersion: string
+  kind: string
+}
 
 export class TestServer {
   readonly store: Store
@@ -108,17 +120,26 @@ export class TestServer {
     }
     const handler = (req: IncomingMessage, res: ServerResponse) => this.onRequest(req, res)
     // with TLS, the certificate is set by listen() once generated
-    this.http = opts.tls ? createHttpsServer({ keepAlive: true, requestTimeout: 0 }, handler) : createServer({ keepAlive: true, requestTimeout: 0 }, handler)
+    this.http = opts.tls
+      ? createHttpsServer({ keepAlive: true, requestTimeout: 0 }, handler)
+      : createServer({ keepAlive: true, requestTimeout: 0 }, handler)
     this.http.keepAliveTimeout = 60_000
     this.http.on('connection', (s: Socket) => {
-      if (this.refusing) { s.destroy(); return }
+      if (this.refusing) {
+        s.destroy()
+        return
+      }
       this.sockets.add(s)
       s.on('close', () => this.sockets.delete(s))
     })
   }
 
-  get url(): string { return `${this.opts.tls ? 'https' : 'http'}://${this.host}:${this.port}` }
-  private get host(): string { return this.opts.host ?? '127.0.0.1' }
+  get url(): string {
+    return `${this.opts.tls ? 'https' : 'http'}://${this.host}:${this.port}`
+  }
+  private get host(): string {
+    return this.opts.host ?? '127.0.0.1'
+  }
 
   async listen(port = this.opts.port ?? 0): Promise<void> {
     if (this.opts.tls && !this.tls) {
@@ -128,7 +149,10 @@ export class TestServer {
     await new Promise<void>((resolve, reject) => {
       const onErr = (e: Error) => reject(e)
       this.http.once('error', onErr)
-      this.http.listen(port, this.host, () => { this.http.off('error', onErr); resolve() })
+      this.http.listen(port, this.host, () => {
+        this.http.off('error', onErr)
+        resolve()
+      })
     })
     const addr = this.http.address()
     this.port = typeof addr === 'object' && addr ? addr.port : port
@@ -139,12 +163,19 @@ export class TestServer {
     if (this.tls) o.caPem = this.tls.caPem
     return o
   }
-  get kubeconfig(): string { return kubeconfigYaml(this.kubeconfigOptions) }
-  get kubeconfigObject(): Record<string, unknown> { return kubeconfigObject(this.kubeconfigOptions) }
+  get kubeconfig(): string {
+    return kubeconfigYaml(this.kubeconfigOptions)
+  }
+  get kubeconfigObject(): Record<string, unknown> {
+    return kubeconfigObject(this.kubeconfigOptions)
+  }
   get kubeconfigPath(): string {
     if (!this.kubeconfigFile) {
       if (this.opts.kubeconfigPath) this.kubeconfigFile = this.opts.kubeconfigPath
-      else { this.tmpDir = mkdtempSync(join(tmpdir(), 'statewright-testserver-')); this.kubeconfigFile = join(this.tmpDir, 'kubeconfig') }
+      else {
+        this.tmpDir = mkdtempSync(join(tmpdir(), 'statewright-testserver-'))
+        this.kubeconfigFile = join(this.tmpDir, 'kubeconfig')
+      }
       writeFileSync(this.kubeconfigFile, this.kubeconfig, { mode: 0o600 })
     }
     return this.kubeconfigFile
@@ -163,7 +194,10 @@ export class TestServer {
   async refuseConnections(ms: number): Promise<void> {
     this.refusing = true
     this.watches.closeAll('reset')
-    await new Promise<void>((resolve) => { this.http.close(() => resolve()); for (const s of this.sockets) s.destroy() })
+    await new Promise<void>((resolve) => {
+      this.http.close(() => resolve())
+      for (const s of this.sockets) s.destroy()
+    })
     await new Promise((r) => setTimeout(r, ms))
     this.refusing = false
     await this.listen(this.port)
@@ -175,8 +209,12 @@ export class TestServer {
     if (!t) throw new Error(`unknown kind ${apiVersion} ${kind}`)
     return t
   }
-  requestLog(): RequestLogEntry[] { return this.log.slice() }
-  clearRequestLog(): void { this.log.length = 0 }
+  requestLog(): RequestLogEntry[] {
+    return this.log.slice()
+  }
+  clearRequestLog(): void {
+    this.log.length = 0
+  }
 
   // ---------- HTTP ----------
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
@@ -196,7 +234,9 @@ export class TestServer {
     if (req.headers['content-type']) entry.contentType = req.headers['content-type']
     if (this.log.length >= this.logLimit) this.log.splice(0, this.log.length >> 1)
     this.log.push(entry)
-    res.on('finish', () => { entry.status = res.statusCode })
+    res.on('finish', () => {
+      entry.status = res.statusCode
+    })
     if (watch) entry.status = 200
 
     const info = { method, path: u.pathname, watch }
@@ -204,14 +244,19 @@ export class TestServer {
     const delay = this.faults.delayFor(info)
     const go = () => {
       if (fail) return this.sendError(res, failureError(fail))
-      if (this.token !== null && token !== this.token && !/^\/(healthz|livez|readyz)$/.test(u.pathname)) return this.sendError(res, unauthorized())
+      if (this.token !== null && token !== this.token && !/^\/(healthz|livez|readyz)$/.test(u.pathname))
+        return this.sendError(res, unauthorized())
       this.handle(req, res, method, u.pathname, query, watch).catch((e) => this.sendError(res, toApiError(e)))
     }
-    if (delay > 0) setTimeout(go, delay); else go()
+    if (delay > 0) setTimeout(go, delay)
+    else go()
   }
 
   private sendJson(res: ServerResponse, code: number, body: string, headers: Record<string, string> = {}): void {
-    if (res.headersSent || res.destroyed) { if (!res.writableEnded) res.end(); return }
+    if (res.headersSent || res.destroyed) {
+      if (!res.writableEnded) res.end()
+      return
+    }
     res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers })
     res.end(body)
   }
@@ -219,16 +264,28 @@ export class TestServer {
     this.sendJson(res, e.code, JSON.stringify(e.status), e.headers)
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse, method: string, path: string, q: Record<string, string>, watch: boolean): Promise<void> {
+  private async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    path: string,
+    q: Record<string, string>,
+    watch: boolean,
+  ): Promise<void> {
     const r = route(this.registry, path)
     const ok = (v: unknown, code = 200) => this.sendJson(res, code, typeof v === 'string' ? v : JSON.stringify(v))
-    if (r.kind === 'unknown') { await drain(req); throw pathNotFound() }
+    if (r.kind === 'unknown') {
+      await drain(req)
+      throw pathNotFound()
+    }
     if (r.kind !== 'object') {
       await drain(req)
       if (method !== 'GET') throw methodNotAllowed()
       if (r.kind === 'discovery') {
         if (r.doc === 'health') return this.sendJson(res, 200, '"ok"')
-        return ok(r.doc === 'version' ? versionInfo() : r.doc === 'api' ? coreVersions(`${this.host}:${this.port}`) : apiGroupList(this.registry))
+        return ok(
+          r.doc === 'version' ? versionInfo() : r.doc === 'api' ? coreVersions(`${this.host}:${this.port}`) : apiGroupList(this.registry),
+        )
       }
       if (r.kind === 'openapi') {
         const doc = r.version === undefined ? openApiIndex(this.registry) : openApiDocument(this.registry, r.group ?? '', r.version)
@@ -254,7 +311,10 @@ export class TestServer {
         if (r.name !== undefined) return ok(this.objects.get(t, ns, r.name))
         const matcher = makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)
         if (watch) {
-          const w: Parameters<WatchHub['serve']>[2] = { type: t, bookmarks: q.allowWatchBookmarks === 'true' || q.allowWatchBookmarks === '1' }
+          const w: Parameters<WatchHub['serve']>[2] = {
+            type: t,
+            bookmarks: q.allowWatchBookmarks === 'true' || q.allowWatchBookmarks === '1',
+          }
           if (r.namespace !== undefined) w.namespace = ns
           if (matcher) w.matcher = matcher
           if (q.resourceVersion !== undefined) w.resourceVersion = q.resourceVersion
@@ -293,12 +353,19 @@ export class TestServer {
         if (r.name === undefined) throw methodNotAllowed()
         const applyManager = kind === 'apply' ? (q.fieldManager ?? '__default__') : manager
         const existed = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name) !== undefined
-        const out = this.objects.patch(t, ns, r.name, kind, body, { manager: applyManager, dryRun, force: q.force === 'true', contentType, ...(r.subresource ? { subresource: r.subresource } : {}) })
+        const out = this.objects.patch(t, ns, r.name, kind, body, {
+          manager: applyManager,
+          dryRun,
+          force: q.force === 'true',
+          contentType,
+          ...(r.subresource ? { subresource: r.subresource } : {}),
+        })
         return ok(out, kind === 'apply' && !existed ? 201 : 200)
       }
       case 'DELETE': {
         const body = await readJson(req, true)
-        if (r.name === undefined) return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)))
+        if (r.name === undefined)
+          return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)))
         const pre = { ...(body?.preconditions ?? {}) }
         const prop = body?.propagationPolicy ?? q.propagationPolicy
         return ok(this.objects.delete(t, ns, r.name, { preconditions: pre, ...(prop ? { propagationPolicy: prop } : {}) }))
@@ -310,9 +377,15 @@ export class TestServer {
   }
 
   // ---------- control API ----------
-  failRequests(rule: FailRule): () => void { return this.faults.failRequests(rule) }
-  delayResponses(rule: DelayRule): () => void { return this.faults.delayResponses(rule) }
-  kind(ref: KindRef | ResourceType): ResourceType { return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind) }
+  failRequests(rule: FailRule): () => void {
+    return this.faults.failRequests(rule)
+  }
+  delayResponses(rule: DelayRule): () => void {
+    return this.faults.delayResponses(rule)
+  }
+  kind(ref: KindRef | ResourceType): ResourceType {
+    return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind)
+  }
 }
 
 function failureError(f: FailRule): StatusError {
@@ -320,7 +393,13 @@ function failureError(f: FailRule): StatusError {
   if (status === 429) return tooManyRequests(f.retryAfterSeconds ?? 1)
   if (status === 503) {
     const e = serviceUnavailable()
-    return new StatusError(503, e.status.reason!, e.message, { retryAfterSeconds: f.retryAfterSeconds ?? 1 }, { 'Retry-After': String(f.retryAfterSeconds ?? 1) })
+    return new StatusError(
+      503,
+      e.status.reason!,
+      e.message,
+      { retryAfterSeconds: f.retryAfterSeconds ?? 1 },
+      { 'Retry-After': String(f.retryAfterSeconds ?? 1) },
+    )
   }
   return new StatusError(status, 'InternalError', 'Internal error occurred: injected fault')
 }
@@ -332,7 +411,11 @@ function defaultManager(ua: string | undefined): string {
 
 function drain(req: IncomingMessage): Promise<void> {
   if (req.readableEnded || req.complete) return Promise.resolve()
-  return new Promise((resolve) => { req.on('end', resolve); req.on('error', () => resolve()); req.resume() })
+  return new Promise((resolve) => {
+    req.on('end', resolve)
+    req.on('error', () => resolve())
+    req.resume()
+  })
 }
 
 function readJson(req: IncomingMessage, optional = false): Promise<any> {
@@ -343,7 +426,9 @@ function readJson(req: IncomingMessage, optional = false): Promise<any> {
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8')
       if (text.trim() === '') return optional ? resolve(undefined) : reject(badRequest('the request body is empty'))
-      try { resolve(JSON.parse(text)) } catch (e) {
+      try {
+        resolve(JSON.parse(text))
+      } catch (e) {
         reject(badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`))
       }
     })

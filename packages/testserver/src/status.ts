@@ -3,7 +3,11 @@
 // messages, reasons and `details` follow what a real kube-apiserver answers, because clients
 // (client-go, @kubernetes/client-node, kubectl) branch on `reason` and `code`, not on messages.
 
-export interface StatusCause { reason?: string; message?: string; field?: string }
+export interface StatusCause {
+  reason?: string
+  message?: string
+  field?: string
+}
 export interface StatusDetails {
   name?: string
   group?: string
@@ -24,7 +28,10 @@ export interface Status {
 }
 
 /** Identifies the resource in `details` the way the real server does: plural resource name + group. */
-export interface ResourceRef { resource: string; group: string }
+export interface ResourceRef {
+  resource: string
+  group: string
+}
 
 export class StatusError extends Error {
   readonly status: Status
@@ -36,7 +43,9 @@ export class StatusError extends Error {
     if (details) this.status.details = details
     this.headers = headers
   }
-  get code(): number { return this.status.code }
+  get code(): number {
+    return this.status.code
+  }
 }
 
 function qualified(ref: ResourceRef): string {
@@ -54,7 +63,11 @@ export function notFound(ref: ResourceRef, name: string): StatusError {
 export function alreadyExists(ref: ResourceRef, name: string): StatusError {
   return new StatusError(409, 'AlreadyExists', `${qualified(ref)} "${name}" already exists`, details(ref, name))
 }
-export function conflict(ref: ResourceRef, name: string, why = 'the object has been modified; please apply your changes to the latest version and try again'): StatusError {
+export function conflict(
+  ref: ResourceRef,
+  name: string,
+  why = 'the object has been modified; please apply your changes to the latest version and try again',
+): StatusError {
   return new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(ref)} "${name}": ${why}`, details(ref, name))
 }
 export function invalid(kind: string, group: string, name: string, causes: StatusCause[]): StatusError {
@@ -70,7 +83,11 @@ export function methodNotAllowed(message = 'the server does not allow this metho
   return new StatusError(405, 'MethodNotAllowed', message)
 }
 export function unsupportedMediaType(contentType: string): StatusError {
-  return new StatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${contentType})`)
+  return new StatusError(
+    415,
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got ${contentType})`,
+  )
 }
 export function expired(message: string): StatusError {
   return new StatusError(410, 'Expired', message)
@@ -82,7 +99,13 @@ export function unauthorized(): StatusError {
   return new StatusError(401, 'Unauthorized', 'Unauthorized')
 }
 export function tooManyRequests(retryAfterSeconds: number): StatusError {
-  return new StatusError(429, 'TooManyRequests', 'The server has received too many requests and has asked us to try again later', { retryAfterSeconds }, { 'Retry-After': String(retryAfterSeconds) })
+  return new StatusError(
+    429,
+    'TooManyRequests',
+    'The server has received too many requests and has asked us to try again later',
+    { retryAfterSeconds },
+    { 'Retry-After': String(retryAfterSeconds) },
+  )
 }
 export function internalError(message: string): StatusError {
   return new StatusError(500, 'InternalError', `Internal error occurred: ${message}`, { causes: [{ message }] })

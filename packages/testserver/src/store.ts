@@ -23,7 +23,11 @@ export interface StoreEvent {
 }
 export type Listener = (ev: StoreEvent) => void
 
-const byKey = defineIndex<any, string>({ name: 'key', key: (o) => objectKey(o?.metadata?.namespace ?? '', o?.metadata?.name ?? ''), unique: true })
+const byKey = defineIndex<any, string>({
+  name: 'key',
+  key: (o) => objectKey(o?.metadata?.namespace ?? '', o?.metadata?.name ?? ''),
+  unique: true,
+})
 // Owner uids of each object: the garbage collector finds an owner's dependents without a full scan.
 const byOwner = defineIndex<any, string>({
   name: 'owner',
@@ -35,7 +39,10 @@ export function objectKey(namespace: string, name: string): string {
 }
 
 /** A consistent read view: a statedb snapshot plus the global version it corresponds to. */
-export interface Snapshot { rv: number; txn: ReadTxn }
+export interface Snapshot {
+  rv: number
+  txn: ReadTxn
+}
 
 export class Store {
   readonly db = new DB({ tables: [] })
@@ -49,7 +56,9 @@ export class Store {
 
   constructor(readonly historySize = 10_000) {}
 
-  get rv(): number { return this.rvCounter }
+  get rv(): number {
+    return this.rvCounter
+  }
 
   /** Creates the table for a storage key if it does not exist yet. */
   ensure(storageKey: string): void {
@@ -69,9 +78,13 @@ export class Store {
     w.commit()
     this.tables.delete(storageKey)
   }
-  has(storageKey: string): boolean { return this.tables.has(storageKey) }
+  has(storageKey: string): boolean {
+    return this.tables.has(storageKey)
+  }
 
-  snapshot(): Snapshot { return { rv: this.rvCounter, txn: this.db.readTxn() } }
+  snapshot(): Snapshot {
+    return { rv: this.rvCounter, txn: this.db.readTxn() }
+  }
 
   private table(storageKey: string): Table<any> {
     const t = this.tables.get(storageKey)
@@ -133,14 +146,24 @@ export class Store {
           const rv = ++this.rvCounter
           const stored = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(rv) } }
           const prev = t.insert(w, stored)
-          events.push({ rv, storageKey, namespace: stored.metadata.namespace ?? '', type: prev ? 'MODIFIED' : 'ADDED', object: stored, ...(prev ? { prev } : {}) })
+          events.push({
+            rv,
+            storageKey,
+            namespace: stored.metadata.namespace ?? '',
+            type: prev ? 'MODIFIED' : 'ADDED',
+            object: stored,
+            ...(prev ? { prev } : {}),
+          })
           out.push(stored)
           return stored
         },
         (obj) => {
           const rv = ++this.rvCounter
           const old = t.delete(w, obj)
-          if (!old) { this.rvCounter--; return undefined }
+          if (!old) {
+            this.rvCounter--
+            return undefined
+          }
           const last = { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } }
           events.push({ rv, storageKey, namespace: last.metadata.namespace ?? '', type: 'DELETED', object: last })
           out.push(last)
@@ -177,10 +200,12 @@ export class Store {
     if (rv < this.compactedRv) return 'expired'
     const out: StoreEvent[] = []
     // binary search for the first event after rv
-    let lo = this.historyStart, hi = this.history.length
+    let lo = this.historyStart,
+      hi = this.history.length
     while (lo < hi) {
       const mid = (lo + hi) >> 1
-      if (this.history[mid]!.rv <= rv) lo = mid + 1; else hi = mid
+      if (this.history[mid]!.rv <= rv) lo = mid + 1
+      else hi = mid
     }
     for (let i = lo; i < this.history.length; i++) {
       const ev = this.history[i]!
@@ -200,6 +225,8 @@ export class Store {
     let ls = this.listeners.get(storageKey)
     if (!ls) this.listeners.set(storageKey, (ls = new Set()))
     ls.add(l)
-    return () => { ls!.delete(l) }
+    return () => {
+      ls!.delete(l)
+    }
   }
 }

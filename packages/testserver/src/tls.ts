@@ -14,7 +14,12 @@ export interface TlsMaterial {
   keyPem: string
 }
 
-const rsa = async () => (await promisify(generateKeyPair)('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } })) as { publicKey: string; privateKey: string }
+const rsa = async () =>
+  (await promisify(generateKeyPair)('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  })) as { publicKey: string; privateKey: string }
 
 /** A CA and a serving certificate for `hosts` (IPs and DNS names, plus localhost), valid for a year. */
 export async function generateTls(hosts: string[]): Promise<TlsMaterial> {

@@ -41,15 +41,23 @@ export class WatchHub {
   /** Send 410 Expired as an HTTP status instead of an ERROR event. */
   expiredAsHttp410 = false
 
-  constructor(private readonly store: Store, bookmarkIntervalMs = 60_000) {
+  constructor(
+    private readonly store: Store,
+    bookmarkIntervalMs = 60_000,
+  ) {
     this.bookmarkMs = bookmarkIntervalMs
   }
 
-  get count(): number { return this.active.size }
+  get count(): number {
+    return this.active.size
+  }
 
   setBookmarkInterval(ms: number): void {
     this.bookmarkMs = ms
-    if (this.bookmarkTimer) { clearInterval(this.bookmarkTimer); this.bookmarkTimer = undefined }
+    if (this.bookmarkTimer) {
+      clearInterval(this.bookmarkTimer)
+      this.bookmarkTimer = undefined
+    }
     this.armBookmarks()
   }
   private armBookmarks(): void {
@@ -66,7 +74,10 @@ export class WatchHub {
   closeAll(mode: 'graceful' | 'reset'): number {
     const n = this.active.size
     for (const a of [...this.active]) {
-      if (mode === 'graceful') { this.flush(a); a.res.end() } else a.res.socket?.destroy()
+      if (mode === 'graceful') {
+        this.flush(a)
+        a.res.end()
+      } else a.res.socket?.destroy()
       a.close()
     }
     return n
@@ -107,7 +118,10 @@ export class WatchHub {
       if (w.sendInitialEvents) a.buf += bookmarkLine(w.type, snap.rv, true)
       startRv = snap.rv
     } else {
-      for (const ev of backlog) { const l = this.lineFor(ev, w, lineOf); if (l) a.buf += l }
+      for (const ev of backlog) {
+        const l = this.lineFor(ev, w, lineOf)
+        if (l) a.buf += l
+      }
     }
     const from = startRv ?? this.store.rv
     const unsubscribe = this.store.subscribe(sk, (ev) => {
@@ -117,7 +131,11 @@ export class WatchHub {
     })
     let timeout: NodeJS.Timeout | undefined
     if (w.timeoutSeconds && w.timeoutSeconds > 0) {
-      timeout = setTimeout(() => { this.flush(a); res.end(); a.close() }, w.timeoutSeconds * 1000)
+      timeout = setTimeout(() => {
+        this.flush(a)
+        res.end()
+        a.close()
+      }, w.timeoutSeconds * 1000)
     }
     let closed = false
     a.close = () => {
@@ -126,7 +144,10 @@ export class WatchHub {
       unsubscribe()
       if (timeout) clearTimeout(timeout)
       this.active.delete(a)
-      if (this.bookmarkTimer && ![...this.active].some((x) => x.bookmarks)) { clearInterval(this.bookmarkTimer); this.bookmarkTimer = undefined }
+      if (this.bookmarkTimer && ![...this.active].some((x) => x.bookmarks)) {
+        clearInterval(this.bookmarkTimer)
+        this.bookmarkTimer = undefined
+      }
     }
     res.on('close', a.close)
     this.active.add(a)
@@ -142,7 +163,8 @@ export class WatchHub {
     const before = w.matcher(ev.prev)
     if (now && before) return lineOf('MODIFIED', ev.object)
     if (now) return lineOf('ADDED', ev.object)
-    if (before) return lineOf('DELETED', { ...ev.prev, metadata: { ...ev.prev.metadata, resourceVersion: ev.object.metadata.resourceVersion } })
+    if (before)
+      return lineOf('DELETED', { ...ev.prev, metadata: { ...ev.prev.metadata, resourceVersion: ev.object.metadata.resourceVersion } })
     return undefined
   }
 
@@ -153,10 +175,16 @@ export class WatchHub {
   private schedule(a: Active): void {
     if (a.scheduled) return
     a.scheduled = true
-    setImmediate(() => { a.scheduled = false; this.flush(a) })
+    setImmediate(() => {
+      a.scheduled = false
+      this.flush(a)
+    })
   }
   private flush(a: Active): void {
-    if (!a.buf || a.res.writableEnded || a.res.destroyed) { a.buf = ''; return }
+    if (!a.buf || a.res.writableEnded || a.res.destroyed) {
+      a.buf = ''
+      return
+    }
     a.res.write(a.buf)
     a.buf = ''
   }

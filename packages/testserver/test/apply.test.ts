@@ -6,15 +6,20 @@ import * as assert from 'uvu/assert'
 import { env, rejects, cm, k8s, type Env } from './helpers.ts'
 
 let e: Env
-test.before(async () => { e = await env() })
-test.after(async () => { await e.server.stop() })
+test.before(async () => {
+  e = await env()
+})
+test.after(async () => {
+  await e.server.stop()
+})
 const SSA = k8s.PatchStrategy.ServerSideApply
 const apply = (obj: any, manager: string, force = false) => e.objs.patch(obj, undefined, undefined, manager, force, SSA) as Promise<any>
 const entries = (o: any) => o.metadata.managedFields.map((m: any) => [m.manager, m.operation, JSON.parse(JSON.stringify(m.fieldsV1))])
 
 test('apply creates (201) with an Apply entry; an identical apply is a no-op', async () => {
   const res = await fetch(`${e.server.url}/api/v1/namespaces/default/configmaps/a1?fieldManager=m1`, {
-    method: 'PATCH', body: JSON.stringify(cm('a1', { k: 'v' }, { app: 'x' })),
+    method: 'PATCH',
+    body: JSON.stringify(cm('a1', { k: 'v' }, { app: 'x' })),
     headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
   })
   assert.is(res.status, 201)
@@ -26,7 +31,9 @@ test('apply creates (201) with an Apply entry; an identical apply is a no-op', a
 
 test('fieldManager is required for apply (422 Invalid, as kube-apiserver answers)', async () => {
   const res = await fetch(`${e.server.url}/api/v1/namespaces/default/configmaps/a0`, {
-    method: 'PATCH', body: JSON.stringify(cm('a0')), headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
+    method: 'PATCH',
+    body: JSON.stringify(cm('a0')),
+    headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
   })
   assert.is(res.status, 422)
   const body: any = await res.json()
@@ -41,7 +48,10 @@ test('conflict with another applier: 409 with causes; force takes ownership', as
   assert.is(body.message, 'Apply failed with 1 conflict: conflict with "alice" using v1: .data.shared')
   const forced = await apply(cm('a2', { shared: '2' }), 'bob', true)
   assert.is(forced.data.shared, '2')
-  assert.equal(entries(forced), [['alice', 'Apply', { 'f:data': { 'f:mine': {} } }], ['bob', 'Apply', { 'f:data': { 'f:shared': {} } }]])
+  assert.equal(entries(forced), [
+    ['alice', 'Apply', { 'f:data': { 'f:mine': {} } }],
+    ['bob', 'Apply', { 'f:data': { 'f:shared': {} } }],
+  ])
 })
 
 test('same value from two appliers is shared, not a conflict; removal only when nobody else owns it', async () => {
@@ -54,29 +64,75 @@ test('same value from two appliers is shared, not a conflict; removal only when 
 })
 
 test('an Update manager (PUT/merge patch) conflicts with an apply that changes its field', async () => {
-  await e.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'a4' }, data: { k: 'from-create' } } }, k8s.setHeaderOptions('User-Agent', 'creator/1.0'))
+  await e.core.createNamespacedConfigMap(
+    { namespace: 'default', body: { metadata: { name: 'a4' }, data: { k: 'from-create' } } },
+    k8s.setHeaderOptions('User-Agent', 'creator/1.0'),
+  )
   const body = await rejects(apply(cm('a4', { k: 'from-apply' }), 'applier'), 409, 'Conflict')
   assert.match(body.details.causes[0].message, 'conflict with "creator"')
-  const patched: any = await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'a4', fieldManager: 'editor', body: { data: { k: 'edited' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
-  assert.equal(patched.metadata.managedFields.map((m: any) => [m.manager, m.operation]), [['editor', 'Update']], 'the editor took the field from the creator')
+  const patched: any = await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'a4', fieldManager: 'editor', body: { data: { k: 'edited' } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
+  assert.equal(
+    patched.metadata.managedFields.map((m: any) => [m.manager, m.operation]),
+    [['editor', 'Update']],
+    'the editor took the field from the creator',
+  )
 })
 
-test('apply on a Deployment merges containers by name and keeps other managers\' containers', async () => {
-  const dep = (containers: any[]) => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'ad', namespace: 'default' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers } } } })
+test("apply on a Deployment merges containers by name and keeps other managers' containers", async () => {
+  const dep = (containers: any[]) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'ad', namespace: 'default' },
+    spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers } } },
+  })
   await apply(dep([{ name: 'main', image: 'main:1' }]), 'app')
-  const side = await apply({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'ad', namespace: 'default' }, spec: { template: { spec: { containers: [{ name: 'sidecar', image: 'side:1' }] } } } }, 'injector')
-  assert.equal(side.spec.template.spec.containers.map((c: any) => c.name), ['main', 'sidecar'])
+  const side = await apply(
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'ad', namespace: 'default' },
+      spec: { template: { spec: { containers: [{ name: 'sidecar', image: 'side:1' }] } } },
+    },
+    'injector',
+  )
+  assert.equal(
+    side.spec.template.spec.containers.map((c: any) => c.name),
+    ['main', 'sidecar'],
+  )
   const tree = side.metadata.managedFields.find((m: any) => m.manager === 'injector').fieldsV1
   assert.ok(tree['f:spec']['f:template']['f:spec']['f:containers']['k:{"name":"sidecar"}']['.'], 'list item owned by key')
   const again = await apply(dep([{ name: 'main', image: 'main:2' }]), 'app')
-  assert.equal(again.spec.template.spec.containers.map((c: any) => c.image), ['main:2', 'side:1'])
+  assert.equal(
+    again.spec.template.spec.containers.map((c: any) => c.image),
+    ['main:2', 'side:1'],
+  )
   assert.is(again.metadata.generation, 3)
 })
 
 test('apply to the status subresource records subresource "status"', async () => {
-  await apply({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'as', namespace: 'default' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i' }] } } } }, 'app')
+  await apply(
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'as', namespace: 'default' },
+      spec: {
+        selector: { matchLabels: { a: 'b' } },
+        template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
+    },
+    'app',
+  )
   const res = await fetch(`${e.server.url}/apis/apps/v1/namespaces/default/deployments/as/status?fieldManager=ctrl&force=true`, {
-    method: 'PATCH', body: JSON.stringify({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'as', namespace: 'default' }, status: { replicas: 1 } }),
+    method: 'PATCH',
+    body: JSON.stringify({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'as', namespace: 'default' },
+      status: { replicas: 1 },
+    }),
     headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
   })
   const out: any = await res.json()
@@ -87,14 +143,28 @@ test('apply to the status subresource records subresource "status"', async () =>
 
 const applyRaw = async (path: string, body: any, manager: string, force = false) => {
   const res = await fetch(`${e.server.url}${path}?fieldManager=${manager}${force ? '&force=true' : ''}`, {
-    method: 'PATCH', body: JSON.stringify(body), headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
+    method: 'PATCH',
+    body: JSON.stringify(body),
+    headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/apply-patch+yaml' },
   })
-  return { status: res.status, body: await res.json() as any }
+  return { status: res.status, body: (await res.json()) as any }
 }
 
 test('a keyed item a manager stops applying goes whole, with its nested keyed lists (no husks)', async () => {
-  const pod = (containers: any[]) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'husk', namespace: 'default' }, spec: { containers } })
-  await applyRaw('/api/v1/namespaces/default/pods/husk', pod([{ name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] }, { name: 'b', image: 'y' }]), 'a')
+  const pod = (containers: any[]) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'husk', namespace: 'default' },
+    spec: { containers },
+  })
+  await applyRaw(
+    '/api/v1/namespaces/default/pods/husk',
+    pod([
+      { name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] },
+      { name: 'b', image: 'y' },
+    ]),
+    'a',
+  )
   const r = await applyRaw('/api/v1/namespaces/default/pods/husk', pod([{ name: 'a', image: 'x' }]), 'a')
   assert.is(r.status, 200)
   assert.equal(r.body.spec.containers, [{ name: 'a', image: 'x' }])
@@ -102,47 +172,87 @@ test('a keyed item a manager stops applying goes whole, with its nested keyed li
 
 async function crd(name: string, plural: string, kind: string, statusSchema: any) {
   const res = await fetch(`${e.server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
-    method: 'POST', headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { authorization: `Bearer ${e.server.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({
-      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name },
-      spec: { group: 'ssa.example.com', scope: 'Namespaced', names: { plural, kind },
-        versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: statusSchema } } } }] },
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name },
+      spec: {
+        group: 'ssa.example.com',
+        scope: 'Namespaced',
+        names: { plural, kind },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            subresources: { status: {} },
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: statusSchema },
+              },
+            },
+          },
+        ],
+      },
     }),
   })
   assert.is(res.status, 201)
 }
 const condition = (type: string) => ({ type, status: 'True', reason: type, message: type, lastTransitionTime: '2026-01-01T00:00:00Z' })
 
-test('a CRD\'s list-map conditions: dropping one on /status removes it whole, the rest keep their type', async () => {
+test("a CRD's list-map conditions: dropping one on /status removes it whole, the rest keep their type", async () => {
   await crd('policies.ssa.example.com', 'policies', 'Policy', {
-    type: 'object', properties: { conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: { type: 'object' } } },
+    type: 'object',
+    properties: {
+      conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: { type: 'object' } },
+    },
   })
   const base = { apiVersion: 'ssa.example.com/v1', kind: 'Policy', metadata: { name: 'p', namespace: 'default' } }
   await applyRaw('/apis/ssa.example.com/v1/namespaces/default/policies/p', { ...base, spec: { a: 1 } }, 'ctl')
   const path = '/apis/ssa.example.com/v1/namespaces/default/policies/p/status'
   await applyRaw(path, { ...base, status: { conditions: [condition('Accepted'), condition('Enforced')] } }, 'ctl')
   const other = await applyRaw(path, { ...base, status: { conditions: [condition('Ready')] } }, 'other')
-  assert.equal(other.body.status.conditions.map((c: any) => c.type), ['Accepted', 'Enforced', 'Ready'], 'keyed: merged by type')
+  assert.equal(
+    other.body.status.conditions.map((c: any) => c.type),
+    ['Accepted', 'Enforced', 'Ready'],
+    'keyed: merged by type',
+  )
   const r = await applyRaw(path, { ...base, status: { conditions: [condition('Accepted')] } }, 'ctl')
   assert.equal(r.body.status.conditions, [condition('Accepted'), condition('Ready')])
 })
 
-test('a CRD list with no list type is atomic: another manager\'s different list conflicts, force replaces it', async () => {
-  await crd('gizmos.ssa.example.com', 'gizmos', 'Gizmo', { type: 'object', properties: { conditions: { type: 'array', items: { type: 'object' } } } })
+test("a CRD list with no list type is atomic: another manager's different list conflicts, force replaces it", async () => {
+  await crd('gizmos.ssa.example.com', 'gizmos', 'Gizmo', {
+    type: 'object',
+    properties: { conditions: { type: 'array', items: { type: 'object' } } },
+  })
   const base = { apiVersion: 'ssa.example.com/v1', kind: 'Gizmo', metadata: { name: 'g', namespace: 'default' } }
   await applyRaw('/apis/ssa.example.com/v1/namespaces/default/gizmos/g', { ...base, spec: {} }, 'ctl')
   const path = '/apis/ssa.example.com/v1/namespaces/default/gizmos/g/status'
   await applyRaw(path, { ...base, status: { conditions: [condition('Accepted')] } }, 'ctl')
   const c = await applyRaw(path, { ...base, status: { conditions: [condition('Ready')] } }, 'other')
   assert.is(c.status, 409)
-  assert.equal(c.body.details.causes.map((x: any) => x.field), ['.status.conditions'])
+  assert.equal(
+    c.body.details.causes.map((x: any) => x.field),
+    ['.status.conditions'],
+  )
   const f = await applyRaw(path, { ...base, status: { conditions: [condition('Ready')] } }, 'other', true)
-  assert.equal(f.body.status.conditions.map((x: any) => x.type), ['Ready'])
+  assert.equal(
+    f.body.status.conditions.map((x: any) => x.type),
+    ['Ready'],
+  )
 })
 
 test('a keyed item without its key is refused (422) for a CRD list-map', async () => {
   const base = { apiVersion: 'ssa.example.com/v1', kind: 'Policy', metadata: { name: 'p', namespace: 'default' } }
-  const r = await applyRaw('/apis/ssa.example.com/v1/namespaces/default/policies/p/status', { ...base, status: { conditions: [{ status: 'True' }] } }, 'ctl')
+  const r = await applyRaw(
+    '/apis/ssa.example.com/v1/namespaces/default/policies/p/status',
+    { ...base, status: { conditions: [{ status: 'True' }] } },
+    'ctl',
+  )
   assert.is(r.status, 422)
   assert.match(r.body.message, 'omits key field "type"')
 })

@@ -15,9 +15,14 @@ function startMyController(kc: k8s.KubeConfig) {
   const label = async (cm: k8s.V1ConfigMap) => {
     while (!stopped && cm.metadata?.labels?.seen !== 'yes') {
       try {
-        await core.patchNamespacedConfigMap({ namespace: 'default', name: cm.metadata!.name!, body: { metadata: { labels: { seen: 'yes' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+        await core.patchNamespacedConfigMap(
+          { namespace: 'default', name: cm.metadata!.name!, body: { metadata: { labels: { seen: 'yes' } } } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        )
         return
-      } catch { await sleep(20) }
+      } catch {
+        await sleep(20)
+      }
     }
   }
   const loop = (async () => {
@@ -26,14 +31,35 @@ function startMyController(kc: k8s.KubeConfig) {
         const list = await core.listNamespacedConfigMap({ namespace: 'default' })
         for (const cm of list.items) await label(cm)
         await new Promise<void>((resolve) => {
-          void new k8s.Watch(kc).watch('/api/v1/namespaces/default/configmaps', { resourceVersion: list.metadata!.resourceVersion },
-            (type, obj) => { if (type === 'ADDED' || type === 'MODIFIED') void label(obj) },
-            () => resolve()).then((c) => { watch = c; if (stopped) c.abort() }, () => resolve())
+          void new k8s.Watch(kc)
+            .watch(
+              '/api/v1/namespaces/default/configmaps',
+              { resourceVersion: list.metadata!.resourceVersion },
+              (type, obj) => {
+                if (type === 'ADDED' || type === 'MODIFIED') void label(obj)
+              },
+              () => resolve(),
+            )
+            .then(
+              (c) => {
+                watch = c
+                if (stopped) c.abort()
+              },
+              () => resolve(),
+            )
         })
-      } catch { await sleep(20) }
+      } catch {
+        await sleep(20)
+      }
     }
   })()
-  return { stop: async () => { stopped = true; watch?.abort(); await loop } }
+  return {
+    stop: async () => {
+      stopped = true
+      watch?.abort()
+      await loop
+    },
+  }
 }
 
 async function waitFor(cond: () => Promise<boolean>, timeoutMs = 5000) {
@@ -64,7 +90,10 @@ test('the controller labels every ConfigMap, and survives a watch reset, compact
 
     const patches = server.control.requestLog().filter((r) => r.method === 'PATCH')
     assert.ok(patches.length >= 2)
-    assert.ok(patches.every((r) => r.token === server.token), 'credentials sent')
+    assert.ok(
+      patches.every((r) => r.token === server.token),
+      'credentials sent',
+    )
   } finally {
     await controller.stop()
     await server.stop()

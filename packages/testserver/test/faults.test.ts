@@ -5,8 +5,12 @@ import { env, rejects, waitFor, watchAll, k8s, type Env } from './helpers.ts'
 
 let e: Env
 const PATH = '/api/v1/namespaces/default/configmaps'
-test.before(async () => { e = await env({ seed: 42 }) })
-test.after(async () => { await e.server.stop() })
+test.before(async () => {
+  e = await env({ seed: 42 })
+})
+test.after(async () => {
+  await e.server.stop()
+})
 
 test('closeWatches ends streams cleanly (done(null)); resetWatches makes the client see an error', async () => {
   const w = await watchAll(e.kc, PATH, { resourceVersion: String(e.server.control.resourceVersion()) })
@@ -27,7 +31,12 @@ test('fail: 5xx on a share of a route, deterministic with a seed', async () => {
     const remove = e.server.control.fail({ path: '/configmaps', method: 'GET', ratio: 0.5, status: 503 })
     const got: number[] = []
     for (let i = 0; i < 12; i++) {
-      try { await e.core.listNamespacedConfigMap({ namespace: 'default' }); got.push(200) } catch (x: any) { got.push(x.code) }
+      try {
+        await e.core.listNamespacedConfigMap({ namespace: 'default' })
+        got.push(200)
+      } catch (x: any) {
+        got.push(x.code)
+      }
     }
     remove()
     return got
@@ -92,7 +101,11 @@ test('compact: a resume from before it gets 410 Expired', async () => {
 test('seed inserts objects without HTTP, visible to list and watch', async () => {
   await e.core.createNamespace({ body: { metadata: { name: 'seeded' } } })
   const before = e.server.control.resourceVersion()
-  e.server.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, 500, { namespace: 'seeded', template: { metadata: { labels: { s: 'y' } }, data: { a: 'b' } }, prefix: 'cm-' })
+  e.server.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, 500, {
+    namespace: 'seeded',
+    template: { metadata: { labels: { s: 'y' } }, data: { a: 'b' } },
+    prefix: 'cm-',
+  })
   assert.is(e.server.control.resourceVersion(), before + 500)
   const l = await e.core.listNamespacedConfigMap({ namespace: 'seeded', labelSelector: 's=y' })
   assert.is(l.items.length, 500)
@@ -107,7 +120,13 @@ test('request log records method, path, query, status and user agent', async () 
   await rejects(e.core.readNamespacedConfigMap({ namespace: 'default', name: 'nope' }), 404)
   await e.core.listNamespacedConfigMap({ namespace: 'default', labelSelector: 'a=b' })
   const log = e.server.control.requestLog()
-  assert.equal(log.map((r) => [r.method, r.path, r.status]), [['GET', '/api/v1/namespaces/default/configmaps/nope', 404], ['GET', '/api/v1/namespaces/default/configmaps', 200]])
+  assert.equal(
+    log.map((r) => [r.method, r.path, r.status]),
+    [
+      ['GET', '/api/v1/namespaces/default/configmaps/nope', 404],
+      ['GET', '/api/v1/namespaces/default/configmaps', 200],
+    ],
+  )
   assert.is(log[1]!.query.labelSelector, 'a=b')
 })
 

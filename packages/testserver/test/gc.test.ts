@@ -5,17 +5,26 @@ import * as assert from 'uvu/assert'
 import { env, type Env, k8s } from './helpers.ts'
 
 let e: Env
-test.before(async () => { e = await env() })
-test.after(async () => { await e.server.stop() })
+test.before(async () => {
+  e = await env()
+})
+test.after(async () => {
+  await e.server.stop()
+})
 
 const ref = (o: { apiVersion?: string; kind?: string; metadata?: { name?: string; uid?: string } }, block = false) => ({
-  apiVersion: o.apiVersion ?? 'v1', kind: o.kind ?? 'ConfigMap', name: o.metadata!.name!, uid: o.metadata!.uid!, ...(block ? { blockOwnerDeletion: true } : {}),
+  apiVersion: o.apiVersion ?? 'v1',
+  kind: o.kind ?? 'ConfigMap',
+  name: o.metadata!.name!,
+  uid: o.metadata!.uid!,
+  ...(block ? { blockOwnerDeletion: true } : {}),
 })
 async function cm(name: string, owners: any[] = [], extra: Record<string, unknown> = {}, namespace = 'default') {
   const c = await e.core.createNamespacedConfigMap({ namespace, body: { metadata: { name, ownerReferences: owners, ...extra } } })
   return { ...c, apiVersion: 'v1', kind: 'ConfigMap' }
 }
-const exists = (name: string, namespace = 'default') => e.server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, name, namespace) !== undefined
+const exists = (name: string, namespace = 'default') =>
+  e.server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, name, namespace) !== undefined
 const stored = (name: string, namespace = 'default') => e.server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, name, namespace)
 
 test('background: dependents of any kind go with their owner, transitively; a dependent with a surviving owner loses only the dead reference', async () => {
@@ -31,7 +40,10 @@ test('background: dependents of any kind go with their owner, transitively; a de
   assert.is(e.server.control.get({ apiVersion: 'v1', kind: 'Secret' }, 'bg-secret', 'default'), undefined)
   const shared = stored('bg-shared')
   assert.ok(shared, 'a dependent with another existing owner stays')
-  assert.equal(shared.metadata.ownerReferences.map((r: any) => r.name), ['bg-other'])
+  assert.equal(
+    shared.metadata.ownerReferences.map((r: any) => r.name),
+    ['bg-other'],
+  )
   assert.ok(exists('bg-other'))
 })
 
@@ -50,7 +62,10 @@ test('a dependent created (or updated) with owners already gone is deleted at on
   await cm('unknown-kind', [{ apiVersion: 'example.com/v1', kind: 'Ghost', name: 'g', uid: 'u-1' }])
   assert.ok(exists('unknown-kind'))
   // an update that points the only reference at a missing owner: collected too
-  await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'unknown-kind', body: { metadata: { ownerReferences: [ref(owner)] } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+  await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'unknown-kind', body: { metadata: { ownerReferences: [ref(owner)] } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
   assert.not.ok(exists('unknown-kind'))
 })
 
@@ -66,7 +81,10 @@ test('a dependent with a finalizer is marked for deletion and stays until the fi
   await cm('fin-dep', [ref(owner)], { finalizers: ['example.com/hold'] })
   await e.core.deleteNamespacedConfigMap({ namespace: 'default', name: 'fin-owner' })
   assert.ok(stored('fin-dep')?.metadata.deletionTimestamp, 'terminating')
-  await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'fin-dep', body: { metadata: { finalizers: null } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+  await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'fin-dep', body: { metadata: { finalizers: null } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
   assert.not.ok(exists('fin-dep'))
 })
 
@@ -80,7 +98,10 @@ test('foreground: the owner stays (foregroundDeletion) until its blocking depend
   assert.equal(held.metadata.finalizers, ['foregroundDeletion'])
   assert.not.ok(exists('fg-plain'), 'dependents are deleted first')
   assert.ok(stored('fg-blocker')?.metadata.deletionTimestamp)
-  await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'fg-blocker', body: { metadata: { finalizers: null } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+  await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'fg-blocker', body: { metadata: { finalizers: null } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
   assert.not.ok(exists('fg-blocker'))
   assert.not.ok(exists('fg-owner'), 'the owner goes once nothing blocks it')
   // nothing blocking: the owner goes within the DELETE
@@ -99,7 +120,10 @@ test('orphan: the owner goes, dependents stay without the reference to it', asyn
   await e.core.deleteNamespacedConfigMap({ namespace: 'default', name: 'or-owner', propagationPolicy: 'Orphan' })
   assert.not.ok(exists('or-owner'))
   assert.is(stored('or-dep')?.metadata.ownerReferences, undefined)
-  assert.equal(stored('or-two').metadata.ownerReferences.map((r: any) => r.name), ['or-other'])
+  assert.equal(
+    stored('or-two').metadata.ownerReferences.map((r: any) => r.name),
+    ['or-other'],
+  )
   // an owner with another finalizer: orphaned now, removed when that finalizer is cleared
   const held = await cm('or-held', [], { finalizers: ['example.com/hold'] })
   await cm('or-held-dep', [ref(held)])
@@ -113,7 +137,10 @@ test('gc: false behaves like envtest: nothing is collected, propagation finalize
   try {
     const core = g.core
     const owner = await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'o' } } })
-    await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'd', ownerReferences: [ref({ ...owner, apiVersion: 'v1', kind: 'ConfigMap' })] } } })
+    await core.createNamespacedConfigMap({
+      namespace: 'default',
+      body: { metadata: { name: 'd', ownerReferences: [ref({ ...owner, apiVersion: 'v1', kind: 'ConfigMap' })] } },
+    })
     await core.deleteNamespacedConfigMap({ namespace: 'default', name: 'o' })
     assert.ok(g.server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'd', 'default'), 'the dependent stays')
     await core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name: 'f' } } })

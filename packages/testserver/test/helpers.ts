@@ -44,18 +44,29 @@ export async function rejects(p: Promise<unknown>, code: number, reason?: string
   assert.unreachable(`expected HTTP ${code}`)
 }
 
-export interface Recorded { type: string; object: any }
+export interface Recorded {
+  type: string
+  object: any
+}
 /** Starts a client-node Watch and records its events; `done` resolves with the error (or null). */
 export async function watchAll(kc: k8s.KubeConfig, path: string, query: Record<string, string | number | boolean | undefined> = {}) {
   const events: Recorded[] = []
   let resolveDone!: (e: any) => void
   const done = new Promise<any>((r) => (resolveDone = r))
-  const ctrl = await new k8s.Watch(kc).watch(path, query, (type, object) => events.push({ type, object }), (err) => resolveDone(err))
+  const ctrl = await new k8s.Watch(kc).watch(
+    path,
+    query,
+    (type, object) => events.push({ type, object }),
+    (err) => resolveDone(err),
+  )
   return { events, done, abort: () => ctrl.abort() }
 }
 
 export const cm = (name: string, data: Record<string, string> = {}, labels?: Record<string, string>, namespace = 'default') => ({
-  apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace, ...(labels ? { labels } : {}) }, data,
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace, ...(labels ? { labels } : {}) },
+  data,
 })
 
 export { k8s }

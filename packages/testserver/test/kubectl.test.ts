@@ -31,9 +31,17 @@ async function ok(...args: string[]): Promise<string> {
 test.before(async () => {
   // The CLI from source (the published bin is dist/cli.js; scripts/check-packages.mjs runs that one).
   const cliSrc = new URL('../src/cli.ts', import.meta.url).pathname
-  cli = spawn(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', cliSrc, '--port', '0', '--kubeconfig', kubeconfig], { stdio: ['ignore', 'pipe', 'pipe'] })
-  cli.stdout!.on('data', (b) => { out += b })
-  cli.stderr!.on('data', (b) => { out += b })
+  cli = spawn(
+    process.execPath,
+    ['--conditions=@statewright/source', '--import', 'tsx', cliSrc, '--port', '0', '--kubeconfig', kubeconfig],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  cli.stdout!.on('data', (b) => {
+    out += b
+  })
+  cli.stderr!.on('data', (b) => {
+    out += b
+  })
   // The CLI prints three lines (URL, kubeconfig, token); stdout may deliver them in separate chunks.
   await waitFor(() => /listening on https:/.test(out) && /token: .*\n/.test(out), 'the CLI to listen and print its token', 15_000)
 })
@@ -59,12 +67,15 @@ test('the CLI serves HTTPS and writes a kubeconfig that carries its CA, not inse
   assert.match(text, /server: https:\/\/127\.0\.0\.1:\d+/)
 })
 
-test('kubectl create namespace, create, apply --server-side, get -l, delete with the CLI\'s kubeconfig', async () => {
+test("kubectl create namespace, create, apply --server-side, get -l, delete with the CLI's kubeconfig", async () => {
   assert.match(await ok('create', 'namespace', 'x'), 'namespace/x created')
   await ok('create', 'configmap', 'k1', '-n', 'x', '--from-literal=a=b')
   assert.is(await ok('get', 'configmap', 'k1', '-n', 'x', '-o', 'jsonpath={.data.a}'), 'b')
   const file = join(dir, 'ssa.yaml')
-  writeFileSync(file, 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k2\n  namespace: x\n  labels:\n    team: blue\ndata:\n  key: one\n')
+  writeFileSync(
+    file,
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: k2\n  namespace: x\n  labels:\n    team: blue\ndata:\n  key: one\n',
+  )
   assert.match(await ok('apply', '--server-side', '-f', file), 'serverside-applied')
   const rv1 = await ok('get', 'cm', 'k2', '-n', 'x', '-o', 'jsonpath={.metadata.resourceVersion}')
   await ok('apply', '--server-side', '-f', file)
@@ -96,9 +107,14 @@ test('kubectl apply (client-side) validates against /openapi/v3 without --valida
 })
 
 test('kubectl get -w sees an update', async () => {
-  const w = spawn('kubectl', ['get', 'configmap', 'k2', '-n', 'x', '--watch', '-o', 'jsonpath={.data.key}{"\\n"}'], { env: { ...process.env, KUBECONFIG: kubeconfig }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const w = spawn('kubectl', ['get', 'configmap', 'k2', '-n', 'x', '--watch', '-o', 'jsonpath={.data.key}{"\\n"}'], {
+    env: { ...process.env, KUBECONFIG: kubeconfig },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let seen = ''
-  w.stdout.on('data', (b) => { seen += b })
+  w.stdout.on('data', (b) => {
+    seen += b
+  })
   try {
     await waitFor(() => seen.includes('two'), 'the initial state', 10_000)
     await ok('patch', 'configmap', 'k2', '-n', 'x', '--type=merge', '-p', '{"data":{"key":"three"}}')

@@ -6,7 +6,14 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { jsonPatch, mergePatch } from '../src/patch.ts'
 
-interface Case { comment?: string; doc: unknown; patch: unknown; expected?: unknown; error?: string; disabled?: boolean }
+interface Case {
+  comment?: string
+  doc: unknown
+  patch: unknown
+  expected?: unknown
+  error?: string
+  disabled?: boolean
+}
 const require = createRequire(import.meta.url)
 const suite = (file: string): Case[] => JSON.parse(readFileSync(require.resolve(`json-patch-test-suite/${file}`), 'utf8'))
 
@@ -38,7 +45,11 @@ const RFC7386: Array<[unknown, unknown, unknown]> = [
   [{ a: 'c' }, { a: ['b'] }, { a: ['b'] }],
   [{ a: { b: 'c' } }, { a: { b: 'd', c: null } }, { a: { b: 'd' } }],
   [{ a: [{ b: 'c' }] }, { a: [1] }, { a: [1] }],
-  [['a', 'b'], ['c', 'd'], ['c', 'd']],
+  [
+    ['a', 'b'],
+    ['c', 'd'],
+    ['c', 'd'],
+  ],
   [{ a: 'b' }, ['c'], ['c']],
   [{ a: 'foo' }, null, null],
   [{ a: 'foo' }, 'bar', 'bar'],

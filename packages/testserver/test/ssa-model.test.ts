@@ -27,7 +27,9 @@ const schema = crdSchema({
         sel: { type: 'object', 'x-kubernetes-map-type': 'atomic', additionalProperties: { type: 'string' } },
         tags: { type: 'array', 'x-kubernetes-list-type': 'set', items: { type: 'string' } },
         items: {
-          type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'],
+          type: 'array',
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['name'],
           items: { type: 'object', properties: { name: { type: 'string' }, v: { type: 'string' }, w: { type: 'string' } } },
         },
       },
@@ -35,8 +37,19 @@ const schema = crdSchema({
   },
 })
 
-interface Item { name: string; v?: string; w?: string }
-interface Cfg { x?: string; args?: string[]; sel?: Record<string, string>; labels?: Record<string, string>; tags?: string[]; items?: Item[] }
+interface Item {
+  name: string
+  v?: string
+  w?: string
+}
+interface Cfg {
+  x?: string
+  args?: string[]
+  sel?: Record<string, string>
+  labels?: Record<string, string>
+  tags?: string[]
+  items?: Item[]
+}
 type Op = { kind: 'apply'; manager: 'A' | 'B'; cfg: Cfg; force: boolean } | { kind: 'update'; atom: number; value: string }
 
 // ---------- the model ----------
@@ -87,7 +100,10 @@ class Model {
       for (const o of this.owners.get(a) ?? []) if (o !== manager && this.values.get(a) !== v) conflicts.push([a, o])
     }
     if (conflicts.length && !force) return false
-    for (const [a, o] of conflicts) { this.owners.get(a)!.delete(o); this.appliers.get(o)?.delete(a) }
+    for (const [a, o] of conflicts) {
+      this.owners.get(a)!.delete(o)
+      this.appliers.get(o)?.delete(a)
+    }
     for (const [a, v] of atoms) {
       if (a.startsWith('tag.') && !this.values.has(a)) this.tagOrder.push(a.slice(4))
       if (/^item\.[^.]+$/.test(a) && !this.values.has(a)) this.itemOrder.push(a.slice(5))
@@ -158,22 +174,36 @@ function observed(obj: any): { labels: Record<string, string>; spec: Record<stri
   return { labels: obj?.metadata?.labels ?? {}, spec: obj?.spec ?? {} }
 }
 function assertKeys(obj: any, step: number): void {
-  for (const it of obj?.spec?.items ?? []) assert.ok(typeof it.name === 'string', `step ${step}: an item lost its key: ${JSON.stringify(it)}`)
+  for (const it of obj?.spec?.items ?? [])
+    assert.ok(typeof it.name === 'string', `step ${step}: an item lost its key: ${JSON.stringify(it)}`)
 }
 
 // ---------- generators ----------
 const val = fc.constantFrom('a', 'b')
 const subset = <T>(xs: T[]) => fc.subarray(xs, { minLength: 1 })
-const cfgArb: fc.Arbitrary<Cfg> = fc.record({
-  x: val,
-  args: fc.array(val, { minLength: 1, maxLength: 2 }),
-  sel: fc.dictionary(fc.constantFrom('p', 'q'), val, { minKeys: 1, maxKeys: 2 }),
-  labels: fc.dictionary(fc.constantFrom('l1', 'l2'), val, { minKeys: 1, maxKeys: 2 }),
-  tags: subset(['t1', 't2', 't3']),
-  items: subset(['n1', 'n2', 'n3']).chain((names) => fc.tuple(...names.map((name) => fc.record({ v: val, w: val }, { requiredKeys: [] }).map((f) => ({ name, ...f }))))),
-}, { requiredKeys: [] })
+const cfgArb: fc.Arbitrary<Cfg> = fc.record(
+  {
+    x: val,
+    args: fc.array(val, { minLength: 1, maxLength: 2 }),
+    sel: fc.dictionary(fc.constantFrom('p', 'q'), val, { minKeys: 1, maxKeys: 2 }),
+    labels: fc.dictionary(fc.constantFrom('l1', 'l2'), val, { minKeys: 1, maxKeys: 2 }),
+    tags: subset(['t1', 't2', 't3']),
+    items: subset(['n1', 'n2', 'n3']).chain((names) =>
+      fc.tuple(...names.map((name) => fc.record({ v: val, w: val }, { requiredKeys: [] }).map((f) => ({ name, ...f })))),
+    ),
+  },
+  { requiredKeys: [] },
+)
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('apply' as const), manager: fc.constantFrom('A' as const, 'B' as const), cfg: cfgArb, force: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('apply' as const),
+      manager: fc.constantFrom('A' as const, 'B' as const),
+      cfg: cfgArb,
+      force: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('update' as const), atom: fc.nat(), value: fc.constantFrom('a', 'b', 'c') }) },
 )
 
@@ -192,7 +222,13 @@ function run(ops: Op[]): void {
     } else {
       const expectOk = model.apply(op.manager, op.cfg, op.force)
       try {
-        obj = serverSideApply(obj, toObject(op.cfg), { manager: op.manager, force: op.force, apiVersion: 'x.io/v1', scope: 'all', schema }).object
+        obj = serverSideApply(obj, toObject(op.cfg), {
+          manager: op.manager,
+          force: op.force,
+          apiVersion: 'x.io/v1',
+          scope: 'all',
+          schema,
+        }).object
         assert.ok(expectOk, `step ${step}: the model expected a conflict`)
       } catch (e) {
         if (!(e instanceof StatusError) || e.code !== 409) throw e
@@ -205,16 +241,35 @@ function run(ops: Op[]): void {
 }
 
 test('SSA agrees with the model: keyed lists, sets, atomic lists and maps, two appliers, force, an updater', () => {
-  fc.assert(fc.property(fc.array(opArb, { minLength: 1, maxLength: 14 }), (ops) => { run(ops) }), { numRuns: 400, seed: 1234 })
+  fc.assert(
+    fc.property(fc.array(opArb, { minLength: 1, maxLength: 14 }), (ops) => {
+      run(ops)
+    }),
+    { numRuns: 400, seed: 1234 },
+  )
 })
 
 test('SSA agrees with the model on fresh seeds', () => {
-  fc.assert(fc.property(fc.array(opArb, { minLength: 1, maxLength: 14 }), (ops) => { run(ops) }), { numRuns: 200 })
+  fc.assert(
+    fc.property(fc.array(opArb, { minLength: 1, maxLength: 14 }), (ops) => {
+      run(ops)
+    }),
+    { numRuns: 200 },
+  )
 })
 
 test('the model itself: dropping an item owned by one applier removes it whole', () => {
   const m = new Model()
-  m.apply('A', { items: [{ name: 'n1', v: 'a' }, { name: 'n2', w: 'b' }] }, false)
+  m.apply(
+    'A',
+    {
+      items: [
+        { name: 'n1', v: 'a' },
+        { name: 'n2', w: 'b' },
+      ],
+    },
+    false,
+  )
   m.apply('A', { items: [{ name: 'n1' }] }, false)
   assert.equal(m.render().spec, { items: [{ name: 'n1' }] })
 })

@@ -28,14 +28,20 @@ test('label selectors: every operator', () => {
   assert.not.ok(m('n<3'))
   assert.ok(m('missing!=x'), 'a missing key satisfies !=')
   assert.ok(m(''))
-  assert.throws(() => parseLabelSelector('app=(web'), (e: unknown) => e instanceof StatusError && e.code === 400)
+  assert.throws(
+    () => parseLabelSelector('app=(web'),
+    (e: unknown) => e instanceof StatusError && e.code === 400,
+  )
 })
 
 test('field selectors: metadata fields and declared ones only', () => {
   const m = makeMatcher(undefined, 'metadata.name=a,metadata.namespace!=kube-system', [])!
   assert.ok(m({ metadata: { name: 'a', namespace: 'default' } }))
   assert.not.ok(m({ metadata: { name: 'a', namespace: 'kube-system' } }))
-  assert.throws(() => makeMatcher(undefined, 'spec.foo=1', []), (e: unknown) => e instanceof StatusError && e.code === 400)
+  assert.throws(
+    () => makeMatcher(undefined, 'spec.foo=1', []),
+    (e: unknown) => e instanceof StatusError && e.code === 400,
+  )
   assert.ok(makeMatcher(undefined, 'type=Opaque', ['type'])!({ type: 'Opaque', metadata: {} }))
 })
 
@@ -47,23 +53,50 @@ test('merge patch (RFC 7386): null deletes, objects merge, arrays replace', () =
 test('json patch (RFC 6902): all operations, test failure is 422', () => {
   const doc = { a: [1, 2], b: { c: 'x' } }
   const out = jsonPatch(doc, [
-    { op: 'add', path: '/a/1', value: 9 }, { op: 'remove', path: '/a/0' }, { op: 'replace', path: '/b/c', value: 'y' },
-    { op: 'copy', from: '/b/c', path: '/d' }, { op: 'move', from: '/d', path: '/e' }, { op: 'test', path: '/e', value: 'y' },
+    { op: 'add', path: '/a/1', value: 9 },
+    { op: 'remove', path: '/a/0' },
+    { op: 'replace', path: '/b/c', value: 'y' },
+    { op: 'copy', from: '/b/c', path: '/d' },
+    { op: 'move', from: '/d', path: '/e' },
+    { op: 'test', path: '/e', value: 'y' },
     { op: 'add', path: '/a/-', value: 7 },
   ])
   assert.equal(out, { a: [9, 2, 7], b: { c: 'y' }, e: 'y' })
   assert.equal(doc, { a: [1, 2], b: { c: 'x' } }, 'input untouched')
-  assert.throws(() => jsonPatch(doc, [{ op: 'test', path: '/b/c', value: 'nope' }]), (e: unknown) => e instanceof StatusError && e.code === 422)
-  assert.throws(() => jsonPatch(doc, [{ op: 'remove', path: '/zz' }]), (e: unknown) => e instanceof StatusError && e.code === 422)
+  assert.throws(
+    () => jsonPatch(doc, [{ op: 'test', path: '/b/c', value: 'nope' }]),
+    (e: unknown) => e instanceof StatusError && e.code === 422,
+  )
+  assert.throws(
+    () => jsonPatch(doc, [{ op: 'remove', path: '/zz' }]),
+    (e: unknown) => e instanceof StatusError && e.code === 422,
+  )
 })
 
 test('strategic merge: lists merge by key, $patch directives, set lists', () => {
-  const live = { spec: { containers: [{ name: 'a', image: 'a:1' }, { name: 'b', image: 'b:1' }] }, metadata: { finalizers: ['x'] } }
+  const live = {
+    spec: {
+      containers: [
+        { name: 'a', image: 'a:1' },
+        { name: 'b', image: 'b:1' },
+      ],
+    },
+    metadata: { finalizers: ['x'] },
+  }
   const out = strategicMerge(live, {
-    spec: { containers: [{ name: 'b', image: 'b:2' }, { name: 'c', image: 'c:1' }, { name: 'a', $patch: 'delete' }] },
+    spec: {
+      containers: [
+        { name: 'b', image: 'b:2' },
+        { name: 'c', image: 'c:1' },
+        { name: 'a', $patch: 'delete' },
+      ],
+    },
     metadata: { finalizers: ['y'] },
   })
-  assert.equal(out.spec.containers, [{ name: 'b', image: 'b:2' }, { name: 'c', image: 'c:1' }])
+  assert.equal(out.spec.containers, [
+    { name: 'b', image: 'b:2' },
+    { name: 'c', image: 'c:1' },
+  ])
   assert.equal(out.metadata.finalizers, ['x', 'y'])
   const rep = strategicMerge({ data: { a: '1', b: '2' } }, { data: { $patch: 'replace', c: '3' } })
   assert.equal(rep, { data: { c: '3' } })
@@ -72,21 +105,43 @@ test('strategic merge: lists merge by key, $patch directives, set lists', () => 
 })
 
 test('FieldsV1 round trip and path strings', () => {
-  const set = fieldSetOf({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: '1' } }, spec: { containers: [{ name: 'c', image: 'i' }] } }, 'all', BUILTIN_SCHEMA)
+  const set = fieldSetOf(
+    { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { a: '1' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+    'all',
+    BUILTIN_SCHEMA,
+  )
   const tree = toFieldsV1(set)
-  assert.equal(tree, { 'f:metadata': { 'f:labels': { 'f:a': {} } }, 'f:spec': { 'f:containers': { 'k:{"name":"c"}': { '.': {}, 'f:name': {}, 'f:image': {} } } } })
+  assert.equal(tree, {
+    'f:metadata': { 'f:labels': { 'f:a': {} } },
+    'f:spec': { 'f:containers': { 'k:{"name":"c"}': { '.': {}, 'f:name': {}, 'f:image': {} } } },
+  })
   assert.equal([...fromFieldsV1(tree).keys()].sort(), [...set.keys()].sort())
   assert.is(pathString(['f:spec', 'f:containers', 'k:{"name":"c"}', 'f:image']), '.spec.containers[name="c"].image')
 })
 
 test('SSA: conflicts, force, shared ownership, removal of unapplied fields', () => {
-  const a1 = serverSideApply(undefined, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '1' } }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
+  const a1 = serverSideApply(
+    undefined,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1', b: '1' } },
+    { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA },
+  )
   // B applies the same value of a: shared, no conflict
-  const b1 = serverSideApply(a1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } }, { manager: 'B', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
-  assert.equal(b1.managedFields.map((e) => e.manager), ['A', 'B'])
+  const b1 = serverSideApply(
+    a1.object,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } },
+    { manager: 'B', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA },
+  )
+  assert.equal(
+    b1.managedFields.map((e) => e.manager),
+    ['A', 'B'],
+  )
   // B changes a: conflict with A
   try {
-    serverSideApply(b1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } }, { manager: 'B', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
+    serverSideApply(
+      b1.object,
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } },
+      { manager: 'B', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA },
+    )
     assert.unreachable('conflict expected')
   } catch (e) {
     assert.instance(e, StatusError)
@@ -94,19 +149,34 @@ test('SSA: conflicts, force, shared ownership, removal of unapplied fields', () 
     assert.is(err.code, 409)
     assert.equal(err.status.details?.causes, [{ reason: 'FieldManagerConflict', message: 'conflict with "A" using v1', field: '.data.a' }])
   }
-  const forced = serverSideApply(b1.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } }, { manager: 'B', force: true, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
+  const forced = serverSideApply(
+    b1.object,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '2' } },
+    { manager: 'B', force: true, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA },
+  )
   assert.is(forced.object.data.a, '2')
   assert.equal(forced.managedFields.find((e) => e.manager === 'A')!.fieldsV1, { 'f:data': { 'f:b': {} } })
   // A stops applying b: removed (nobody else owns it)
-  const a2 = serverSideApply(forced.object, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: {} }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
+  const a2 = serverSideApply(
+    forced.object,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: {} },
+    { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA },
+  )
   assert.equal(a2.object.data, { a: '2' })
 })
 
 test('Update ownership: the writer takes the fields it changed', () => {
-  const a = serverSideApply(undefined, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } }, { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
+  const a = serverSideApply(
+    undefined,
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: '1' } },
+    { manager: 'A', force: false, apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA },
+  )
   const next = { ...a.object, data: { a: '2', c: '3' } }
   const mf = recordUpdate(a.object, next, { manager: 'kubectl-edit', apiVersion: 'v1', scope: 'all', schema: BUILTIN_SCHEMA })
-  assert.equal(mf.map((e) => [e.manager, e.operation, e.fieldsV1]), [['kubectl-edit', 'Update', { 'f:data': { 'f:a': {}, 'f:c': {} } }]])
+  assert.equal(
+    mf.map((e) => [e.manager, e.operation, e.fieldsV1]),
+    [['kubectl-edit', 'Update', { 'f:data': { 'f:a': {}, 'f:c': {} } }]],
+  )
 })
 
 test('faults: the same seed gives the same decisions; count limits hits', () => {
@@ -129,12 +199,24 @@ test('faults: the same seed gives the same decisions; count limits hits', () => 
 })
 
 test('kubeconfig: skip-verify cluster over HTTP, the CA over HTTPS; names with YAML syntax stay valid', () => {
-  const load = (y: string) => { const kc = new KubeConfig(); kc.loadFromString(y); return kc }
+  const load = (y: string) => {
+    const kc = new KubeConfig()
+    kc.loadFromString(y)
+    return kc
+  }
   const plain = load(kubeconfigYaml({ server: 'http://127.0.0.1:1', token: 'tok', name: 'c1' }))
   assert.is(plain.getCurrentCluster()!.skipTLSVerify, true)
   assert.is(plain.getCurrentUser()!.token, 'tok')
   const odd = 'east: prod #1 "quoted" - [x]'
-  const kc = load(kubeconfigYaml({ server: 'https://127.0.0.1:2', token: 't: #x', name: odd, namespace: 'ns: #y', caPem: '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n' }))
+  const kc = load(
+    kubeconfigYaml({
+      server: 'https://127.0.0.1:2',
+      token: 't: #x',
+      name: odd,
+      namespace: 'ns: #y',
+      caPem: '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n',
+    }),
+  )
   assert.is(kc.getCurrentContext(), odd)
   assert.is(kc.getCurrentCluster()!.name, odd)
   assert.is(kc.getCurrentUser()!.token, 't: #x')

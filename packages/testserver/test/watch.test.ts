@@ -7,21 +7,36 @@ import { env, waitFor, watchAll, rejects, k8s, type Env } from './helpers.ts'
 let e: Env
 let n = 0
 const PATH = '/api/v1/namespaces/default/configmaps'
-test.before(async () => { e = await env() })
-test.after(async () => { await e.server.stop() })
-const mk = (name: string, labels?: Record<string, string>) => e.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name, ...(labels ? { labels } : {}) } } })
+test.before(async () => {
+  e = await env()
+})
+test.after(async () => {
+  await e.server.stop()
+})
+const mk = (name: string, labels?: Record<string, string>) =>
+  e.core.createNamespacedConfigMap({ namespace: 'default', body: { metadata: { name, ...(labels ? { labels } : {}) } } })
 
 test('no resourceVersion: synthetic ADDED for current objects, then live events in order', async () => {
-  await mk('w-a'); await mk('w-b')
+  await mk('w-a')
+  await mk('w-b')
   const w = await watchAll(e.kc, PATH)
   await waitFor(() => w.events.length >= 2, 'initial ADDED')
-  assert.equal(w.events.map((x) => [x.type, x.object.metadata.name]).slice(0, 2), [['ADDED', 'w-a'], ['ADDED', 'w-b']])
+  assert.equal(w.events.map((x) => [x.type, x.object.metadata.name]).slice(0, 2), [
+    ['ADDED', 'w-a'],
+    ['ADDED', 'w-b'],
+  ])
   const c = await mk('w-c')
-  await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'w-c', body: { data: { x: '1' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+  await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'w-c', body: { data: { x: '1' } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
   await e.core.deleteNamespacedConfigMap({ namespace: 'default', name: 'w-c' })
   await waitFor(() => w.events.length >= 5, 'live events')
   const live = w.events.slice(2)
-  assert.equal(live.map((x) => x.type), ['ADDED', 'MODIFIED', 'DELETED'])
+  assert.equal(
+    live.map((x) => x.type),
+    ['ADDED', 'MODIFIED', 'DELETED'],
+  )
   const rvs = live.map((x) => Number(x.object.metadata.resourceVersion))
   assert.ok(rvs[0]! < rvs[1]! && rvs[1]! < rvs[2]!, 'DELETED carries the deletion version')
   assert.is(live[2]!.object.data.x, '1', 'DELETED carries the last state')
@@ -35,7 +50,13 @@ test('resourceVersion=N replays what happened after N', async () => {
   await e.core.deleteNamespacedConfigMap({ namespace: 'default', name: 'r-a' })
   const w = await watchAll(e.kc, PATH, { resourceVersion: a.metadata!.resourceVersion })
   await waitFor(() => w.events.length >= 2, 'replay')
-  assert.equal(w.events.map((x) => [x.type, x.object.metadata.name]), [['ADDED', 'r-b'], ['DELETED', 'r-a']])
+  assert.equal(
+    w.events.map((x) => [x.type, x.object.metadata.name]),
+    [
+      ['ADDED', 'r-b'],
+      ['DELETED', 'r-a'],
+    ],
+  )
   w.abort()
 })
 
@@ -54,7 +75,9 @@ test('a resume older than the history: ERROR event with 410 Expired, or HTTP 410
     const w2 = await watchAll(e.kc, PATH, { resourceVersion: a.metadata!.resourceVersion })
     const err2 = await w2.done
     assert.is(err2?.statusCode, 410)
-  } finally { e.server.control.setExpiredAsHttp410(false) }
+  } finally {
+    e.server.control.setExpiredAsHttp410(false)
+  }
 })
 
 test('history is bounded: old versions expire by themselves', async () => {
@@ -68,9 +91,14 @@ test('history is bounded: old versions expire by themselves', async () => {
     const recent = String(small.server.control.resourceVersion() - 2)
     const w2 = await watchAll(small.kc, PATH, { resourceVersion: recent })
     await waitFor(() => w2.events.length >= 2, 'replay within history')
-    assert.equal(w2.events.map((x) => x.object.metadata.name), ['h4', 'h5'])
+    assert.equal(
+      w2.events.map((x) => x.object.metadata.name),
+      ['h4', 'h5'],
+    )
     w2.abort()
-  } finally { await small.server.stop() }
+  } finally {
+    await small.server.stop()
+  }
 })
 
 test('bookmarks at the configured interval carry only kind, apiVersion and resourceVersion', async () => {
@@ -80,12 +108,18 @@ test('bookmarks at the configured interval carry only kind, apiVersion and resou
     await waitFor(() => w.events.some((x) => x.type === 'BOOKMARK'), 'a bookmark')
     const b = w.events.find((x) => x.type === 'BOOKMARK')!.object
     assert.equal(b, { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: String(e.server.control.resourceVersion()) } })
-  } finally { e.server.control.setBookmarkInterval(60_000); w.abort() }
+  } finally {
+    e.server.control.setBookmarkInterval(60_000)
+    w.abort()
+  }
   const plain = await watchAll(e.kc, PATH, { resourceVersion: String(e.server.control.resourceVersion()) })
   e.server.control.sendBookmarks()
   await mk(`bm-${n++}`)
   await waitFor(() => plain.events.length >= 1, 'event')
-  assert.ok(plain.events.every((x) => x.type !== 'BOOKMARK'), 'no bookmarks unless allowed')
+  assert.ok(
+    plain.events.every((x) => x.type !== 'BOOKMARK'),
+    'no bookmarks unless allowed',
+  )
   plain.abort()
 })
 
@@ -97,7 +131,13 @@ test('timeoutSeconds ends the stream cleanly', async () => {
 })
 
 test('sendInitialEvents: ADDED for current objects, then the initial-events-end bookmark', async () => {
-  await rejects(fetch(`${e.server.url}${PATH}?watch=1&sendInitialEvents=true`, { headers: { authorization: `Bearer ${e.server.token}` } }).then((r) => { if (r.status !== 200) throw { code: r.status, body: null }; return r }), 400)
+  await rejects(
+    fetch(`${e.server.url}${PATH}?watch=1&sendInitialEvents=true`, { headers: { authorization: `Bearer ${e.server.token}` } }).then((r) => {
+      if (r.status !== 200) throw { code: r.status, body: null }
+      return r
+    }),
+    400,
+  )
   const count = (await e.core.listNamespacedConfigMap({ namespace: 'default' })).items.length
   const w = await watchAll(e.kc, PATH, { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true })
   await waitFor(() => w.events.some((x) => x.type === 'BOOKMARK'), 'end bookmark')
@@ -111,11 +151,23 @@ test('sendInitialEvents: ADDED for current objects, then the initial-events-end 
 test('selectors on watch: entering the selection is ADDED, leaving it is DELETED with the previous content and the new version', async () => {
   const w = await watchAll(e.kc, PATH, { resourceVersion: String(e.server.control.resourceVersion()), labelSelector: 'team=a' })
   await mk('sel-1', { team: 'b' })
-  await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'sel-1', body: { metadata: { labels: { team: 'a' } } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
-  await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'sel-1', body: { data: { v: '1' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
-  const left = await e.core.patchNamespacedConfigMap({ namespace: 'default', name: 'sel-1', body: { metadata: { labels: { team: 'c' } }, data: { v: '2' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+  await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'sel-1', body: { metadata: { labels: { team: 'a' } } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
+  await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'sel-1', body: { data: { v: '1' } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
+  const left = await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'sel-1', body: { metadata: { labels: { team: 'c' } }, data: { v: '2' } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
   await waitFor(() => w.events.length >= 3, 'transitions')
-  assert.equal(w.events.map((x) => x.type), ['ADDED', 'MODIFIED', 'DELETED'])
+  assert.equal(
+    w.events.map((x) => x.type),
+    ['ADDED', 'MODIFIED', 'DELETED'],
+  )
   const deleted = w.events[2]!.object
   assert.is(deleted.metadata.labels.team, 'a', 'the last state the selector matched')
   assert.equal(deleted.data, { v: '1' })
@@ -137,7 +189,10 @@ test('informer: initial list, add/update/delete, relists after compaction + rese
   try {
     await waitFor(() => inf.list().length === 1 && e.server.control.watchCount() > 0, 'synced + watching')
     await e.core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'i1' } } })
-    await e.core.patchNamespacedConfigMap({ namespace: 'inf', name: 'i1', body: { data: { a: 'b' } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))
+    await e.core.patchNamespacedConfigMap(
+      { namespace: 'inf', name: 'i1', body: { data: { a: 'b' } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    )
     await e.core.deleteNamespacedConfigMap({ namespace: 'inf', name: 'i0' })
     await waitFor(() => seen.length >= 4, 'informer events')
     assert.equal(seen, ['add i0', 'add i1', 'update i1', 'delete i0'])
@@ -148,10 +203,23 @@ test('informer: initial list, add/update/delete, relists after compaction + rese
     e.server.control.closeWatches()
     await e.core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'i2' } } })
     e.server.control.compact()
-    await waitFor(() => inf.list().map((o) => o.metadata!.name).sort().join() === 'i1,i2', 'relisted cache')
-    await waitFor(() => e.server.control.requestLog().filter((r) => !r.watch && r.method === 'GET' && r.path.endsWith('/configmaps')).length >= 1, 'a relist')
+    await waitFor(
+      () =>
+        inf
+          .list()
+          .map((o) => o.metadata!.name)
+          .sort()
+          .join() === 'i1,i2',
+      'relisted cache',
+    )
+    await waitFor(
+      () => e.server.control.requestLog().filter((r) => !r.watch && r.method === 'GET' && r.path.endsWith('/configmaps')).length >= 1,
+      'a relist',
+    )
     assert.is(errors.length, 0, `no errors: ${errors}`)
-  } finally { await inf.stop() }
+  } finally {
+    await inf.stop()
+  }
 })
 
 test.run()

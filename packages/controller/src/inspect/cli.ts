@@ -18,12 +18,27 @@ options of these: --url URL (default $STATEWRIGHT_URL or http://127.0.0.1:8080),
 
 export const INSPECT_COMMANDS = new Set(['tables', 'show', 'watch', 'status', 'health', 'topology'])
 
-interface Out { write(s: string): unknown; isTTY?: boolean }
-export interface CliIO { stdout: Out; stderr: Out; env: NodeJS.ProcessEnv; signal?: AbortSignal }
+interface Out {
+  write(s: string): unknown
+  isTTY?: boolean
+}
+export interface CliIO {
+  stdout: Out
+  stderr: Out
+  env: NodeJS.ProcessEnv
+  signal?: AbortSignal
+}
 
 class UsageError extends Error {}
 
-interface Entry { key: string; revision: number; time?: number; deleted?: boolean; object: any; reconcile?: Record<string, { kind: string; error?: string; attempts?: number; retryAt?: number; updatedAt?: number }> }
+interface Entry {
+  key: string
+  revision: number
+  time?: number
+  deleted?: boolean
+  object: any
+  reconcile?: Record<string, { kind: string; error?: string; attempts?: number; retryAt?: number; updatedAt?: number }>
+}
 
 /** Runs one inspection command; resolves to the exit code. */
 export async function runInspect(cmd: string, args: string[], io: CliIO): Promise<number> {
@@ -31,11 +46,21 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
   let positionals: string[]
   try {
     ;({ values, positionals } = parseArgs({
-      args, allowPositionals: true, strict: true,
+      args,
+      allowPositionals: true,
+      strict: true,
       options: {
-        url: { type: 'string' }, token: { type: 'string' }, 'no-color': { type: 'boolean' },
-        index: { type: 'string' }, key: { type: 'string' }, prefix: { type: 'string' }, output: { type: 'string', short: 'o' }, limit: { type: 'string' },
-        errors: { type: 'boolean' }, dot: { type: 'boolean' }, svg: { type: 'boolean' },
+        url: { type: 'string' },
+        token: { type: 'string' },
+        'no-color': { type: 'boolean' },
+        index: { type: 'string' },
+        key: { type: 'string' },
+        prefix: { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        limit: { type: 'string' },
+        errors: { type: 'boolean' },
+        dot: { type: 'boolean' },
+        svg: { type: 'boolean' },
       },
     }))
   } catch (err) {
@@ -49,10 +74,15 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
   const get = async (path: string): Promise<Response> => {
     let r: Response
     try {
-      r = await fetch(base + path, { headers: token ? { authorization: `Bearer ${token}` } : {}, ...(io.signal ? { signal: io.signal } : {}) })
+      r = await fetch(base + path, {
+        headers: token ? { authorization: `Bearer ${token}` } : {},
+        ...(io.signal ? { signal: io.signal } : {}),
+      })
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err
-      throw new Error(`cannot reach ${base} (${((err as Error).cause as Error)?.message ?? (err as Error).message}); is the process running? (--url)`)
+      throw new Error(
+        `cannot reach ${base} (${((err as Error).cause as Error)?.message ?? (err as Error).message}); is the process running? (--url)`,
+      )
     }
     if (r.status === 401) throw new Error(`${base} wants a token: --token T or STATEWRIGHT_TOKEN`)
     return r
@@ -65,13 +95,36 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
   }
   const out = (s: string) => io.stdout.write(s)
   const format = String(values.output ?? 'table')
-  if (!['table', 'json', 'yaml'].includes(format)) { io.stderr.write(`statewright ${cmd}: -o takes table, json or yaml\n`); return 2 }
+  if (!['table', 'json', 'yaml'].includes(format)) {
+    io.stderr.write(`statewright ${cmd}: -o takes table, json or yaml\n`)
+    return 2
+  }
 
   try {
     if (cmd === 'tables') {
-      const tables = await getJson('/statedb/tables') as Array<{ name: string; objects: number; revision: number; initialized: boolean; graveyard: number; indexes: string[] }>
-      if (format !== 'table') return void out(dumpAs(format, tables)), 0
-      out(columns(c, ['NAME', 'OBJECTS', 'REVISION', 'INITIALIZED', 'GRAVEYARD', 'INDEXES'], tables.map((t) => [t.name, String(t.objects), String(t.revision), t.initialized ? 'yes' : c.yellow('no'), String(t.graveyard), t.indexes.join(',')])))
+      const tables = (await getJson('/statedb/tables')) as Array<{
+        name: string
+        objects: number
+        revision: number
+        initialized: boolean
+        graveyard: number
+        indexes: string[]
+      }>
+      if (format !== 'table') return (void out(dumpAs(format, tables)), 0)
+      out(
+        columns(
+          c,
+          ['NAME', 'OBJECTS', 'REVISION', 'INITIALIZED', 'GRAVEYARD', 'INDEXES'],
+          tables.map((t) => [
+            t.name,
+            String(t.objects),
+            String(t.revision),
+            t.initialized ? 'yes' : c.yellow('no'),
+            String(t.graveyard),
+            t.indexes.join(','),
+          ]),
+        ),
+      )
       return 0
     }
     if (cmd === 'show' || cmd === 'watch') {
@@ -80,13 +133,16 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
       if (cmd === 'watch') return await watch(table, format, c, get, out, io.signal)
       const q = new URLSearchParams()
       if (values.prefix !== undefined) {
-        const tables = await getJson('/statedb/tables') as Array<{ name: string; indexes: string[] }>
+        const tables = (await getJson('/statedb/tables')) as Array<{ name: string; indexes: string[] }>
         const t = tables.find((x) => x.name === table)
         if (!t) throw new Error(`no table "${table}" (tables: ${tables.map((x) => x.name).join(', ')})`)
-        q.set('index', String(values.index ?? t.indexes[0])); q.set('key', String(values.prefix)); q.set('op', 'prefix')
+        q.set('index', String(values.index ?? t.indexes[0]))
+        q.set('key', String(values.prefix))
+        q.set('op', 'prefix')
       } else if (values.index !== undefined || values.key !== undefined) {
         if (values.index === undefined || values.key === undefined) throw new UsageError('--index and --key go together')
-        q.set('index', String(values.index)); q.set('key', String(values.key))
+        q.set('index', String(values.index))
+        q.set('key', String(values.key))
       }
       const limit = values.limit === undefined ? Infinity : Number(values.limit)
       if (!(limit > 0)) throw new UsageError('--limit takes a positive number')
@@ -99,27 +155,57 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
         const r = await get(`/statedb/tables/${encodeURIComponent(table)}?${p}`)
         const body = await r.text()
         if (!r.ok) throw new Error(`${r.status} ${safeError(body)}`)
-        entries.push(...JSON.parse(body) as Entry[])
+        entries.push(...(JSON.parse(body) as Entry[]))
         after = r.headers.get('x-statedb-next')
       } while (after !== null && entries.length < limit)
-      if (format !== 'table') return void out(dumpAs(format, entries)), 0
+      if (format !== 'table') return (void out(dumpAs(format, entries)), 0)
       const shape = shapeOf(entries)
-      out(columns(c, header(shape, false), entries.map((e) => row(shape, e, c, undefined))))
+      out(
+        columns(
+          c,
+          header(shape, false),
+          entries.map((e) => row(shape, e, c, undefined)),
+        ),
+      )
       return 0
     }
     if (cmd === 'status') {
       const name = positionals[0]
-      const list = (name ? [await getJson(`/reconcilers/${encodeURIComponent(name)}?errors=1000`)] : await getJson('/reconcilers?errors=1000')) as Array<{ name: string; table: string; health: { level: string; message: string }; counts: Record<string, number>; errors: Array<{ key: string; error: string; attempts?: number; retryAt?: number }>; failedDeletes: Array<{ key: string; error: string; attempts: number; retryAt: number }> }>
-      if (format !== 'table') return void out(dumpAs(format, values.errors ? list.map((r) => ({ name: r.name, errors: r.errors, failedDeletes: r.failedDeletes })) : list)), 0
+      const list = (
+        name ? [await getJson(`/reconcilers/${encodeURIComponent(name)}?errors=1000`)] : await getJson('/reconcilers?errors=1000')
+      ) as Array<{
+        name: string
+        table: string
+        health: { level: string; message: string }
+        counts: Record<string, number>
+        errors: Array<{ key: string; error: string; attempts?: number; retryAt?: number }>
+        failedDeletes: Array<{ key: string; error: string; attempts: number; retryAt: number }>
+      }>
+      if (format !== 'table')
+        return (
+          void out(
+            dumpAs(format, values.errors ? list.map((r) => ({ name: r.name, errors: r.errors, failedDeletes: r.failedDeletes })) : list),
+          ),
+          0
+        )
       if (list.length === 0) out('no reconcilers\n')
       for (const r of list) {
         const errs = [...r.errors.map((e) => ({ ...e, what: 'update' })), ...r.failedDeletes.map((e) => ({ ...e, what: 'delete' }))]
         if (!values.errors) {
           out(`${c.bold(`reconciler ${r.name}`)} (table ${r.table}): ${level(c, r.health.level)}\n`)
-          out(`  ${c.green(`done ${r.counts.done ?? 0}`)}  ${c.yellow(`pending ${(r.counts.pending ?? 0) + (r.counts.refreshing ?? 0)}`)}  ${(r.counts.error ?? 0) ? c.red(`error ${r.counts.error}`) : `error 0`}${r.failedDeletes.length ? `  ${c.red(`failed deletes ${r.failedDeletes.length}`)}` : ''}\n`)
+          out(
+            `  ${c.green(`done ${r.counts.done ?? 0}`)}  ${c.yellow(`pending ${(r.counts.pending ?? 0) + (r.counts.refreshing ?? 0)}`)}  ${(r.counts.error ?? 0) ? c.red(`error ${r.counts.error}`) : `error 0`}${r.failedDeletes.length ? `  ${c.red(`failed deletes ${r.failedDeletes.length}`)}` : ''}\n`,
+          )
         }
         if (errs.length) {
-          out(columns(c, ['OBJECT', 'OP', 'ATTEMPTS', 'NEXT RETRY', 'ERROR'], errs.map((e) => [e.key, e.what, String(e.attempts ?? ''), e.retryAt ? retryIn(e.retryAt) : '', c.red(oneLine(e.error))]), values.errors ? '' : '  '))
+          out(
+            columns(
+              c,
+              ['OBJECT', 'OP', 'ATTEMPTS', 'NEXT RETRY', 'ERROR'],
+              errs.map((e) => [e.key, e.what, String(e.attempts ?? ''), e.retryAt ? retryIn(e.retryAt) : '', c.red(oneLine(e.error))]),
+              values.errors ? '' : '  ',
+            ),
+          )
         } else if (values.errors) out(`reconciler ${r.name}: no errors\n`)
       }
       return 0
@@ -127,15 +213,27 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
     if (cmd === 'health') {
       const ready = await get('/readyz')
       const readyText = await ready.text()
-      const st = await getJson('/statusz').catch(() => undefined) as any
-      if (format !== 'table') return void out(dumpAs(format, st ?? { ready: ready.ok, message: readyText })), ready.ok ? 0 : 1
-      out(`${ready.ok ? c.green('ready') : c.red('not ready')}${st?.name ? ` (${st.name}, ${st.state}${st.leader ? `, ${st.leader.leading ? 'leading' : 'not leading'}` : ''})` : ''}\n`)
-      if (!ready.ok) out(readyText.split('\n').filter((l) => l.startsWith('- ')).map((l) => `  ${l}\n`).join(''))
+      const st = (await getJson('/statusz').catch(() => undefined)) as any
+      if (format !== 'table') return (void out(dumpAs(format, st ?? { ready: ready.ok, message: readyText })), ready.ok ? 0 : 1)
+      out(
+        `${ready.ok ? c.green('ready') : c.red('not ready')}${st?.name ? ` (${st.name}, ${st.state}${st.leader ? `, ${st.leader.leading ? 'leading' : 'not leading'}` : ''})` : ''}\n`,
+      )
+      if (!ready.ok)
+        out(
+          readyText
+            .split('\n')
+            .filter((l) => l.startsWith('- '))
+            .map((l) => `  ${l}\n`)
+            .join(''),
+        )
       if (st) {
         const rows: string[][] = []
-        for (const r of st.reflectors ?? []) rows.push([`reflector ${r.name ?? ''}`, level(c, r.ready ? 'ok' : 'degraded'), oneLine(r.lastError ?? r.state ?? '')])
-        for (const d of st.derivations ?? []) rows.push([`derivation ${d.name}`, level(c, d.level ?? (d.ready ? 'ok' : 'degraded')), oneLine(d.message ?? '')])
-        if (st.reconciler) rows.push([`reconciler ${st.reconciler.name}`, level(c, st.reconciler.level), oneLine(st.reconciler.message ?? '')])
+        for (const r of st.reflectors ?? [])
+          rows.push([`reflector ${r.name ?? ''}`, level(c, r.ready ? 'ok' : 'degraded'), oneLine(r.lastError ?? r.state ?? '')])
+        for (const d of st.derivations ?? [])
+          rows.push([`derivation ${d.name}`, level(c, d.level ?? (d.ready ? 'ok' : 'degraded')), oneLine(d.message ?? '')])
+        if (st.reconciler)
+          rows.push([`reconciler ${st.reconciler.name}`, level(c, st.reconciler.level), oneLine(st.reconciler.message ?? '')])
         for (const d of st.drift ?? []) rows.push([`drift ${d.name ?? ''}`, level(c, d.level ?? 'ok'), oneLine(d.message ?? '')])
         for (const x of st.components ?? []) rows.push([x.name, level(c, x.level), oneLine(x.message ?? '')])
         out(columns(c, ['PART', 'HEALTH', 'MESSAGE'], rows))
@@ -150,22 +248,37 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
         out(body)
         return 0
       }
-      const { graphs } = await getJson('/topology') as { graphs: Array<{ component: string; graph: { nodes: any[]; edges: Array<{ from: string; to: string; policy?: boolean }> } }> }
-      if (format !== 'table') return void out(dumpAs(format, graphs)), 0
-      if (graphs.length === 0) { out('no component here has a topology\n'); return 0 }
+      const { graphs } = (await getJson('/topology')) as {
+        graphs: Array<{ component: string; graph: { nodes: any[]; edges: Array<{ from: string; to: string; policy?: boolean }> } }>
+      }
+      if (format !== 'table') return (void out(dumpAs(format, graphs)), 0)
+      if (graphs.length === 0) {
+        out('no component here has a topology\n')
+        return 0
+      }
       for (const { component, graph } of graphs) out(`${c.bold(component)}\n${tree(graph, c)}`)
       return 0
     }
     throw new UsageError(`unknown command "${cmd}"`)
   } catch (err) {
-    if (err instanceof UsageError) { io.stderr.write(`statewright ${cmd}: ${err.message}\n${INSPECT_USAGE}\n`); return 2 }
+    if (err instanceof UsageError) {
+      io.stderr.write(`statewright ${cmd}: ${err.message}\n${INSPECT_USAGE}\n`)
+      return 2
+    }
     if ((err as Error).name === 'AbortError') return 0
     io.stderr.write(`statewright ${cmd}: ${(err as Error).message}\n`)
     return 1
   }
 }
 
-async function watch(table: string, format: string, c: Paint, get: (p: string) => Promise<Response>, out: (s: string) => void, signal: AbortSignal | undefined): Promise<number> {
+async function watch(
+  table: string,
+  format: string,
+  c: Paint,
+  get: (p: string) => Promise<Response>,
+  out: (s: string) => void,
+  signal: AbortSignal | undefined,
+): Promise<number> {
   const r = await get(`/statedb/tables/${encodeURIComponent(table)}/changes`)
   if (!r.ok) throw new Error(`${r.status} ${safeError(await r.text())}`)
   const seen = new Set<string>()
@@ -175,7 +288,11 @@ async function watch(table: string, format: string, c: Paint, get: (p: string) =
   const batch: Entry[] = []
   const flush = () => {
     if (batch.length === 0) return
-    if (format === 'json') { for (const e of batch) out(JSON.stringify(e) + '\n'); batch.length = 0; return }
+    if (format === 'json') {
+      for (const e of batch) out(JSON.stringify(e) + '\n')
+      batch.length = 0
+      return
+    }
     if (!shape) {
       // column widths from the first batch (as kubectl's): wider values later just push the line
       shape = shapeOf(batch)
@@ -186,7 +303,8 @@ async function watch(table: string, format: string, c: Paint, get: (p: string) =
     }
     for (const e of batch) {
       const event = e.deleted ? 'DELETED' : seen.has(e.key) ? 'MODIFIED' : 'ADDED'
-      if (e.deleted) seen.delete(e.key); else seen.add(e.key)
+      if (e.deleted) seen.delete(e.key)
+      else seen.add(e.key)
       out(fixedRow(shape, row(shape, e, c, event)) + '\n')
     }
     batch.length = 0
@@ -211,7 +329,13 @@ async function watch(table: string, format: string, c: Paint, get: (p: string) =
 
 // ---- formatting ----
 
-interface Paint { bold(s: string): string; red(s: string): string; green(s: string): string; yellow(s: string): string; dim(s: string): string }
+interface Paint {
+  bold(s: string): string
+  red(s: string): string
+  green(s: string): string
+  yellow(s: string): string
+  dim(s: string): string
+}
 function paint(on: boolean): Paint {
   const p = (code: string) => (s: string) => (on ? `\x1b[${code}m${s}\x1b[0m` : s)
   return { bold: p('1'), red: p('31'), green: p('32'), yellow: p('33'), dim: p('2') }
@@ -220,15 +344,29 @@ const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length
 /** Control characters in text from the server never reach the terminal (no escape sequences). */
 const clean = (s: string) => s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (ch) => (ch === '\x00' ? '' : '?'))
 const oneLine = (s: string) => clean(String(s)).replace(/\s*\n\s*/g, ' ')
-const safeError = (body: string) => { try { return oneLine(JSON.parse(body).error ?? body) } catch { return oneLine(body.slice(0, 200)) } }
+const safeError = (body: string) => {
+  try {
+    return oneLine(JSON.parse(body).error ?? body)
+  } catch {
+    return oneLine(body.slice(0, 200))
+  }
+}
 
 function columns(c: Paint, head: string[], rows: string[][], indent = ''): string {
   const widths = head.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))))
-  const line = (cells: string[]) => indent + cells.map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(widths[i]! - visible(x) + 3))).join('').trimEnd()
+  const line = (cells: string[]) =>
+    indent +
+    cells
+      .map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(widths[i]! - visible(x) + 3)))
+      .join('')
+      .trimEnd()
   return [c.bold(line(head)), ...rows.map(line)].join('\n') + '\n'
 }
 
-interface Shape { k8s: boolean; widths: number[] }
+interface Shape {
+  k8s: boolean
+  widths: number[]
+}
 function shapeOf(entries: Entry[]): Shape {
   const k8s = entries.length > 0 && entries.every((e) => metaOf(e.object) !== undefined)
   return { k8s, widths: [] }
@@ -243,16 +381,30 @@ function metaOf(o: any): { kind?: string; namespace?: string; name: string } | u
 function row(s: Shape, e: Entry, c: Paint, event: string | undefined): string[] {
   const m = metaOf(e.object)
   const recs = Object.entries(e.reconcile ?? {})
-  const status = recs.length === 0 ? '' : recs.map(([n, st]) => {
-    const t = recs.length > 1 ? `${n}:${st.kind}` : st.kind
-    return st.kind === 'done' ? c.green(t) : st.kind === 'error' ? c.red(t) : c.yellow(t)
-  }).join(',')
+  const status =
+    recs.length === 0
+      ? ''
+      : recs
+          .map(([n, st]) => {
+            const t = recs.length > 1 ? `${n}:${st.kind}` : st.kind
+            return st.kind === 'done' ? c.green(t) : st.kind === 'error' ? c.red(t) : c.yellow(t)
+          })
+          .join(',')
   const age = e.time ? ageOf(e.time) : e.deleted ? '' : '?'
   const evt = event === undefined ? [] : [event === 'DELETED' ? c.red(event) : event === 'ADDED' ? c.green(event) : event]
-  return [...(s.k8s ? [clean(m?.namespace ?? ''), clean(m?.name ?? e.key), clean(m?.kind ?? '')] : [clean(e.key)]), status, String(e.revision), age, ...evt]
+  return [
+    ...(s.k8s ? [clean(m?.namespace ?? ''), clean(m?.name ?? e.key), clean(m?.kind ?? '')] : [clean(e.key)]),
+    status,
+    String(e.revision),
+    age,
+    ...evt,
+  ]
 }
 function fixedRow(s: Shape, cells: string[]): string {
-  return cells.map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(Math.max(1, (s.widths[i] ?? 0) - visible(x) + 3)))).join('').trimEnd()
+  return cells
+    .map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(Math.max(1, (s.widths[i] ?? 0) - visible(x) + 3))))
+    .join('')
+    .trimEnd()
 }
 function ageOf(ms: number): string {
   const d = Math.max(0, Date.now() - ms) / 1000
@@ -279,14 +431,19 @@ function tree(g: { nodes: any[]; edges: Array<{ from: string; to: string; policy
   const hasParent = new Set<string>()
   const policiesOf = new Map<string, string[]>()
   for (const e of g.edges) {
-    if (e.policy) { policiesOf.set(e.to, [...(policiesOf.get(e.to) ?? []), e.from]); continue }
+    if (e.policy) {
+      policiesOf.set(e.to, [...(policiesOf.get(e.to) ?? []), e.from])
+      continue
+    }
     children.set(e.from, [...(children.get(e.from) ?? []), e.to])
     hasParent.add(e.to)
   }
   const label = (id: string) => {
     const n = byId.get(id)
     if (!n) return clean(id)
-    const st = n.status ? ` [${n.status === 'Enforced' || n.status === 'Accepted' ? c.green(n.status) : n.status === 'Overridden' ? c.yellow(n.status) : c.red(n.status)}]` : ''
+    const st = n.status
+      ? ` [${n.status === 'Enforced' || n.status === 'Accepted' ? c.green(n.status) : n.status === 'Overridden' ? c.yellow(n.status) : c.red(n.status)}]`
+      : ''
     return `${clean(n.kind)} ${clean(n.namespace ? `${n.namespace}/` : '')}${clean(n.name)}${st}`
   }
   const lines: string[] = []

@@ -23,11 +23,34 @@ export interface InspectGraph {
 }
 
 /** A component's graph, as GET /topology serves it. */
-export interface NamedGraph { component: string; graph: InspectGraph }
+export interface NamedGraph {
+  component: string
+  graph: InspectGraph
+}
 
-export interface LaidOutNode { id: string; label: string; sublabel: string; x: number; y: number; width: number; height: number; policy: boolean; status?: string }
-export interface LaidOutEdge { from: string; to: string; policy: boolean; points: Array<{ x: number; y: number }> }
-export interface Layout { width: number; height: number; nodes: LaidOutNode[]; edges: LaidOutEdge[] }
+export interface LaidOutNode {
+  id: string
+  label: string
+  sublabel: string
+  x: number
+  y: number
+  width: number
+  height: number
+  policy: boolean
+  status?: string
+}
+export interface LaidOutEdge {
+  from: string
+  to: string
+  policy: boolean
+  points: Array<{ x: number; y: number }>
+}
+export interface Layout {
+  width: number
+  height: number
+  nodes: LaidOutNode[]
+  edges: LaidOutEdge[]
+}
 
 const CHAR_W = 7
 const NODE_H = 40
@@ -43,16 +66,47 @@ export function layoutGraph(g: InspectGraph): Layout {
     ids.add(n.id)
     const label = n.name
     const sublabel = `${n.kind}${n.namespace ? ` · ${n.namespace}` : ''}`
-    d.setNode(n.id, { width: Math.max(90, Math.max(label.length, sublabel.length) * CHAR_W + 20), height: NODE_H, label, sublabel, policy: !!n.policy, status: n.status })
+    d.setNode(n.id, {
+      width: Math.max(90, Math.max(label.length, sublabel.length) * CHAR_W + 20),
+      height: NODE_H,
+      label,
+      sublabel,
+      policy: !!n.policy,
+      status: n.status,
+    })
   }
   const edges = g.edges.filter((e) => ids.has(e.from) && ids.has(e.to))
   edges.forEach((e, i) => d.setEdge(e.from, e.to, { policy: !!e.policy }, `e${i}`))
   dagre.layout(d)
   const nodes: LaidOutNode[] = d.nodes().map((id: string) => {
-    const n = d.node(id) as unknown as { x: number; y: number; width: number; height: number; label: string; sublabel: string; policy: boolean; status?: string }
-    return { id, label: n.label, sublabel: n.sublabel, x: n.x, y: n.y, width: n.width, height: n.height, policy: n.policy, ...(n.status ? { status: n.status } : {}) }
+    const n = d.node(id) as unknown as {
+      x: number
+      y: number
+      width: number
+      height: number
+      label: string
+      sublabel: string
+      policy: boolean
+      status?: string
+    }
+    return {
+      id,
+      label: n.label,
+      sublabel: n.sublabel,
+      x: n.x,
+      y: n.y,
+      width: n.width,
+      height: n.height,
+      policy: n.policy,
+      ...(n.status ? { status: n.status } : {}),
+    }
   })
-  const laidEdges: LaidOutEdge[] = edges.map((e, i) => ({ from: e.from, to: e.to, policy: !!e.policy, points: (d.edge(e.from, e.to, `e${i}`) as unknown as { points: Array<{ x: number; y: number }> }).points }))
+  const laidEdges: LaidOutEdge[] = edges.map((e, i) => ({
+    from: e.from,
+    to: e.to,
+    policy: !!e.policy,
+    points: (d.edge(e.from, e.to, `e${i}`) as unknown as { points: Array<{ x: number; y: number }> }).points,
+  }))
   const gr = d.graph() as { width?: number; height?: number }
   return { width: gr.width ?? 0, height: gr.height ?? 0, nodes, edges: laidEdges }
 }
@@ -60,7 +114,11 @@ export function layoutGraph(g: InspectGraph): Layout {
 /** Graphviz DOT of the graphs (one cluster per component). */
 export function toDot(graphs: readonly NamedGraph[]): string {
   const q = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`
-  const lines = ['digraph topology {', '  rankdir=LR;', '  node [shape=box, style="rounded,filled", fontname="sans-serif", fillcolor="#eef2f7"];']
+  const lines = [
+    'digraph topology {',
+    '  rankdir=LR;',
+    '  node [shape=box, style="rounded,filled", fontname="sans-serif", fillcolor="#eef2f7"];',
+  ]
   graphs.forEach(({ component, graph }, i) => {
     lines.push(`  subgraph cluster_${i} {`, `    label=${q(component)};`)
     for (const n of graph.nodes) {
@@ -79,11 +137,17 @@ export function toDot(graphs: readonly NamedGraph[]): string {
 
 /** Fill colours by policy status (the web view's stylesheet uses the same). */
 export const STATUS_COLORS: Readonly<Record<string, string>> = {
-  Enforced: '#b7e4c7', PartiallyEnforced: '#d8f3dc', Accepted: '#bde0fe', Overridden: '#ffe5a0',
-  Invalid: '#ffb3b3', TargetNotFound: '#ffc9a8', Unknown: '#e0e0e0',
+  Enforced: '#b7e4c7',
+  PartiallyEnforced: '#d8f3dc',
+  Accepted: '#bde0fe',
+  Overridden: '#ffe5a0',
+  Invalid: '#ffb3b3',
+  TargetNotFound: '#ffc9a8',
+  Unknown: '#e0e0e0',
 }
 
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+const esc = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 
 /** A standalone SVG of the graphs, one under the other (every text escaped). */
 export function toSvg(graphs: readonly NamedGraph[]): string {
@@ -95,19 +159,26 @@ export function toSvg(graphs: readonly NamedGraph[]): string {
     parts.push(`<text x="10" y="${y + 18}" font-weight="bold">${esc(component)}</text>`)
     parts.push(`<g transform="translate(0 ${y + 26})">`)
     for (const e of l.edges) {
-      parts.push(`<polyline fill="none" stroke="${e.policy ? '#9b59b6' : '#555'}"${e.policy ? ' stroke-dasharray="5 3"' : ''} marker-end="url(#arrow)" points="${e.points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"/>`)
+      parts.push(
+        `<polyline fill="none" stroke="${e.policy ? '#9b59b6' : '#555'}"${e.policy ? ' stroke-dasharray="5 3"' : ''} marker-end="url(#arrow)" points="${e.points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"/>`,
+      )
     }
     for (const n of l.nodes) {
       const fill = STATUS_COLORS[n.status ?? ''] ?? (n.policy ? '#f3e8ff' : '#eef2f7')
-      parts.push(`<g data-id="${esc(n.id)}"><rect x="${(n.x - n.width / 2).toFixed(1)}" y="${(n.y - n.height / 2).toFixed(1)}" width="${n.width}" height="${n.height}" rx="${n.policy ? 2 : 8}" fill="${fill}" stroke="#333"/>` +
-        `<text x="${n.x.toFixed(1)}" y="${(n.y - 3).toFixed(1)}" text-anchor="middle">${esc(n.label)}</text>` +
-        `<text x="${n.x.toFixed(1)}" y="${(n.y + 12).toFixed(1)}" text-anchor="middle" font-size="10" fill="#555">${esc(n.sublabel)}${n.status ? ` · ${esc(n.status)}` : ''}</text></g>`)
+      parts.push(
+        `<g data-id="${esc(n.id)}"><rect x="${(n.x - n.width / 2).toFixed(1)}" y="${(n.y - n.height / 2).toFixed(1)}" width="${n.width}" height="${n.height}" rx="${n.policy ? 2 : 8}" fill="${fill}" stroke="#333"/>` +
+          `<text x="${n.x.toFixed(1)}" y="${(n.y - 3).toFixed(1)}" text-anchor="middle">${esc(n.label)}</text>` +
+          `<text x="${n.x.toFixed(1)}" y="${(n.y + 12).toFixed(1)}" text-anchor="middle" font-size="10" fill="#555">${esc(n.sublabel)}${n.status ? ` · ${esc(n.status)}` : ''}</text></g>`,
+      )
     }
     parts.push('</g>')
     y += l.height + 40
     width = Math.max(width, l.width)
   }
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(width) + 20}" height="${Math.ceil(y)}" font-family="sans-serif" font-size="12">` +
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(width) + 20}" height="${Math.ceil(y)}" font-family="sans-serif" font-size="12">` +
     '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>' +
-    parts.join('') + '</svg>\n'
+    parts.join('') +
+    '</svg>\n'
+  )
 }

@@ -34,7 +34,8 @@ export interface InspectOptions {
 }
 
 /** The Content-Security-Policy of /ui: this origin's scripts, styles and connections only, nothing inline. */
-export const UI_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
+export const UI_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
 
 const digest = (s: string) => createHash('sha256').update(s).digest()
 
@@ -47,31 +48,56 @@ export function bearerCheck(token: string | undefined): (req: IncomingMessage) =
 
 /** Whether a path is one of the inspection surface's (the Manager routes these to inspectHandler). */
 export function isInspectPath(path: string): boolean {
-  return path === '/ui' || path.startsWith('/ui/') || path === '/statedb' || path.startsWith('/statedb/') || path === '/reconcilers' || path.startsWith('/reconcilers/') || path === '/topology'
+  return (
+    path === '/ui' ||
+    path.startsWith('/ui/') ||
+    path === '/statedb' ||
+    path.startsWith('/statedb/') ||
+    path === '/reconcilers' ||
+    path.startsWith('/reconcilers/') ||
+    path === '/topology'
+  )
 }
 
 /** Whether a path is a static file of the web view (served without the token: it holds no data). */
 export const isUiPath = (path: string) => path === '/ui' || path.startsWith('/ui/')
 
 const UI_DIR = new URL('../../ui/', import.meta.url)
-const UI_FILES: Record<string, string> = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'style.css': 'text/css; charset=utf-8' }
+const UI_FILES: Record<string, string> = {
+  'index.html': 'text/html; charset=utf-8',
+  'app.js': 'text/javascript; charset=utf-8',
+  'style.css': 'text/css; charset=utf-8',
+}
 let uiCache: Map<string, Buffer> | undefined
 function uiFile(name: string): Buffer | undefined {
   uiCache ??= new Map(Object.keys(UI_FILES).map((f) => [f, readFileSync(new URL(f, UI_DIR))]))
   return uiCache.get(name)
 }
 
-export interface ObjectReconcileStatus { kind: StatusKind; updatedAt: number; error?: string; attempts?: number; retryAt?: number }
+export interface ObjectReconcileStatus {
+  kind: StatusKind
+  updatedAt: number
+  error?: string
+  attempts?: number
+  retryAt?: number
+}
 
 /** One reconciler's status of an object, with its retry (attempts, next retry time) when failing. */
 function statusOf(r: Reconciler<any>, obj: unknown): ObjectReconcileStatus | undefined {
   let s: Status | undefined
-  try { s = r.config.getObjectStatus(obj) } catch { return undefined }
+  try {
+    s = r.config.getObjectStatus(obj)
+  } catch {
+    return undefined
+  }
   if (!s || typeof s.kind !== 'string') return undefined
   const out: ObjectReconcileStatus = { kind: s.kind, updatedAt: s.updatedAt, ...(s.error !== undefined ? { error: s.error } : {}) }
   if (s.kind === 'error') {
     const f = r.failureOf(obj)
-    if (f) { out.attempts = f.attempts; out.retryAt = f.retryAt }
+    if (f) {
+      out.attempts = f.attempts
+      out.retryAt = f.retryAt
+    }
   }
   return out
 }
@@ -88,14 +114,27 @@ function reconcilerInfo(db: DB, r: Reconciler<any>, maxErrors: number, redact: R
   for (const e of table.list(txn, idx.kind('error', idx.isSet ? r.name : undefined)).entries()) {
     if (errors.length >= maxErrors) break
     const s = statusOf(r, e.object)
-    errors.push({ key: keyText(table.primary.keyOf(e.object)), revision: e.revision, error: s?.error ?? '', updatedAt: s?.updatedAt, attempts: s?.attempts, retryAt: s?.retryAt })
+    errors.push({
+      key: keyText(table.primary.keyOf(e.object)),
+      revision: e.revision,
+      error: s?.error ?? '',
+      updatedAt: s?.updatedAt,
+      attempts: s?.attempts,
+      retryAt: s?.retryAt,
+    })
   }
   const h = r.health
   return {
-    name: r.name, table: table.name, running: r.isRunning,
+    name: r.name,
+    table: table.name,
+    running: r.isRunning,
     health: { level: h.level, ready: h.ready, message: h.message },
-    counts, errors,
-    failedDeletes: r.failedDeletes().slice(0, maxErrors).map((f) => ({ key: f.key, error: f.error, attempts: f.attempts, retryAt: f.retryAt, object: redact(table.name, f.object) })),
+    counts,
+    errors,
+    failedDeletes: r
+      .failedDeletes()
+      .slice(0, maxErrors)
+      .map((f) => ({ key: f.key, error: f.error, attempts: f.attempts, retryAt: f.retryAt, object: redact(table.name, f.object) })),
   }
 }
 
@@ -105,7 +144,8 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
   const authorized = bearerCheck(o.token)
   const reconcilers = () => o.reconcilers?.() ?? []
   const statedb = httpHandler(o.db, {
-    prefix: '/statedb', redact,
+    prefix: '/statedb',
+    redact,
     annotate: (table, obj) => {
       let reconcile: Record<string, ObjectReconcileStatus> | undefined
       for (const r of reconcilers()) {
@@ -119,7 +159,11 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
   return (req, res) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'read-only: only GET is served' })
     let url: URL
-    try { url = new URL(req.url ?? '/', 'http://localhost') } catch { return send(res, 400, { error: 'bad URL' }) }
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost')
+    } catch {
+      return send(res, 400, { error: 'bad URL' })
+    }
     const path = url.pathname
     if (isUiPath(path)) return serveUi(path, res)
     if (!authorized(req)) return send(res, 401, { error: 'unauthorized: send Authorization: Bearer <token>' })
@@ -127,11 +171,27 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
     if (path === '/reconcilers' || path.startsWith('/reconcilers/')) {
       const n = Number(url.searchParams.get('errors') ?? 100)
       const max = Number.isInteger(n) && n >= 0 ? n : 100
-      if (path === '/reconcilers') return send(res, 200, reconcilers().map((r) => reconcilerInfo(o.db, r, max, redact)))
+      if (path === '/reconcilers')
+        return send(
+          res,
+          200,
+          reconcilers().map((r) => reconcilerInfo(o.db, r, max, redact)),
+        )
       let name: string
-      try { name = decodeURIComponent(path.slice('/reconcilers/'.length)) } catch { return send(res, 400, { error: 'bad escape in the path' }) }
+      try {
+        name = decodeURIComponent(path.slice('/reconcilers/'.length))
+      } catch {
+        return send(res, 400, { error: 'bad escape in the path' })
+      }
       const r = reconcilers().find((x) => x.name === name)
-      if (!r) return send(res, 404, { error: `no reconciler "${name}" (reconcilers: ${reconcilers().map((x) => x.name).join(', ') || 'none'})` })
+      if (!r)
+        return send(res, 404, {
+          error: `no reconciler "${name}" (reconcilers: ${
+            reconcilers()
+              .map((x) => x.name)
+              .join(', ') || 'none'
+          })`,
+        })
       return send(res, 200, reconcilerInfo(o.db, r, max, redact))
     }
     if (path === '/topology') {
@@ -145,7 +205,8 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
       if (format === 'json') return send(res, 200, { graphs })
       if (format === 'dot') return raw(res, 200, 'text/vnd.graphviz; charset=utf-8', toDot(graphs))
       if (format === 'svg') return raw(res, 200, 'image/svg+xml; charset=utf-8', toSvg(graphs))
-      if (format === 'layout') return send(res, 200, { graphs: graphs.map((g) => ({ component: g.component, graph: g.graph, layout: layoutGraph(g.graph) })) })
+      if (format === 'layout')
+        return send(res, 200, { graphs: graphs.map((g) => ({ component: g.component, graph: g.graph, layout: layoutGraph(g.graph) })) })
       return send(res, 400, { error: `unknown format "${format}": want json, dot, svg or layout` })
     }
     if (path === '/statusz' && o.status) return send(res, 200, o.status())
@@ -154,13 +215,21 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
 }
 
 function serveUi(path: string, res: ServerResponse): void {
-  if (path === '/ui') { res.writeHead(308, { location: '/ui/' }); res.end(); return }
+  if (path === '/ui') {
+    res.writeHead(308, { location: '/ui/' })
+    res.end()
+    return
+  }
   const name = path === '/ui/' ? 'index.html' : path.slice('/ui/'.length)
   const body = Object.hasOwn(UI_FILES, name) ? uiFile(name) : undefined
   if (!body) return send(res, 404, { error: 'not found' })
   res.writeHead(200, {
-    'content-type': UI_FILES[name]!, 'content-security-policy': UI_CSP, 'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY', 'cache-control': 'no-cache',
+    'content-type': UI_FILES[name]!,
+    'content-security-policy': UI_CSP,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+    'cache-control': 'no-cache',
   })
   res.end(body)
 }

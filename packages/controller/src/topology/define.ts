@@ -31,7 +31,12 @@ export interface TopologyNode<O = any> {
 }
 
 /** A section of an object: becomes a node `<kind>:<ns>/<name>#<name>` linked below the object. */
-export interface Section { kind: string; group?: string; name: string; object: unknown }
+export interface Section {
+  kind: string
+  group?: string
+  name: string
+  object: unknown
+}
 
 interface KindBase<O> {
   /** The node kind, unique in the topology ("Gateway"). */
@@ -99,7 +104,8 @@ export function defineTopology<D extends TopologyDefinition>(def: D): D {
   for (const o of def.objects ?? []) add('object', o)
   const sectionKinds = new Set<string>()
   for (const [i, l] of (def.links ?? []).entries()) {
-    if (!l.parents && !l.children) throw new ConfigError(`topology: link ${i} (${l.from} -> ${l.to}) needs parents(child) or children(parent)`)
+    if (!l.parents && !l.children)
+      throw new ConfigError(`topology: link ${i} (${l.from} -> ${l.to}) needs parents(child) or children(parent)`)
     for (const k of [l.from, l.to]) if (!kinds.has(k)) sectionKinds.add(k)
   }
   // a kind no table holds must be a section kind; it is checked when sections are made
@@ -111,9 +117,20 @@ type Ref = { group?: string; kind?: string; name?: string; namespace?: string; s
 
 /** Default policy targets: spec.targetRef / spec.targetRefs, relative to the policy's namespace. */
 export function targetRefLocators(policy: { metadata?: { namespace?: string }; spec?: { targetRef?: Ref; targetRefs?: Ref[] } }): string[] {
-  const refs = [...(policy.spec?.targetRef ? [policy.spec.targetRef] : []), ...(Array.isArray(policy.spec?.targetRefs) ? policy.spec.targetRefs : [])]
-  return refs.filter((r) => r && typeof r.kind === 'string' && typeof r.name === 'string').map((r) => {
-    const ns = r.namespace ?? policy.metadata?.namespace
-    return locator({ kind: r.kind!, group: r.group ?? '', name: r.name!, ...(ns ? { namespace: ns } : {}), ...(r.sectionName ? { section: r.sectionName } : {}) })
-  })
+  const refs = [
+    ...(policy.spec?.targetRef ? [policy.spec.targetRef] : []),
+    ...(Array.isArray(policy.spec?.targetRefs) ? policy.spec.targetRefs : []),
+  ]
+  return refs
+    .filter((r) => r && typeof r.kind === 'string' && typeof r.name === 'string')
+    .map((r) => {
+      const ns = r.namespace ?? policy.metadata?.namespace
+      return locator({
+        kind: r.kind!,
+        group: r.group ?? '',
+        name: r.name!,
+        ...(ns ? { namespace: ns } : {}),
+        ...(r.sectionName ? { section: r.sectionName } : {}),
+      })
+    })
 }

@@ -22,7 +22,11 @@ export interface PolicySpec<R = unknown> {
 }
 
 /** A rule of an effective policy, with the policy (locator) it came from. */
-export interface EffectiveRule<R = unknown> { name: string; rule: R; source: string }
+export interface EffectiveRule<R = unknown> {
+  name: string
+  rule: R
+  source: string
+}
 
 export interface EffectivePolicy<R = unknown> {
   /** Sorted by rule name. */
@@ -31,24 +35,30 @@ export interface EffectivePolicy<R = unknown> {
   policies: string[]
 }
 
-const created = (n: TopologyNode): string => String((n.object as { metadata?: { creationTimestamp?: string } })?.metadata?.creationTimestamp ?? '')
+const created = (n: TopologyNode): string =>
+  String((n.object as { metadata?: { creationTimestamp?: string } })?.metadata?.creationTimestamp ?? '')
 
 /** Policies least → most specific (same target: older first, then by name). */
 export function sortPolicies(policies: readonly TopologyNode[]): TopologyNode[] {
   return [...policies].sort((a, b) => {
-    const ca = created(a); const cb = created(b)
+    const ca = created(a)
+    const cb = created(b)
     if (ca !== cb) return ca < cb ? -1 : 1
-    const na = `${a.namespace ?? ''}/${a.name}`; const nb = `${b.namespace ?? ''}/${b.name}`
+    const na = `${a.namespace ?? ''}/${a.name}`
+    const nb = `${b.namespace ?? ''}/${b.name}`
     return na < nb ? -1 : na > nb ? 1 : 0
   })
 }
 
 /** Merges a less specific policy into the result of the more specific ones, by its strategy. */
-export function mergeInto<R>(less: { spec: PolicySpec<R>; source: string }, result: Map<string, EffectiveRule<R>> | undefined): Map<string, EffectiveRule<R>> {
+export function mergeInto<R>(
+  less: { spec: PolicySpec<R>; source: string },
+  result: Map<string, EffectiveRule<R>> | undefined,
+): Map<string, EffectiveRule<R>> {
   const mine = new Map(Object.entries(less.spec.rules).map(([name, rule]) => [name, { name, rule, source: less.source }]))
   if (result === undefined) return mine
   const { mode, strategy } = less.spec
-  if (strategy === 'atomic') return mode === 'overrides' ? mine : (result.size > 0 ? result : mine)
+  if (strategy === 'atomic') return mode === 'overrides' ? mine : result.size > 0 ? result : mine
   if (mode === 'defaults') {
     const out = new Map(result)
     for (const [k, v] of mine) if (!out.has(k)) out.set(k, v)
@@ -63,7 +73,11 @@ export function mergeInto<R>(less: { spec: PolicySpec<R>; source: string }, resu
  * The effective policy of a path: policies of every node on it (least specific first), reduced from
  * the most specific. `specOf` reads a policy's spec (undefined: the policy is skipped, e.g. invalid).
  */
-export function effectivePolicy<R>(view: TopologyView, path: readonly TopologyNode[], specOf: (policy: TopologyNode) => PolicySpec<R> | undefined): EffectivePolicy<R> {
+export function effectivePolicy<R>(
+  view: TopologyView,
+  path: readonly TopologyNode[],
+  specOf: (policy: TopologyNode) => PolicySpec<R> | undefined,
+): EffectivePolicy<R> {
   const ordered: Array<{ node: TopologyNode; spec: PolicySpec<R> }> = []
   for (const n of path) {
     for (const p of sortPolicies(view.policiesOf(n))) {

@@ -15,10 +15,15 @@ export class PendingEvents {
   private readonly pending = new Map<string, ResourceEvent>()
   private readonly lastSeen = new Map<string, KubeObject>()
 
-  get size(): number { return this.pending.size }
+  get size(): number {
+    return this.pending.size
+  }
 
   /** Forgets everything (a new term starts from the state of the world). */
-  reset(): void { this.pending.clear(); this.lastSeen.clear() }
+  reset(): void {
+    this.pending.clear()
+    this.lastSeen.clear()
+  }
 
   /** A change of a watched object. */
   add(kind: string, group: string, obj: KubeObject, deleted: boolean, predicate?: (e: ResourceEvent) => boolean): void {
@@ -26,8 +31,13 @@ export class PendingEvents {
     const old = this.lastSeen.get(key)
     // a delete of an object never seen (written and deleted between two reads) is no event
     if (deleted && old === undefined) return
-    if (deleted) this.lastSeen.delete(key); else this.lastSeen.set(key, obj)
-    const e: ResourceEvent = deleted ? { kind, group, type: 'delete', old: old! } : old ? { kind, group, type: 'update', old, new: obj } : { kind, group, type: 'create', new: obj }
+    if (deleted) this.lastSeen.delete(key)
+    else this.lastSeen.set(key, obj)
+    const e: ResourceEvent = deleted
+      ? { kind, group, type: 'delete', old: old! }
+      : old
+        ? { kind, group, type: 'update', old, new: obj }
+        : { kind, group, type: 'create', new: obj }
     if (predicate && !predicate(e)) return
     this.merge(key, e)
   }
@@ -49,9 +59,21 @@ export class PendingEvents {
 
   private merge(key: string, e: ResourceEvent): void {
     const prev = this.pending.get(key)
-    if (!prev) { this.pending.set(key, e); return }
-    if (prev.type === 'create' && e.type === 'delete') { this.pending.delete(key); return }
+    if (!prev) {
+      this.pending.set(key, e)
+      return
+    }
+    if (prev.type === 'create' && e.type === 'delete') {
+      this.pending.delete(key)
+      return
+    }
     const type = prev.type === 'create' ? 'create' : e.type === 'delete' ? 'delete' : 'update'
-    this.pending.set(key, { kind: e.kind, group: e.group, type, ...(prev.old && type !== 'create' ? { old: prev.old } : {}), ...(e.new && type !== 'delete' ? { new: e.new } : {}) })
+    this.pending.set(key, {
+      kind: e.kind,
+      group: e.group,
+      type,
+      ...(prev.old && type !== 'create' ? { old: prev.old } : {}),
+      ...(e.new && type !== 'delete' ? { new: e.new } : {}),
+    })
   }
 }

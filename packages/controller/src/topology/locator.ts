@@ -33,9 +33,15 @@ export function groupOfApiVersion(apiVersion: string | undefined): string {
 }
 
 /** The locator of a Kubernetes object (and a section of it). */
-export function locatorOf(obj: { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }, section?: string): string {
+export function locatorOf(
+  obj: { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } },
+  section?: string,
+): string {
   return locator({
-    kind: obj.kind ?? '', group: groupOfApiVersion(obj.apiVersion), name: obj.metadata?.name ?? '',
-    ...(obj.metadata?.namespace ? { namespace: obj.metadata.namespace } : {}), ...(section ? { section } : {}),
+    kind: obj.kind ?? '',
+    group: groupOfApiVersion(obj.apiVersion),
+    name: obj.metadata?.name ?? '',
+    ...(obj.metadata?.namespace ? { namespace: obj.metadata.namespace } : {}),
+    ...(section ? { section } : {}),
   })
 }

@@ -18,7 +18,18 @@
 import { ConfigError, UsageError } from '../errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Table, defineIndex, waitAny, type ChangeIterator, type DB, type ReadTxn, type Watch } from '@statewright/statedb'
-import { desired, holds, listAll, namespacedName, objectKey, resolveKind, type Cluster, type DesiredObject, type KindRef, type KubeObject } from '@statewright/k8s'
+import {
+  desired,
+  holds,
+  listAll,
+  namespacedName,
+  objectKey,
+  resolveKind,
+  type Cluster,
+  type DesiredObject,
+  type KindRef,
+  type KubeObject,
+} from '@statewright/k8s'
 import type { StatusPatch } from '../conditions.ts'
 import { StatusWrites, type StatusToWrite } from './statuswrites.ts'
 import type { InspectGraph } from '../inspect/graph.ts'
@@ -114,30 +125,51 @@ export class StateOfWorldController {
   private idleWaiters: Array<() => void> = []
   private writes = 0
   private writesSeen = 0
-  private state: { runs: number; failures: number; lastError?: string; synced: boolean; idle: boolean } = { runs: 0, failures: 0, synced: false, idle: false }
+  private state: { runs: number; failures: number; lastError?: string; synced: boolean; idle: boolean } = {
+    runs: 0,
+    failures: 0,
+    synced: false,
+    idle: false,
+  }
 
   constructor(o: StateOfWorldOptions) {
     if (!o?.name) throw new ConfigError('StateOfWorldController: `name` is required')
-    if (!o.manager && !(o.clusters?.length)) throw new ConfigError(`StateOfWorldController "${o.name}": give a manager, or clusters (and a db)`)
+    if (!o.manager && !o.clusters?.length)
+      throw new ConfigError(`StateOfWorldController "${o.name}": give a manager, or clusters (and a db)`)
     this.o = o
     this.name = o.name
     this.own = !o.manager
-    this.manager = o.manager ?? new Manager({ name: o.name, cluster: o.clusters![0]!, clusters: o.clusters!.slice(1), ...(o.db ? { db: o.db } : {}), ...(o.logger ? { logger: o.logger } : {}), http: false, handleSignals: false })
+    this.manager =
+      o.manager ??
+      new Manager({
+        name: o.name,
+        cluster: o.clusters![0]!,
+        clusters: o.clusters!.slice(1),
+        ...(o.db ? { db: o.db } : {}),
+        ...(o.logger ? { logger: o.logger } : {}),
+        http: false,
+        handleSignals: false,
+      })
     const m = this.manager
     this.log = m.logger.child({ stateOfWorld: o.name })
     for (const w of o.watch) {
       const { kind, table: tname, mode, predicate: _p, ...wopts } = w
       const cluster = w.cluster ? m.clusters.get(w.cluster) : m.cluster
       if (!cluster) throw new ConfigError(`StateOfWorldController "${o.name}": no cluster named "${w.cluster}"`)
-      const table = mode === 'stateOfWorld'
-        ? this.listedTable(tname ?? `${o.name}-${plural(kind.kind)}`)
-        : m.watch(kind, { ...wopts, ...(tname ? { name: tname } : {}) }) as Table<KubeObject>
+      const table =
+        mode === 'stateOfWorld'
+          ? this.listedTable(tname ?? `${o.name}-${plural(kind.kind)}`)
+          : (m.watch(kind, { ...wopts, ...(tname ? { name: tname } : {}) }) as Table<KubeObject>)
       if (this.tables.has(kind.kind)) throw new ConfigError(`StateOfWorldController "${o.name}": kind ${kind.kind} is watched twice`)
       this.tables.set(kind.kind, { spec: w, table, cluster })
     }
-    const fill = <K extends { kind: string; table?: Table<any> }>(k: K): K => (k.table ? k : { ...k, table: this.tables.get(k.kind)?.table })
+    const fill = <K extends { kind: string; table?: Table<any> }>(k: K): K =>
+      k.table ? k : { ...k, table: this.tables.get(k.kind)?.table }
     const def = o.topology
-    this.topology = new Topology({ ...def, targetables: def.targetables.map(fill), policies: (def.policies ?? []).map(fill), objects: (def.objects ?? []).map(fill) }, { db: m.db, name: `${o.name}-topology` })
+    this.topology = new Topology(
+      { ...def, targetables: def.targetables.map(fill), policies: (def.policies ?? []).map(fill), objects: (def.objects ?? []).map(fill) },
+      { db: m.db, name: `${o.name}-topology` },
+    )
     this.statusWrites = new StatusWrites({ manager: m, name: o.name, logger: this.log, ...(o.retry ? { retry: o.retry } : {}) })
     m.add(this.component())
   }
@@ -158,7 +190,8 @@ export class StateOfWorldController {
 
   private component(): Component {
     return {
-      name: `state-of-world ${this.name}`, leaderOnly: true,
+      name: `state-of-world ${this.name}`,
+      leaderOnly: true,
       start: () => {
         // a new term (leader election) starts from the state of the world: every object is an event again
         this.pending.reset()
@@ -166,7 +199,9 @@ export class StateOfWorldController {
         this.state.idle = false
         this.statusWrites.start()
         this.ac = new AbortController()
-        this.loop = this.run(this.ac.signal).catch((err) => { if (!this.ac?.signal.aborted) this.log.error({ err }, 'state-of-world loop failed') })
+        this.loop = this.run(this.ac.signal).catch((err) => {
+          if (!this.ac?.signal.aborted) this.log.error({ err }, 'state-of-world loop failed')
+        })
       },
       stop: async () => {
         this.ac?.abort()
@@ -177,12 +212,19 @@ export class StateOfWorldController {
       },
       health: (): ComponentHealth => {
         const topoErrors = this.topology.errors()
-        const failing = [...topoErrors.map((e) => ({ key: e.object, error: e.error })), ...(this.state.lastError ? [{ key: this.name, error: this.state.lastError }] : [])]
+        const failing = [
+          ...topoErrors.map((e) => ({ key: e.object, error: e.error })),
+          ...(this.state.lastError ? [{ key: this.name, error: this.state.lastError }] : []),
+        ]
         const h = this.statusWrites.health
         return {
           ready: this.state.synced && this.state.runs > 0,
           level: failing.length || h.level !== 'ok' ? 'degraded' : 'ok',
-          message: !this.state.synced ? 'waiting for watched kinds to sync' : this.state.lastError ? `reconcile failed (${this.state.failures} times); retrying: ${this.state.lastError}` : `${this.state.runs} runs`,
+          message: !this.state.synced
+            ? 'waiting for watched kinds to sync'
+            : this.state.lastError
+              ? `reconcile failed (${this.state.failures} times); retrying: ${this.state.lastError}`
+              : `${this.state.runs} runs`,
           ...(failing.length ? { failing: failing.slice(0, 10) } : {}),
         }
       },
@@ -195,10 +237,15 @@ export class StateOfWorldController {
       },
       converged: async (signal) => {
         for (;;) {
-          while (!this.state.idle || this.pending.size) await new Promise<void>((resolve, reject) => { this.idleWaiters.push(resolve); signal.addEventListener('abort', () => reject(signal.reason), { once: true }) })
+          while (!this.state.idle || this.pending.size)
+            await new Promise<void>((resolve, reject) => {
+              this.idleWaiters.push(resolve)
+              signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+            })
           const txn = this.manager.db.readTxn()
           await this.statusWrites.waitWritten(signal)
-          if (this.manager.reconciler.isRunning) await this.manager.reconciler.waitForRevision(this.manager.desired.table.revision(txn), { signal })
+          if (this.manager.reconciler.isRunning)
+            await this.manager.reconciler.waitForRevision(this.manager.desired.table.revision(txn), { signal })
           if (this.state.idle && !this.pending.size && this.quiet()) return
           await new Promise<void>((resolve) => setImmediate(resolve))
         }
@@ -213,7 +260,8 @@ export class StateOfWorldController {
     const m = this.manager
     const txn = m.db.readTxn()
     if (this.statusWrites.pending()) return false
-    for (const d of m.desired.table.list(txn, m.desired.statusIndex.kind('pending'))) if (this.mine.has(m.desired.primaryKey(d))) return false
+    for (const d of m.desired.table.list(txn, m.desired.statusIndex.kind('pending')))
+      if (this.mine.has(m.desired.primaryKey(d))) return false
     return true
   }
 
@@ -223,7 +271,15 @@ export class StateOfWorldController {
     return {
       nodes: v.nodes().map((n) => {
         const info = this.inspectInfo.get(n.locator)
-        return { id: n.locator, kind: n.kind, name: n.section ? `${n.name}#${n.section}` : n.name, ...(n.namespace ? { namespace: n.namespace } : {}), ...(n.policy ? { policy: true } : {}), ...(info?.status ? { status: info.status } : {}), ...(info?.effective !== undefined ? { effective: info.effective } : {}) }
+        return {
+          id: n.locator,
+          kind: n.kind,
+          name: n.section ? `${n.name}#${n.section}` : n.name,
+          ...(n.namespace ? { namespace: n.namespace } : {}),
+          ...(n.policy ? { policy: true } : {}),
+          ...(info?.status ? { status: info.status } : {}),
+          ...(info?.effective !== undefined ? { effective: info.effective } : {}),
+        }
       }),
       edges: v.edges(),
     }
@@ -240,8 +296,16 @@ export class StateOfWorldController {
     for (const { spec, table, cluster } of this.tables.values()) {
       if (spec.mode !== 'stateOfWorld') continue
       const ref = await resolveKind(cluster, spec.kind)
-      const { items } = await listAll(cluster, ref, { ...(spec.namespace ? { namespace: spec.namespace } : {}), ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}), ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}), signal })
-      const objs = items.flatMap((i) => { const x = spec.transform ? spec.transform(i) : i; return x ? (Array.isArray(x) ? x : [x]) : [] })
+      const { items } = await listAll(cluster, ref, {
+        ...(spec.namespace ? { namespace: spec.namespace } : {}),
+        ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}),
+        ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}),
+        signal,
+      })
+      const objs = items.flatMap((i) => {
+        const x = spec.transform ? spec.transform(i) : i
+        return x ? (Array.isArray(x) ? x : [x]) : []
+      })
       await this.manager.db.write(table, (w) => {
         const keep = new Set<string>()
         for (const obj of objs) {
@@ -254,7 +318,11 @@ export class StateOfWorldController {
     }
   }
 
-  private collect(iters: Array<{ kind: string; it: ChangeIterator<KubeObject>; spec: WatchSpec; group: string }>, txn: ReadTxn, watches: Watch[]): void {
+  private collect(
+    iters: Array<{ kind: string; it: ChangeIterator<KubeObject>; spec: WatchSpec; group: string }>,
+    txn: ReadTxn,
+    watches: Watch[],
+  ): void {
     for (const { kind, it, spec, group } of iters) {
       const [changes, w] = it.next(txn)
       watches.push(w)
@@ -271,12 +339,20 @@ export class StateOfWorldController {
       const txn = m.db.readTxn()
       const waiting = specs.filter(([, t]) => t.spec.mode !== 'stateOfWorld' && !t.table.initialized(txn)[0])
       if (!waiting.length) break
-      await waitAny(waiting.map(([, t]) => t.table.initialized(txn)[1]), signal).catch(() => {})
+      await waitAny(
+        waiting.map(([, t]) => t.table.initialized(txn)[1]),
+        signal,
+      ).catch(() => {})
     }
     await this.relistUntilDone(signal)
     this.state.synced = true
     const first = m.db.readTxn()
-    const iters = specs.map(([kind, t]) => ({ kind, it: t.table.changes(first), spec: t.spec, group: t.spec.kind.apiVersion.includes('/') ? groupOfApiVersion(t.spec.kind.apiVersion) : '' }))
+    const iters = specs.map(([kind, t]) => ({
+      kind,
+      it: t.table.changes(first),
+      spec: t.spec,
+      group: t.spec.kind.apiVersion.includes('/') ? groupOfApiVersion(t.spec.kind.apiVersion) : '',
+    }))
     const desiredIt = m.desired.table.changes(first)
     let failures = 0
     let retryAt = 0
@@ -293,13 +369,21 @@ export class StateOfWorldController {
       watches.push(...topo.watches)
       if (topo.processed) dirty = true
       const now = Date.now()
-      if (now >= nextResync) { dirty = true; nextResync = now + this.o.resyncIntervalMs! }
+      if (now >= nextResync) {
+        dirty = true
+        nextResync = now + this.o.resyncIntervalMs!
+      }
       if ((dirty || this.pending.size) && now >= retryAt) {
         this.state.idle = false
         dirty = false
         const events = this.pending.take()
         try {
-          if (specs.some(([, t]) => t.spec.mode === 'stateOfWorld')) { await this.relist(signal); this.collect(iters, m.db.readTxn(), []); events.push(...this.pending.take()); await this.topology.sync() }
+          if (specs.some(([, t]) => t.spec.mode === 'stateOfWorld')) {
+            await this.relist(signal)
+            this.collect(iters, m.db.readTxn(), [])
+            events.push(...this.pending.take())
+            await this.topology.sync()
+          }
           await this.once(events, signal)
           failures = 0
           this.state.lastError = undefined
@@ -327,7 +411,10 @@ export class StateOfWorldController {
 
   private async relistUntilDone(signal: AbortSignal): Promise<void> {
     for (let attempt = 0; !signal.aborted; attempt++) {
-      try { await this.relist(signal); return } catch (err) {
+      try {
+        await this.relist(signal)
+        return
+      } catch (err) {
         if (signal.aborted) return
         this.log.warn({ err: (err as Error).message }, 'listing state-of-world kinds failed; retrying')
         await sleep(Math.min(30_000, 100 * 2 ** attempt), undefined, { signal }).catch(() => {})
@@ -343,22 +430,34 @@ export class StateOfWorldController {
     const statuses = new Map<string, StatusToWrite>()
     const info = new Map<string, { status?: string; effective?: unknown }>()
     const ctx: ReconcileContext = {
-      events, txn, signal, state: new Map(), logger: this.log, topology: this.topology.view(txn),
+      events,
+      txn,
+      signal,
+      state: new Map(),
+      logger: this.log,
+      topology: this.topology.view(txn),
       table: <T extends KubeObject>(kind: string) => {
         const t = this.tables.get(kind)
-        if (!t) throw new ConfigError(`StateOfWorldController "${this.name}": kind "${kind}" is not watched (watched: ${[...this.tables.keys()].join(', ')})`)
+        if (!t)
+          throw new ConfigError(
+            `StateOfWorldController "${this.name}": kind "${kind}" is not watched (watched: ${[...this.tables.keys()].join(', ')})`,
+          )
         return t.table as unknown as Table<T>
       },
       desire: (group, objects) => {
         const set = new Map<string, DesiredObject>()
         for (const x of objects) {
-          const placed = 'object' in x && 'cluster' in x && !('apiVersion' in x) ? x as Placed : { cluster: m.cluster.name, object: x as KubeObject }
+          const placed =
+            'object' in x && 'cluster' in x && !('apiVersion' in x) ? (x as Placed) : { cluster: m.cluster.name, object: x as KubeObject }
           const d = desired(placed.object, placed.cluster === m.cluster.name ? undefined : placed.cluster)
           set.set(m.desired.primaryKey(d), d)
         }
         want.set(group, set)
       },
-      status: (obj, patch) => { const key = objectKey(m.cluster.name, obj); statuses.set(key, { key, cluster: m.cluster.name, object: obj, patch }) },
+      status: (obj, patch) => {
+        const key = objectKey(m.cluster.name, obj)
+        statuses.set(key, { key, cluster: m.cluster.name, object: obj, patch })
+      },
       applied: (obj, cluster) => {
         const memo = appliedMemo.get(obj)
         if (memo !== undefined && cluster === undefined) return memo
@@ -374,7 +473,9 @@ export class StateOfWorldController {
         const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
         return observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
       },
-      inspect: (loc, i) => { info.set(loc, { ...info.get(loc), ...i }) },
+      inspect: (loc, i) => {
+        info.set(loc, { ...info.get(loc), ...i })
+      },
     }
     const appliedMemo = new WeakMap<KubeObject, boolean>()
     const isApplied = (obj: KubeObject, cluster: string | undefined): boolean => {
@@ -384,7 +485,7 @@ export class StateOfWorldController {
         const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
         if (d && d.status.kind === 'done' && JSON.stringify(d.object) === JSON.stringify(obj)) return true
         // or the cluster holds it already (after a restart, before our first apply of it)
-        const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? "")}`)
+        const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
         const cur = observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
         return !!cur && holds(cur, obj)
       }
@@ -401,12 +502,18 @@ export class StateOfWorldController {
           for (const key of before) {
             if (set.has(key)) continue
             const cur = m.desired.table.get(w, m.desired.byKey.query(key))
-            if (cur) { m.desired.table.delete(w, cur); this.writes++ }
+            if (cur) {
+              m.desired.table.delete(w, cur)
+              this.writes++
+            }
             this.mine.delete(key)
           }
           for (const [key, d] of set) {
             const cur = m.desired.table.get(w, m.desired.byKey.query(key))
-            if (!cur || JSON.stringify(cur.object) !== JSON.stringify(d.object) || cur.cluster !== d.cluster) { m.desired.table.insert(w, d); this.writes++ }
+            if (!cur || JSON.stringify(cur.object) !== JSON.stringify(d.object) || cur.cluster !== d.cluster) {
+              m.desired.table.insert(w, d)
+              this.writes++
+            }
             this.mine.add(key)
           }
           this.groups.set(group, new Set(set.keys()))

@@ -11,10 +11,21 @@ import { StatusWriter, conditionsOf, type StatusPatch } from '../conditions.ts'
 import type { Logger } from '../logging.ts'
 import type { Manager } from '../manager.ts'
 
-interface StatusRow { key: string; cluster: string; object: KubeObject; patch: StatusPatch; status: Status }
+interface StatusRow {
+  key: string
+  cluster: string
+  object: KubeObject
+  patch: StatusPatch
+  status: Status
+}
 
 /** A status to write: the object (its freshest copy) and the patch. */
-export interface StatusToWrite { key: string; cluster: string; object: KubeObject; patch: StatusPatch }
+export interface StatusToWrite {
+  key: string
+  cluster: string
+  object: KubeObject
+  patch: StatusPatch
+}
 
 const SAME_CONDITION = ['type', 'status', 'reason', 'message', 'observedGeneration'] as const
 
@@ -40,21 +51,35 @@ export class StatusWrites {
   private readonly manager: Manager
 
   constructor(o: { manager: Manager; name: string; logger: Logger; retry?: { minMs?: number; maxMs?: number } }) {
-    const m = this.manager = o.manager
+    const m = (this.manager = o.manager)
     this.index = newStatusIndex<StatusRow>((r) => r.status)
-    this.table = new Table<StatusRow>({ name: `${o.name}-status-writes`, primary: defineIndex({ name: 'key', key: (r: StatusRow) => r.key, unique: true }), indexes: [this.index] })
+    this.table = new Table<StatusRow>({
+      name: `${o.name}-status-writes`,
+      primary: defineIndex({ name: 'key', key: (r: StatusRow) => r.key, unique: true }),
+      indexes: [this.index],
+    })
     m.db.register(this.table)
     const writers = new Map<string, StatusWriter>()
     const writerOf = (cluster: string) => {
       let w = writers.get(cluster)
-      if (!w) { w = new StatusWriter({ cluster: m.clusters.get(cluster)!, fieldManager: m.name }); writers.set(cluster, w) }
+      if (!w) {
+        w = new StatusWriter({ cluster: m.clusters.get(cluster)!, fieldManager: m.name })
+        writers.set(cluster, w)
+      }
       return w
     }
     this.reconciler = new Reconciler<StatusRow>({
-      name: `${o.name}-status`, db: m.db, table: this.table, statusIndex: this.index, primaryKey: (r) => r.key,
-      getObjectStatus: (r) => r.status, setObjectStatus: (r, status) => ({ ...r, status }),
+      name: `${o.name}-status`,
+      db: m.db,
+      table: this.table,
+      statusIndex: this.index,
+      primaryKey: (r) => r.key,
+      getObjectStatus: (r) => r.status,
+      setObjectStatus: (r, status) => ({ ...r, status }),
       operations: {
-        update: async (r, ctx) => { await writerOf(r.cluster).apply(r.object, r.patch, { signal: ctx.signal }) },
+        update: async (r, ctx) => {
+          await writerOf(r.cluster).apply(r.object, r.patch, { signal: ctx.signal })
+        },
         delete: () => {},
       },
       retry: { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000, jitter: 0.2 },
@@ -62,9 +87,15 @@ export class StatusWrites {
     })
   }
 
-  start(): void { this.reconciler.start() }
-  stop(): Promise<void> { return this.reconciler.stop() }
-  get health(): Health { return this.reconciler.health }
+  start(): void {
+    this.reconciler.start()
+  }
+  stop(): Promise<void> {
+    return this.reconciler.stop()
+  }
+  get health(): Health {
+    return this.reconciler.health
+  }
 
   /** Whether some status waits to be written. */
   pending(): boolean {
@@ -86,7 +117,7 @@ export class StatusWrites {
         const cur = this.table.get(w, this.table.primary.query(s.key as never))
         const samePatch = !!cur && JSON.stringify(cur.patch) === JSON.stringify(s.patch)
         // written already (or on its way); a different pending patch is replaced so the last one wins
-        if (sameStatus(s.object, s.patch) ? (!cur || samePatch) : (samePatch && cur!.status.kind === 'pending')) continue
+        if (sameStatus(s.object, s.patch) ? !cur || samePatch : samePatch && cur!.status.kind === 'pending') continue
         this.table.insert(w, { key: s.key, cluster: s.cluster, object: s.object, patch: s.patch, status: statusPending() })
         queued++
       }

@@ -15,19 +15,52 @@
 //   with backoff.
 import { ConfigError } from '../errors.ts'
 import { DB, Table, defineIndex, waitAny, type ChangeIterator, type ReadTxn, type Watch, type WriteTxn } from '@statewright/statedb'
-import { targetRefLocators, type LinkDefinition, type PolicyKind, type Section, type TargetableKind, type TopologyDefinition, type TopologyNode } from './define.ts'
+import {
+  targetRefLocators,
+  type LinkDefinition,
+  type PolicyKind,
+  type Section,
+  type TargetableKind,
+  type TopologyDefinition,
+  type TopologyNode,
+} from './define.ts'
 import { locator, groupOfApiVersion } from './locator.ts'
 import { TopologyView } from './view.ts'
 
 /** A stored link: `parent` and `child` as declared (either may be an object standing for its sections). */
 /** A link between two nodes (by locator); `via` is the declaration it resolves ("" for owner -> section). */
-export interface StoredLink { readonly id: string; readonly link: number; readonly parent: string; readonly child: string; readonly source: string; readonly via: string }
+export interface StoredLink {
+  readonly id: string
+  readonly link: number
+  readonly parent: string
+  readonly child: string
+  readonly source: string
+  readonly via: string
+}
 /** A link as a node declared it: `target` is the locator it names, resolved again when that changes. */
-export interface Declaration { readonly id: string; readonly link: number; readonly side: 'parents' | 'children'; readonly node: string; readonly target: string; readonly source: string }
-export interface Attachment { readonly id: string; readonly policy: string; readonly target: string; readonly source: string }
+export interface Declaration {
+  readonly id: string
+  readonly link: number
+  readonly side: 'parents' | 'children'
+  readonly node: string
+  readonly target: string
+  readonly source: string
+}
+export interface Attachment {
+  readonly id: string
+  readonly policy: string
+  readonly target: string
+  readonly source: string
+}
 
 /** An input object whose processing threw. */
-export interface TopologyError { source: string; object: string; error: string; attempts: number; retryAt: number }
+export interface TopologyError {
+  source: string
+  object: string
+  error: string
+  attempts: number
+  retryAt: number
+}
 
 export interface TopologyOptions {
   db: DB
@@ -65,7 +98,10 @@ export class Topology {
     this.retry = { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000 }
     this.kinds = []
     const entry = (policy: boolean) => (k: TargetableKind | PolicyKind) => {
-      if (!k.table) throw new ConfigError(`topology "${this.name}": kind "${k.kind}" has no table (give one, or watch the kind in the StateOfWorldController)`)
+      if (!k.table)
+        throw new ConfigError(
+          `topology "${this.name}": kind "${k.kind}" has no table (give one, or watch the kind in the StateOfWorldController)`,
+        )
       this.kinds.push({ def: k, table: k.table, policy })
     }
     def.targetables.forEach(entry(false))
@@ -118,7 +154,9 @@ export class Topology {
   }
 
   /** Input tables (their changes are what sync() applies). */
-  inputs(): Table<any>[] { return this.kinds.map((k) => k.table) }
+  inputs(): Table<any>[] {
+    return this.kinds.map((k) => k.table)
+  }
 
   /** Objects whose processing threw, with their errors and next retry. */
   errors(): TopologyError[] {
@@ -148,7 +186,9 @@ export class Topology {
     }
     if (work.length) {
       const { nodes, links, declarations, attachments } = this.tables
-      await this.db.write([nodes, links, declarations, attachments], (w) => { for (const x of work) this.process(w, x.kind, x.key, x.obj, now) })
+      await this.db.write([nodes, links, declarations, attachments], (w) => {
+        for (const x of work) this.process(w, x.kind, x.key, x.obj, now)
+      })
     }
     let next: number | undefined
     for (const e of this.errs.values()) next = next === undefined ? e.retryAt : Math.min(next, e.retryAt)
@@ -188,9 +228,24 @@ export class Topology {
       const [parent, child] = d.side === 'parents' ? [other, self] : [self, other]
       let ok = true
       if (def.accepts) {
-        try { ok = def.accepts(parent, child) } catch (err) { errors.push(`link ${def.from} -> ${def.to} (accepts ${parent.locator} -> ${child.locator}): ${(err as Error)?.message ?? String(err)}`); ok = false }
+        try {
+          ok = def.accepts(parent, child)
+        } catch (err) {
+          errors.push(
+            `link ${def.from} -> ${def.to} (accepts ${parent.locator} -> ${child.locator}): ${(err as Error)?.message ?? String(err)}`,
+          )
+          ok = false
+        }
       }
-      if (ok) links.insert(w, { id: `${d.id}\u0000${parent.locator}\u0000${child.locator}`, link: d.link, parent: parent.locator, child: child.locator, source: d.source, via: d.id })
+      if (ok)
+        links.insert(w, {
+          id: `${d.id}\u0000${parent.locator}\u0000${child.locator}`,
+          link: d.link,
+          parent: parent.locator,
+          child: child.locator,
+          source: d.source,
+          via: d.id,
+        })
     }
   }
 
@@ -205,7 +260,12 @@ export class Topology {
     for (const a of this.q(w, attachments, 'source', source)) attachments.delete(w, a)
     const errors: string[] = []
     const guard = <T>(what: string, fn: () => T, fallback: T): T => {
-      try { return fn() } catch (err) { errors.push(`${what}: ${(err as Error)?.message ?? String(err)}`); return fallback }
+      try {
+        return fn()
+      } catch (err) {
+        errors.push(`${what}: ${(err as Error)?.message ?? String(err)}`)
+        return fallback
+      }
     }
     const made: TopologyNode[] = []
     if (obj !== undefined) {
@@ -214,15 +274,21 @@ export class Topology {
       const ns = o.metadata?.namespace
       const main: TopologyNode = {
         locator: locator({ kind: entry.def.kind, group, name: o.metadata?.name ?? str(key), ...(ns ? { namespace: ns } : {}) }),
-        kind: entry.def.kind, group, name: o.metadata?.name ?? str(key), ...(ns ? { namespace: ns } : {}),
-        object: obj, policy: entry.policy, source,
+        kind: entry.def.kind,
+        group,
+        name: o.metadata?.name ?? str(key),
+        ...(ns ? { namespace: ns } : {}),
+        object: obj,
+        policy: entry.policy,
+        source,
       }
       made.push(main)
       if (entry.policy) {
         const def = entry.def as PolicyKind
         const targets = guard('targetRefs', () => (def.targetRefs ? def.targetRefs(obj) : targetRefLocators(obj as never)), [] as string[])
         made[0] = { ...main, targets }
-        for (const t of new Set(targets)) attachments.insert(w, { id: `${main.locator}\u0000${t}`, policy: main.locator, target: t, source })
+        for (const t of new Set(targets))
+          attachments.insert(w, { id: `${main.locator}\u0000${t}`, policy: main.locator, target: t, source })
       } else {
         const def = entry.def as TargetableKind
         const sections = def.sections ? guard('sections', () => def.sections!(obj), [] as Section[]) : []
@@ -230,8 +296,15 @@ export class Topology {
           const sg = s.group ?? group
           made.push({
             locator: locator({ kind: s.kind, group: sg, name: main.name, ...(ns ? { namespace: ns } : {}), section: s.name }),
-            kind: s.kind, group: sg, name: main.name, ...(ns ? { namespace: ns } : {}), section: s.name,
-            object: s.object, owner: main.locator, policy: false, source,
+            kind: s.kind,
+            group: sg,
+            name: main.name,
+            ...(ns ? { namespace: ns } : {}),
+            section: s.name,
+            object: s.object,
+            owner: main.locator,
+            policy: false,
+            source,
           })
         }
       }
@@ -242,20 +315,34 @@ export class Topology {
         this.resolve(w, d, errors)
       }
       for (const n of made) {
-        if (n.owner) links.insert(w, { id: `\u0000${n.owner}\u0000${n.locator}`, link: -1, parent: n.owner, child: n.locator, source, via: '' })
+        if (n.owner)
+          links.insert(w, { id: `\u0000${n.owner}\u0000${n.locator}`, link: -1, parent: n.owner, child: n.locator, source, via: '' })
         if (n.policy) continue
         this.def.links.forEach((l: LinkDefinition, i) => {
-          if (l.to === n.kind && l.parents) for (const p of guard(`link ${l.from} -> ${l.to} (parents of ${n.locator})`, () => l.parents!(n), [])) declare(i, 'parents', n.locator, p)
-          if (l.from === n.kind && l.children) for (const c of guard(`link ${l.from} -> ${l.to} (children of ${n.locator})`, () => l.children!(n), [])) declare(i, 'children', n.locator, c)
+          if (l.to === n.kind && l.parents)
+            for (const p of guard(`link ${l.from} -> ${l.to} (parents of ${n.locator})`, () => l.parents!(n), []))
+              declare(i, 'parents', n.locator, p)
+          if (l.from === n.kind && l.children)
+            for (const c of guard(`link ${l.from} -> ${l.to} (children of ${n.locator})`, () => l.children!(n), []))
+              declare(i, 'children', n.locator, c)
         })
       }
     }
     // declarations of other objects that name a node of this one (or the object) resolve again
     const names = new Set<string>()
-    for (const n of [...oldNodes, ...made]) { names.add(n.locator); if (n.owner && n.section) names.add(`${n.owner}#${n.section}`) }
+    for (const n of [...oldNodes, ...made]) {
+      names.add(n.locator)
+      if (n.owner && n.section) names.add(`${n.owner}#${n.section}`)
+    }
     for (const name of names) for (const d of this.q(w, declarations, 'target', name)) if (d.source !== source) this.resolve(w, d, errors)
-    if (obj === undefined) { this.errs.delete(source); return }
-    if (errors.length === 0) { this.errs.delete(source); return }
+    if (obj === undefined) {
+      this.errs.delete(source)
+      return
+    }
+    if (errors.length === 0) {
+      this.errs.delete(source)
+      return
+    }
     const prev = this.errs.get(source)
     const attempts = (prev?.attempts ?? 0) + 1
     const delay = Math.min(this.retry.maxMs, this.retry.minMs * 2 ** (attempts - 1))

@@ -11,9 +11,17 @@ const byLocator = (a: TopologyNode, b: TopologyNode) => (a.locator < b.locator ?
 export class TopologyView {
   // a view never changes, so what it computed once holds (a state-of-world run asks the same
   // questions for every path through a node)
-  private readonly memo = { parents: new Map<string, TopologyNode[]>(), children: new Map<string, TopologyNode[]>(), policies: new Map<string, TopologyNode[]>() }
+  private readonly memo = {
+    parents: new Map<string, TopologyNode[]>(),
+    children: new Map<string, TopologyNode[]>(),
+    policies: new Map<string, TopologyNode[]>(),
+  }
 
-  constructor(private readonly def: TopologyDefinition, private readonly t: GraphTables, readonly txn: ReadTxn) {}
+  constructor(
+    private readonly def: TopologyDefinition,
+    private readonly t: GraphTables,
+    readonly txn: ReadTxn,
+  ) {}
 
   private q<T>(table: Table<T>, index: string, key: string): T[] {
     return table.list(this.txn, table.indexNamed(index)!.query(key as never)).toArray()
@@ -31,22 +39,29 @@ export class TopologyView {
   }
 
   /** Targetable and object nodes (no policies). */
-  targetables(): TopologyNode[] { return this.nodes().filter((n) => !n.policy) }
+  targetables(): TopologyNode[] {
+    return this.nodes().filter((n) => !n.policy)
+  }
   /** Policy nodes. */
-  policies(): TopologyNode[] { return this.nodes().filter((n) => n.policy) }
+  policies(): TopologyNode[] {
+    return this.nodes().filter((n) => n.policy)
+  }
 
   /** The parents of a node, sorted by locator. */
   parents(child: TopologyNode | string): TopologyNode[] {
     const n = typeof child === 'string' ? this.node(child) : child
     if (!n || n.policy) return []
     let r = this.memo.parents.get(n.locator)
-    if (!r) this.memo.parents.set(n.locator, r = this.parentsOf(n))
+    if (!r) this.memo.parents.set(n.locator, (r = this.parentsOf(n)))
     return [...r]
   }
 
   private parentsOf(n: TopologyNode): TopologyNode[] {
     const out = new Map<string, TopologyNode>()
-    for (const l of this.q(this.t.links, 'child', n.locator)) { const p = this.node(l.parent); if (p) out.set(p.locator, p) }
+    for (const l of this.q(this.t.links, 'child', n.locator)) {
+      const p = this.node(l.parent)
+      if (p) out.set(p.locator, p)
+    }
     return [...out.values()].sort(byLocator)
   }
 
@@ -55,13 +70,16 @@ export class TopologyView {
     const n = typeof parent === 'string' ? this.node(parent) : parent
     if (!n || n.policy) return []
     let r = this.memo.children.get(n.locator)
-    if (!r) this.memo.children.set(n.locator, r = this.childrenOf(n))
+    if (!r) this.memo.children.set(n.locator, (r = this.childrenOf(n)))
     return [...r]
   }
 
   private childrenOf(n: TopologyNode): TopologyNode[] {
     const out = new Map<string, TopologyNode>()
-    for (const l of this.q(this.t.links, 'parent', n.locator)) { const c = this.node(l.child); if (c) out.set(c.locator, c) }
+    for (const l of this.q(this.t.links, 'parent', n.locator)) {
+      const c = this.node(l.child)
+      if (c) out.set(c.locator, c)
+    }
     return [...out.values()].sort(byLocator)
   }
 
@@ -75,17 +93,18 @@ export class TopologyView {
     const n = typeof target === 'string' ? this.node(target) : target
     if (!n) return []
     let r = this.memo.policies.get(n.locator)
-    if (!r) this.memo.policies.set(n.locator, r = this.policiesOfNode(n))
+    if (!r) this.memo.policies.set(n.locator, (r = this.policiesOfNode(n)))
     return [...r]
   }
 
   private policiesOfNode(n: TopologyNode): TopologyNode[] {
     const names = n.owner && n.section ? [n.locator, `${n.owner}#${n.section}`] : [n.locator]
     const out = new Map<string, TopologyNode>()
-    for (const name of names) for (const a of this.q<Attachment>(this.t.attachments, 'target', name)) {
-      const p = this.node(a.policy)
-      if (p) out.set(p.locator, p)
-    }
+    for (const name of names)
+      for (const a of this.q<Attachment>(this.t.attachments, 'target', name)) {
+        const p = this.node(a.policy)
+        if (p) out.set(p.locator, p)
+      }
     return [...out.values()].sort(byLocator)
   }
 
@@ -159,9 +178,11 @@ export class TopologyView {
     const visit = (n: TopologyNode) => {
       if (onStack.has(n.locator)) throw new TopologyCycleError([...stack.slice(stack.indexOf(n.locator)), n.locator])
       if (done.has(n.locator)) return
-      stack.push(n.locator); onStack.add(n.locator)
+      stack.push(n.locator)
+      onStack.add(n.locator)
       for (const c of this.children(n)) visit(c)
-      stack.pop(); onStack.delete(n.locator)
+      stack.pop()
+      onStack.delete(n.locator)
       done.add(n.locator)
     }
     for (const n of this.targetables()) visit(n)
@@ -171,10 +192,11 @@ export class TopologyView {
   edges(): Array<{ from: string; to: string; policy?: boolean }> {
     const out: Array<{ from: string; to: string; policy?: boolean }> = []
     for (const n of this.targetables()) for (const c of this.children(n)) out.push({ from: n.locator, to: c.locator })
-    for (const p of this.policies()) for (const t of p.targets ?? []) {
-      const target = this.node(t)
-      if (target) out.push({ from: p.locator, to: target.locator, policy: true })
-    }
+    for (const p of this.policies())
+      for (const t of p.targets ?? []) {
+        const target = this.node(t)
+        if (target) out.push({ from: p.locator, to: target.locator, policy: true })
+      }
     return out
   }
 
@@ -183,7 +205,9 @@ export class TopologyView {
     const id = (s: string) => JSON.stringify(s)
     const lines = [`digraph ${id(opts.name ?? 'topology')} {`, '  rankdir=TB;', '  node [shape=box, fontname="sans-serif"];']
     for (const n of this.nodes()) {
-      const label = opts.label ? opts.label(n) : `${n.kind}\\n${n.namespace ? `${n.namespace}/` : ''}${n.name}${n.section ? `#${n.section}` : ''}`
+      const label = opts.label
+        ? opts.label(n)
+        : `${n.kind}\\n${n.namespace ? `${n.namespace}/` : ''}${n.name}${n.section ? `#${n.section}` : ''}`
       lines.push(`  ${id(n.locator)} [label=${JSON.stringify(label).replace(/\\\\n/g, '\\n')}${n.policy ? ', shape=note' : ''}];`)
     }
     for (const e of this.edges()) lines.push(`  ${id(e.from)} -> ${id(e.to)}${e.policy ? ' [style=dashed]' : ''};`)

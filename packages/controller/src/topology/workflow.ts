@@ -8,20 +8,39 @@
 import type { ReconcileContext, ReconcileFn, ResourceEvent } from './stateofworld.ts'
 
 /** Matches events by kind (and group), type, namespace, name; absent fields match anything. */
-export interface EventMatcher { kind?: string; group?: string; type?: ResourceEvent['type']; namespace?: string; name?: string }
+export interface EventMatcher {
+  kind?: string
+  group?: string
+  type?: ResourceEvent['type']
+  namespace?: string
+  name?: string
+}
 
 export function matches(m: EventMatcher, e: ResourceEvent): boolean {
   const obj = e.new ?? e.old
-  return (m.kind === undefined || m.kind === e.kind) && (m.group === undefined || m.group === e.group) &&
+  return (
+    (m.kind === undefined || m.kind === e.kind) &&
+    (m.group === undefined || m.group === e.group) &&
     (m.type === undefined || m.type === e.type) &&
-    (m.namespace === undefined || m.namespace === obj?.metadata?.namespace) && (m.name === undefined || m.name === obj?.metadata?.name)
+    (m.namespace === undefined || m.namespace === obj?.metadata?.namespace) &&
+    (m.name === undefined || m.name === obj?.metadata?.name)
+  )
 }
 
 export class Subscription {
-  constructor(readonly o: { events: EventMatcher[]; reconcile: ReconcileFn; /** Also run on runs without events (resyncs, startup). Default true. */ onEmpty?: boolean }) {}
+  constructor(
+    readonly o: {
+      events: EventMatcher[]
+      reconcile: ReconcileFn
+      /** Also run on runs without events (resyncs, startup). Default true. */ onEmpty?: boolean
+    },
+  ) {}
 
   readonly reconcile: ReconcileFn = async (ctx) => {
-    if (ctx.events.length === 0) { if (this.o.onEmpty !== false) await this.o.reconcile(ctx); return }
+    if (ctx.events.length === 0) {
+      if (this.o.onEmpty !== false) await this.o.reconcile(ctx)
+      return
+    }
     const mine = ctx.events.filter((e) => this.o.events.some((m) => matches(m, e)))
     if (mine.length) await this.o.reconcile({ ...ctx, events: mine })
   }
@@ -45,14 +64,16 @@ export class Workflow {
       if (tasks.length) {
         const ac = new AbortController()
         const signal = AbortSignal.any([ctx.signal, ac.signal])
-        await Promise.all(tasks.map(async (task) => {
-          try {
-            await task({ ...ctx, signal })
-          } catch (err) {
-            if (!ac.signal.aborted) ac.abort(err)
-            throw err
-          }
-        }))
+        await Promise.all(
+          tasks.map(async (task) => {
+            try {
+              await task({ ...ctx, signal })
+            } catch (err) {
+              if (!ac.signal.aborted) ac.abort(err)
+              throw err
+            }
+          }),
+        )
       }
       if (this.o.postcondition) await this.o.postcondition(ctx)
     } catch (err) {
