@@ -5,20 +5,20 @@ export interface SiteSpec {
   /**
    * The page title.
    */
-  title: string
-  replicas?: number
+  title: string;
+  replicas?: number;
 }
 
 export interface SiteStatus {
-  observedGeneration?: number
+  observedGeneration?: number;
   conditions?: {
-    type: string
-    status: 'True' | 'False' | 'Unknown'
-    reason?: string
-    message?: string
-    lastTransitionTime?: string
-    observedGeneration?: number
-  }[]
+    type: string;
+    status: "True" | "False" | "Unknown";
+    reason?: string;
+    message?: string;
+    lastTransitionTime?: string;
+    observedGeneration?: number;
+  }[];
 }
 
 /** Site (demo.statewright.io/v1), from CRD sites.demo.statewright.io. */
