@@ -106,6 +106,7 @@ test('deleting many sorted keys at once agrees with a Map and leaves a valid tre
         const after = w.publish()
         validateTree(after, 'after')
         validateTree(first, 'first, untouched')
+        assert.equal([...new TreeIterator(first.root, undefined)], [...new Set(order)].sort((x, y) => x - y))
         const want = [...model.keys()].sort((x, y) => x - y)
         assert.equal([...new TreeIterator(after.root, undefined)], want)
         assert.is(first.size, size === 0 ? 0 : new Set(order).size)
@@ -113,6 +114,68 @@ test('deleting many sorted keys at once agrees with a Map and leaves a valid tre
     ),
     { numRuns: 300 },
   )
+})
+
+test('deleting whole leaves at once (the revision index of an update-only transaction): published trees keep their contents', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 600 }),
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 700 }), fc.integer({ min: 0, max: 700 })), { minLength: 1, maxLength: 8 }),
+      (rows, rounds) => {
+        // Each round rewrites ids lo..hi: their old revisions (mostly the oldest, whole leaves of them)
+        // go in one sorted pass, the new ones are appended, as TableWriter does.
+        let tree: Tree<number, number> = emptyTree()
+        const revOf = new Map<number, number>()
+        let rev = 0
+        const w0 = new TreeWriter(tree)
+        for (let id = 0; id < rows; id++) {
+          w0.set(++rev, id)
+          revOf.set(id, rev)
+        }
+        tree = w0.publish()
+        const published: Array<[Tree<number, number>, Array<[number, number]>]> = []
+        const contents = () => [...revOf].map(([id, r]) => [r, id] as [number, number]).sort((a, b) => a[0] - b[0])
+        published.push([tree, contents()])
+        for (const [a, b] of rounds) {
+          const w = new TreeWriter(tree)
+          const stale: number[] = []
+          for (let id = Math.min(a, b) % rows; id <= Math.min(Math.max(a, b), rows - 1); id++) {
+            stale.push(revOf.get(id)!)
+            w.set(++rev, id)
+            revOf.set(id, rev)
+          }
+          stale.sort((x, y) => x - y)
+          deleteSortedPresent(w, stale)
+          tree = w.publish()
+          validateTree(tree, 'after')
+          published.push([tree, contents()])
+        }
+        for (const [t, want] of published) {
+          validateTree(t, 'published')
+          assert.is(t.size, want.length)
+          assert.equal([...new TreeIterator(t.root, undefined)], want.map(([, id]) => id))
+          for (const [r, id] of want) assert.is(treeGet(t.root, r), id)
+        }
+      },
+    ),
+    { numRuns: 300 },
+  )
+})
+
+test('deleting every key at once leaves an empty tree and the published one whole', () => {
+  for (const size of [2, 47, 49, 500, 3000]) {
+    const w0 = new TreeWriter<number, number>(emptyTree())
+    for (let k = 0; k < size; k++) w0.set(k, k)
+    const first = w0.publish()
+    const w = new TreeWriter(first)
+    deleteSortedPresent(w, Array.from({ length: size }, (_, k) => k))
+    const after = w.publish()
+    validateTree(after, 'after')
+    assert.is(after.size, 0)
+    assert.equal([...new TreeIterator(after.root, undefined)], [])
+    validateTree(first, 'first')
+    assert.equal([...new TreeIterator(first.root, undefined)], Array.from({ length: size }, (_, k) => k))
+  }
 })
 
 test('numbers and strings share a tree: numbers first, each kind in its own order', () => {
