@@ -170,6 +170,68 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     return { root: this.root, size: this.size }
   }
 
+  /**
+   * Appends entries whose keys are strictly increasing and all above every key in the tree (the
+   * revision index's new revisions), in one walk down the right edge: the tree it leaves is the one
+   * `set` would build one key at a time (same splits), without a descent per key.
+   */
+  appendSorted(keys: readonly K[], vals: readonly V[]): void {
+    const n = keys.length
+    if (n === 0) return
+    const path: Branch<K, V>[] = [] // the owned right edge, root first
+    let node = this.own(this.root)
+    this.root = node
+    while (!node.leaf) {
+      path.push(node)
+      const c = node.children.length - 1
+      const child = this.own(node.children[c]!)
+      node.children[c] = child
+      node = child
+    }
+    let leaf = node
+    const have = leaf.keys.length
+    if (have > 0 && !less(leaf.keys[have - 1]!, keys[0]!)) throw new InternalError('statedb internal error: appending a key that is not above the tree')
+    for (let i = 0; i < n; i++) {
+      leaf.keys.push(keys[i]!)
+      leaf.vals.push(vals[i]!)
+      if (leaf.keys.length <= MAX) continue
+      const cut = splitPoint(leaf.keys.length, true)
+      const right: Leaf<K, V> = { leaf: true, keys: leaf.keys.slice(cut), vals: leaf.vals.slice(cut), owner: this.owner }
+      leaf.keys = leaf.keys.slice(0, cut)
+      leaf.vals = leaf.vals.slice(0, cut)
+      this.pushRight(path, path.length - 1, leaf, right)
+      leaf = right
+    }
+    // The right edge's keys: the largest key below each last child.
+    for (let d = path.length - 1; d >= 0; d--) {
+      const b = path[d]!
+      b.keys[b.keys.length - 1] = lastKey(b.children[b.children.length - 1]!)
+    }
+    this.size += n
+  }
+
+  // `left`, the last child of path[d] (the root when d < 0), split off `right`: appends `right` to
+  // the parent, splitting upwards as `insert` does; path[d] becomes the new right edge.
+  private pushRight(path: Branch<K, V>[], d: number, left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+    if (d < 0) {
+      const root: Branch<K, V> = { leaf: false, keys: [lastKey(left), lastKey(right)], children: [left, right], owner: this.owner }
+      path.unshift(root)
+      this.root = root
+      return
+    }
+    const p = path[d]!
+    p.keys[p.keys.length - 1] = lastKey(left)
+    p.keys.push(lastKey(right))
+    p.children.push(right)
+    if (p.keys.length <= MAX) return
+    const cut = splitPoint(p.keys.length, true)
+    const r: Branch<K, V> = { leaf: false, keys: p.keys.slice(cut), children: p.children.slice(cut), owner: this.owner }
+    p.keys = p.keys.slice(0, cut)
+    p.children = p.children.slice(0, cut)
+    path[d] = r
+    this.pushRight(path, d - 1, p, r)
+  }
+
   /** @internal This writer's copy of a node (the node itself when already its own). */
   own<N extends TreeNode<K, V>>(node: N): N {
     if (node.owner === this.owner) return node

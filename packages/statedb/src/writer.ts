@@ -12,7 +12,7 @@ import { TreeIterator, TreeWriter } from './btree.ts'
 import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
-import { UniqueConflictError } from './errors.ts'
+import { InternalError, UniqueConflictError } from './errors.ts'
 import { Entry, Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
 
@@ -23,7 +23,10 @@ const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typ
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
-  /** The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). */
+  /**
+   * The revision index, less the revisions in `staleRevisions` and without the entries in
+   * `newRevisions` (read it through `byRevision`).
+   */
   private readonly revisions: TreeWriter<number, Entry<Obj>>
   /**
    * Revisions of replaced and deleted entries, not yet removed from `revisions`: they go in one
@@ -31,6 +34,15 @@ export class TableWriter<Obj> implements TableView<Obj> {
    * write (updates mostly remove the oldest revisions, from the front of a leaf).
    */
   private staleRevisions: number[] = []
+  /**
+   * Entries written since the revision index was last brought up to date, in revision order (each
+   * write takes the next revision), with their revisions in `newRevisionKeys`: they go onto the
+   * right edge of the index in one walk (TreeWriter.appendSorted) instead of one descent per write.
+   * A stale revision may be one of these (an object written twice in the transaction): it leaves
+   * these lists instead of the tree.
+   */
+  private readonly newRevisions: Entry<Obj>[] = []
+  private readonly newRevisionKeys: number[] = []
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
@@ -64,14 +76,47 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The revision index as the transaction has it now. */
   get byRevision(): TreeWriter<number, Entry<Obj>> {
+    if (this.staleRevisions.length > 0 || this.newRevisionKeys.length > 0) this.flushRevisions()
+    return this.revisions
+  }
+
+  private flushRevisions(): void {
     const stale = this.staleRevisions
+    const keys = this.newRevisionKeys
+    const vals = this.newRevisions
     if (stale.length > 0) {
       // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
       stale.sort(ascending)
+      let inTree = stale.length
+      if (keys.length > 0 && stale[inTree - 1]! >= keys[0]!) {
+        // Every pending revision is above every revision in the tree: the stale ones from keys[0] up
+        // are pending ones, dropped from the pending lists (both sorted: one merge pass).
+        inTree = 0
+        while (stale[inTree]! < keys[0]!) inTree++
+        let s = inTree
+        let out = 0
+        for (let i = 0; i < keys.length; i++) {
+          if (s < stale.length && keys[i] === stale[s]) {
+            s++
+            continue
+          }
+          keys[out] = keys[i]!
+          vals[out] = vals[i]!
+          out++
+        }
+        if (s !== stale.length) throw new InternalError('statedb internal error: a stale revision that was never written')
+        keys.length = out
+        vals.length = out
+        stale.length = inTree
+      }
       deleteSortedPresent(this.revisions, stale)
       this.staleRevisions = []
     }
-    return this.revisions
+    if (keys.length > 0) {
+      this.revisions.appendSorted(keys, vals)
+      keys.length = 0
+      vals.length = 0 // holds no entries past the flush
+    }
   }
 
   /**
@@ -111,7 +156,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.revision++
     this.dirty = true
     if (old !== undefined) this.staleRevisions.push(old.revision)
-    this.revisions.set(entry.revision, entry)
+    this.newRevisionKeys.push(entry.revision)
+    this.newRevisions.push(entry)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
@@ -194,6 +240,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.primary.clear()
     this.revisions.clear()
     this.staleRevisions = []
+    this.newRevisionKeys.length = 0
+    this.newRevisions.length = 0
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true

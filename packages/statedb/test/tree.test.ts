@@ -3,7 +3,7 @@
 import fc from 'fast-check'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, type Tree } from '../src/btree.ts'
+import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, type Tree, type TreeNode } from '../src/btree.ts'
 import { validateTree } from '../src/treecheck.ts'
 import { deleteSortedPresent } from '../src/bulkdelete.ts'
 import { encodeKey, encodePrefix, KEY_SEPARATOR, type Key, type KeyPart } from '../src/encoding.ts'
@@ -114,6 +114,52 @@ test('deleting many sorted keys at once agrees with a Map and leaves a valid tre
     ),
     { numRuns: 300 },
   )
+})
+
+// The tree as data, owners left out (what two writers built can be compared).
+const shape = (n: TreeNode<number, number>): unknown => (n.leaf ? { k: n.keys, v: n.vals } : { k: n.keys, c: n.children.map(shape) })
+
+test('appendSorted builds the tree that one set per key builds; published trees keep their contents', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 2500 }),
+      fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 40 }),
+      fc.array(fc.integer({ min: 0, max: 700 }), { minLength: 1, maxLength: 5 }),
+      (size, dels, appends) => {
+        const w0 = new TreeWriter<number, number>(emptyTree())
+        for (let k = 0; k < size; k++) w0.set(k * 2, k)
+        for (const d of dels) w0.delete(d * 2)
+        let tree = w0.publish()
+        const published: Array<[Tree<number, number>, number[]]> = [[tree, [...new TreeIterator(tree.root, undefined)]]]
+        let next = size * 2
+        for (const n of appends) {
+          const keys = Array.from({ length: n }, (_, i) => next + i * 3)
+          next += n * 3
+          const a = new TreeWriter(tree)
+          a.appendSorted(keys, keys)
+          const b = new TreeWriter(tree)
+          for (const k of keys) b.set(k, k)
+          const ta = a.publish()
+          validateTree(ta, 'appended')
+          assert.equal(shape(ta.root as TreeNode<number, number>), shape(b.publish().root as TreeNode<number, number>))
+          assert.is(ta.size, tree.size + n)
+          tree = ta
+          published.push([tree, [...new TreeIterator(tree.root, undefined)]])
+        }
+        for (const [t, want] of published) {
+          validateTree(t, 'published')
+          assert.equal([...new TreeIterator(t.root, undefined)], want)
+        }
+      },
+    ),
+    { numRuns: 200 },
+  )
+})
+
+test('appendSorted refuses a key that is not above the tree', () => {
+  const w = new TreeWriter<number, number>(emptyTree())
+  w.set(5, 5)
+  assert.throws(() => w.appendSorted([5], [5]), /not above the tree/)
 })
 
 test('deleting whole leaves at once (the revision index of an update-only transaction): published trees keep their contents', () => {
