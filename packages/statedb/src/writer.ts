@@ -18,6 +18,9 @@ import type { TableSchema } from './schema.ts'
 
 const ascending = (a: number, b: number): number => a - b
 
+/** The revisions of the entries a flush appends (filled and emptied within one flush: shared). */
+const scratchKeys: number[] = []
+
 const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
 
 export class TableWriter<Obj> implements TableView<Obj> {
@@ -36,13 +39,11 @@ export class TableWriter<Obj> implements TableView<Obj> {
   private staleRevisions: number[] = []
   /**
    * Entries written since the revision index was last brought up to date, in revision order (each
-   * write takes the next revision), with their revisions in `newRevisionKeys`: they go onto the
-   * right edge of the index in one walk (TreeWriter.appendSorted) instead of one descent per write.
-   * A stale revision may be one of these (an object written twice in the transaction): it leaves
-   * these lists instead of the tree.
+   * write takes the next revision): they go onto the right edge of the index in one walk
+   * (TreeWriter.appendSorted) instead of one descent per write. A stale revision may be one of these
+   * (an object written twice in the transaction): it leaves this list instead of the tree.
    */
   private readonly newRevisions: Entry<Obj>[] = []
-  private readonly newRevisionKeys: number[] = []
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
@@ -76,47 +77,52 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The revision index as the transaction has it now. */
   get byRevision(): TreeWriter<number, Entry<Obj>> {
-    if (this.staleRevisions.length > 0 || this.newRevisionKeys.length > 0) this.flushRevisions()
+    if (this.staleRevisions.length > 0 || this.newRevisions.length > 0) this.flushRevisions()
     return this.revisions
   }
 
   private flushRevisions(): void {
     const stale = this.staleRevisions
-    const keys = this.newRevisionKeys
-    const vals = this.newRevisions
+    const pending = this.newRevisions
     if (stale.length > 0) {
       // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
       stale.sort(ascending)
       let inTree = stale.length
-      if (keys.length > 0 && stale[inTree - 1]! >= keys[0]!) {
-        // Every pending revision is above every revision in the tree: the stale ones from keys[0] up
-        // are pending ones, dropped from the pending lists (both sorted: one merge pass).
+      const firstNew = pending.length > 0 ? pending[0]!.revision : Infinity
+      if (stale[inTree - 1]! >= firstNew) {
+        // Every pending revision is above every revision in the tree: the stale ones from the first
+        // pending one up are pending ones, dropped from the pending list (both sorted: one merge pass).
         inTree = 0
-        while (stale[inTree]! < keys[0]!) inTree++
+        while (stale[inTree]! < firstNew) inTree++
         let s = inTree
         let out = 0
-        for (let i = 0; i < keys.length; i++) {
-          if (s < stale.length && keys[i] === stale[s]) {
+        for (let i = 0; i < pending.length; i++) {
+          const e = pending[i]!
+          if (s < stale.length && e.revision === stale[s]) {
             s++
             continue
           }
-          keys[out] = keys[i]!
-          vals[out] = vals[i]!
-          out++
+          pending[out++] = e
         }
         if (s !== stale.length) throw new InternalError('statedb internal error: a stale revision that was never written')
-        keys.length = out
-        vals.length = out
+        pending.length = out
         stale.length = inTree
       }
       deleteSortedPresent(this.revisions, stale)
-      this.staleRevisions = []
+      stale.length = 0 // nothing keeps the array: reused
     }
-    if (keys.length > 0) {
-      this.revisions.appendSorted(keys, vals)
-      keys.length = 0
-      vals.length = 0 // holds no entries past the flush
+    const n = pending.length
+    if (n === 1) this.revisions.set(pending[0]!.revision, pending[0]!)
+    else if (n > 1) {
+      const keys = scratchKeys
+      for (let i = 0; i < n; i++) keys.push(pending[i]!.revision)
+      try {
+        this.revisions.appendSorted(keys, pending)
+      } finally {
+        keys.length = 0
+      }
     }
+    pending.length = 0 // holds no entries past the flush
   }
 
   /**
@@ -156,7 +162,6 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.revision++
     this.dirty = true
     if (old !== undefined) this.staleRevisions.push(old.revision)
-    this.newRevisionKeys.push(entry.revision)
     this.newRevisions.push(entry)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
@@ -240,7 +245,6 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.primary.clear()
     this.revisions.clear()
     this.staleRevisions = []
-    this.newRevisionKeys.length = 0
     this.newRevisions.length = 0
     for (const w of this.writers) w.clear()
     this.changedAll = true
