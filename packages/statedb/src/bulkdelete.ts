@@ -21,6 +21,7 @@ import { lastKey, lowerIndex, MAX, mergeInto, MIN, rebalance, type Branch, type 
 /** Removes `keys` (strictly increasing, every one present) from the writer's tree. */
 export function deleteSortedPresent<K extends TreeKey, V>(w: TreeWriter<K, V>, keys: readonly K[]): void {
   if (keys.length === 0) return
+  w.seal()
   if (keys.length === 1) {
     w.deletePresent(keys[0]!)
     return

@@ -12,14 +12,11 @@ import { TreeIterator, TreeWriter } from './btree.ts'
 import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
-import { InternalError, UniqueConflictError } from './errors.ts'
+import { UniqueConflictError } from './errors.ts'
 import { Entry, Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
 
 const ascending = (a: number, b: number): number => a - b
-
-/** The revisions of the entries a flush appends (filled and emptied within one flush: shared). */
-const scratchKeys: number[] = []
 
 const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
 
@@ -27,8 +24,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
   /**
-   * The revision index, less the revisions in `staleRevisions` and without the entries in
-   * `newRevisions` (read it through `byRevision`).
+   * The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). New
+   * revisions are appended to its open right edge (TreeWriter.append: no descent per write); the
+   * getter seals it.
    */
   private readonly revisions: TreeWriter<number, Entry<Obj>>
   /**
@@ -37,13 +35,6 @@ export class TableWriter<Obj> implements TableView<Obj> {
    * write (updates mostly remove the oldest revisions, from the front of a leaf).
    */
   private staleRevisions: number[] = []
-  /**
-   * Entries written since the revision index was last brought up to date, in revision order (each
-   * write takes the next revision): they go onto the right edge of the index in one walk
-   * (TreeWriter.appendSorted) instead of one descent per write. A stale revision may be one of these
-   * (an object written twice in the transaction): it leaves this list instead of the tree.
-   */
-  private readonly newRevisions: Entry<Obj>[] = []
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
@@ -77,57 +68,17 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The revision index as the transaction has it now. */
   get byRevision(): TreeWriter<number, Entry<Obj>> {
-    if (this.staleRevisions.length > 0 || this.newRevisions.length > 0) this.flushRevisions()
-    return this.revisions
-  }
-
-  private flushRevisions(): void {
+    const revisions = this.revisions
+    revisions.seal()
     const stale = this.staleRevisions
-    const pending = this.newRevisions
     if (stale.length > 0) {
       // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
       stale.sort(ascending)
-      let inTree = stale.length
-      const firstNew = pending.length > 0 ? pending[0]!.revision : Infinity
-      if (stale[inTree - 1]! >= firstNew) {
-        // Every pending revision is above every revision in the tree: the stale ones from the first
-        // pending one up are pending ones, dropped from the pending list (both sorted: one merge pass).
-        inTree = 0
-        while (stale[inTree]! < firstNew) inTree++
-        let s = inTree
-        let out = 0
-        for (let i = 0; i < pending.length; i++) {
-          const e = pending[i]!
-          if (s < stale.length && e.revision === stale[s]) {
-            s++
-            continue
-          }
-          pending[out++] = e
-        }
-        if (s !== stale.length) throw new InternalError('statedb internal error: a stale revision that was never written')
-        pending.length = out
-        stale.length = inTree
-      }
-      deleteSortedPresent(this.revisions, stale)
+      deleteSortedPresent(revisions, stale)
       if (stale.length === 1) stale.pop() // nothing keeps the array: reused (pop: no runtime call for one)
       else stale.length = 0
     }
-    const n = pending.length
-    if (n === 1) {
-      const e = pending.pop()!
-      this.revisions.set(e.revision, e)
-      return
-    }
-    if (n > 1) {
-      const keys = scratchKeys
-      for (let i = 0; i < n; i++) keys.push(pending[i]!.revision)
-      try {
-        this.revisions.appendSorted(keys, pending)
-      } finally {
-        keys.length = 0
-      }
-    }
-    pending.length = 0 // holds no entries past the flush
+    return revisions
   }
 
   /**
@@ -167,7 +118,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.revision++
     this.dirty = true
     if (old !== undefined) this.staleRevisions.push(old.revision)
-    this.newRevisions.push(entry)
+    this.revisions.append(entry.revision, entry)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
@@ -251,7 +202,6 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.primary.clear()
     this.revisions.clear()
     this.staleRevisions = []
-    this.newRevisions.length = 0
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true

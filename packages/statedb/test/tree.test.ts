@@ -156,6 +156,44 @@ test('appendSorted builds the tree that one set per key builds; published trees 
   )
 })
 
+test('append leaves the right edge open; every other writer method seals it first', () => {
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.constantFrom('append', 'get', 'set', 'delete', 'publish'), fc.integer({ min: 0, max: 60 })), { maxLength: 400 }), (ops) => {
+      const w = new TreeWriter<number, number>(emptyTree())
+      const model = new Map<number, number>()
+      const published: Array<[Tree<number, number>, number[]]> = []
+      let top = 0
+      for (const [op, x] of ops) {
+        if (op === 'append') {
+          for (let i = 0; i <= x; i++) {
+            top += 1 + (x & 3)
+            w.append(top, top)
+            model.set(top, top)
+          }
+        } else if (op === 'get') {
+          const k = top - x
+          assert.is(w.get(k), model.get(k))
+        } else if (op === 'set' && top > x) {
+          w.set(top - x, -1)
+          model.set(top - x, -1)
+        } else if (op === 'delete') {
+          assert.is(w.delete(top - x), model.get(top - x))
+          model.delete(top - x)
+        } else if (op === 'publish') {
+          const t = w.publish()
+          validateTree(t, 'published')
+          published.push([t, [...model.keys()].sort((a, b) => a - b).map((k) => model.get(k)!)])
+        }
+      }
+      w.seal()
+      validateTree(w, 'sealed')
+      assert.equal([...new TreeIterator(w.root, undefined)], [...model.keys()].sort((a, b) => a - b).map((k) => model.get(k)!))
+      for (const [t, want] of published) assert.equal([...new TreeIterator(t.root, undefined)], want)
+    }),
+    { numRuns: 200 },
+  )
+})
+
 test('appendSorted refuses a key that is not above the tree', () => {
   const w = new TreeWriter<number, number>(emptyTree())
   w.set(5, 5)
