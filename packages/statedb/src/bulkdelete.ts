@@ -7,9 +7,13 @@
 // the reconciler's status write-back of a round). One by one, this was the top self-time function
 // of the rewrite-ids profile.
 //
+// A leaf all of whose keys go is not copied at all: its parent drops it (the revision index of an
+// update-only transaction, cilium's rewrite-ids shape, loses whole leaves of old revisions at once).
+//
 // Invariants: the keys are strictly increasing and all present; afterwards the tree meets every
 // invariant of ./btree.ts (checked by validateTree in the tests and in validation mode), and only
-// nodes owned by the writer were changed.
+// nodes owned by the writer were changed. A child with no keys (a dropped leaf, or a branch all of
+// whose leaves were dropped) never outlives the repair of its parent.
 
 import { InternalError } from './errors.ts'
 import { lastKey, lowerIndex, MAX, mergeInto, MIN, rebalance, type Branch, type TreeKey, type TreeNode, type TreeWriter } from './btree.ts'
@@ -17,8 +21,13 @@ import { lastKey, lowerIndex, MAX, mergeInto, MIN, rebalance, type Branch, type 
 /** Removes `keys` (strictly increasing, every one present) from the writer's tree. */
 export function deleteSortedPresent<K extends TreeKey, V>(w: TreeWriter<K, V>, keys: readonly K[]): void {
   if (keys.length === 0) return
+  w.seal()
   if (keys.length === 1) {
     w.deletePresent(keys[0]!)
+    return
+  }
+  if (keys.length === w.size) {
+    w.clear() // every key goes (they are distinct and all present)
     return
   }
   let root = w.own(w.root)
@@ -57,13 +66,27 @@ function removeRun<K extends TreeKey, V>(w: TreeWriter<K, V>, node: TreeNode<K, 
     const bound = node.keys[c]!
     let j = i + 1
     while (j < to && (keys[j]! === bound || lessKey(keys[j]!, bound))) j++
-    const child = w.own(node.children[c]!)
-    node.children[c] = child
-    removeRun(w, child, keys, i, j)
+    const shared = node.children[c]!
+    if (shared.leaf && j - i === shared.keys.length) {
+      node.children[c] = DROPPED // every key of the leaf goes: no copy (repair removes it)
+    } else {
+      const child = w.own(shared)
+      node.children[c] = child
+      removeRun(w, child, keys, i, j)
+    }
     i = j
   }
   repair(w, node)
 }
+
+// Stands in for a leaf whose keys all went, until repair drops it. Never changed: not owned by any
+// writer, and repair removes every child with no keys before it looks at the others.
+const DROPPED: TreeNode<never, never> = Object.freeze({
+  leaf: true,
+  keys: Object.freeze([]) as never[],
+  vals: Object.freeze([]) as never[],
+  owner: null,
+})
 
 const lessKey = (a: TreeKey, b: TreeKey): boolean => (typeof a === typeof b ? a < b : typeof a === 'number')
 
@@ -74,6 +97,10 @@ const lessKey = (a: TreeKey, b: TreeKey): boolean => (typeof a === typeof b ? a 
 // Each merge removes a node, so this ends.
 function repair<K extends TreeKey, V>(w: TreeWriter<K, V>, node: Branch<K, V>): void {
   const children = node.children
+  // Children left with no keys go first (dropped leaves, emptied branches): nothing to merge.
+  let out = 0
+  for (let c = 0; c < children.length; c++) if (children[c]!.keys.length > 0) children[out++] = children[c]!
+  children.length = out
   let i = 0
   while (i < children.length && children.length > 1) {
     if (children[i]!.keys.length >= MIN) {

@@ -37,14 +37,24 @@ export class TableSchema<Obj> {
   }
 
   /**
-   * Index i's keys of obj without an array for the common case: the one encoded key of an index
-   * defined with `key`, else an array (writes call this; an array per index per write adds up).
+   * Index i's keys of obj without an array for the common cases: the one encoded key of an index
+   * defined with `key`, or of a `keys` index that gives an array of one key; else an array (writes
+   * call this for the new and the old object; an array per index per write adds up).
    */
   secondaryKeysOf(i: number, obj: Obj): EncodedKey | EncodedKey[] {
     const idx = this.secondary[i]!
-    if (idx.single === undefined) return this.secondaryKeys(i, obj)
     try {
-      return encodeKey(idx.single(obj))
+      if (idx.single !== undefined) return encodeKey(idx.single(obj))
+      const keys = idx.multi!(obj)
+      if (!Array.isArray(keys)) {
+        const out: EncodedKey[] = []
+        for (const k of keys) out.push(encodeKey(k))
+        return out
+      }
+      if (keys.length === 1) return encodeKey(keys[0] as Key)
+      const out: EncodedKey[] = new Array(keys.length)
+      for (let j = 0; j < keys.length; j++) out[j] = encodeKey(keys[j] as Key)
+      return out
     } catch (err) {
       throw this.keyError(idx.name, obj, err)
     }

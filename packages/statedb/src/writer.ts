@@ -23,7 +23,11 @@ const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typ
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
-  /** The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). */
+  /**
+   * The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). New
+   * revisions are appended to its open right edge (TreeWriter.append: no descent per write); the
+   * getter seals it.
+   */
   private readonly revisions: TreeWriter<number, Entry<Obj>>
   /**
    * Revisions of replaced and deleted entries, not yet removed from `revisions`: they go in one
@@ -64,14 +68,18 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The revision index as the transaction has it now. */
   get byRevision(): TreeWriter<number, Entry<Obj>> {
+    const revisions = this.revisions
+    revisions.seal()
     const stale = this.staleRevisions
     if (stale.length > 0) {
       // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
       stale.sort(ascending)
-      deleteSortedPresent(this.revisions, stale)
-      this.staleRevisions = []
+      deleteSortedPresent(revisions, stale)
+      if (stale.length === 1)
+        stale.pop() // nothing keeps the array: reused (pop: no runtime call for one)
+      else stale.length = 0
     }
-    return this.revisions
+    return revisions
   }
 
   /**
@@ -110,14 +118,14 @@ export class TableWriter<Obj> implements TableView<Obj> {
     if (expect === undefined) old = this.primary.set(pk, entry)
     else {
       this.expect = expect
-      old = this.primary.set(pk, entry, this.casGuard)
+      old = this.primary.set(pk, entry, (this.casGuard ??= (cur) => cur !== undefined && cur.revision === this.expect))
     }
     if (this.primary.rejected) return this.refuseSwap()
     this.swapFailed = false
     this.revision++
     this.dirty = true
     if (old !== undefined) this.staleRevisions.push(old.revision)
-    this.revisions.set(entry.revision, entry)
+    this.revisions.append(entry.revision, entry)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
@@ -168,8 +176,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
   /** The last insert with `expect` found another revision (or no object) and wrote nothing. */
   swapFailed = false
   private expect = 0
-  // One guard for every compare-and-swap of this writer (no closure per call).
-  private readonly casGuard = (cur: Entry<Obj> | undefined): boolean => cur !== undefined && cur.revision === this.expect
+  // One guard for every compare-and-swap of this writer (no closure per call), made at the first one:
+  // a writer that never swaps makes none (a closure per transaction shows in WriteTxn_1's profile).
+  private casGuard: ((cur: Entry<Obj> | undefined) => boolean) | undefined = undefined
 
   private refuseSwap(): undefined {
     this.swapFailed = true

@@ -22,6 +22,8 @@ const byId = defineIndex<Obj, number>({ name: 'id', key: (o) => o.id, unique: tr
 const byKind = defineIndex<Obj, string>({ name: 'kind', key: (o) => o.kind }) // one key, non-unique
 const byTag = defineIndex<Obj, string>({ name: 'tag', keys: (o) => o.tags }) // several keys, non-unique
 const byAlias = defineIndex<Obj, string>({ name: 'alias', key: (o) => o.alias, unique: true })
+// The same keys as byTag, given as a Set (not an array): keys go through the iterator path.
+const byTagSet = defineIndex<Obj, string>({ name: 'tagset', keys: (o) => new Set(o.tags) })
 
 const KINDS = ['a', 'b', 'c']
 const TAGS = ['x', 'y', 'z']
@@ -63,6 +65,11 @@ function expectState(table: Table<Obj>, txn: ReadTxn, model: ReadonlyMap<number,
     want.forEach((o, i) => assert.is(got[i], o, `tag ${t}: the stored object itself`))
     const pre = table.prefix(txn, byTag.query(t)).toArray()
     want.forEach((o, i) => assert.is(pre[i], o))
+    if (table.indexes.includes('tagset')) {
+      const viaSet = table.list(txn, byTagSet.query(t)).toArray()
+      assert.is(viaSet.length, want.length, `tagset ${t}`)
+      want.forEach((o, i) => assert.is(viaSet[i], o, `tagset ${t}: the stored object itself`))
+    }
   }
   for (const o of rows) assert.is(table.get(txn, byAlias.query(o.alias)), o)
 }
@@ -72,7 +79,7 @@ test('random writes, many keeping their keys, agree with a Map through every ind
     fc.property(
       fc.array(fc.record({ ops: fc.array(arbOp, { minLength: 1, maxLength: 10 }), abort: fc.boolean() }), { minLength: 1, maxLength: 10 }),
       (txns) => {
-        const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind, byTag, byAlias] })
+        const table = new Table<Obj>({ name: 't', primary: byId, indexes: [byKind, byTag, byAlias, byTagSet] })
         const db = new DB({ tables: [table] })
         let model = new Map<number, Obj>()
         const snapshots: Array<[ReadTxn, Map<number, Obj>]> = []
