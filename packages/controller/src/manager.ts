@@ -129,6 +129,12 @@ export interface ManagerOptions {
   fullReconciliationIntervalMs?: number
   /** Limit pruning to one namespace (default: every namespace). */
   pruneNamespace?: string
+  /**
+   * Take over an existing object of a desired name that lacks our owner label (default true, as
+   * server-side apply does). False: never adopt; the apply fails (retried with backoff, an error in
+   * /statusz) until the foreign object is gone.
+   */
+  adopt?: boolean
 }
 
 export interface WatchOptions extends Pick<
@@ -246,6 +252,7 @@ export class Manager {
       fieldManager: o.name,
       ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}),
       ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}),
+      ...(o.adopt === false ? { adopt: false } : {}),
       ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
     })
     this.events = this.eventsFor(this.cluster.name)

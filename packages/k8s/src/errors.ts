@@ -9,10 +9,12 @@
 //   ├─ WatchError             'Watch'          a watch stream line that is not a watch event
 //   ├─ ReflectorError         'Reflector'      a list, transform or table write of a reflector failed
 //   ├─ PruneError             'Prune'          some objects could not be pruned (all were tried)
+//   ├─ ForeignObjectError     'Foreign'        an object of the desired name is not ours (Target with adopt: false)
 //   ├─ TimeoutError           'Timeout'        no answer within the request timeout
 //   └─ StoppedError           'Stopped'        the part was stopped (an abort reason, or a call after stop)
 
-export type K8sErrorCode = 'Config' | 'UnknownKind' | 'InvalidObject' | 'Watch' | 'Reflector' | 'Prune' | 'Timeout' | 'Stopped' | 'Usage'
+export type K8sErrorCode =
+  'Config' | 'UnknownKind' | 'InvalidObject' | 'Watch' | 'Reflector' | 'Prune' | 'Foreign' | 'Timeout' | 'Stopped' | 'Usage'
 
 export class K8sError extends Error {
   override name = 'K8sError'
@@ -62,6 +64,12 @@ export class PruneError extends K8sError {
     readonly failures: readonly string[],
   ) {
     super(message, 'Prune')
+  }
+}
+export class ForeignObjectError extends K8sError {
+  override name = 'ForeignObjectError'
+  constructor(message: string) {
+    super(message, 'Foreign')
   }
 }
 export class TimeoutError extends K8sError {

@@ -32,6 +32,7 @@ export {
   WatchError,
   ReflectorError,
   PruneError,
+  ForeignObjectError,
   TimeoutError,
   StoppedError,
   type K8sErrorCode,

@@ -8,7 +8,7 @@
 // - Batches run with bounded concurrency; every request goes through its cluster's shared limiter
 //   (QPS/burst) and pause (429 Retry-After).
 // - Errors name the object ("ConfigMap default/web: ...") and never carry object contents.
-import { ConfigError, InvalidObjectError, PruneError } from './errors.ts'
+import { ConfigError, ForeignObjectError, InvalidObjectError, PruneError } from './errors.ts'
 import {
   Reconciler,
   newStatusIndex,
@@ -70,6 +70,12 @@ export interface TargetOptions {
   fieldManager?: string
   /** Take over fields other managers own (default true: the desired state wins). */
   force?: boolean
+  /**
+   * Apply onto an object of the same name that lacks our ownership label (default true: server-side
+   * apply takes it over). False: such an object is never adopted; the apply fails with a
+   * ForeignObjectError (retried with backoff), and the object is created once the foreign one is gone.
+   */
+  adopt?: boolean
   /** Ownership label key (default "statewright.io/owner") and value (default the field manager). */
   ownerLabel?: string
   owner?: string
@@ -103,6 +109,7 @@ export class Target {
   private readonly clusters = new Map<string, Cluster>()
   private readonly defaultCluster: Cluster
   private readonly force: boolean
+  private readonly adopt: boolean
   private readonly concurrency: number
   private readonly kinds = new Map<string, KindRef>()
   private readonly lastApplied = new Map<string, string>()
@@ -116,6 +123,7 @@ export class Target {
     this.defaultCluster = list[0]
     this.fieldManager = opts.fieldManager ?? 'statewright'
     this.force = opts.force ?? true
+    this.adopt = opts.adopt ?? true
     this.ownerLabel = opts.ownerLabel ?? 'statewright.io/owner'
     this.owner = opts.owner ?? this.fieldManager
     this.concurrency = opts.concurrency ?? 16
@@ -159,6 +167,24 @@ export class Target {
     const r = await resolveKind(cluster, obj as KindRef)
     const key = objectKey(cluster.name, obj)
     let before = this.lastApplied.get(key)
+    if (!this.adopt && before === undefined) {
+      // Not applied by us in this process: an object of this name must carry our label to be ours.
+      // (A create between this read and the apply is adopted: the window of one request.)
+      let cur: KubeObject | undefined
+      try {
+        cur = await cluster.request({ path: objectPath(r, obj.metadata.name, obj.metadata.namespace), signal: ctx?.signal, what })
+      } catch (err) {
+        if (!isNotFound(err)) throw err
+      }
+      if (cur && cur.metadata?.labels?.[this.ownerLabel] !== this.owner) {
+        this.stats.errors++
+        this.count(cluster, 'apply', 'error')
+        throw new ForeignObjectError(
+          `${what} already exists and is not managed by ${this.owner} (no label ${this.ownerLabel}=${this.owner}); it is not adopted`,
+        )
+      }
+      before = cur?.metadata?.resourceVersion
+    }
     if (before === undefined && ctx?.full) {
       // No record of ours (a restart): read the current version to tell a no-op from a change.
       try {

@@ -78,6 +78,40 @@ test('apply is server-side apply with our field manager and label; removed field
   }
 })
 
+test('adopt: false: an object of our name without our label is never applied; created once it is gone', async () => {
+  const t = await setup({ adopt: false })
+  try {
+    await t.cluster.request({ method: 'POST', path: '/api/v1/namespaces/default/configmaps', body: configMap('taken', { theirs: '1' }) })
+    const rv = t.get('taken').metadata.resourceVersion
+    t.rec.start()
+    await t.put(configMap('taken', { ours: '1' }), configMap('free', { ours: '1' }))
+    await waitFor(() => t.rec.failures().length === 1 && t.get('free') !== undefined, 'one failure, the free one applied')
+    const [f] = t.rec.failures()
+    assert.match(
+      f!.error,
+      /ConfigMap default\/taken already exists and is not managed by test-controller \(no label statewright.io\/owner=test-controller\); it is not adopted/,
+    )
+    assert.is(t.get('taken').metadata.resourceVersion, rv, 'the foreign object is untouched')
+    assert.equal(t.get('taken').data, { theirs: '1' })
+    assert.is(t.server.control.requestLog().filter((e) => e.method === 'PATCH' && e.path.endsWith('/taken')).length, 0, 'never applied')
+    // once it is gone, the retry creates ours
+    await t.cluster.request({ method: 'DELETE', path: cmPath('taken') })
+    await waitFor(() => t.get('taken')?.data?.ours === '1', 'ours created by a retry')
+    await t.settled()
+    assert.equal(t.get('taken').data, { ours: '1' })
+    assert.is(t.get('taken').metadata.labels['statewright.io/owner'], 'test-controller')
+    // ours now: later applies need no read first
+    const gets = () => t.server.control.requestLog().filter((e) => e.method === 'GET' && e.path.endsWith('/taken')).length
+    const before = gets()
+    await t.put(configMap('taken', { ours: '2' }))
+    await t.settled()
+    assert.is(gets(), before)
+    assert.equal(t.get('taken').data, { ours: '2' })
+  } finally {
+    await t.done()
+  }
+})
+
 test('prune deletes only stale objects carrying our label; full reconciliation reports out-of-sync', async () => {
   const t = await setup()
   try {
