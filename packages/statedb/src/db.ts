@@ -210,9 +210,7 @@ export class DB implements TxnHost {
     const now = Date.now()
     for (let id = 0; id < writers.length; id++) {
       const w = writers[id]
-      if (w === undefined || !w.dirty) continue
-      if (w.revision !== w.base.revision) this.tables[id]!.clock.mark(w.revision, now)
-      this.tables[id]!.committed(w)
+      if (w !== undefined && w.dirty) this.tables[id]!.committed(w, now)
     }
     this.release(txn, false)
     for (let id = 0; id < writers.length; id++) {

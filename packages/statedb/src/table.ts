@@ -255,8 +255,9 @@ export class Table<Obj> {
     }
   }
 
-  /** @internal After a commit published `w`, before anything runs: its deletions go to the graveyard. */
-  committed(w: TableWriter<Obj>): void {
+  /** @internal After a commit published `w`, before anything runs: the revision gets its time, the deletions go to the graveyard. */
+  committed(w: TableWriter<Obj>, now: number): void {
+    if (w.revision !== w.base.revision) this.clock.mark(w.revision, now)
     this.graveyard.append(w.deletes)
     this.graveyard.collect()
   }
