@@ -22,6 +22,8 @@ const program = ts.createProgram(entries, { ...options, customConditions: ['@sta
 const checker = program.getTypeChecker()
 const flags = ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope
 const oneLine = (s) => s.replace(/\s+/g, ' ').trim()
+/** A member's name; a well-known symbol by its name, not by the checker's numbered id (which moves with unrelated changes). */
+const memberName = (p) => p.getName().replace(/^__@(\w+)@\d+$/, '[Symbol.$1]')
 /** Members marked @internal are not part of the contract (they are public only for the package's own files). */
 const internal = (decl) =>
   ts.getJSDocTags(decl).some((t) => t.tagName.text === 'internal') ||
@@ -48,14 +50,14 @@ function describe(sym) {
       )
         continue
       if (pd.getSourceFile().fileName.includes('node_modules')) continue
-      lines.push(`  ${p.getName()}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
+      lines.push(`  ${memberName(p)}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
     }
     for (const p of checker.getPropertiesOfType(type)) {
       if (p.getName() === 'prototype') continue
       const pd = p.declarations?.[0]
       if (!pd || ts.getCombinedModifierFlags(pd) & (ts.ModifierFlags.Private | ts.ModifierFlags.Protected)) continue
       if (pd.getSourceFile().fileName.includes('node_modules')) continue
-      lines.push(`  static ${p.getName()}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
+      lines.push(`  static ${memberName(p)}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`)
     }
     return lines
   }
@@ -69,7 +71,7 @@ function describe(sym) {
     for (const p of checker.getPropertiesOfType(t))
       if (!p.declarations?.[0] || !internal(p.declarations[0]))
         lines.push(
-          `  ${p.getName()}${p.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`,
+          `  ${memberName(p)}${p.flags & ts.SymbolFlags.Optional ? '?' : ''}: ${oneLine(checker.typeToString(checker.getTypeOfSymbolAtLocation(p, decl), decl, flags))}`,
         )
     return lines
   }

@@ -13,6 +13,7 @@
 // - `to` is initialized once every `from` table is initialized and a round has derived from them.
 // - Dependencies are recorded by the queries `fn` makes: (table, index=key) and the primary keys of
 //   what the query returned, so an object that moves out of a query's key re-derives its readers too.
+import { nextProgress } from './progress.ts'
 import { ConfigError, InvalidObjectError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
@@ -194,14 +195,7 @@ export class Derivation<In, Out> {
     while (!want.every(([t, r]) => (this.consumed.get(t) ?? -1) >= r)) {
       if (!this.running) throw new StoppedError(`derivation "${this.name}" is not running`)
       signal?.throwIfAborted()
-      await new Promise<void>((resolve, reject) => {
-        const onAbort = () => reject(signal!.reason)
-        signal?.addEventListener('abort', onAbort, { once: true })
-        this.progress.push(() => {
-          signal?.removeEventListener('abort', onAbort)
-          resolve()
-        })
-      })
+      await nextProgress(this.progress, signal)
     }
   }
 

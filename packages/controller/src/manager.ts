@@ -156,7 +156,8 @@ export interface Placed {
 export function inCluster(cluster: string, object: KubeObject): Placed {
   return { cluster, object }
 }
-const isPlaced = (x: KubeObject | Placed): x is Placed =>
+/** Whether a derived value is an object placed in a named cluster (inCluster). */
+export const isPlaced = (x: KubeObject | Placed): x is Placed =>
   typeof (x as Placed).cluster === 'string' && typeof (x as Placed).object === 'object' && !('apiVersion' in x)
 
 export interface ManagedDeriveOptions<In> {

@@ -15,6 +15,7 @@
 //   operations: retried per object with backoff, never dropped.
 // - A change of a derived object's apply status (applied, failed) runs reconcile again without
 //   events, so a status that waits for "applied" is written once it is.
+import { nextProgress } from '../progress.ts'
 import { ConfigError, UsageError } from '../errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Table, defineIndex, waitAny, type ChangeIterator, type DB, type ReadTxn, type Watch } from '@statewright/statedb'
@@ -35,7 +36,7 @@ import { StatusWrites, type StatusToWrite } from './statuswrites.ts'
 import type { InspectGraph } from '../inspect/graph.ts'
 import { PendingEvents } from './events.ts'
 import type { Logger } from '../logging.ts'
-import { Manager, plural, type Component, type ComponentHealth, type Placed, type WatchOptions } from '../manager.ts'
+import { Manager, isPlaced, plural, type Component, type ComponentHealth, type Placed, type WatchOptions } from '../manager.ts'
 import { Topology } from './topology.ts'
 import type { TopologyDefinition } from './define.ts'
 import type { TopologyView } from './view.ts'
@@ -65,7 +66,7 @@ export interface ReconcileContext {
   desire(group: string, objects: ReadonlyArray<KubeObject | Placed>): void
   /** A status for an object's /status subresource (server-side apply; skipped when already so). */
   status(obj: KubeObject, status: StatusPatch): void
-  /** Whether this object, exactly as given, is applied (desired, and the apply succeeded). */
+  /** Whether the object as given is applied: our copy's apply succeeded, or the cluster's object holds every field it sets. */
   applied(obj: KubeObject, cluster?: string): boolean
   /**
    * The object as applied: our desired copy once its apply succeeded, else what the cluster holds
@@ -237,11 +238,7 @@ export class StateOfWorldController {
       },
       converged: async (signal) => {
         for (;;) {
-          while (!this.state.idle || this.pending.size)
-            await new Promise<void>((resolve, reject) => {
-              this.idleWaiters.push(resolve)
-              signal.addEventListener('abort', () => reject(signal.reason), { once: true })
-            })
+          while (!this.state.idle || this.pending.size) await nextProgress(this.idleWaiters, signal)
           const txn = this.manager.db.readTxn()
           await this.statusWrites.waitWritten(signal)
           if (this.manager.reconciler.isRunning)
@@ -447,8 +444,7 @@ export class StateOfWorldController {
       desire: (group, objects) => {
         const set = new Map<string, DesiredObject>()
         for (const x of objects) {
-          const placed =
-            'object' in x && 'cluster' in x && !('apiVersion' in x) ? (x as Placed) : { cluster: m.cluster.name, object: x as KubeObject }
+          const placed = isPlaced(x) ? x : { cluster: m.cluster.name, object: x }
           const d = desired(placed.object, placed.cluster === m.cluster.name ? undefined : placed.cluster)
           set.set(m.desired.primaryKey(d), d)
         }
@@ -459,11 +455,8 @@ export class StateOfWorldController {
         statuses.set(key, { key, cluster: m.cluster.name, object: obj, patch })
       },
       applied: (obj, cluster) => {
-        const memo = appliedMemo.get(obj)
-        if (memo !== undefined && cluster === undefined) return memo
-        const r = isApplied(obj, cluster)
-        if (cluster === undefined) appliedMemo.set(obj, r)
-        return r
+        const cur = ctx.observed(obj, cluster)
+        return !!cur && holds(cur, obj)
       },
       observed: (obj, cluster) => {
         const other = cluster !== undefined && cluster !== m.cluster.name
@@ -476,19 +469,6 @@ export class StateOfWorldController {
       inspect: (loc, i) => {
         info.set(loc, { ...info.get(loc), ...i })
       },
-    }
-    const appliedMemo = new WeakMap<KubeObject, boolean>()
-    const isApplied = (obj: KubeObject, cluster: string | undefined): boolean => {
-      {
-        const other = cluster !== undefined && cluster !== m.cluster.name
-        const now = m.db.readTxn()
-        const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
-        if (d && d.status.kind === 'done' && JSON.stringify(d.object) === JSON.stringify(obj)) return true
-        // or the cluster holds it already (after a restart, before our first apply of it)
-        const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
-        const cur = observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
-        return !!cur && holds(cur, obj)
-      }
     }
     this.state.runs++
     const t0 = performance.now()

@@ -99,7 +99,7 @@ export class StatusWrites {
 
   /** Whether some status waits to be written. */
   pending(): boolean {
-    return this.table.list(this.manager.db.readTxn(), this.index.kind('pending')).toArray().length > 0
+    return this.table.list(this.manager.db.readTxn(), this.index.kind('pending')).first() !== undefined
   }
 
   /** Resolves once every queued status was acted on (written, or failed and queued for retry). */

@@ -49,38 +49,29 @@ export class TopologyView {
 
   /** The parents of a node, sorted by locator. */
   parents(child: TopologyNode | string): TopologyNode[] {
-    const n = typeof child === 'string' ? this.node(child) : child
-    if (!n || n.policy) return []
-    let r = this.memo.parents.get(n.locator)
-    if (!r) this.memo.parents.set(n.locator, (r = this.parentsOf(n)))
-    return [...r]
-  }
-
-  private parentsOf(n: TopologyNode): TopologyNode[] {
-    const out = new Map<string, TopologyNode>()
-    for (const l of this.q(this.t.links, 'child', n.locator)) {
-      const p = this.node(l.parent)
-      if (p) out.set(p.locator, p)
-    }
-    return [...out.values()].sort(byLocator)
+    return this.linked(child, 'parents')
   }
 
   /** The children of a node, sorted by locator. */
   children(parent: TopologyNode | string): TopologyNode[] {
-    const n = typeof parent === 'string' ? this.node(parent) : parent
-    if (!n || n.policy) return []
-    let r = this.memo.children.get(n.locator)
-    if (!r) this.memo.children.set(n.locator, (r = this.childrenOf(n)))
-    return [...r]
+    return this.linked(parent, 'children')
   }
 
-  private childrenOf(n: TopologyNode): TopologyNode[] {
-    const out = new Map<string, TopologyNode>()
-    for (const l of this.q(this.t.links, 'parent', n.locator)) {
-      const c = this.node(l.child)
-      if (c) out.set(c.locator, c)
+  /** A node's parents or children, from the stored links (computed once per view). */
+  private linked(node: TopologyNode | string, side: 'parents' | 'children'): TopologyNode[] {
+    const n = typeof node === 'string' ? this.node(node) : node
+    if (!n || n.policy) return []
+    const memo = this.memo[side]
+    let r = memo.get(n.locator)
+    if (!r) {
+      const out = new Map<string, TopologyNode>()
+      for (const l of this.q(this.t.links, side === 'parents' ? 'child' : 'parent', n.locator)) {
+        const other = this.node(side === 'parents' ? l.parent : l.child)
+        if (other) out.set(other.locator, other)
+      }
+      memo.set(n.locator, (r = [...out.values()].sort(byLocator)))
     }
-    return [...out.values()].sort(byLocator)
+    return [...r]
   }
 
   /** Nodes without parents (policies excluded), sorted. */
@@ -127,31 +118,35 @@ export class TopologyView {
     const b = typeof to === 'string' ? this.node(to) : to
     if (!a || !b) return []
     const out: TopologyNode[][] = []
-    const path: TopologyNode[] = []
-    const onPath = new Set<string>()
-    const walk = (n: TopologyNode) => {
-      if (onPath.has(n.locator)) {
-        if (this.def.allowLoops) return
-        const i = path.findIndex((x) => x.locator === n.locator)
-        throw new TopologyCycleError([...path.slice(i).map((x) => x.locator), n.locator])
-      }
-      path.push(n)
-      onPath.add(n.locator)
-      if (n.locator === b.locator) out.push([...path])
-      else for (const c of this.children(n)) walk(c)
-      path.pop()
-      onPath.delete(n.locator)
-    }
-    walk(a)
+    this.walk(a, (path, n) => {
+      if (n.locator !== b.locator) return true
+      out.push([...path])
+      return false
+    })
     return out
   }
 
-  /** Every path from any root to any node without children (leaves), of the given kinds if given. */
+  /** Every path from any root to any node without children (leaves), or to a node of the given kinds. */
   allPaths(opts: { leafKinds?: string[] } = {}): TopologyNode[][] {
     const out: TopologyNode[][] = []
+    for (const r of this.roots()) {
+      this.walk(r, (path, n) => {
+        const leaf = opts.leafKinds ? opts.leafKinds.includes(n.kind) : this.children(n).length === 0
+        if (leaf) out.push([...path])
+        return !leaf
+      })
+    }
+    return out
+  }
+
+  /**
+   * Depth-first from `start`; `visit` sees each path (ending at its node) and says whether to go on
+   * below it. Meeting a node already on the path is a cycle: TopologyCycleError, or skipped with allowLoops.
+   */
+  private walk(start: TopologyNode, visit: (path: readonly TopologyNode[], n: TopologyNode) => boolean): void {
     const path: TopologyNode[] = []
     const onPath = new Set<string>()
-    const walk = (n: TopologyNode) => {
+    const step = (n: TopologyNode) => {
       if (onPath.has(n.locator)) {
         if (this.def.allowLoops) return
         const i = path.findIndex((x) => x.locator === n.locator)
@@ -159,14 +154,11 @@ export class TopologyView {
       }
       path.push(n)
       onPath.add(n.locator)
-      const kids = this.children(n)
-      if (opts.leafKinds ? opts.leafKinds.includes(n.kind) : kids.length === 0) out.push([...path])
-      if (!opts.leafKinds || !opts.leafKinds.includes(n.kind)) for (const c of kids) walk(c)
+      if (visit(path, n)) for (const c of this.children(n)) step(c)
       path.pop()
       onPath.delete(n.locator)
     }
-    for (const r of this.roots()) walk(r)
-    return out
+    step(start)
   }
 
   /** Throws TopologyCycleError when the graph has a cycle (and loops are not allowed). */
