@@ -23,4 +23,6 @@ export {
   type StateDBErrorCode,
 } from './errors.ts'
 export { setValidation } from './validate.ts'
+// Not an export: loaded for its effect (./shapes.ts says why).
+import './shapes.ts'
 export { dump, httpHandler, keyText, redactSecrets, markSensitive, SENSITIVE, type HttpHandlerOptions, type Redactor } from './inspect.ts'
