@@ -197,7 +197,8 @@ export class DB implements TxnHost {
         try {
           validateState(w.schema, state)
         } catch (err) {
-          this.release(txn) // nothing was published: the transaction ends as aborted
+          for (const other of writers) other?.abort() // nothing was published: the transaction ends as aborted
+          this.release(txn)
           throw err
         }
       }

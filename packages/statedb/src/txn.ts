@@ -105,6 +105,7 @@ export class WriteTxn {
   abort(): void {
     if (this.finished) return
     this.finished = 'aborted'
+    for (const w of this.writers) w?.abort()
     this.db.release(this)
   }
 
