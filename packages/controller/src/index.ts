@@ -119,20 +119,9 @@ export {
   TimeoutError,
   type ControllerErrorCode,
 } from './errors.ts'
-export {
-  PrimaryController,
-  KubeSecondaries,
-  kubeStatusWriter,
-  ownerKeyLabelValue,
-  ownerStampKeys,
-  type PrimaryControllerOptions,
-  type PrimaryControllerStats,
-  type SecondarySpec,
-  type SecondaryTarget,
-  type SecondaryWriteResult,
-  type OwnerStamps,
-  type PrimaryStatusWriter,
-  type EventSink,
-  type SyncContext,
-  type SyncResult,
-} from './primary.ts'
+export { PrimaryController } from './primary/controller.ts'
+export type { PrimaryControllerOptions, PrimaryControllerStats, SyncContext, SyncResult } from './primary/options.ts'
+export { ownerKeyLabelValue, ownerStampKeys } from './primary/stamps.ts'
+export type { EventSink, PrimaryStatusWriter } from './primary/status.ts'
+export type { OwnerStamps, SecondarySpec, SecondaryTarget, SecondaryWriteResult } from './primary/target.ts'
+export { KubeSecondaries, kubeStatusWriter } from './primary/kube.ts'
