@@ -10,17 +10,16 @@ export {
   type DerivationHealth,
 } from './derive.ts'
 export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLevel } from './logging.ts'
-export {
-  Manager,
-  inCluster,
-  type Placed,
-  type Component,
-  type ComponentHealth,
-  type ManagerOptions,
-  type ManagedDeriveOptions,
-  type ManagedFinalizerOptions,
-  type WatchOptions,
-} from './manager.ts'
+export { Manager } from './manager/manager.ts'
+export { inCluster, type Placed } from './manager/desired.ts'
+export type {
+  Component,
+  ComponentHealth,
+  ManagerOptions,
+  ManagedDeriveOptions,
+  ManagedFinalizerOptions,
+  WatchOptions,
+} from './manager/options.ts'
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { inspectHandler, UI_CSP, type InspectOptions, type ObjectReconcileStatus } from './inspect/handler.ts'
