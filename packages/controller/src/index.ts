@@ -1,14 +1,8 @@
 // @statewright/controller: the operator surface on statedb, the reconciler and the k8s package.
 // The one public face of the package.
-export {
-  derive,
-  derivationErrors,
-  Derivation,
-  type DeriveContext,
-  type DeriveOptions,
-  type DerivationError,
-  type DerivationHealth,
-} from './derive.ts'
+export { derive, Derivation } from './derive/derivation.ts'
+export { derivationErrors, type DerivationError } from './derive/failures.ts'
+export type { DeriveContext, DeriveOptions, DerivationHealth } from './derive/options.ts'
 export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLevel } from './logging.ts'
 export { Manager } from './manager/manager.ts'
 export { inCluster, type Placed } from './manager/desired.ts'

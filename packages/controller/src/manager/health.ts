@@ -5,7 +5,7 @@
 // - Leader-only parts count toward readiness only while this replica leads (a standby is ready).
 import type { Health, Reconciler } from '@statewright/reconciler'
 import type { DesiredObject, DriftWatcher, KubeObject, LeaderElector, Reflector, ShardedLeases } from '@statewright/k8s'
-import type { Derivation } from '../derive.ts'
+import type { Derivation } from '../derive/derivation.ts'
 import type { Component } from './options.ts'
 
 export type ManagerState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped'

@@ -30,7 +30,7 @@ import {
   type KindRef,
   type KubeObject,
 } from '@statewright/k8s'
-import { Derivation } from '../derive.ts'
+import { Derivation } from '../derive/derivation.ts'
 import type { Finalizer } from '../finalizers.ts'
 import { ManagerServer } from '../http.ts'
 import type { NamedGraph } from '../inspect/graph.ts'

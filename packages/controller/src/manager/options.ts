@@ -8,7 +8,7 @@
 import type { Reconciler, PromRegistry } from '@statewright/reconciler'
 import type { Cluster, KindRef, KubeObject, RepairPacing, ReflectorOptions } from '@statewright/k8s'
 import type { DB, Table } from '@statewright/statedb'
-import type { DeriveContext } from '../derive.ts'
+import type { DeriveContext } from '../derive/options.ts'
 import type { CleanupContext, FinalizerOptions } from '../finalizers.ts'
 import type { HttpOptions } from '../http.ts'
 import type { InspectGraph } from '../inspect/graph.ts'
