@@ -92,14 +92,9 @@ export {
   type ParentRef,
   type BackendRef,
 } from './topology/gatewayapi.ts'
-export {
-  StateOfWorldController,
-  type StateOfWorldOptions,
-  type ReconcileContext,
-  type ReconcileFn,
-  type ResourceEvent,
-  type WatchSpec,
-} from './topology/stateofworld.ts'
+export { StateOfWorldController, type StateOfWorldOptions } from './topology/stateofworld.ts'
+export type { ReconcileContext, ReconcileFn, ResourceEvent } from './topology/reconcile.ts'
+export type { WatchSpec } from './topology/watched.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './topology/workflow.ts'
 export {
   ControllerError,
