@@ -1,26 +1,19 @@
 // @statewright/controller: the operator surface on statedb, the reconciler and the k8s package.
 // The one public face of the package.
-export {
-  derive,
-  derivationErrors,
-  Derivation,
-  type DeriveContext,
-  type DeriveOptions,
-  type DerivationError,
-  type DerivationHealth,
-} from './derive.ts'
+export { derive, Derivation } from './derive/derivation.ts'
+export { derivationErrors, type DerivationError } from './derive/failures.ts'
+export type { DeriveContext, DeriveOptions, DerivationHealth } from './derive/options.ts'
 export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLevel } from './logging.ts'
-export {
-  Manager,
-  inCluster,
-  type Placed,
-  type Component,
-  type ComponentHealth,
-  type ManagerOptions,
-  type ManagedDeriveOptions,
-  type ManagedFinalizerOptions,
-  type WatchOptions,
-} from './manager.ts'
+export { Manager } from './manager/manager.ts'
+export { inCluster, type Placed } from './manager/desired.ts'
+export type {
+  Component,
+  ComponentHealth,
+  ManagerOptions,
+  ManagedDeriveOptions,
+  ManagedFinalizerOptions,
+  WatchOptions,
+} from './manager/options.ts'
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { inspectHandler, UI_CSP, type InspectOptions, type ObjectReconcileStatus } from './inspect/handler.ts'
@@ -99,14 +92,9 @@ export {
   type ParentRef,
   type BackendRef,
 } from './topology/gatewayapi.ts'
-export {
-  StateOfWorldController,
-  type StateOfWorldOptions,
-  type ReconcileContext,
-  type ReconcileFn,
-  type ResourceEvent,
-  type WatchSpec,
-} from './topology/stateofworld.ts'
+export { StateOfWorldController, type StateOfWorldOptions } from './topology/stateofworld.ts'
+export type { ReconcileContext, ReconcileFn, ResourceEvent } from './topology/reconcile.ts'
+export type { WatchSpec } from './topology/watched.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './topology/workflow.ts'
 export {
   ControllerError,
@@ -119,20 +107,9 @@ export {
   TimeoutError,
   type ControllerErrorCode,
 } from './errors.ts'
-export {
-  PrimaryController,
-  KubeSecondaries,
-  kubeStatusWriter,
-  ownerKeyLabelValue,
-  ownerStampKeys,
-  type PrimaryControllerOptions,
-  type PrimaryControllerStats,
-  type SecondarySpec,
-  type SecondaryTarget,
-  type SecondaryWriteResult,
-  type OwnerStamps,
-  type PrimaryStatusWriter,
-  type EventSink,
-  type SyncContext,
-  type SyncResult,
-} from './primary.ts'
+export { PrimaryController } from './primary/controller.ts'
+export type { PrimaryControllerOptions, PrimaryControllerStats, SyncContext, SyncResult } from './primary/options.ts'
+export { ownerKeyLabelValue, ownerStampKeys } from './primary/stamps.ts'
+export type { EventSink, PrimaryStatusWriter } from './primary/status.ts'
+export type { OwnerStamps, SecondarySpec, SecondaryTarget, SecondaryWriteResult } from './primary/target.ts'
+export { KubeSecondaries, kubeStatusWriter } from './primary/kube.ts'

@@ -8,7 +8,7 @@
 import { TimeoutError } from './errors.ts'
 import { listAll, resolveKind, namespacedName, type KubeObject } from '@statewright/k8s'
 import { waitForReconciliation } from '@statewright/reconciler'
-import type { Manager } from './manager.ts'
+import type { Manager } from './manager/manager.ts'
 
 export interface ConvergenceOptions {
   /** ms (default 30 000). */

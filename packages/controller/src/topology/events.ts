@@ -9,7 +9,7 @@
 //   is the previous version even when the change in between was filtered out;
 // - events given back (a failed run) come before those that arrived meanwhile, and merge with them.
 import { namespacedName, type KubeObject } from '@statewright/k8s'
-import type { ResourceEvent } from './stateofworld.ts'
+import type { ResourceEvent } from './reconcile.ts'
 
 export class PendingEvents {
   private readonly pending = new Map<string, ResourceEvent>()

@@ -15,80 +15,26 @@
 //   operations: retried per object with backoff, never dropped.
 // - A change of a derived object's apply status (applied, failed) runs reconcile again without
 //   events, so a status that waits for "applied" is written once it is.
+// This file: the controller (its loop and its Component); what reconcile sees is reconcile.ts, the
+// watched kinds watched.ts, the derived groups desiredgroups.ts, events events.ts, statuses
+// statuswrites.ts.
 import { nextProgress } from '../progress.ts'
 import { ConfigError, UsageError } from '../errors.ts'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { Table, defineIndex, waitAny, type ChangeIterator, type DB, type ReadTxn, type Watch } from '@statewright/statedb'
-import {
-  desired,
-  holds,
-  listAll,
-  namespacedName,
-  objectKey,
-  resolveKind,
-  type Cluster,
-  type DesiredObject,
-  type KindRef,
-  type KubeObject,
-} from '@statewright/k8s'
-import type { StatusPatch } from '../conditions.ts'
-import { StatusWrites, type StatusToWrite } from './statuswrites.ts'
+import { waitAny, type ChangeIterator, type DB, type ReadTxn, type Table, type Watch } from '@statewright/statedb'
+import type { Cluster, KubeObject } from '@statewright/k8s'
+import { StatusWrites } from './statuswrites.ts'
 import type { InspectGraph } from '../inspect/graph.ts'
 import { PendingEvents } from './events.ts'
 import type { Logger } from '../logging.ts'
-import { Manager, isPlaced, plural, type Component, type ComponentHealth, type Placed, type WatchOptions } from '../manager.ts'
+import { Manager } from '../manager/manager.ts'
+import type { Component, ComponentHealth } from '../manager/options.ts'
+import { plural } from '../manager/watch.ts'
 import { Topology } from './topology.ts'
 import type { TopologyDefinition } from './define.ts'
-import type { TopologyView } from './view.ts'
 import { groupOfApiVersion } from './locator.ts'
-
-/** A change of a watched object, coalesced since the last run. */
-export interface ResourceEvent<T extends KubeObject = KubeObject> {
-  kind: string
-  group: string
-  type: 'create' | 'update' | 'delete'
-  old?: T
-  new?: T
-}
-
-export interface ReconcileContext {
-  readonly events: readonly ResourceEvent[]
-  readonly topology: TopologyView
-  /** The snapshot every table is read at (the topology's too). */
-  readonly txn: ReadTxn
-  /** Scratch space shared by the functions of one run (a Workflow's tasks). */
-  readonly state: Map<string, unknown>
-  readonly signal: AbortSignal
-  readonly logger: Logger
-  /** The table of a watched kind ("Gateway"). */
-  table<T extends KubeObject = KubeObject>(kind: string): Table<T>
-  /** The whole set of derived objects of a group; replaces the group's previous set when the run succeeds. */
-  desire(group: string, objects: ReadonlyArray<KubeObject | Placed>): void
-  /** A status for an object's /status subresource (server-side apply; skipped when already so). */
-  status(obj: KubeObject, status: StatusPatch): void
-  /** Whether the object as given is applied: our copy's apply succeeded, or the cluster's object holds every field it sets. */
-  applied(obj: KubeObject, cluster?: string): boolean
-  /**
-   * The object as applied: our desired copy once its apply succeeded, else what the cluster holds
-   * (the Manager's reflector of owned kinds; after a restart, before our first apply). Undefined when
-   * neither has it.
-   */
-  observed(obj: KubeObject, cluster?: string): KubeObject | undefined
-  /** Notes what inspection shows for a topology node (a policy's status, a target's effective policy). */
-  inspect(locator: string, info: { status?: string; effective?: unknown }): void
-}
-
-export type ReconcileFn = (ctx: ReconcileContext) => void | Promise<void>
-
-export interface WatchSpec extends Omit<WatchOptions, 'name'> {
-  kind: KindRef
-  /** Table name (default: the Manager's name for the kind). */
-  table?: string
-  /** 'incremental' (default): list+watch into the table. 'stateOfWorld': listed again before every run. */
-  mode?: 'incremental' | 'stateOfWorld'
-  /** Which changes are events (the table keeps every object). */
-  predicate?: (e: ResourceEvent) => boolean
-}
+import { DesiredGroups } from './desiredgroups.ts'
+import { newReconcileContext, type ReconcileFn, type ResourceEvent } from './reconcile.ts'
+import { newListedTable, relist, relistUntilDone, type WatchSpec, type WatchedKind } from './watched.ts'
 
 export interface StateOfWorldOptions {
   name: string
@@ -114,10 +60,9 @@ export class StateOfWorldController {
   private readonly own: boolean
   private readonly o: StateOfWorldOptions
   private readonly log: Logger
-  private readonly tables = new Map<string, { spec: WatchSpec; table: Table<KubeObject>; cluster: Cluster }>()
+  private readonly tables = new Map<string, WatchedKind>()
   private readonly statusWrites: StatusWrites
-  private readonly groups = new Map<string, Set<string>>()
-  private readonly mine = new Set<string>()
+  private readonly groups = new DesiredGroups()
   private readonly inspectInfo = new Map<string, { status?: string; effective?: unknown }>()
   private readonly pending = new PendingEvents()
   private ac: AbortController | undefined
@@ -159,7 +104,7 @@ export class StateOfWorldController {
       if (!cluster) throw new ConfigError(`StateOfWorldController "${o.name}": no cluster named "${w.cluster}"`)
       const table =
         mode === 'stateOfWorld'
-          ? this.listedTable(tname ?? `${o.name}-${plural(kind.kind)}`)
+          ? newListedTable(m.db, tname ?? `${o.name}-${plural(kind.kind)}`)
           : (m.watch(kind, { ...wopts, ...(tname ? { name: tname } : {}) }) as Table<KubeObject>)
       if (this.tables.has(kind.kind)) throw new ConfigError(`StateOfWorldController "${o.name}": kind ${kind.kind} is watched twice`)
       this.tables.set(kind.kind, { spec: w, table, cluster })
@@ -258,7 +203,7 @@ export class StateOfWorldController {
     const txn = m.db.readTxn()
     if (this.statusWrites.pending()) return false
     for (const d of m.desired.table.list(txn, m.desired.statusIndex.kind('pending')))
-      if (this.mine.has(m.desired.primaryKey(d))) return false
+      if (this.groups.has(m.desired.primaryKey(d))) return false
     return true
   }
 
@@ -279,39 +224,6 @@ export class StateOfWorldController {
         }
       }),
       edges: v.edges(),
-    }
-  }
-
-  private listedTable(name: string): Table<KubeObject> {
-    const t = new Table<KubeObject>({ name, primary: defineIndex({ name: 'name', key: namespacedName, unique: true }) })
-    this.manager.db.register(t)
-    return t
-  }
-
-  /** Lists the stateOfWorld kinds and writes what changed (by resourceVersion) in one txn. */
-  private async relist(signal: AbortSignal): Promise<void> {
-    for (const { spec, table, cluster } of this.tables.values()) {
-      if (spec.mode !== 'stateOfWorld') continue
-      const ref = await resolveKind(cluster, spec.kind)
-      const { items } = await listAll(cluster, ref, {
-        ...(spec.namespace ? { namespace: spec.namespace } : {}),
-        ...(spec.labelSelector ? { labelSelector: spec.labelSelector } : {}),
-        ...(spec.fieldSelector ? { fieldSelector: spec.fieldSelector } : {}),
-        signal,
-      })
-      const objs = items.flatMap((i) => {
-        const x = spec.transform ? spec.transform(i) : i
-        return x ? (Array.isArray(x) ? x : [x]) : []
-      })
-      await this.manager.db.write(table, (w) => {
-        const keep = new Set<string>()
-        for (const obj of objs) {
-          keep.add(namespacedName(obj))
-          const cur = table.get(w, table.primary.query(namespacedName(obj) as never))
-          if (!cur || cur.metadata.resourceVersion !== obj.metadata.resourceVersion) table.insert(w, obj)
-        }
-        for (const cur of table.all(w).toArray()) if (!keep.has(namespacedName(cur))) table.delete(w, cur)
-      })
     }
   }
 
@@ -341,7 +253,7 @@ export class StateOfWorldController {
         signal,
       ).catch(() => {})
     }
-    await this.relistUntilDone(signal)
+    await relistUntilDone(m.db, this.tables, this.log, signal)
     this.state.synced = true
     const first = m.db.readTxn()
     const iters = specs.map(([kind, t]) => ({
@@ -361,7 +273,7 @@ export class StateOfWorldController {
       this.collect(iters, txn, watches)
       const [dchanges, dw] = desiredIt.next(txn)
       watches.push(dw)
-      for (const c of dchanges) if (this.mine.has(m.desired.primaryKey(c.object))) dirty = true
+      for (const c of dchanges) if (this.groups.has(m.desired.primaryKey(c.object))) dirty = true
       const topo = await this.topology.sync()
       watches.push(...topo.watches)
       if (topo.processed) dirty = true
@@ -376,7 +288,7 @@ export class StateOfWorldController {
         const events = this.pending.take()
         try {
           if (specs.some(([, t]) => t.spec.mode === 'stateOfWorld')) {
-            await this.relist(signal)
+            await relist(m.db, this.tables, signal)
             this.collect(iters, m.db.readTxn(), [])
             events.push(...this.pending.take())
             await this.topology.sync()
@@ -406,100 +318,26 @@ export class StateOfWorldController {
     }
   }
 
-  private async relistUntilDone(signal: AbortSignal): Promise<void> {
-    for (let attempt = 0; !signal.aborted; attempt++) {
-      try {
-        await this.relist(signal)
-        return
-      } catch (err) {
-        if (signal.aborted) return
-        this.log.warn({ err: (err as Error).message }, 'listing state-of-world kinds failed; retrying')
-        await sleep(Math.min(30_000, 100 * 2 ** attempt), undefined, { signal }).catch(() => {})
-      }
-    }
-  }
-
   /** One run of reconcile; on success its desired groups and statuses are written. */
   private async once(events: ResourceEvent[], signal: AbortSignal): Promise<void> {
     const m = this.manager
     const txn = m.db.readTxn()
-    const want = new Map<string, Map<string, DesiredObject>>()
-    const statuses = new Map<string, StatusToWrite>()
-    const info = new Map<string, { status?: string; effective?: unknown }>()
-    const ctx: ReconcileContext = {
+    const { ctx, want, statuses, info } = newReconcileContext({
+      name: this.name,
+      manager: m,
+      tables: this.tables,
       events,
       txn,
-      signal,
-      state: new Map(),
-      logger: this.log,
       topology: this.topology.view(txn),
-      table: <T extends KubeObject>(kind: string) => {
-        const t = this.tables.get(kind)
-        if (!t)
-          throw new ConfigError(
-            `StateOfWorldController "${this.name}": kind "${kind}" is not watched (watched: ${[...this.tables.keys()].join(', ')})`,
-          )
-        return t.table as unknown as Table<T>
-      },
-      desire: (group, objects) => {
-        const set = new Map<string, DesiredObject>()
-        for (const x of objects) {
-          const placed = isPlaced(x) ? x : { cluster: m.cluster.name, object: x }
-          const d = desired(placed.object, placed.cluster === m.cluster.name ? undefined : placed.cluster)
-          set.set(m.desired.primaryKey(d), d)
-        }
-        want.set(group, set)
-      },
-      status: (obj, patch) => {
-        const key = objectKey(m.cluster.name, obj)
-        statuses.set(key, { key, cluster: m.cluster.name, object: obj, patch })
-      },
-      applied: (obj, cluster) => {
-        const cur = ctx.observed(obj, cluster)
-        return !!cur && holds(cur, obj)
-      },
-      observed: (obj, cluster) => {
-        const other = cluster !== undefined && cluster !== m.cluster.name
-        const now = m.db.readTxn()
-        const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
-        if (d && d.status.kind === 'done') return d.object
-        const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
-        return observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
-      },
-      inspect: (loc, i) => {
-        info.set(loc, { ...info.get(loc), ...i })
-      },
-    }
+      signal,
+      logger: this.log,
+    })
     this.state.runs++
     const t0 = performance.now()
     await this.o.reconcile(ctx)
     this.log.debug({ run: this.state.runs, events: events.length, ms: Math.round(performance.now() - t0) }, 'reconciled')
     if (signal.aborted) return
-    if (want.size) {
-      await m.db.write(m.desired.table, (w) => {
-        for (const [group, set] of want) {
-          const before = this.groups.get(group) ?? new Set<string>()
-          for (const key of before) {
-            if (set.has(key)) continue
-            const cur = m.desired.table.get(w, m.desired.byKey.query(key))
-            if (cur) {
-              m.desired.table.delete(w, cur)
-              this.writes++
-            }
-            this.mine.delete(key)
-          }
-          for (const [key, d] of set) {
-            const cur = m.desired.table.get(w, m.desired.byKey.query(key))
-            if (!cur || JSON.stringify(cur.object) !== JSON.stringify(d.object) || cur.cluster !== d.cluster) {
-              m.desired.table.insert(w, d)
-              this.writes++
-            }
-            this.mine.add(key)
-          }
-          this.groups.set(group, new Set(set.keys()))
-        }
-      })
-    }
+    if (want.size) await this.groups.replace(m.db, m.desired, want, () => this.writes++)
     this.writes += await this.statusWrites.queue(statuses.values())
     this.inspectInfo.clear()
     for (const [k, v] of info) this.inspectInfo.set(k, v)

@@ -9,7 +9,7 @@ import { Reconciler, newStatusIndex, statusPending, type Health, type Status, ty
 import type { KubeObject } from '@statewright/k8s'
 import { StatusWriter, conditionsOf, type StatusPatch } from '../conditions.ts'
 import type { Logger } from '../logging.ts'
-import type { Manager } from '../manager.ts'
+import type { Manager } from '../manager/manager.ts'
 
 interface StatusRow {
   key: string

@@ -5,7 +5,7 @@
 //   the other tasks (their signal) and skips the postcondition; the error handler sees the error and
 //   decides (rethrow to have the run retried with backoff, return to swallow it). Without a handler
 //   the error propagates.
-import type { ReconcileContext, ReconcileFn, ResourceEvent } from './stateofworld.ts'
+import type { ReconcileContext, ReconcileFn, ResourceEvent } from './reconcile.ts'
 
 /** Matches events by kind (and group), type, namespace, name; absent fields match anything. */
 export interface EventMatcher {

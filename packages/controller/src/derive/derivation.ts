@@ -13,94 +13,20 @@
 // - `to` is initialized once every `from` table is initialized and a round has derived from them.
 // - Dependencies are recorded by the queries `fn` makes: (table, index=key) and the primary keys of
 //   what the query returned, so an object that moves out of a query's key re-derives its readers too.
-import { nextProgress } from './progress.ts'
-import { ConfigError, InvalidObjectError, StoppedError, UsageError } from './errors.ts'
+// This file: the Derivation itself (its loop, a round's write, one input's run, its outputs); the
+// bookkeeping it keeps is beside it (deps.ts, failures.ts, journal.ts, keys.ts).
+import { nextProgress } from '../progress.ts'
+import { ConfigError, InvalidObjectError, StoppedError, UsageError } from '../errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  DB,
-  Table,
-  defineIndex,
-  type ChangeIterator,
-  type Key,
-  type Query,
-  type ReadTxn,
-  type Txn,
-  type Watch,
-  type WriteTxn,
-  waitAny,
-} from '@statewright/statedb'
-import type { Logger } from './logging.ts'
-import { nullLogger } from './logging.ts'
+import { type ChangeIterator, type Key, type ReadTxn, type Table, type Watch, type WriteTxn, waitAny } from '@statewright/statedb'
+import type { Logger } from '../logging.ts'
+import { nullLogger } from '../logging.ts'
+import { Dependencies } from './deps.ts'
+import { Failures, derivationErrors, type DerivationError } from './failures.ts'
+import { Journal } from './journal.ts'
+import { inputId, keyString, type InputRef } from './keys.ts'
+import type { DeriveContext, DeriveOptions, DerivationHealth } from './options.ts'
 
-export interface DeriveContext {
-  /** The snapshot the derivation reads. Read joined tables through get/list so changes re-derive. */
-  readonly txn: Txn
-  /** One object of a joined table; the input is derived again when what this returns changes. */
-  get<T>(table: Table<T>, q: Query<T>): T | undefined
-  /** Objects of a joined table; the input is derived again when the result changes. */
-  list<T>(table: Table<T>, q: Query<T>): T[]
-}
-
-export interface DeriveOptions<In, Out> {
-  /** Names the derivation in health, errors, logs and `to`'s initializer (default "<from>-><to>"). */
-  name?: string
-  db: DB
-  /** Input tables; `fn` runs once per input object. */
-  from: Table<In> | ReadonlyArray<Table<In>>
-  /** Tables `fn` reads through ctx.get/ctx.list (joins); their changes re-derive the readers. */
-  joins?: ReadonlyArray<Table<any>>
-  to: Table<Out>
-  fn: (input: In, ctx: DeriveContext) => Out | readonly Out[] | undefined | null
-  /** Refuses an output with a message (a per-object error naming the input), e.g. a missing name. */
-  validate?: (out: Out, input: In) => string | undefined
-  /** Whether a stored output needs no rewrite (default: equal JSON). */
-  equals?: (stored: Out, next: Out) => boolean
-  /** Backoff of failing inputs (default 100 ms doubling up to 30 s). */
-  retry?: { minMs?: number; maxMs?: number }
-  logger?: Logger
-}
-
-/** A failing input: a row of the derivation's errors table. */
-export interface DerivationError {
-  /** "<derivation>\u001f<input>" (unique; `derivation` and `input` are the readable parts) */
-  readonly id: string
-  readonly derivation: string
-  /** The input: "<table> <primary key>". */
-  readonly input: string
-  readonly error: string
-  readonly attempts: number
-  /** Unix ms of the next try. */
-  readonly retryAt: number
-}
-
-export interface DerivationHealth {
-  level: 'ok' | 'degraded' | 'stopped'
-  message: string
-  /** `to` is initialized (every input table initialized and derived from) and the loop runs. */
-  ready: boolean
-  errors: number
-  failing: DerivationError[]
-}
-
-const errorId = defineIndex<DerivationError, string>({ name: 'id', key: (e) => e.id, unique: true })
-const errorTables = new WeakMap<DB, Table<DerivationError>>()
-/** The errors table of a database's derivations (registered on first use; one per DB). */
-export function derivationErrors(db: DB): Table<DerivationError> {
-  let t = errorTables.get(db)
-  if (!t) {
-    t = new Table<DerivationError>({ name: 'derivation-errors', primary: errorId })
-    db.register(t)
-    errorTables.set(db, t)
-  }
-  return t
-}
-
-interface InputRef {
-  table: number
-  key: Key
-}
-/** Between a derivation's name and an input in an error row's id (names may contain "/"). */
-const SEP = '\u001f'
 const jsonEquals = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b)
 
 export class Derivation<In, Out> {
@@ -119,13 +45,8 @@ export class Derivation<In, Out> {
   private readonly refs = new Map<string, InputRef>()
   /** output key -> the inputs producing it. */
   private readonly producers = new Map<string, Set<string>>()
-  /** "<join table>|<index>=<key>" or "<join table>|#<primary>" -> inputs that read it. */
-  private readonly readers = new Map<string, Set<string>>()
-  /** input id -> the dependency keys its last run recorded. */
-  private readonly reads = new Map<string, string[]>()
-  private readonly retries = new Map<string, { attempts: number; at: number }>()
-  /** Indexes of each join table that some run queried. */
-  private readonly queried = new Map<Table<any>, Set<string>>()
+  private readonly deps: Dependencies
+  private readonly failing: Failures
   private iters: ChangeIterator<any>[] = []
   private markInitialized: ((txn: WriteTxn) => void) | undefined
   private initialized = false
@@ -136,8 +57,8 @@ export class Derivation<In, Out> {
   private progress: Array<() => void> = []
   /** Inputs to derive again in the next round (they share an output another input gave up). */
   private readonly again = new Set<string>()
-  /** Undo steps of the bookkeeping while a write transaction is open (see journaled). */
-  private journal: Array<() => void> | undefined
+  /** Undo steps of the bookkeeping while a write transaction is open. */
+  private readonly journal = new Journal()
   /** rederive() asked for every input to be derived again. */
   private everything = false
   private wake = new AbortController()
@@ -151,6 +72,8 @@ export class Derivation<In, Out> {
     this.equals = o.equals ?? jsonEquals
     this.log = (o.logger ?? nullLogger).child({ derivation: this.name })
     this.errors = derivationErrors(o.db)
+    this.deps = new Dependencies(this.name, this.joins, this.journal)
+    this.failing = new Failures(this.name, this.errors, this.from, o, this.journal, this.log)
   }
 
   /**
@@ -207,7 +130,7 @@ export class Derivation<In, Out> {
 
   /** Inputs failing now (the rows of the errors table for this derivation). */
   failures(txn: ReadTxn = this.o.db.readTxn()): DerivationError[] {
-    return this.errors.prefix(txn, errorId.query(`${this.name}${SEP}`)).toArray()
+    return this.failing.list(txn)
   }
 
   health(): DerivationHealth {
@@ -255,8 +178,8 @@ export class Derivation<In, Out> {
         } else {
           const t = this.joins[i - this.from.length]!
           for (const c of changes)
-            for (const dep of this.depKeysOf(t, c.object))
-              for (const id of this.readers.get(dep) ?? []) {
+            for (const dep of this.deps.depKeysOf(t, c.object))
+              for (const id of this.deps.readersOf(dep)) {
                 const ref = this.refs.get(id)
                 if (ref) dirty.set(id, ref)
               }
@@ -267,15 +190,7 @@ export class Derivation<In, Out> {
         if (ref) dirty.set(id, ref)
       }
       this.again.clear()
-      const now = Date.now()
-      let nextRetry = Infinity
-      for (const [id, r] of this.retries) {
-        if (r.at <= now) {
-          const ref = this.refs.get(id)
-          if (ref) dirty.set(id, ref)
-          else this.retries.delete(id)
-        } else nextRetry = Math.min(nextRetry, r.at)
-      }
+      const nextRetry = this.failing.due(Date.now(), this.refs, dirty)
       const inputsReady = this.from.every((t) => t.initialized(txn)[0])
       if (!inputsReady)
         for (const t of this.from) {
@@ -324,12 +239,12 @@ export class Derivation<In, Out> {
       if (!inputsReady || this.initialized) return
       this.markInitialized?.(w)
       this.initialized = true
-      this.note(() => {
+      this.journal.note(() => {
         this.initialized = false
       })
     }
     try {
-      await this.journaled(() =>
+      await this.journal.run(() =>
         db.write([to, this.errors], (w) => {
           for (const [id, ref] of dirty) this.deriveOne(w, id, ref)
           initialize(w)
@@ -345,87 +260,39 @@ export class Derivation<In, Out> {
       )
       for (const [id, ref] of dirty) {
         try {
-          await this.journaled(() => db.write([to, this.errors], (w) => this.deriveOne(w, id, ref)))
+          await this.journal.run(() => db.write([to, this.errors], (w) => this.deriveOne(w, id, ref)))
         } catch (e) {
           this.refs.set(id, ref) // kept for the retry
-          await db.write(this.errors, (w) => this.failed(w, id, e))
+          await db.write(this.errors, (w) => this.failing.failed(w, id, e))
         }
       }
       await db.write(to, (w) => initialize(w))
     }
   }
 
-  /** Runs fn with an undo journal of the bookkeeping: if it throws, the bookkeeping is as before. */
-  private async journaled<T>(fn: () => Promise<T>): Promise<T> {
-    const journal: Array<() => void> = []
-    this.journal = journal
-    try {
-      return await fn()
-    } catch (err) {
-      for (let i = journal.length - 1; i >= 0; i--) journal[i]!()
-      throw err
-    } finally {
-      this.journal = undefined
-    }
-  }
-  private note(undo: () => void): void {
-    this.journal?.push(undo)
-  }
-  private mapSet<K, V>(m: Map<K, V>, k: K, v: V): void {
-    const had = m.has(k)
-    const old = m.get(k)
-    this.note(() => {
-      if (had) m.set(k, old as V)
-      else m.delete(k)
-    })
-    m.set(k, v)
-  }
-  private mapDel<K, V>(m: Map<K, V>, k: K): void {
-    if (!m.has(k)) return
-    const old = m.get(k) as V
-    this.note(() => {
-      m.set(k, old)
-    })
-    m.delete(k)
-  }
-  private setAdd<T>(set: Set<T>, v: T): void {
-    if (set.has(v)) return
-    this.note(() => {
-      set.delete(v)
-    })
-    set.add(v)
-  }
-  private setDel<T>(set: Set<T>, v: T): void {
-    if (!set.has(v)) return
-    this.note(() => {
-      set.add(v)
-    })
-    set.delete(v)
-  }
-
   private deriveOne(w: WriteTxn, id: string, ref: InputRef): void {
     const { to, fn, validate } = this.o
     const table = this.from[ref.table]!
     const input = table.get(w, table.primary.query(ref.key))
-    this.forgetReads(id)
+    this.deps.forget(id)
     if (input === undefined) {
       this.setOutputs(w, id, [], [])
-      this.clearError(w, id)
-      this.mapDel(this.refs, id)
+      this.failing.clear(w, id)
+      this.journal.mapDel(this.refs, id)
       return
     }
-    this.mapSet(this.refs, id, ref)
+    this.journal.mapSet(this.refs, id, ref)
     const reads: string[] = []
     const ctx: DeriveContext = {
       txn: w,
       get: (t, q) => {
         const obj = t.get(w, q)
-        reads.push(...this.recordRead(t, q, obj === undefined ? [] : [obj]))
+        reads.push(...this.deps.recordRead(t, q, obj === undefined ? [] : [obj]))
         return obj
       },
       list: (t, q) => {
         const objs = t.list(w, q).toArray()
-        reads.push(...this.recordRead(t, q, objs))
+        reads.push(...this.deps.recordRead(t, q, objs))
         return objs
       },
     }
@@ -439,18 +306,18 @@ export class Derivation<In, Out> {
         if (why) throw new InvalidObjectError(`output refused: ${why}`)
       }
     } catch (err) {
-      this.remember(id, reads)
-      this.failed(w, id, err)
+      this.deps.remember(id, reads)
+      this.failing.failed(w, id, err)
       return
     }
-    this.remember(id, reads)
+    this.deps.remember(id, reads)
     this.setOutputs(
       w,
       id,
       outs.map((o) => to.primary.keyOf(o)),
       outs,
     )
-    this.clearError(w, id)
+    this.failing.clear(w, id)
   }
 
   private setOutputs(w: WriteTxn, id: string, keys: Key[], outs: Out[]): void {
@@ -463,101 +330,29 @@ export class Derivation<In, Out> {
       const cur = to.get(w, to.primary.query(k))
       if (cur === undefined || !this.equals(cur, outs[i]!)) to.insert(w, outs[i]!)
       let p = this.producers.get(ks)
-      if (!p) this.mapSet(this.producers, ks, (p = new Set()))
-      this.setAdd(p, id)
+      if (!p) this.journal.mapSet(this.producers, ks, (p = new Set()))
+      this.journal.setAdd(p, id)
     })
     for (const k of before) {
       const ks = keyString(k)
       if (now.has(ks)) continue
       const p = this.producers.get(ks)
-      if (p) this.setDel(p, id)
+      if (p) this.journal.setDel(p, id)
       if (p && p.size > 0) {
         // another input still produces it: derive that one again, so the stored output is its version
         for (const other of p) this.again.add(other)
         continue
       }
-      this.mapDel(this.producers, ks)
+      this.journal.mapDel(this.producers, ks)
       const cur = to.get(w, to.primary.query(k))
       if (cur !== undefined) to.delete(w, cur)
     }
-    if (keys.length) this.mapSet(this.outputs, id, keys)
-    else this.mapDel(this.outputs, id)
-  }
-
-  private failed(w: WriteTxn, id: string, err: unknown): void {
-    const prev = this.retries.get(id)
-    const attempts = (prev?.attempts ?? 0) + 1
-    const min = this.o.retry?.minMs ?? 100
-    const max = this.o.retry?.maxMs ?? 30_000
-    const delay = Math.min(max, min * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4)
-    const at = Date.now() + delay
-    this.mapSet(this.retries, id, { attempts, at })
-    const message = (err as Error)?.message ?? String(err)
-    const input = describeInput(this.from, id)
-    this.errors.insert(w, { id: `${this.name}${SEP}${id}`, derivation: this.name, input, error: message, attempts, retryAt: at })
-    this.log.warn({ input, attempts, retryInMs: Math.round(delay), err: message }, 'derivation failed; will retry')
-  }
-
-  private clearError(w: WriteTxn, id: string): void {
-    if (!this.retries.has(id)) return
-    this.mapDel(this.retries, id)
-    const cur = this.errors.get(w, errorId.query(`${this.name}${SEP}${id}`))
-    if (cur) this.errors.delete(w, cur)
-    this.log.info({ input: describeInput(this.from, id) }, 'derivation recovered')
-  }
-
-  // ---- dependencies ----
-
-  private recordRead<T>(t: Table<T>, q: Query<T>, found: T[]): string[] {
-    if (!this.joins.includes(t)) {
-      throw new ConfigError(
-        `derivation "${this.name}": fn read table "${t.name}", which is not in \`joins\` (add it so its changes re-derive this input)`,
-      )
-    }
-    let idx = this.queried.get(t)
-    if (!idx) this.queried.set(t, (idx = new Set()))
-    idx.add(q.index)
-    return [`${t.name}|${q.toString()}`, ...found.map((o) => `${t.name}|#${keyString(t.primary.keyOf(o))}`)]
-  }
-
-  private depKeysOf<T>(t: Table<T>, obj: T): string[] {
-    const out = [`${t.name}|#${keyString(t.primary.keyOf(obj))}`]
-    for (const name of this.queried.get(t) ?? []) {
-      const index = t.primary.name === name ? t.primary : t.indexNamed(name)
-      if (!index) continue
-      for (const k of index.keysOf(obj)) out.push(`${t.name}|${index.query(k).toString()}`)
-    }
-    return out
-  }
-
-  private remember(id: string, reads: string[]): void {
-    if (reads.length === 0) return
-    this.mapSet(this.reads, id, reads)
-    for (const r of reads) {
-      let s = this.readers.get(r)
-      if (!s) this.mapSet(this.readers, r, (s = new Set()))
-      this.setAdd(s, id)
-    }
-  }
-
-  private forgetReads(id: string): void {
-    for (const r of this.reads.get(id) ?? []) {
-      const s = this.readers.get(r)
-      if (s) this.setDel(s, id)
-      if (s?.size === 0) this.mapDel(this.readers, r)
-    }
-    this.mapDel(this.reads, id)
+    if (keys.length) this.journal.mapSet(this.outputs, id, keys)
+    else this.journal.mapDel(this.outputs, id)
   }
 }
 
 /** Starts an incremental derivation (see Derivation). */
 export async function derive<In, Out>(o: DeriveOptions<In, Out>): Promise<Derivation<In, Out>> {
   return new Derivation(o).start()
-}
-
-const keyString = (k: Key): string => (typeof k === 'string' ? k : JSON.stringify(k))
-const inputId = (table: number, key: Key) => `${table}:${keyString(key)}`
-function describeInput(from: ReadonlyArray<Table<any>>, id: string): string {
-  const i = id.indexOf(':')
-  return `${from[Number(id.slice(0, i))]?.name ?? '?'} ${id.slice(i + 1)}`
 }

@@ -1,0 +1,97 @@
+// A derivation's failing inputs: one row per input in the database's derivation-errors table, and
+// the backoff that decides when each is tried again.
+// Invariants:
+// - A failed run writes the input's row (error, attempts, next try) and schedules its retry; a
+//   successful run, or the input's deletion, clears both.
+// - Backoff doubles from retry.minMs (default 100 ms) up to retry.maxMs (default 30 s), with ±20%
+//   jitter so that inputs failing together do not retry together.
+// - An input no longer known when its retry is due is dropped from the schedule, not retried.
+import type { Logger } from '../logging.ts'
+import { Table, defineIndex, type DB, type ReadTxn, type WriteTxn } from '@statewright/statedb'
+import type { Journal } from './journal.ts'
+import { describeInput, type InputRef } from './keys.ts'
+
+/** A failing input: a row of the derivation's errors table. */
+export interface DerivationError {
+  /** "<derivation>\u001f<input>" (unique; `derivation` and `input` are the readable parts) */
+  readonly id: string
+  readonly derivation: string
+  /** The input: "<table> <primary key>". */
+  readonly input: string
+  readonly error: string
+  readonly attempts: number
+  /** Unix ms of the next try. */
+  readonly retryAt: number
+}
+
+const errorId = defineIndex<DerivationError, string>({ name: 'id', key: (e) => e.id, unique: true })
+const errorTables = new WeakMap<DB, Table<DerivationError>>()
+/** The errors table of a database's derivations (registered on first use; one per DB). */
+export function derivationErrors(db: DB): Table<DerivationError> {
+  let t = errorTables.get(db)
+  if (!t) {
+    t = new Table<DerivationError>({ name: 'derivation-errors', primary: errorId })
+    db.register(t)
+    errorTables.set(db, t)
+  }
+  return t
+}
+
+/** Between a derivation's name and an input in an error row's id (names may contain "/"). */
+const SEP = '\u001f'
+
+export class Failures {
+  private readonly retries = new Map<string, { attempts: number; at: number }>()
+
+  constructor(
+    private readonly name: string,
+    private readonly errors: Table<DerivationError>,
+    private readonly from: ReadonlyArray<Table<any>>,
+    /** The derivation's options (read at each failure, as they were). */
+    private readonly o: { readonly retry?: { minMs?: number; maxMs?: number } },
+    private readonly journal: Journal,
+    private readonly log: Logger,
+  ) {}
+
+  /** The rows of this derivation's failing inputs. */
+  list(txn: ReadTxn): DerivationError[] {
+    return this.errors.prefix(txn, errorId.query(`${this.name}${SEP}`)).toArray()
+  }
+
+  /** Adds the inputs whose retry is due to `dirty`; returns when the next retry is due (Infinity: none). */
+  due(now: number, refs: ReadonlyMap<string, InputRef>, dirty: Map<string, InputRef>): number {
+    let nextRetry = Infinity
+    for (const [id, r] of this.retries) {
+      if (r.at <= now) {
+        const ref = refs.get(id)
+        if (ref) dirty.set(id, ref)
+        else this.retries.delete(id)
+      } else nextRetry = Math.min(nextRetry, r.at)
+    }
+    return nextRetry
+  }
+
+  /** Records a failed run of the input: its row, and its next try. */
+  failed(w: WriteTxn, id: string, err: unknown): void {
+    const prev = this.retries.get(id)
+    const attempts = (prev?.attempts ?? 0) + 1
+    const min = this.o.retry?.minMs ?? 100
+    const max = this.o.retry?.maxMs ?? 30_000
+    const delay = Math.min(max, min * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4)
+    const at = Date.now() + delay
+    this.journal.mapSet(this.retries, id, { attempts, at })
+    const message = (err as Error)?.message ?? String(err)
+    const input = describeInput(this.from, id)
+    this.errors.insert(w, { id: `${this.name}${SEP}${id}`, derivation: this.name, input, error: message, attempts, retryAt: at })
+    this.log.warn({ input, attempts, retryInMs: Math.round(delay), err: message }, 'derivation failed; will retry')
+  }
+
+  /** The input ran (or is gone): its row and retry go. */
+  clear(w: WriteTxn, id: string): void {
+    if (!this.retries.has(id)) return
+    this.journal.mapDel(this.retries, id)
+    const cur = this.errors.get(w, errorId.query(`${this.name}${SEP}${id}`))
+    if (cur) this.errors.delete(w, cur)
+    this.log.info({ input: describeInput(this.from, id) }, 'derivation recovered')
+  }
+}

@@ -1,0 +1,43 @@
+// What a derivation is given (its options and the context its fn reads through) and what its health
+// reports.
+// Invariant: types only; the behaviour they describe is Derivation's (derivation.ts).
+import type { DB, Query, Table, Txn } from '@statewright/statedb'
+import type { Logger } from '../logging.ts'
+import type { DerivationError } from './failures.ts'
+
+export interface DeriveContext {
+  /** The snapshot the derivation reads. Read joined tables through get/list so changes re-derive. */
+  readonly txn: Txn
+  /** One object of a joined table; the input is derived again when what this returns changes. */
+  get<T>(table: Table<T>, q: Query<T>): T | undefined
+  /** Objects of a joined table; the input is derived again when the result changes. */
+  list<T>(table: Table<T>, q: Query<T>): T[]
+}
+
+export interface DeriveOptions<In, Out> {
+  /** Names the derivation in health, errors, logs and `to`'s initializer (default "<from>-><to>"). */
+  name?: string
+  db: DB
+  /** Input tables; `fn` runs once per input object. */
+  from: Table<In> | ReadonlyArray<Table<In>>
+  /** Tables `fn` reads through ctx.get/ctx.list (joins); their changes re-derive the readers. */
+  joins?: ReadonlyArray<Table<any>>
+  to: Table<Out>
+  fn: (input: In, ctx: DeriveContext) => Out | readonly Out[] | undefined | null
+  /** Refuses an output with a message (a per-object error naming the input), e.g. a missing name. */
+  validate?: (out: Out, input: In) => string | undefined
+  /** Whether a stored output needs no rewrite (default: equal JSON). */
+  equals?: (stored: Out, next: Out) => boolean
+  /** Backoff of failing inputs (default 100 ms doubling up to 30 s). */
+  retry?: { minMs?: number; maxMs?: number }
+  logger?: Logger
+}
+
+export interface DerivationHealth {
+  level: 'ok' | 'degraded' | 'stopped'
+  message: string
+  /** `to` is initialized (every input table initialized and derived from) and the loop runs. */
+  ready: boolean
+  errors: number
+  failing: DerivationError[]
+}

@@ -1,0 +1,99 @@
+// Who works, when a Manager runs on several replicas: one leader at a time (a Lease, LeaderElector),
+// or every replica on the shards whose Lease it holds (ShardedLeases).
+// Invariants:
+// - With leader election, the leader-only parts start when a term starts and are stopped (awaited)
+//   when it ends; a part that fails to start is logged, not fatal to the term.
+// - With sharding, every acquired or released shard rederives every derivation: inputs of a shard
+//   this replica no longer holds derive nothing, so it stops applying them (and never deletes them).
+import { LeaderElector, ShardedLeases, leaderOnly, type Cluster } from '@statewright/k8s'
+import type { Logger } from '../logging.ts'
+import type { ManagerOptions } from './options.ts'
+
+/** A part that runs only while this replica leads (or, sharded, while it works at all). */
+export interface LeaderPart {
+  name: string
+  start(): unknown
+  stop(): Promise<void>
+}
+
+/** The shard leases of a sharded manager (not started): `held` follows the shards this replica holds. */
+export function newShardLeases(o: {
+  cluster: Cluster
+  name: string
+  sharding: NonNullable<ManagerOptions['sharding']>
+  logger: Logger
+  held: Set<number>
+  rederive: () => void
+}): ShardedLeases {
+  const sh = o.sharding
+  const changed = (why: string, shard: number) => {
+    o.logger.info({ shard, held: [...o.held].sort((a, b) => a - b) }, why)
+    o.rederive()
+  }
+  return new ShardedLeases({
+    cluster: o.cluster,
+    namespace: sh.namespace,
+    name: o.name,
+    shards: sh.shards,
+    identity: sh.identity ?? defaultIdentity(),
+    ...(sh.leaseDurationMs ? { leaseDurationMs: sh.leaseDurationMs } : {}),
+    ...(sh.renewDeadlineMs ? { renewDeadlineMs: sh.renewDeadlineMs } : {}),
+    ...(sh.retryPeriodMs ? { retryPeriodMs: sh.retryPeriodMs } : {}),
+    onShardAcquired: (shard) => {
+      o.held.add(shard)
+      changed('shard acquired', shard)
+    },
+    onShardReleased: (shard) => {
+      o.held.delete(shard)
+      changed('shard released', shard)
+    },
+    onError: (err) => o.logger.warn({ err: err.message }, 'shard lease request failed'),
+  })
+}
+
+/** The leader elector of a manager (not started): runs `parts` during each term; `leading` follows the terms. */
+export function newLeaderElector(o: {
+  cluster: Cluster
+  name: string
+  leaderElection: NonNullable<ManagerOptions['leaderElection']>
+  logger: Logger
+  parts: readonly LeaderPart[]
+  leading: (leading: boolean) => void
+}): LeaderElector {
+  const le = o.leaderElection
+  const parts = leaderOnly(
+    ...o.parts.map((p) => ({
+      start: () => {
+        void Promise.resolve(p.start()).catch((err) => o.logger.error({ err, part: p.name }, 'a part failed to start'))
+      },
+      stop: () => p.stop(),
+    })),
+  )
+  return new LeaderElector({
+    cluster: o.cluster,
+    namespace: le.namespace,
+    name: le.name ?? o.name,
+    ...(le.identity ? { identity: le.identity } : {}),
+    ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
+    ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+    ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+    onStartedLeading: (term) => {
+      o.leading(true)
+      o.logger.info({}, 'started leading')
+      return parts.onStartedLeading!(term)
+    },
+    onStoppedLeading: async (term, reason) => {
+      o.leading(false)
+      o.logger.info({ reason }, 'stopped leading')
+      await parts.onStoppedLeading!(term, reason)
+    },
+    onNewLeader: (id) => o.logger.info({ leader: id }, 'new leader'),
+    onError: (err) => o.logger.warn({ err: err.message }, 'leader election request failed'),
+  })
+}
+
+/** A replica's identity: the pod's name (or host name) and a random suffix. */
+function defaultIdentity(): string {
+  const host = (process.env.POD_NAME || process.env.HOSTNAME || 'statewright').toLowerCase().replace(/[^a-z0-9.-]/g, '-')
+  return `${host}-${Math.random().toString(36).slice(2, 8)}`
+}

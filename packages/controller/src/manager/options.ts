@@ -1,0 +1,142 @@
+// What a Manager is given: its options and their validation, the options of the parts it makes
+// (watch, derive, finalizer), and the Component contract of parts added to it.
+// Invariants:
+// - Options are checked once, in the constructor (a ConfigError naming the manager); what depends on
+//   the parts added (leader-only parts with sharding) is checked by start().
+// - Readiness never depends on an object's error: a Component reports object errors as `failing`
+//   and a degraded level, not as unready.
+import type { Reconciler, PromRegistry } from '@statewright/reconciler'
+import type { Cluster, KindRef, KubeObject, RepairPacing, ReflectorOptions } from '@statewright/k8s'
+import type { DB, Table } from '@statewright/statedb'
+import type { DeriveContext } from '../derive/options.ts'
+import type { CleanupContext, FinalizerOptions } from '../finalizers.ts'
+import type { HttpOptions } from '../http.ts'
+import type { InspectGraph } from '../inspect/graph.ts'
+import { ConfigError } from '../errors.ts'
+import type { Logger } from '../logging.ts'
+import type { Placed } from './desired.ts'
+
+/** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
+export interface Component {
+  readonly name: string
+  start(): void | Promise<unknown>
+  stop(): Promise<void>
+  /** Readiness and health; absent: always ready. */
+  health?(): ComponentHealth
+  /** Runs only while this replica leads (default false). */
+  leaderOnly?: boolean
+  /** For waitForConvergence: nothing to do now. */
+  idle?(): boolean
+  /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
+  converged?(signal: AbortSignal): Promise<void>
+  /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */
+  graph?(): InspectGraph
+  /** Reconcilers the part runs, whose per-object status to show (GET /reconcilers, the web view, `statewright status`). */
+  reconcilers?(): ReadonlyArray<Reconciler<any>>
+}
+
+export interface ComponentHealth {
+  ready: boolean
+  level: 'ok' | 'degraded' | 'stopped'
+  message: string
+  /** Object errors, a few, with keys. */
+  failing?: ReadonlyArray<{ key: string; error: string }>
+}
+
+export interface ManagedFinalizerOptions<T extends KubeObject> extends Pick<FinalizerOptions, 'name' | 'kind' | 'condition' | 'retry'> {
+  /** The table of the kind (from watch()). */
+  on: Table<T>
+  /** Releases what the object holds outside the cluster. Must be idempotent; throw to retry. */
+  cleanup(obj: T, ctx: CleanupContext): void | Promise<void>
+}
+
+export interface ManagerOptions {
+  /** The controller's name: field manager, owner label value, Event source, metrics label. */
+  name: string
+  /** The database (default: a new one). Tables of other parts may share it. */
+  db?: DB
+  /** The cluster (default: KUBECONFIG or in-cluster config). A given cluster is not closed by stop(). */
+  cluster?: Cluster
+  /**
+   * More clusters, by their `name`: watch(kind, { cluster }) reflects from one, and a derivation
+   * places an object in one with inCluster(name, obj). Leader election and Events of objects in the
+   * default cluster use `cluster`; each cluster gets its own Event recorder.
+   */
+  clusters?: Cluster[]
+  /** The HTTP server (default port 8080 on 127.0.0.1); false: none. */
+  http?: HttpOptions | false
+  logger?: Logger
+  /** A prom-client Registry for every metric (default: a new one when prom-client is installed). */
+  registry?: PromRegistry
+  /** Run the leader-only parts only while holding this Lease. */
+  leaderElection?: {
+    namespace: string
+    name?: string
+    identity?: string
+    leaseDurationMs?: number
+    renewDeadlineMs?: number
+    retryPeriodMs?: number
+  }
+  /**
+   * Share the work among replicas by shard (instead of one leader): each input of a derivation
+   * belongs to shard fnv1a(namespace/name) % shards, a replica derives and applies only the shards
+   * whose Lease it holds (k8s ShardedLeases), deletes and prunes only in them, and hands a shard over
+   * without deleting what it applied. Leader-only components (finalizers) need leaderElection instead.
+   */
+  sharding?: {
+    namespace: string
+    shards: number
+    identity?: string
+    leaseDurationMs?: number
+    renewDeadlineMs?: number
+    retryPeriodMs?: number
+  }
+  /** Stop gracefully on SIGTERM/SIGINT, then exit (default true). */
+  handleSignals?: boolean
+  /** How long stop() lets in-flight applies finish (default 30 000 ms). */
+  shutdownTimeoutMs?: number
+  /** Backoff of failing applies (default 100 ms doubling up to 60 s). */
+  retry?: { minMs?: number; maxMs?: number }
+  /** Pacing of drift repairs and fight detection. */
+  drift?: RepairPacing
+  /** Full reconciliation (with prune) every this many ms (default 300 000; 0: never). */
+  fullReconciliationIntervalMs?: number
+  /** Limit pruning to one namespace (default: every namespace). */
+  pruneNamespace?: string
+  /**
+   * Take over an existing object of a desired name that lacks our owner label (default true, as
+   * server-side apply does). False: never adopt; the apply fails (retried with backoff, an error in
+   * /statusz) until the foreign object is gone.
+   */
+  adopt?: boolean
+}
+
+export interface WatchOptions extends Pick<
+  ReflectorOptions,
+  'namespace' | 'labelSelector' | 'fieldSelector' | 'keepManagedFields' | 'transform'
+> {
+  /** The table's name (default: the kind, lower case, plural-ish: "sites"; "<cluster>-sites" for another cluster). */
+  name?: string
+  /** The cluster to reflect from, by name (default: the manager's `cluster`). */
+  cluster?: string
+}
+
+export interface ManagedDeriveOptions<In> {
+  name?: string
+  from: Table<In> | ReadonlyArray<Table<In>>
+  joins?: ReadonlyArray<Table<any>>
+  /** The objects this input wants in the cluster (applied by server-side apply, pruned when gone). */
+  fn: (input: In, ctx: DeriveContext) => KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | undefined | null
+  /** Kinds this derivation produces: pruned and watched for drift (like controller-runtime's Owns). */
+  owns?: KindRef[]
+}
+
+/** Throws a ConfigError for options a Manager cannot run with. */
+export function validateOptions(o: ManagerOptions): void {
+  if (!o.name) throw new ConfigError('Manager: `name` is required (field manager and owner label value)')
+  if (o.sharding && o.leaderElection)
+    throw new ConfigError(
+      `Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`,
+    )
+  if (o.sharding && !(o.sharding.shards >= 1)) throw new ConfigError(`Manager "${o.name}": sharding.shards must be at least 1`)
+}

@@ -1,0 +1,130 @@
+// What a state-of-world reconcile function is given and what it declares: the events since its last
+// run, a topology view and a snapshot of every table; derived objects by group, statuses, and what
+// inspection shows. The declarations take effect only when the run succeeds.
+// Invariants:
+// - One snapshot per run: the context's txn and its topology view are read at the same revision.
+// - applied() and observed() read the latest state (not the run's snapshot): a derived object's
+//   apply may finish during the run.
+// - A derived object placed in the default cluster is stored without a cluster name, as the
+//   Manager stores it (one desired object, whether or not placed with inCluster).
+import type { ReadTxn, Table } from '@statewright/statedb'
+import { desired, holds, namespacedName, objectKey, type DesiredObject, type KubeObject } from '@statewright/k8s'
+import { ConfigError } from '../errors.ts'
+import type { StatusPatch } from '../conditions.ts'
+import type { Logger } from '../logging.ts'
+import { isPlaced, type Placed } from '../manager/desired.ts'
+import type { Manager } from '../manager/manager.ts'
+import { plural } from '../manager/watch.ts'
+import type { StatusToWrite } from './statuswrites.ts'
+import type { TopologyView } from './view.ts'
+
+/** A change of a watched object, coalesced since the last run. */
+export interface ResourceEvent<T extends KubeObject = KubeObject> {
+  kind: string
+  group: string
+  type: 'create' | 'update' | 'delete'
+  old?: T
+  new?: T
+}
+
+export interface ReconcileContext {
+  readonly events: readonly ResourceEvent[]
+  readonly topology: TopologyView
+  /** The snapshot every table is read at (the topology's too). */
+  readonly txn: ReadTxn
+  /** Scratch space shared by the functions of one run (a Workflow's tasks). */
+  readonly state: Map<string, unknown>
+  readonly signal: AbortSignal
+  readonly logger: Logger
+  /** The table of a watched kind ("Gateway"). */
+  table<T extends KubeObject = KubeObject>(kind: string): Table<T>
+  /** The whole set of derived objects of a group; replaces the group's previous set when the run succeeds. */
+  desire(group: string, objects: ReadonlyArray<KubeObject | Placed>): void
+  /** A status for an object's /status subresource (server-side apply; skipped when already so). */
+  status(obj: KubeObject, status: StatusPatch): void
+  /** Whether the object as given is applied: our copy's apply succeeded, or the cluster's object holds every field it sets. */
+  applied(obj: KubeObject, cluster?: string): boolean
+  /**
+   * The object as applied: our desired copy once its apply succeeded, else what the cluster holds
+   * (the Manager's reflector of owned kinds; after a restart, before our first apply). Undefined when
+   * neither has it.
+   */
+  observed(obj: KubeObject, cluster?: string): KubeObject | undefined
+  /** Notes what inspection shows for a topology node (a policy's status, a target's effective policy). */
+  inspect(locator: string, info: { status?: string; effective?: unknown }): void
+}
+
+export type ReconcileFn = (ctx: ReconcileContext) => void | Promise<void>
+
+/** What one run declared, written only when it succeeds. */
+export interface RunDeclarations {
+  /** group -> desired key -> desired object */
+  readonly want: Map<string, Map<string, DesiredObject>>
+  /** object key -> the status to write */
+  readonly statuses: Map<string, StatusToWrite>
+  /** topology locator -> what inspection shows for it */
+  readonly info: Map<string, { status?: string; effective?: unknown }>
+}
+
+/** The context of one run, and the declarations it collects. */
+export function newReconcileContext(o: {
+  /** The controller's name (errors). */
+  name: string
+  manager: Manager
+  tables: ReadonlyMap<string, { table: Table<KubeObject> }>
+  events: ResourceEvent[]
+  txn: ReadTxn
+  topology: TopologyView
+  signal: AbortSignal
+  logger: Logger
+}): { ctx: ReconcileContext } & RunDeclarations {
+  const m = o.manager
+  const want = new Map<string, Map<string, DesiredObject>>()
+  const statuses = new Map<string, StatusToWrite>()
+  const info = new Map<string, { status?: string; effective?: unknown }>()
+  const ctx: ReconcileContext = {
+    events: o.events,
+    txn: o.txn,
+    signal: o.signal,
+    state: new Map(),
+    logger: o.logger,
+    topology: o.topology,
+    table: <T extends KubeObject>(kind: string) => {
+      const t = o.tables.get(kind)
+      if (!t)
+        throw new ConfigError(
+          `StateOfWorldController "${o.name}": kind "${kind}" is not watched (watched: ${[...o.tables.keys()].join(', ')})`,
+        )
+      return t.table as unknown as Table<T>
+    },
+    desire: (group, objects) => {
+      const set = new Map<string, DesiredObject>()
+      for (const x of objects) {
+        const placed = isPlaced(x) ? x : { cluster: m.cluster.name, object: x }
+        const d = desired(placed.object, placed.cluster === m.cluster.name ? undefined : placed.cluster)
+        set.set(m.desired.primaryKey(d), d)
+      }
+      want.set(group, set)
+    },
+    status: (obj, patch) => {
+      const key = objectKey(m.cluster.name, obj)
+      statuses.set(key, { key, cluster: m.cluster.name, object: obj, patch })
+    },
+    applied: (obj, cluster) => {
+      const cur = ctx.observed(obj, cluster)
+      return !!cur && holds(cur, obj)
+    },
+    observed: (obj, cluster) => {
+      const other = cluster !== undefined && cluster !== m.cluster.name
+      const now = m.db.readTxn()
+      const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
+      if (d && d.status.kind === 'done') return d.object
+      const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
+      return observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
+    },
+    inspect: (loc, i) => {
+      info.set(loc, { ...info.get(loc), ...i })
+    },
+  }
+  return { ctx, want, statuses, info }
+}
