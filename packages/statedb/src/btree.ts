@@ -8,6 +8,9 @@
 // - a node whose `owner` is not the current writer's token is never changed in place: it may be
 //   shared by any number of published snapshots. A writer copies such nodes on the path it changes
 //   and mutates its own copies freely, so a transaction of N writes copies each touched node once.
+// - a copy shares its original's `keys` array until it changes a key (`sharedKeys`: then it copies
+//   them first, see `ownKeys`): a replacement, the commonest write, changes no key, so it copies half
+//   of what it used to.
 //   Publishing a tree (`TreeWriter.publish`) gives the writer a fresh token, which freezes every node
 //   it made.
 import { InternalError } from './errors.ts'
@@ -21,6 +24,8 @@ export interface Leaf<K extends TreeKey, V> {
   keys: K[]
   vals: V[]
   owner: Owner | null
+  /** `keys` is another node's array: copy it before changing it (ownKeys). */
+  sharedKeys: boolean
 }
 
 export interface Branch<K extends TreeKey, V> {
@@ -28,6 +33,8 @@ export interface Branch<K extends TreeKey, V> {
   keys: K[] // keys[i] = largest key under children[i]
   children: TreeNode<K, V>[]
   owner: Owner | null
+  /** As Leaf.sharedKeys. */
+  sharedKeys: boolean
 }
 
 export type TreeNode<K extends TreeKey, V> = Leaf<K, V> | Branch<K, V>
@@ -42,7 +49,7 @@ export interface Tree<K extends TreeKey, V> {
 }
 
 export function emptyTree<K extends TreeKey, V>(): Tree<K, V> {
-  return { root: { leaf: true, keys: [], vals: [], owner: null }, size: 0 }
+  return { root: { leaf: true, keys: [], vals: [], owner: null, sharedKeys: false }, size: 0 }
 }
 
 /** Index of the first key >= k (keys.length when all are smaller). */
@@ -136,7 +143,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
       return this.old
     }
     if (split) {
-      this.root = { leaf: false, keys: [lastKey(root), lastKey(split)], children: [root, split], owner: this.owner }
+      this.root = { leaf: false, keys: [lastKey(root), lastKey(split)], children: [root, split], owner: this.owner, sharedKeys: false }
     } else {
       this.root = root
     }
@@ -162,7 +169,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 
   /** Removes every entry. */
   clear(): void {
-    this.root = { leaf: true, keys: [], vals: [], owner: this.owner }
+    this.root = { leaf: true, keys: [], vals: [], owner: this.owner, sharedKeys: false }
     this.size = 0
   }
 
@@ -175,8 +182,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   /** @internal This writer's copy of a node (the node itself when already its own). */
   own<N extends TreeNode<K, V>>(node: N): N {
     if (node.owner === this.owner) return node
-    if (node.leaf) return { leaf: true, keys: node.keys.slice(), vals: node.vals.slice(), owner: this.owner } as N
-    return { leaf: false, keys: node.keys.slice(), children: node.children.slice(), owner: this.owner } as N
+    if (node.leaf) return { leaf: true, keys: node.keys, vals: node.vals.slice(), owner: this.owner, sharedKeys: true } as N
+    return { leaf: false, keys: node.keys, children: node.children.slice(), owner: this.owner, sharedKeys: true } as N
   }
 
   // Inserts below an owned node; returns a new right sibling when the node split.
@@ -195,6 +202,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
         return undefined
       }
       const appended = i === node.keys.length
+      ownKeys(node)
       if (appended) {
         node.keys.push(k)
         node.vals.push(v)
@@ -204,7 +212,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
       }
       if (node.keys.length <= MAX) return undefined
       const cut = splitPoint(node.keys.length, appended)
-      const right: Leaf<K, V> = { leaf: true, keys: node.keys.slice(cut), vals: node.vals.slice(cut), owner: this.owner }
+      const right: Leaf<K, V> = { leaf: true, keys: node.keys.slice(cut), vals: node.vals.slice(cut), owner: this.owner, sharedKeys: false }
       node.keys = node.keys.slice(0, cut)
       node.vals = node.vals.slice(0, cut)
       return right
@@ -215,13 +223,14 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     node.children[i] = child
     const split = this.insert(child, k, v)
     if (this.rejected) return undefined
-    node.keys[i] = lastKey(child)
+    setKey(node, i, lastKey(child))
     if (!split) return undefined
+    ownKeys(node)
     node.keys.splice(i + 1, 0, lastKey(split))
     node.children.splice(i + 1, 0, split)
     if (node.keys.length <= MAX) return undefined
     const cut = splitPoint(node.keys.length, i + 2 === node.keys.length)
-    const right: Branch<K, V> = { leaf: false, keys: node.keys.slice(cut), children: node.children.slice(cut), owner: this.owner }
+    const right: Branch<K, V> = { leaf: false, keys: node.keys.slice(cut), children: node.children.slice(cut), owner: this.owner, sharedKeys: false }
     node.keys = node.keys.slice(0, cut)
     node.children = node.children.slice(0, cut)
     return right
@@ -232,7 +241,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     if (node.leaf) {
       const i = lowerIndex(node.keys, k)
       if (node.keys[i] !== k) throw new InternalError('statedb internal error: deleting a key that is not in the tree')
-      removeAt(node.keys, i)
+      removeAt(ownKeys(node), i)
       removeAt(node.vals, i)
       return
     }
@@ -241,15 +250,15 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     node.children[i] = child
     this.remove(child, k)
     if (child.keys.length >= MIN) {
-      node.keys[i] = lastKey(child)
+      setKey(node, i, lastKey(child))
       return
     }
     // Child ran low: merge with a neighbour when both fit in one node, else borrow from it.
     const j = i > 0 ? i - 1 : i + 1
     if (j >= node.children.length) {
-      if (child.keys.length > 0) node.keys[i] = lastKey(child)
+      if (child.keys.length > 0) setKey(node, i, lastKey(child))
       else {
-        removeAt(node.keys, i)
+        removeAt(ownKeys(node), i)
         removeAt(node.children, i)
       }
       return
@@ -261,14 +270,14 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     node.children[l + 1] = right
     if (left.keys.length + right.keys.length <= MAX) {
       mergeInto(left, right)
-      removeAt(node.keys, l + 1)
+      removeAt(ownKeys(node), l + 1)
       removeAt(node.children, l + 1)
       node.keys[l] = lastKey(left)
       return
     }
     rebalance(left, right)
-    node.keys[l] = lastKey(left)
-    node.keys[l + 1] = lastKey(right)
+    setKey(node, l, lastKey(left))
+    setKey(node, l + 1, lastKey(right))
   }
 }
 
@@ -291,7 +300,22 @@ export function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
   return node.keys[node.keys.length - 1]!
 }
 
+// The node's keys, its own to change (a copy of the shared array the first time). Owned nodes only.
+function ownKeys<K extends TreeKey, V>(node: TreeNode<K, V>): K[] {
+  if (node.sharedKeys) {
+    node.keys = node.keys.slice()
+    node.sharedKeys = false
+  }
+  return node.keys
+}
+
+// Sets a key of an owned node, copying shared keys only when the key really changes.
+function setKey<K extends TreeKey, V>(node: TreeNode<K, V>, i: number, k: K): void {
+  if (node.keys[i] !== k) ownKeys(node)[i] = k
+}
+
 export function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+  ownKeys(left)
   for (const key of right.keys) left.keys.push(key)
   if (left.leaf) for (const v of (right as Leaf<K, V>).vals) left.vals.push(v)
   else for (const c of (right as Branch<K, V>).children) left.children.push(c)
@@ -301,6 +325,8 @@ export function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: Tre
 // elements (or shift one at a time), and deleting the oldest revision (every update of the revision
 // index) takes this path on every few writes.
 export function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+  ownKeys(left)
+  ownKeys(right)
   const total = left.keys.length + right.keys.length
   const wantLeft = total >>> 1
   if (left.keys.length < wantLeft) {
