@@ -230,7 +230,13 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     node.children.splice(i + 1, 0, split)
     if (node.keys.length <= MAX) return undefined
     const cut = splitPoint(node.keys.length, i + 2 === node.keys.length)
-    const right: Branch<K, V> = { leaf: false, keys: node.keys.slice(cut), children: node.children.slice(cut), owner: this.owner, sharedKeys: false }
+    const right: Branch<K, V> = {
+      leaf: false,
+      keys: node.keys.slice(cut),
+      children: node.children.slice(cut),
+      owner: this.owner,
+      sharedKeys: false,
+    }
     node.keys = node.keys.slice(0, cut)
     node.children = node.children.slice(0, cut)
     return right
