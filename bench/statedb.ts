@@ -5,10 +5,23 @@
 // bound). Every row names its baseline; `<case> (vs <baseline>)` rows give the others.
 //
 // Objects are created before the timed part (what is timed is the database, not object creation).
-// Rates are medians of several runs after a warm-up, with a full GC forced before each run.
+// Rates are medians of several runs after a warm-up, with a full GC forced before each run; the runs
+// of statedb and its baselines alternate (measureInterleaved), so drifting load falls on all alike.
 
 import { byRevision, DB, defineIndex, setValidation, Table, Watch, type Query } from '@statewright/statedb'
-import { bytesPerObject, forceGc, measure, percentile, rng, shuffle, type Measurement, type Result, type RunOptions } from './lib/index.ts'
+import {
+  bytesPerObject,
+  forceGc,
+  measure,
+  measureInterleaved,
+  percentile,
+  rng,
+  shuffle,
+  type Measurement,
+  type MeasureOptions,
+  type Result,
+  type RunOptions,
+} from './lib/index.ts'
 
 import { BASELINES, type TestObject } from './statedb/baselines.ts'
 
@@ -120,7 +133,17 @@ function rows(name: string, unit: string, sdb: Measurement, base: Record<string,
 }
 
 // ---------------------------------------------------------------------------------------------
-// The cases.
+// The cases. Each gathers its contenders (statedb as `sdb` and its variants, the baselines as
+// `base:<name>`) and measures them interleaved (measureInterleaved says why).
+
+type Contenders = Record<string, MeasureOptions<any>>
+
+/** The measurements of one group of contenders (`base`, `baseEach`), by baseline name. */
+function group(m: Record<string, Measurement>, name: string): Record<string, Measurement> {
+  const out: Record<string, Measurement> = {}
+  for (const [k, v] of Object.entries(m)) if (k.startsWith(`${name}:`)) out[k.slice(name.length + 1)] = v
+  return out
+}
 
 /**
  * Inserts `total` objects, `batch` per transaction, into a fresh table. `sameIds` is cilium's shape:
@@ -128,13 +151,14 @@ function rows(name: string, unit: string, sdb: Measurement, base: Record<string,
  * `batch` rows and every write replaces one.
  */
 async function writeTxn(s: Sizes, batch: number, withTags: boolean, sameIds = false): Promise<[Measurement, Record<string, Measurement>]> {
+  const contenders: Contenders = {}
   const total = batch === 1 ? s.writeTxns1 : s.writeObjects
   const objs = sameIds
     ? Array.from({ length: total }, (_, i) => ({ id: i % batch, tags: withTags ? TAG_TEST : NO_TAGS }))
     : objects(total, withTags ? () => TAG_TEST : undefined)
   const rows = sameIds ? batch : total
   const mopts = { runs: s.runs, warmup: s.warmup }
-  const sdb = await measure({
+  contenders.sdb = {
     ...mopts,
     setup: () => newDB(withTags),
     run: ({ db, table }) => {
@@ -147,11 +171,10 @@ async function writeTxn(s: Sizes, batch: number, withTags: boolean, sameIds = fa
       if (table.count(db.readTxn()) !== rows) throw new Error('WriteTxn: wrong count')
       return total
     },
-  })
-  const base: Record<string, Measurement> = {}
+  }
   for (const make of BASELINES) {
     const name = make(false).name
-    base[name] = await measure({
+    contenders[`base:${name}`] = {
       ...mopts,
       setup: () => make(withTags),
       run: (store) => {
@@ -164,9 +187,10 @@ async function writeTxn(s: Sizes, batch: number, withTags: boolean, sameIds = fa
         if (store.count() !== rows) throw new Error(`WriteTxn ${name}: wrong count`)
         return total
       },
-    })
+    }
   }
-  return [sdb, base]
+  const m = await measureInterleaved(contenders)
+  return [m.sdb!, group(m, 'base')]
 }
 
 async function writeTxnAsync(s: Sizes): Promise<Measurement> {
@@ -188,6 +212,7 @@ async function writeTxnAsync(s: Sizes): Promise<Measurement> {
 }
 
 async function modify(s: Sizes): Promise<[Measurement, Record<string, Measurement>]> {
+  const contenders: Contenders = {}
   const n = 1000
   const ids = shuffle(
     Array.from({ length: n }, (_, i) => i),
@@ -201,7 +226,7 @@ async function modify(s: Sizes): Promise<[Measurement, Record<string, Measuremen
   const t0 = db.tryWriteTxn(table)!
   for (const o of objs) table.insert(t0, o)
   t0.commit()
-  const sdb = await measure({
+  contenders.sdb = {
     ...mopts,
     run: () => {
       for (let r = 0; r < s.modifyTxns; r++) {
@@ -211,14 +236,13 @@ async function modify(s: Sizes): Promise<[Measurement, Record<string, Measuremen
       }
       return s.modifyTxns * n
     },
-  })
-  const base: Record<string, Measurement> = {}
+  }
   for (const make of BASELINES) {
     const store = make(false)
     const t = store.txn()
     for (const o of objs) t.insert(o)
     t.commit()
-    base[store.name] = await measure({
+    contenders[`base:${store.name}`] = {
       ...mopts,
       run: () => {
         for (let r = 0; r < s.modifyTxns; r++) {
@@ -232,12 +256,14 @@ async function modify(s: Sizes): Promise<[Measurement, Record<string, Measuremen
         }
         return s.modifyTxns * n
       },
-    })
+    }
   }
-  return [sdb, base]
+  const m = await measureInterleaved(contenders)
+  return [m.sdb!, group(m, 'base')]
 }
 
 async function randomReplace(s: Sizes): Promise<[Measurement, Record<string, Measurement>]> {
+  const contenders: Contenders = {}
   const rows = s.replaceRows
   const batch = 100
   const initial = objects(rows, parityTags)
@@ -250,11 +276,15 @@ async function randomReplace(s: Sizes): Promise<[Measurement, Record<string, Mea
   const repl = [...order.map((id) => ({ id, tags: parityTags(id) })), ...order.map((id) => ({ id, tags: parityTags(id) }))]
   const mopts = { runs: s.runs, warmup: s.warmup }
   const count = s.replaceObjects
-  let pos = 0
-  const next = () => {
-    const o = repl[pos]!
-    pos = pos + 1 === repl.length ? 0 : pos + 1
-    return o
+  // A cursor per contender: each walks the replacements from the start, so no store is ever given
+  // the object it already holds (the two generations alternate within its own sequence).
+  const cursor = () => {
+    let pos = 0
+    return () => {
+      const o = repl[pos]!
+      pos = pos + 1 === repl.length ? 0 : pos + 1
+      return o
+    }
   }
 
   const { db, table } = newDB(true)
@@ -263,7 +293,8 @@ async function randomReplace(s: Sizes): Promise<[Measurement, Record<string, Mea
     for (let j = i; j < Math.min(i + 10_000, rows); j++) table.insert(txn, initial[j]!)
     txn.commit()
   }
-  const sdb = await measure({
+  const next = cursor()
+  contenders.sdb = {
     ...mopts,
     run: () => {
       for (let i = 0; i < count; i += batch) {
@@ -271,18 +302,17 @@ async function randomReplace(s: Sizes): Promise<[Measurement, Record<string, Mea
         for (let j = 0; j < batch; j++) table.insert(txn, next())
         txn.commit()
       }
+      if (table.count(db.readTxn()) !== rows) throw new Error('RandomReplace: wrong count')
       return count
     },
-  })
-  if (table.count(db.readTxn()) !== rows) throw new Error('RandomReplace: wrong count')
-  const base: Record<string, Measurement> = {}
+  }
   for (const make of BASELINES) {
     const store = make(true)
     const t = store.txn()
     for (const o of initial) t.insert(o)
     t.commit()
-    pos = 0
-    base[store.name] = await measure({
+    const next = cursor()
+    contenders[`base:${store.name}`] = {
       ...mopts,
       run: () => {
         for (let i = 0; i < count; i += batch) {
@@ -292,9 +322,10 @@ async function randomReplace(s: Sizes): Promise<[Measurement, Record<string, Mea
         }
         return count
       },
-    })
+    }
   }
-  return [sdb, base]
+  const m = await measureInterleaved(contenders)
+  return [m.sdb!, group(m, 'base')]
 }
 
 /** A table of `rows` objects in one store of each kind. */
@@ -317,6 +348,7 @@ function filled(rows: number, tags?: (id: number) => readonly string[]) {
 }
 
 async function lookups(s: Sizes, random: boolean, rows = s.lookupRows): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
+  const contenders: Contenders = {}
   const { db, table, baselines } = filled(rows)
   const ids = Array.from({ length: rows }, (_, i) => i)
   if (random) shuffle(ids, rng(3))
@@ -324,7 +356,7 @@ async function lookups(s: Sizes, random: boolean, rows = s.lookupRows): Promise<
   const mopts = { runs: s.runs, warmup: s.warmup }
   // The same number of lookups whatever the table size.
   const passes = Math.max(1, Math.round((s.lookupPasses * s.lookupRows) / rows))
-  const sdb = await measure({
+  contenders.sdb = {
     ...mopts,
     run: () => {
       const txn = db.readTxn()
@@ -333,9 +365,9 @@ async function lookups(s: Sizes, random: boolean, rows = s.lookupRows): Promise<
       }
       return rows * passes
     },
-  })
+  }
   // The same with a query built per lookup (the key is encoded every time).
-  const fresh = await measure({
+  contenders.fresh = {
     ...mopts,
     run: () => {
       const txn = db.readTxn()
@@ -344,10 +376,9 @@ async function lookups(s: Sizes, random: boolean, rows = s.lookupRows): Promise<
       }
       return rows * passes
     },
-  })
-  const base: Record<string, Measurement> = {}
+  }
   for (const store of baselines) {
-    base[store.name] = await measure({
+    contenders[`base:${store.name}`] = {
       ...mopts,
       run: () => {
         for (let p = 0; p < passes; p++) {
@@ -355,12 +386,14 @@ async function lookups(s: Sizes, random: boolean, rows = s.lookupRows): Promise<
         }
         return rows * passes
       },
-    })
+    }
   }
-  return [sdb, base, fresh]
+  const m = await measureInterleaved(contenders)
+  return [m.sdb!, group(m, 'base'), m.fresh!]
 }
 
 async function prefixSecondary(s: Sizes): Promise<[Measurement, Record<string, Measurement>, Measurement]> {
+  const contenders: Contenders = {}
   const rows = s.prefixRows
   const { db, table, baselines } = filled(rows, () => TAG_TEST)
   const q = tagsIndex.query('test')
@@ -372,39 +405,40 @@ async function prefixSecondary(s: Sizes): Promise<[Measurement, Record<string, M
     if (n !== rows) throw new Error(`expected ${rows}, got ${n}`)
   }
   const rtxn = db.readTxn()
-  const sdb = await measure({
+  contenders.sdb = {
     ...mopts,
     run: () => {
       for (let p = 0; p < passes; p++) iterate(table.prefix(rtxn, q))
       return rows * passes
     },
-  })
-  const list = await measure({
+  }
+  contenders.list = {
     ...mopts,
     run: () => {
       for (let p = 0; p < passes; p++) iterate(table.list(rtxn, q))
       return rows * passes
     },
-  })
-  const base: Record<string, Measurement> = {}
+  }
   for (const store of baselines) {
-    base[store.name] = await measure({
+    contenders[`base:${store.name}`] = {
       ...mopts,
       run: () => {
         for (let p = 0; p < passes; p++) iterate(store.list('test'))
         return rows * passes
       },
-    })
+    }
   }
-  return [sdb, base, list]
+  const m = await measureInterleaved(contenders)
+  return [m.sdb!, group(m, 'base'), m.list!]
 }
 
 async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Measurement>, Measurement, Record<string, Measurement>]> {
+  const contenders: Contenders = {}
   const rows = s.iterRows
   const { db, table, baselines } = filled(rows)
   const mopts = { runs: s.runs, warmup: s.warmup }
   const passes = s.iterPasses
-  const sdb = await measure({
+  contenders.sdb = {
     ...mopts,
     run: () => {
       for (let p = 0; p < passes; p++) {
@@ -417,8 +451,8 @@ async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Mea
       }
       return rows * passes
     },
-  })
-  const forEach = await measure({
+  }
+  contenders.forEach = {
     ...mopts,
     run: () => {
       for (let p = 0; p < passes; p++) {
@@ -431,10 +465,9 @@ async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Mea
       }
       return rows * passes
     },
-  })
-  const base: Record<string, Measurement> = {}
+  }
   for (const store of baselines) {
-    base[store.name] = await measure({
+    contenders[`base:${store.name}`] = {
       ...mopts,
       run: () => {
         for (let p = 0; p < passes; p++) {
@@ -447,12 +480,11 @@ async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Mea
         }
         return rows * passes
       },
-    })
+    }
   }
   // Each baseline's own callback scan (Map/immutable/sorted-btree forEach), against Results.forEach.
-  const baseEach: Record<string, Measurement> = {}
   for (const store of baselines) {
-    baseEach[store.name] = await measure({
+    contenders[`baseEach:${store.name}`] = {
       ...mopts,
       run: () => {
         for (let p = 0; p < passes; p++) {
@@ -465,9 +497,10 @@ async function fullIteration(s: Sizes): Promise<[Measurement, Record<string, Mea
         }
         return rows * passes
       },
-    })
+    }
   }
-  return [sdb, base, forEach, baseEach]
+  const m = await measureInterleaved(contenders)
+  return [m.sdb!, group(m, 'base'), m.forEach!, group(m, 'baseEach')]
 }
 
 async function changes(s: Sizes): Promise<[Measurement, Measurement]> {
@@ -475,7 +508,8 @@ async function changes(s: Sizes): Promise<[Measurement, Measurement]> {
   const objs = objects(n)
   const rounds = s.changesRounds
   const mopts = { runs: s.runs, warmup: s.warmup }
-  const baseline = await measure({
+  const contenders: Contenders = {}
+  contenders.baseline = {
     ...mopts,
     setup: () => newDB(false),
     run: ({ db, table }) => {
@@ -489,8 +523,8 @@ async function changes(s: Sizes): Promise<[Measurement, Measurement]> {
       }
       return rounds * n
     },
-  })
-  const withIter = await measure({
+  }
+  contenders.withIter = {
     ...mopts,
     setup: () => {
       const { db, table } = newDB(false)
@@ -528,8 +562,9 @@ async function changes(s: Sizes): Promise<[Measurement, Measurement]> {
       iter.close()
       void table
     },
-  })
-  return [baseline, withIter]
+  }
+  const m = await measureInterleaved(contenders)
+  return [m.baseline!, m.withIter!]
 }
 
 /** From a commit of 10 objects to table 1 until a watcher of table 2 has seen them copied there. */

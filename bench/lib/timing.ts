@@ -63,6 +63,13 @@ class GcRecorder {
   async within(from: number, to: number): Promise<number> {
     await tick()
     await tick()
+    return this.sum(from, to)
+  }
+  /** Waits until the entries of what ran so far have arrived (some come tens of milliseconds late). */
+  async settle(): Promise<void> {
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  sum(from: number, to: number): number {
     let ms = 0
     for (const e of this.entries) if (e.startTime >= from && e.startTime <= to) ms += e.duration
     return ms
@@ -98,6 +105,51 @@ export async function measure<S = undefined>(opts: MeasureOptions<S>): Promise<M
     rec.stop()
   }
   return { opsPerSec: median(samples), samples, gcShare: totalMs > 0 ? gcMs / totalMs : 0, totalMs }
+}
+
+/**
+ * Measures several contenders with their runs interleaved (A B C, A B C, ...) rather than one after
+ * the other: load that comes and goes during a case (the machines are shared) falls on every
+ * contender alike, so the ratios between them hold better than their rates. Each contender has its
+ * own setup, warm-up runs and GC before each run, as with `measure`.
+ */
+export async function measureInterleaved<T extends Record<string, MeasureOptions<any>>>(
+  contenders: T,
+): Promise<{ [K in keyof T]: Measurement }> {
+  const names = Object.keys(contenders) as Array<keyof T & string>
+  const warmup = Math.max(...names.map((n) => contenders[n]!.warmup ?? 1))
+  const runs = Math.max(...names.map((n) => contenders[n]!.runs ?? 5))
+  const acc = new Map(names.map((n) => [n, { samples: [] as number[], totalMs: 0, spans: [] as Array<[number, number]> }]))
+  const rec = new GcRecorder()
+  const out = {} as { [K in keyof T]: Measurement }
+  try {
+    for (let i = 0; i < warmup + runs; i++) {
+      for (const name of names) {
+        const opts = contenders[name]!
+        const state = opts.setup ? await opts.setup() : undefined
+        if (opts.gcBefore ?? true) forceGc()
+        const t0 = performance.now()
+        const ops = await opts.run(state)
+        const t1 = performance.now()
+        if (opts.teardown) await opts.teardown(state)
+        if (i < warmup) continue
+        const a = acc.get(name)!
+        a.samples.push((ops / (t1 - t0)) * 1000)
+        a.totalMs += t1 - t0
+        a.spans.push([t0, t1])
+      }
+    }
+    // GC entries are counted once all have arrived: some come later than the next run's start.
+    await rec.settle()
+    for (const name of names) {
+      const a = acc.get(name)!
+      const gcMs = a.spans.reduce((ms, [t0, t1]) => ms + rec.sum(t0, t1), 0)
+      out[name] = { opsPerSec: median(a.samples), samples: a.samples, gcShare: a.totalMs > 0 ? gcMs / a.totalMs : 0, totalMs: a.totalMs }
+    }
+  } finally {
+    rec.stop()
+  }
+  return out
 }
 
 /** Times one call of fn, in milliseconds. */

@@ -96,14 +96,46 @@ function insertIndex<K extends TreeKey>(keys: K[], k: K): number {
 }
 
 export function treeGet<K extends TreeKey, V>(root: TreeNode<K, V>, k: K): V | undefined {
+  return typeof k === 'number' ? getNumber(root as TreeNode<TreeKey, V>, k) : getString(root as TreeNode<TreeKey, V>, k as string)
+}
+
+// Lookups by one kind of key, each with its own copy of the search: a search shared with the writers
+// and with both key kinds sees every kind of keys array in the process and runs as generic code
+// (measured: table.get at 0.4x of sorted-btree's get, the same descent written out at 1.3x).
+function getNumber<V>(root: TreeNode<TreeKey, V>, k: number): V | undefined {
   let node = root
-  while (!node.leaf) {
-    const i = lowerIndex(node.keys, k)
-    if (i === node.keys.length) return undefined
-    node = node.children[i]!
+  for (;;) {
+    const keys = node.keys
+    let lo = 0
+    let hi = keys.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      const x = keys[mid]!
+      if (typeof x === 'number' && x < k) lo = mid + 1
+      else hi = mid
+    }
+    if (node.leaf) return lo < keys.length && keys[lo] === k ? node.vals[lo] : undefined
+    if (lo === keys.length) return undefined
+    node = node.children[lo]!
   }
-  const i = lowerIndex(node.keys, k)
-  return i < node.keys.length && node.keys[i] === k ? node.vals[i] : undefined
+}
+
+function getString<V>(root: TreeNode<TreeKey, V>, k: string): V | undefined {
+  let node = root
+  for (;;) {
+    const keys = node.keys
+    let lo = 0
+    let hi = keys.length
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      const x = keys[mid]!
+      if (typeof x !== 'string' || x < k) lo = mid + 1
+      else hi = mid
+    }
+    if (node.leaf) return lo < keys.length && keys[lo] === k ? node.vals[lo] : undefined
+    if (lo === keys.length) return undefined
+    node = node.children[lo]!
+  }
 }
 
 /**
