@@ -13,6 +13,8 @@
 //   of what it used to.
 //   Publishing a tree (`TreeWriter.publish`) gives the writer a fresh token, which freezes every node
 //   it made.
+// - between `TreeWriter.append` calls the branch keys along the right edge may lag behind the keys
+//   below them; `seal` (which every other writer method calls first) restores the invariant.
 import { InternalError } from './errors.ts'
 
 export type TreeKey = string | number
@@ -146,6 +148,9 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   root: TreeNode<K, V>
   size: number
   private owner: Owner = {}
+  /** While appends are open (see `append`): the owned right edge's branches, root first, and its leaf. */
+  private edge: Branch<K, V>[] | undefined = undefined
+  private edgeLeaf: Leaf<K, V> | undefined = undefined
   private old: V | undefined
   private guard: ((old: V | undefined) => boolean) | undefined
   /** The last guarded set was refused. */
@@ -157,6 +162,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   }
 
   get(k: K): V | undefined {
+    this.seal()
     return treeGet(this.root, k)
   }
 
@@ -165,6 +171,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
    * guard(current value or undefined) is true; `rejected` tells whether it refused.
    */
   set(k: K, v: V, guard?: (old: V | undefined) => boolean): V | undefined {
+    this.seal()
     this.old = undefined
     this.guard = guard
     this.rejected = false
@@ -185,6 +192,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 
   /** Removes a key; returns the removed value. Copies nothing when the key is absent. */
   delete(k: K): V | undefined {
+    this.seal()
     const found = treeGet(this.root, k)
     if (found !== undefined) this.deletePresent(k)
     return found
@@ -192,6 +200,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 
   /** Removes a key the caller knows is present (one descent instead of two). */
   deletePresent(k: K): void {
+    this.seal()
     let root = this.own(this.root)
     this.remove(root, k)
     while (!root.leaf && root.children.length === 1) root = this.own(root.children[0]!)
@@ -201,14 +210,102 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 
   /** Removes every entry. */
   clear(): void {
+    this.seal()
     this.root = { leaf: true, keys: [], vals: [], owner: this.owner, sharedKeys: false }
     this.size = 0
   }
 
   /** Freezes what this writer built and returns it as an immutable tree. The writer stays usable. */
   publish(): Tree<K, V> {
+    this.seal()
     this.owner = {}
     return { root: this.root, size: this.size }
+  }
+
+  /**
+   * Appends an entry whose key is above every key in the tree (the revision index's new revisions)
+   * without a descent: the writer keeps the owned right edge open between appends, and splits as
+   * `set` does, so the tree is the one `set` would build. Until `seal`, the right edge's branch keys
+   * may lag behind: every other method seals first (a reader of `root` must call `seal`).
+   */
+  append(k: K, v: V): void {
+    let leaf = this.edgeLeaf
+    if (leaf === undefined) leaf = this.openEdge()
+    const n = leaf.keys.length
+    if (n > 0 && !less(leaf.keys[n - 1]!, k)) throw new InternalError('statedb internal error: appending a key that is not above the tree')
+    ownKeys(leaf).push(k)
+    leaf.vals.push(v)
+    this.size++
+    if (n + 1 <= MAX) return
+    const cut = splitPoint(n + 1, true)
+    const right: Leaf<K, V> = { leaf: true, keys: leaf.keys.slice(cut), vals: leaf.vals.slice(cut), owner: this.owner, sharedKeys: false }
+    leaf.keys = leaf.keys.slice(0, cut)
+    leaf.vals = leaf.vals.slice(0, cut)
+    this.pushRight(this.edge!, this.edge!.length - 1, leaf, right)
+    this.edgeLeaf = right
+  }
+
+  /** Appends entries (keys strictly increasing, all above the tree) and seals. */
+  appendSorted(keys: readonly K[], vals: readonly V[]): void {
+    for (let i = 0; i < keys.length; i++) this.append(keys[i]!, vals[i]!)
+    this.seal()
+  }
+
+  /** Brings the right edge's branch keys up to date after appends. Cheap when there were none. */
+  seal(): void {
+    const path = this.edge
+    if (path === undefined) return
+    for (let d = path.length - 1; d >= 0; d--) {
+      const b = path[d]!
+      setKey(b, b.keys.length - 1, lastKey(b.children[b.children.length - 1]!))
+    }
+    this.edge = undefined
+    this.edgeLeaf = undefined
+  }
+
+  // Owns the right edge, root to leaf, for appends.
+  private openEdge(): Leaf<K, V> {
+    const path: Branch<K, V>[] = []
+    let node = this.own(this.root)
+    this.root = node
+    while (!node.leaf) {
+      path.push(node)
+      const c = node.children.length - 1
+      const child = this.own(node.children[c]!)
+      node.children[c] = child
+      node = child
+    }
+    this.edge = path
+    this.edgeLeaf = node
+    return node
+  }
+
+  // `left`, the last child of path[d] (the root when d < 0), split off `right`: appends `right` to
+  // the parent, splitting upwards as `insert` does; path[d] becomes the new right edge.
+  private pushRight(path: Branch<K, V>[], d: number, left: TreeNode<K, V>, right: TreeNode<K, V>): void {
+    if (d < 0) {
+      const root: Branch<K, V> = {
+        leaf: false,
+        keys: [lastKey(left), lastKey(right)],
+        children: [left, right],
+        owner: this.owner,
+        sharedKeys: false,
+      }
+      path.unshift(root)
+      this.root = root
+      return
+    }
+    const p = path[d]!
+    setKey(p, p.keys.length - 1, lastKey(left))
+    ownKeys(p).push(lastKey(right))
+    p.children.push(right)
+    if (p.keys.length <= MAX) return
+    const cut = splitPoint(p.keys.length, true)
+    const r: Branch<K, V> = { leaf: false, keys: p.keys.slice(cut), children: p.children.slice(cut), owner: this.owner, sharedKeys: false }
+    p.keys = p.keys.slice(0, cut)
+    p.children = p.children.slice(0, cut)
+    path[d] = r
+    this.pushRight(path, d - 1, p, r)
   }
 
   /** @internal This writer's copy of a node (the node itself when already its own). */
@@ -320,7 +417,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 }
 
 // Where an overfull node splits: in half, or, when the insertion was at its end (sequential loads,
-// and queues of ascending keys), leaving the left node three-quarters full and the right one
+// and always in the revision index), leaving the left node three-quarters full and the right one
 // just above the minimum. Both halves are fresh arrays of their exact size (a spliced array keeps
 // its old capacity, which a published node would carry forever).
 function splitPoint(n: number, appended: boolean): number {
@@ -339,7 +436,7 @@ export function lastKey<K extends TreeKey, V>(node: TreeNode<K, V>): K {
 }
 
 // The node's keys, its own to change (a copy of the shared array the first time). Owned nodes only.
-function ownKeys<K extends TreeKey, V>(node: TreeNode<K, V>): K[] {
+export function ownKeys<K extends TreeKey, V>(node: TreeNode<K, V>): K[] {
   if (node.sharedKeys) {
     node.keys = node.keys.slice()
     node.sharedKeys = false

@@ -10,10 +10,9 @@
 //   iterator reached the deletion is seen as the later insert only (the net change); deleted,
 //   inserted and deleted again, as two deletions (consumers treat deletions idempotently).
 
-import { treeGet } from './btree.ts'
+import { treeGet, TreeIterator } from './btree.ts'
 import { TxnError } from './errors.ts'
 import type { Entry, TableView } from './state.ts'
-import { RevisionIterator } from './revisions.ts'
 import { ReadTxn } from './txn.ts'
 import { Watch } from './watch.ts'
 
@@ -140,7 +139,7 @@ export class ChangeIterator<Obj> {
 // hand-written iterator rather than a generator: every change of a busy table passes through here.
 class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
   private readonly upTo: number
-  private readonly live: RevisionIterator<Obj>
+  private readonly live: TreeIterator<number, Entry<Obj>>
   private l: IteratorResult<Entry<Obj>>
   private g: number
   private dead: Entry<Obj> | undefined
@@ -155,7 +154,7 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
     private readonly isClosed: () => boolean,
   ) {
     this.upTo = view.revision
-    this.live = new RevisionIterator(view.byRevision, view.revision, tracker.seen + 1)
+    this.live = new TreeIterator(view.byRevision.root, tracker.seen + 1)
     this.l = this.live.next()
     this.g = graveyard.firstAfter(Math.max(tracker.seen, tracker.floor))
     this.dead = graveyard.at(this.g)

@@ -197,8 +197,7 @@ export class DB implements TxnHost {
         try {
           validateState(w.schema, state)
         } catch (err) {
-          for (const other of writers) other?.abort() // nothing was published: the transaction ends as aborted
-          this.release(txn)
+          this.release(txn) // nothing was published: the transaction ends as aborted
           throw err
         }
       }

@@ -2,17 +2,14 @@
 //
 // Invariants of a TableState:
 // - `primary` holds one entry per object under its encoded primary key; `byRevision` holds the same
-//   entries in revision order (./revisions.ts); a unique secondary index holds them under their encoded
+//   entries under their revisions; a unique secondary index holds them under their encoded
 //   secondary keys, a non-unique one holds buckets of primary keys (./buckets.ts) under them;
 // - every entry's revision is <= `revision`, and no two live entries share a revision;
-// - a published TableState is never changed: a write transaction builds a new one (the revision
-//   index's shared array grows past a state's length and entries get superseded marks above its
-//   revision, neither of which it sees).
+// - a published TableState is never changed: a write transaction builds a new one.
 
 import { emptyTree, type Tree, type TreeKey } from './btree.ts'
 import type { BucketTree } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
-import { emptyRevisions, type RevisionIndex } from './revisions.ts'
 
 /**
  * An object as stored: the object, the table revision of its last write, its encoded primary key.
@@ -22,12 +19,6 @@ import { emptyRevisions, type RevisionIndex } from './revisions.ts'
 export class Entry<Obj> {
   /** Whether this records a deletion: false on the prototype (no field per stored entry). */
   declare readonly deleted: boolean
-
-  /**
-   * @internal The revision of the write that replaced or deleted this entry; 0 while it is current.
-   * Set once, by the write transaction that supersedes it (undone if that one aborts).
-   */
-  superseded = 0
 
   constructor(
     readonly object: Obj,
@@ -57,7 +48,7 @@ export interface Initializer {
 export interface TableView<Obj> {
   readonly revision: number
   readonly primary: Tree<EncodedKey, Entry<Obj>>
-  readonly byRevision: RevisionIndex<Obj>
+  readonly byRevision: Tree<number, Entry<Obj>>
   /** Per secondary index: entries (unique) or buckets (non-unique) by encoded key. */
   readonly secondary: ReadonlyArray<Tree<EncodedKey, Entry<Obj>> | BucketTree>
   readonly pendingInit: readonly Initializer[]
@@ -68,7 +59,7 @@ export type TableState<Obj> = TableView<Obj>
 export function emptyState<Obj>(secondaryCount: number): TableState<Obj> {
   const secondary: Tree<EncodedKey, any>[] = []
   for (let i = 0; i < secondaryCount; i++) secondary.push(emptyTree())
-  return { revision: 0, primary: emptyTree(), byRevision: emptyRevisions(), secondary, pendingInit: [] }
+  return { revision: 0, primary: emptyTree(), byRevision: emptyTree(), secondary, pendingInit: [] }
 }
 
 export type AnyTree = Tree<TreeKey, unknown>

@@ -12,11 +12,10 @@ import { TableBatch } from './batch.ts'
 import { ChangeIterator, Graveyard } from './changes.ts'
 import type { Key } from './encoding.ts'
 import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
-import { InternalError, QueryError, StateDBError } from './errors.ts'
+import { QueryError, StateDBError } from './errors.ts'
 import { REVISION_INDEX, type Index, type Query } from './indexes.ts'
 import { WatchRegistry } from './registry.ts'
 import { Results } from './results.ts'
-import { revisionGet, RevisionIterator } from './revisions.ts'
 import { TableSchema } from './schema.ts'
 import { emptyState, type Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import { ReadTxn, type Txn, type WriteTxn } from './txn.ts'
@@ -322,8 +321,7 @@ export class Table<Obj> {
   }
 
   private treeOf(view: TableView<Obj>, pos: number): Tree<TreeKey, unknown> {
-    if (pos < 0) throw new InternalError(`statedb internal error: the revision index of table "${this.name}" is not a tree`)
-    return (pos === 0 ? view.primary : view.secondary[pos - 1]!) as Tree<TreeKey, unknown>
+    return (pos < 0 ? view.byRevision : pos === 0 ? view.primary : view.secondary[pos - 1]!) as Tree<TreeKey, unknown>
   }
 
   private revisionKey(q: Query<Obj>): number {
@@ -333,7 +331,7 @@ export class Table<Obj> {
 
   private first(view: TableView<Obj>, q: Query<Obj>): Entry<Obj> | undefined {
     const ref = this.ref(q)
-    if (ref.pos < 0) return revisionGet(view.byRevision, view.revision, this.revisionKey(q))
+    if (ref.pos < 0) return treeGet(view.byRevision.root, this.revisionKey(q))
     const tree = this.treeOf(view, ref.pos)
     if (ref.unique) return treeGet(tree.root, q.encoded()) as Entry<Obj> | undefined
     return bucketFirst(treeGet(tree.root, q.encoded()) as Bucket | undefined, view.primary.root)
@@ -360,7 +358,7 @@ export class Table<Obj> {
 
   private lowerBoundIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
     const ref = this.ref(q)
-    if (ref.pos < 0) return new RevisionIterator(view.byRevision, view.revision, this.revisionKey(q))
+    if (ref.pos < 0) return new TreeIterator(view.byRevision.root, this.revisionKey(q))
     const root = this.treeOf(view, ref.pos).root
     if (ref.unique) return new TreeIterator(root, q.encodedPrefix()) as Iterator<Entry<Obj>>
     return new BucketsIterator<Obj>(root as never, q.encodedPrefix(), undefined, this.multiKey(ref.pos), view.primary.root)

@@ -105,7 +105,6 @@ export class WriteTxn {
   abort(): void {
     if (this.finished) return
     this.finished = 'aborted'
-    for (const w of this.writers) w?.abort()
     this.db.release(this)
   }
 

@@ -2,8 +2,7 @@
 // and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
 
 import { InternalError } from './errors.ts'
-import { treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
-import { RevisionIterator, validateRevisions } from './revisions.ts'
+import { TreeIterator, type Tree, type TreeKey } from './btree.ts'
 import { validateTree } from './treecheck.ts'
 import { validateBuckets, type BucketTree } from './buckets.ts'
 import type { TableSchema } from './schema.ts'
@@ -26,11 +25,7 @@ export function deepFreeze(obj: unknown): void {
 export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<Obj>): void {
   const t = `table "${schema.name}"`
   validateTree(state.primary, `${t} primary index`)
-  validateRevisions(state.byRevision, state.revision, state.primary.size, `${t} revision index`)
-  for (const e of new RevisionIterator(state.byRevision, state.revision, 0)) {
-    if (treeGet(state.primary.root, e.key) !== e)
-      throw new InternalError(`${t} revision index: entry at revision ${e.revision} is not the stored one`)
-  }
+  validateTree(state.byRevision, `${t} revision index`)
   const pairs = state.secondary.map((tree, i) => {
     const what = `${t} index "${schema.secondary[i]!.name}"`
     if (!schema.secondary[i]!.unique)
@@ -38,6 +33,9 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
     validateTree(tree as Tree<TreeKey, unknown>, what)
     return tree.size
   })
+  if (state.byRevision.size !== state.primary.size) {
+    throw new InternalError(`${t}: ${state.primary.size} objects but ${state.byRevision.size} revision entries`)
+  }
   let expected = state.secondary.map(() => 0)
   for (const e of new TreeIterator(state.primary.root, undefined)) {
     if (e.revision > state.revision)

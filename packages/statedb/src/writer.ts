@@ -9,20 +9,32 @@
 //   index that has no record (watched since).
 
 import { TreeIterator, TreeWriter } from './btree.ts'
+import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
-import { RevisionWriter, type RevisionIndex } from './revisions.ts'
 import { Entry, Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
+
+const ascending = (a: number, b: number): number => a - b
 
 const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
 
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
-  /** The revision index (./revisions.ts): appends and superseded marks, undone on abort. */
-  private readonly revisions: RevisionWriter<Obj>
+  /**
+   * The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). New
+   * revisions are appended to its open right edge (TreeWriter.append: no descent per write); the
+   * getter seals it.
+   */
+  private readonly revisions: TreeWriter<number, Entry<Obj>>
+  /**
+   * Revisions of replaced and deleted entries, not yet removed from `revisions`: they go in one
+   * sorted pass (./bulkdelete.ts) when the index is read or published, instead of one removal per
+   * write (updates mostly remove the oldest revisions, from the front of a leaf).
+   */
+  private staleRevisions: number[] = []
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
@@ -45,7 +57,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
   ) {
     this.revision = base.revision
     this.primary = new TreeWriter(base.primary)
-    this.revisions = new RevisionWriter(base.byRevision)
+    this.revisions = new TreeWriter(base.byRevision)
     this.writers = base.secondary.map((t, i) => (schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never)))
     this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
@@ -55,13 +67,19 @@ export class TableWriter<Obj> implements TableView<Obj> {
   }
 
   /** The revision index as the transaction has it now. */
-  get byRevision(): RevisionIndex<Obj> {
-    return this.revisions.view()
-  }
-
-  /** Undoes what this writer did to shared state (the revision index): the transaction aborted. */
-  abort(): void {
-    this.revisions.abort()
+  get byRevision(): TreeWriter<number, Entry<Obj>> {
+    const revisions = this.revisions
+    revisions.seal()
+    const stale = this.staleRevisions
+    if (stale.length > 0) {
+      // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
+      stale.sort(ascending)
+      deleteSortedPresent(revisions, stale)
+      if (stale.length === 1)
+        stale.pop() // nothing keeps the array: reused (pop: no runtime call for one)
+      else stale.length = 0
+    }
+    return revisions
   }
 
   /**
@@ -106,8 +124,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.swapFailed = false
     this.revision++
     this.dirty = true
-    if (old !== undefined) this.revisions.supersede(old, entry.revision)
-    this.revisions.append(entry)
+    if (old !== undefined) this.staleRevisions.push(old.revision)
+    this.revisions.append(entry.revision, entry)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
@@ -175,11 +193,11 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
+    this.staleRevisions.push(old.revision)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
     this.deletes.push(new Tombstone(old.object, ++this.revision, pk))
-    this.revisions.supersede(old, this.revision)
     return old
   }
 
@@ -187,9 +205,10 @@ export class TableWriter<Obj> implements TableView<Obj> {
     if (this.primary.size === 0) return
     for (const entry of new TreeIterator(this.primary.root, undefined)) {
       this.deletes.push(new Tombstone(entry.object, ++this.revision, entry.key))
-      this.revisions.supersede(entry, this.revision)
     }
     this.primary.clear()
+    this.revisions.clear()
+    this.staleRevisions = []
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true
@@ -200,21 +219,17 @@ export class TableWriter<Obj> implements TableView<Obj> {
    * Costs O(1) per tree, plus the normalization of the buckets changed since the last freeze.
    */
   snapshot(): TableView<Obj> {
-    return this.frozen(this.revisions.view())
-  }
-
-  /** The state this writer built, frozen, for its commit; the base state when nothing changed. */
-  publish(): TableState<Obj> {
-    return this.dirty ? this.frozen(this.revisions.publish(this.primary.size)) : this.base
-  }
-
-  private frozen(byRevision: RevisionIndex<Obj>): TableState<Obj> {
     return {
       revision: this.revision,
       primary: this.primary.publish(),
-      byRevision,
+      byRevision: this.byRevision.publish(),
       secondary: this.writers.map((w) => w.publish()),
       pendingInit: this.pendingInit,
     }
+  }
+
+  /** The state this writer built, frozen; the base state when nothing changed. */
+  publish(): TableState<Obj> {
+    return this.dirty ? this.snapshot() : this.base
   }
 }

@@ -5,6 +5,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { emptyTree, less, treeEach, treeGet, TreeIterator, TreeWriter, type Tree, type TreeNode } from '../src/btree.ts'
 import { validateTree } from '../src/treecheck.ts'
+import { deleteSortedPresent } from '../src/bulkdelete.ts'
 import { encodeKey, encodePrefix, KEY_SEPARATOR, type Key, type KeyPart } from '../src/encoding.ts'
 
 test('random writes agree with a Map; every published tree stays as it was', () => {
@@ -51,7 +52,7 @@ test('random writes agree with a Map; every published tree stays as it was', () 
   )
 })
 
-test('a queue shape (delete the smallest, append a larger: a bucket of pending keys) rebalances in place and stays a valid tree; treeEach agrees with the iterator', () => {
+test('the revision-index shape (delete the smallest, append a larger) rebalances in place and stays a valid tree; treeEach agrees with the iterator', () => {
   fc.assert(
     fc.property(
       fc.integer({ min: 1, max: 400 }),
@@ -88,6 +89,206 @@ test('a queue shape (delete the smallest, append a larger: a bucket of pending k
     ),
     { numRuns: 80 },
   )
+})
+
+test('deleting many sorted keys at once agrees with a Map and leaves a valid tree; published trees stay as they were', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 3000 }),
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 3000 }), fc.integer({ min: 0, max: 3000 })), { minLength: 1, maxLength: 6 }),
+      fc.integer(),
+      (size, ranges, seed) => {
+        const w0 = new TreeWriter<number, number>(emptyTree())
+        // Keys inserted in a scrambled order, so node fill varies.
+        const order = Array.from({ length: size }, (_, i) => (i * 7919 + (seed >>> 0)) % Math.max(size, 1))
+        const model = new Map<number, number>()
+        for (const k of order) {
+          w0.set(k, k)
+          model.set(k, k)
+        }
+        const first = w0.publish()
+        validateTree(first, 'before')
+        const w = new TreeWriter(first)
+        const doomed = new Set<number>()
+        for (const [a, b] of ranges) for (let k = Math.min(a, b); k <= Math.max(a, b); k += 1 + (seed & 3)) if (model.has(k)) doomed.add(k)
+        const keys = [...doomed].sort((x, y) => x - y)
+        deleteSortedPresent(w, keys)
+        for (const k of keys) model.delete(k)
+        const after = w.publish()
+        validateTree(after, 'after')
+        validateTree(first, 'first, untouched')
+        assert.equal(
+          [...new TreeIterator(first.root, undefined)],
+          [...new Set(order)].sort((x, y) => x - y),
+        )
+        const want = [...model.keys()].sort((x, y) => x - y)
+        assert.equal([...new TreeIterator(after.root, undefined)], want)
+        assert.is(first.size, size === 0 ? 0 : new Set(order).size)
+      },
+    ),
+    { numRuns: 300 },
+  )
+})
+
+// The tree as data, owners left out (what two writers built can be compared).
+const shape = (n: TreeNode<number, number>): unknown => (n.leaf ? { k: n.keys, v: n.vals } : { k: n.keys, c: n.children.map(shape) })
+
+test('appendSorted builds the tree that one set per key builds; published trees keep their contents', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 2500 }),
+      fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 40 }),
+      fc.array(fc.integer({ min: 0, max: 700 }), { minLength: 1, maxLength: 5 }),
+      (size, dels, appends) => {
+        const w0 = new TreeWriter<number, number>(emptyTree())
+        for (let k = 0; k < size; k++) w0.set(k * 2, k)
+        for (const d of dels) w0.delete(d * 2)
+        let tree = w0.publish()
+        const published: Array<[Tree<number, number>, number[]]> = [[tree, [...new TreeIterator(tree.root, undefined)]]]
+        let next = size * 2
+        for (const n of appends) {
+          const keys = Array.from({ length: n }, (_, i) => next + i * 3)
+          next += n * 3
+          const a = new TreeWriter(tree)
+          a.appendSorted(keys, keys)
+          const b = new TreeWriter(tree)
+          for (const k of keys) b.set(k, k)
+          const ta = a.publish()
+          validateTree(ta, 'appended')
+          assert.equal(shape(ta.root as TreeNode<number, number>), shape(b.publish().root as TreeNode<number, number>))
+          assert.is(ta.size, tree.size + n)
+          tree = ta
+          published.push([tree, [...new TreeIterator(tree.root, undefined)]])
+        }
+        for (const [t, want] of published) {
+          validateTree(t, 'published')
+          assert.equal([...new TreeIterator(t.root, undefined)], want)
+        }
+      },
+    ),
+    { numRuns: 200 },
+  )
+})
+
+test('append leaves the right edge open; every other writer method seals it first', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.constantFrom('append', 'get', 'set', 'delete', 'publish'), fc.integer({ min: 0, max: 60 })), { maxLength: 400 }),
+      (ops) => {
+        const w = new TreeWriter<number, number>(emptyTree())
+        const model = new Map<number, number>()
+        const published: Array<[Tree<number, number>, number[]]> = []
+        let top = 0
+        for (const [op, x] of ops) {
+          if (op === 'append') {
+            for (let i = 0; i <= x; i++) {
+              top += 1 + (x & 3)
+              w.append(top, top)
+              model.set(top, top)
+            }
+          } else if (op === 'get') {
+            const k = top - x
+            assert.is(w.get(k), model.get(k))
+          } else if (op === 'set' && top > x) {
+            w.set(top - x, -1)
+            model.set(top - x, -1)
+          } else if (op === 'delete') {
+            assert.is(w.delete(top - x), model.get(top - x))
+            model.delete(top - x)
+          } else if (op === 'publish') {
+            const t = w.publish()
+            validateTree(t, 'published')
+            published.push([t, [...model.keys()].sort((a, b) => a - b).map((k) => model.get(k)!)])
+          }
+        }
+        w.seal()
+        validateTree(w, 'sealed')
+        assert.equal(
+          [...new TreeIterator(w.root, undefined)],
+          [...model.keys()].sort((a, b) => a - b).map((k) => model.get(k)!),
+        )
+        for (const [t, want] of published) assert.equal([...new TreeIterator(t.root, undefined)], want)
+      },
+    ),
+    { numRuns: 200 },
+  )
+})
+
+test('appendSorted refuses a key that is not above the tree', () => {
+  const w = new TreeWriter<number, number>(emptyTree())
+  w.set(5, 5)
+  assert.throws(() => w.appendSorted([5], [5]), /not above the tree/)
+})
+
+test('deleting whole leaves at once (the revision index of an update-only transaction): published trees keep their contents', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 600 }),
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 700 }), fc.integer({ min: 0, max: 700 })), { minLength: 1, maxLength: 8 }),
+      (rows, rounds) => {
+        // Each round rewrites ids lo..hi: their old revisions (mostly the oldest, whole leaves of them)
+        // go in one sorted pass, the new ones are appended, as TableWriter does.
+        let tree: Tree<number, number> = emptyTree()
+        const revOf = new Map<number, number>()
+        let rev = 0
+        const w0 = new TreeWriter(tree)
+        for (let id = 0; id < rows; id++) {
+          w0.set(++rev, id)
+          revOf.set(id, rev)
+        }
+        tree = w0.publish()
+        const published: Array<[Tree<number, number>, Array<[number, number]>]> = []
+        const contents = () => [...revOf].map(([id, r]) => [r, id] as [number, number]).sort((a, b) => a[0] - b[0])
+        published.push([tree, contents()])
+        for (const [a, b] of rounds) {
+          const w = new TreeWriter(tree)
+          const stale: number[] = []
+          for (let id = Math.min(a, b) % rows; id <= Math.min(Math.max(a, b), rows - 1); id++) {
+            stale.push(revOf.get(id)!)
+            w.set(++rev, id)
+            revOf.set(id, rev)
+          }
+          stale.sort((x, y) => x - y)
+          deleteSortedPresent(w, stale)
+          tree = w.publish()
+          validateTree(tree, 'after')
+          published.push([tree, contents()])
+        }
+        for (const [t, want] of published) {
+          validateTree(t, 'published')
+          assert.is(t.size, want.length)
+          assert.equal(
+            [...new TreeIterator(t.root, undefined)],
+            want.map(([, id]) => id),
+          )
+          for (const [r, id] of want) assert.is(treeGet(t.root, r), id)
+        }
+      },
+    ),
+    { numRuns: 300 },
+  )
+})
+
+test('deleting every key at once leaves an empty tree and the published one whole', () => {
+  for (const size of [2, 47, 49, 500, 3000]) {
+    const w0 = new TreeWriter<number, number>(emptyTree())
+    for (let k = 0; k < size; k++) w0.set(k, k)
+    const first = w0.publish()
+    const w = new TreeWriter(first)
+    deleteSortedPresent(
+      w,
+      Array.from({ length: size }, (_, k) => k),
+    )
+    const after = w.publish()
+    validateTree(after, 'after')
+    assert.is(after.size, 0)
+    assert.equal([...new TreeIterator(after.root, undefined)], [])
+    validateTree(first, 'first')
+    assert.equal(
+      [...new TreeIterator(first.root, undefined)],
+      Array.from({ length: size }, (_, k) => k),
+    )
+  }
 })
 
 test('numbers and strings share a tree: numbers first, each kind in its own order', () => {
