@@ -57,7 +57,7 @@ for (const r of after[0]!.results) {
 const file: ResultsFile = {
   suite: after[0]!.suite,
   node: after[0]!.node,
-  quick: true,
+  quick: [...before, ...after].some((r) => r.quick),
   commit: afterCommit,
   date: new Date().toISOString(),
   results,
