@@ -2,7 +2,7 @@
 //   node --cpu-prof --cpu-prof-dir=<dir> --import tsx scripts/profile-writes.ts [case...]
 //   node --trace-gc --import tsx scripts/profile-writes.ts ...
 // then `node scripts/cpuprofile-top.mjs <dir>/*.cpuprofile`. Cases: sameids, sameids-tags, replace,
-// insert (WriteTxn_100, new ids), cas (status write-back shape: CAS of 1000 per txn with a status
+// insert (WriteTxn_100, new ids), txn1 (WriteTxn_1: one insert per transaction), cas (status write-back shape: CAS of 1000 per txn with a status
 // index). The shapes are bench/statedb.ts's and bench/reconciler.ts's.
 
 import { DB, defineIndex, setValidation, Table } from '@statewright/statedb'
@@ -25,6 +25,16 @@ function table(tags: boolean) {
 const cases: Record<string, () => number> = {
   sameids: () => sameIds(false),
   'sameids-tags': () => sameIds(true),
+  txn1: () => {
+    const { db, t } = table(false)
+    const n = 300_000
+    for (let i = 0; i < n; i++) {
+      const txn = db.tryWriteTxn(t)!
+      t.insert(txn, { id: i, tags: T })
+      txn.commit()
+    }
+    return n
+  },
   insert: () => {
     const { db, t } = table(false)
     const n = 2_000_000

@@ -371,6 +371,38 @@ test('requeueAfterMs runs the key again later without an error; resync syncs eve
   await s.c.stop()
 })
 
+test('stop waits for a resync whose GC is deleting; nothing is deleted after stop returns', async () => {
+  const s = setup({ resyncIntervalMs: 50, sync: () => ({ secondaries: [] }) })
+  await s.initialize()
+  await s.c.start()
+  await s.put('a', 1)
+  await idle(s.c)
+  let deleting!: () => void
+  const started = new Promise<void>((r) => (deleting = r))
+  let release!: () => void
+  const gate = new Promise<void>((r) => (release = r))
+  const remove = s.target.delete.bind(s.target)
+  let calls = 0
+  s.target.delete = async (o, owned) => {
+    // The first attempt (GC on seeing the orphan, inside the follow loop) fails; the next one is
+    // the periodic resync's GC, which is held.
+    if (++calls === 1) throw new Error('transient')
+    deleting()
+    await gate
+    return remove(o, owned)
+  }
+  const { key, kind } = ownerStampKeys()
+  await s.target.set({ kind: 'Thing', name: 'orphan', version: 0, metadata: { annotations: { [key]: 'gone', [kind]: 'App' } }, data: 1 })
+  await started // the resync's GC is deleting the orphan now
+  const stopping = s.c.stop().then(() => 'stopped')
+  // A bound for a negative: stop must not return while the delete is held (it did within a few ms).
+  const first = await Promise.race([stopping, new Promise((r) => setTimeout(() => r('still stopping'), 300))])
+  assert.is(first, 'still stopping')
+  release()
+  assert.is(await stopping, 'stopped')
+  assert.ok(!s.target.store.has('orphan'), 'the delete finished before stop returned')
+})
+
 test('tertiary tables are read through ctx.txn and their changes trigger nothing', async () => {
   const ter = new Table<{ name: string; v: number }>({
     name: 'ter',

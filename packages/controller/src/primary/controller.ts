@@ -135,7 +135,9 @@ export class PrimaryController<P> {
     if (every > 0) {
       const tick = () => {
         this.resyncTimer = setTimeout(() => {
-          void this.resync()
+          // tracked: stop() waits for a resync (and its GC's deletes) that has begun
+          void this.inflight
+            .track(this.resync())
             .catch((e) => this.report(e))
             .finally(() => {
               if (this.follow) tick()
@@ -147,7 +149,7 @@ export class PrimaryController<P> {
     return this
   }
 
-  /** Stops following, stops the reconciler, and waits for syncs in flight. */
+  /** Stops following, stops the reconciler, and waits for syncs, deletes and a resync in flight. */
   async stop(): Promise<void> {
     const f = this.follow
     if (!f) return
