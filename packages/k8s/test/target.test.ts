@@ -97,6 +97,8 @@ test('adopt: false: an object of our name without our label is never applied; cr
     // once it is gone, the retry creates ours
     await t.cluster.request({ method: 'DELETE', path: cmPath('taken') })
     await waitFor(() => t.get('taken')?.data?.ours === '1', 'ours created by a retry')
+    // the retry's result is written back after the apply: until then the row still holds the old error
+    await t.allDone(2)
     await t.settled()
     assert.equal(t.get('taken').data, { ours: '1' })
     assert.is(t.get('taken').metadata.labels['statewright.io/owner'], 'test-controller')
