@@ -108,6 +108,7 @@ export {
   type ControllerErrorCode,
 } from './errors.ts'
 export { PrimaryController } from './primary/controller.ts'
+export type { OwnedRef, Work as PrimaryWork } from './primary/work.ts'
 export type { PrimaryControllerOptions, PrimaryControllerStats, SyncContext, SyncResult } from './primary/options.ts'
 export { ownerKeyLabelValue, ownerStampKeys } from './primary/stamps.ts'
 export type { EventSink, PrimaryStatusWriter } from './primary/status.ts'

@@ -96,7 +96,8 @@ export class Manager {
     this.name = o.name
     this.db = o.db ?? new DB()
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
-    this.registry = o.registry ?? (loadPromClient() ? new (loadPromClient()!.Registry)() : undefined)
+    const prom = o.registry ? undefined : loadPromClient()
+    this.registry = o.registry ?? (prom ? new prom.Registry() : undefined)
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
     this.ownsCluster = !o.cluster

@@ -31,7 +31,7 @@ export function plural(kind: string): string {
 }
 
 /** The table of an owned kind in a cluster (the default cluster's has no cluster prefix). */
-export function ownedTableName(kind: KindRef, cluster: string | undefined): string {
+export function ownedTableName(kind: Pick<KindRef, 'kind'>, cluster: string | undefined): string {
   return `owned-${cluster === undefined ? '' : `${cluster}-`}${plural(kind.kind)}`
 }
 

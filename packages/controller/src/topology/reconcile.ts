@@ -14,7 +14,7 @@ import type { StatusPatch } from '../conditions.ts'
 import type { Logger } from '../logging.ts'
 import { isPlaced, type Placed } from '../manager/desired.ts'
 import type { Manager } from '../manager/manager.ts'
-import { plural } from '../manager/watch.ts'
+import { ownedTableName } from '../manager/watch.ts'
 import type { StatusToWrite } from './statuswrites.ts'
 import type { TopologyView } from './view.ts'
 
@@ -119,7 +119,7 @@ export function newReconcileContext(o: {
       const now = m.db.readTxn()
       const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
       if (d && d.status.kind === 'done') return d.object
-      const observed = m.watched.get(`owned-${other ? `${cluster}-` : ''}${plural(obj.kind ?? '')}`)
+      const observed = m.watched.get(ownedTableName({ kind: obj.kind ?? '' }, other ? cluster : undefined))
       return observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))
     },
     inspect: (loc, i) => {

@@ -50,7 +50,8 @@ export interface StateOfWorldOptions {
   reconcile: ReconcileFn
   /** Run again every this many ms without events (default 0: never). */
   resyncIntervalMs?: number
-  retry?: { minMs?: number; maxMs?: number }
+  /** Backoff after a failed run: minMs (100) doubling to maxMs (30 000), spread by `jitter` (0.2) either way. */
+  retry?: { minMs?: number; maxMs?: number; jitter?: number }
 }
 
 export class StateOfWorldController {
@@ -304,7 +305,11 @@ export class StateOfWorldController {
           this.log.warn({ err: this.state.lastError, events: events.length, attempt: failures }, 'reconcile failed; retrying with backoff')
           // keep the events for the retry, older first
           this.pending.restore(events)
-          retryAt = Date.now() + Math.min(this.o.retry?.maxMs ?? 30_000, (this.o.retry?.minMs ?? 100) * 2 ** (failures - 1))
+          const max = this.o.retry?.maxMs ?? 30_000
+          const base = Math.min(max, (this.o.retry?.minMs ?? 100) * 2 ** (failures - 1))
+          // jittered, so that controllers failing together (an API server outage) do not retry in step
+          const jitter = this.o.retry?.jitter ?? 0.2
+          retryAt = Date.now() + Math.round(Math.min(max, base * (1 + jitter * (2 * Math.random() - 1))))
         }
         continue
       }
@@ -313,7 +318,8 @@ export class StateOfWorldController {
       const wakeAt = Math.min(retryAt > now ? retryAt : Infinity, nextResync, topo.nextRetryAt ?? Infinity)
       const woke = new AbortController()
       this.wake = () => woke.abort()
-      const timer = wakeAt < Infinity ? AbortSignal.timeout(Math.max(1, wakeAt - now)) : undefined
+      // AbortSignal.timeout takes whole milliseconds only (a fraction throws)
+      const timer = wakeAt < Infinity ? AbortSignal.timeout(Math.max(1, Math.ceil(wakeAt - now))) : undefined
       await waitAny(watches, AbortSignal.any([signal, woke.signal, ...(timer ? [timer] : [])])).catch(() => {})
     }
   }
