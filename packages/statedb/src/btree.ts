@@ -8,11 +8,11 @@
 // - a node whose `owner` is not the current writer's token is never changed in place: it may be
 //   shared by any number of published snapshots. A writer copies such nodes on the path it changes
 //   and mutates its own copies freely, so a transaction of N writes copies each touched node once.
+//   Publishing a tree (`TreeWriter.publish`) gives the writer a fresh token, which freezes every node
+//   it made.
 // - a copy shares its original's `keys` array until it changes a key (`sharedKeys`: then it copies
 //   them first, see `ownKeys`): a replacement, the commonest write, changes no key, so it copies half
 //   of what it used to.
-//   Publishing a tree (`TreeWriter.publish`) gives the writer a fresh token, which freezes every node
-//   it made.
 // - between `TreeWriter.append` calls the branch keys along the right edge may lag behind the keys
 //   below them; `seal` (which every other writer method calls first) restores the invariant.
 import { InternalError } from './errors.ts'

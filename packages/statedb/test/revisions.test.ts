@@ -65,7 +65,7 @@ test('every snapshot keeps its revision index through later writes, deleteAll an
             work.clear()
           }
         }
-        // Read inside the transaction: it sees its own appends and marks.
+        // Read inside the transaction: it sees its own writes.
         if (peek)
           assert.equal(
             table.lowerBound(txn, byRevision(0)).toArray(),

@@ -1,11 +1,12 @@
 // The write path keeps its optimized code over a full GC taken between transactions (./src/shapes.ts
 // says why it would not): checked in a child process, which can ask V8 for a function's state.
 import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 
 test('a full GC between transactions leaves the write path optimized', () => {
-  const child = new URL('./shapes-child.ts', import.meta.url).pathname
+  const child = fileURLToPath(new URL('./shapes-child.ts', import.meta.url))
   // Optimizing on the main thread, so the state asked for is not "optimizing in the background".
   const flags = ['--expose-gc', '--allow-natives-syntax', '--no-concurrent-recompilation']
   const args = ['--conditions=@statewright/source', '--import', 'tsx', ...flags, child]
