@@ -66,12 +66,18 @@ await check(
 
 await check(
   'contents',
-  'no tarball holds test/, bench/, keys or certificates; each has dist, src, README.md, LICENSE, CHANGELOG.md',
+  'no tarball holds test/, bench/, keys or certificates; each has dist, src, README.md, LICENSE, CHANGELOG.md; every dist/ file has its source',
   async () => {
     const bad = /(^|\/)(test|tests|bench|certs|fixtures)\/|\.(pem|key|crt|p12|tsbuildinfo)$|(^|\/)\.env/
     const problems = []
     for (const [p, t] of Object.entries(tarballs)) {
       for (const f of t.files) if (bad.test(f)) problems.push(`${p}: ${f}`)
+      // a dist/ file whose source is gone is stale output (tsc never deletes it)
+      for (const f of t.files) {
+        const m = /^dist\/(.+?)\.(js|d\.ts)(\.map)?$/.exec(f)
+        if (m && !t.files.includes(`src/${m[1]}.ts`) && !t.files.includes(`src/${m[1]}.tsx`))
+          problems.push(`${p}: ${f} has no source (stale build output)`)
+      }
       for (const f of [
         'package.json',
         'README.md',
