@@ -1,9 +1,11 @@
 // Shared helpers for the controller tests: a test server serving a custom kind (Gadget) through a real
 // CRD whose status.conditions is a map list keyed by type, a Cluster on it, and bounded waits on
 // statedb tables (woken by the table's watch, never a timed sleep).
-import { DB, Table, defineIndex, setValidation, waitAny, type ReadTxn } from '@statewright/statedb'
+import { Table, defineIndex, setValidation } from '@statewright/statedb'
 import { startTestServer, type RunningTestServer, type TestServerOptions } from '@statewright/testserver'
 import { Cluster, namespacedName, type KubeObject, type ResourceRef } from '@statewright/k8s'
+
+export { waitTable } from '../../../test/lib/wait.ts'
 
 setValidation(true)
 
@@ -91,27 +93,4 @@ export async function createGadget(cluster: Cluster, obj: KubeObject): Promise<K
 export function objectTable(name = 'gadgets'): Table<KubeObject> {
   const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true })
   return new Table<KubeObject>({ name, primary: byName })
-}
-
-/** Waits until `cond(txn)` holds, re-checking whenever one of the tables changes; fails after timeoutMs. */
-export async function waitTable(
-  db: DB,
-  tables: Table<any>[],
-  cond: (txn: ReadTxn) => boolean,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<void> {
-  const signal = AbortSignal.timeout(timeoutMs)
-  for (;;) {
-    const txn = db.readTxn()
-    if (cond(txn)) return
-    try {
-      await waitAny(
-        tables.map((t) => t.allWatch(txn)[1]),
-        signal,
-      )
-    } catch {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    }
-  }
 }

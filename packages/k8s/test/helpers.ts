@@ -1,8 +1,10 @@
 // Shared helpers for the k8s tests: a test server with a custom kind, a Cluster on it, bounded
 // waits on statedb tables, and a comparison of a table with the server's state.
-import { DB, Table, defineIndex, setValidation, type Txn } from '@statewright/statedb'
+import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
 import { startTestServer, type RunningTestServer, type TestServerOptions } from '@statewright/testserver'
 import { Cluster, namespacedName, type ClusterOptions, type KubeObject, type ResourceRef } from '@statewright/k8s'
+
+export { waitTable, waitFor } from '../../../test/lib/wait.ts'
 
 setValidation(true)
 
@@ -20,30 +22,6 @@ export function clusterFor(server: RunningTestServer, opts: ClusterOptions = {})
 export function objectTable(name = 'widgets'): Table<KubeObject> {
   const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true })
   return new Table<KubeObject>({ name, primary: byName })
-}
-
-/** Waits until `cond(txn)` holds, re-checking whenever the table changes; fails after timeoutMs. */
-export async function waitTable<T>(db: DB, table: Table<T>, cond: (txn: Txn) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const signal = AbortSignal.timeout(timeoutMs)
-  for (;;) {
-    const txn = db.readTxn()
-    if (cond(txn)) return
-    const [, w] = table.allWatch(txn)
-    try {
-      await w.wait(signal)
-    } catch {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    }
-  }
-}
-
-/** Polls `cond` every 10 ms (for things that are not in a table); fails after timeoutMs. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
 }
 
 /** name -> resourceVersion of every object of the kind on the server (one plain list). */

@@ -3,8 +3,10 @@
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net'
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
-import { DB, Table, defineIndex, setValidation, type ReadTxn } from '@statewright/statedb'
+import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
 import { listEntries, startNatsServer, type KvRow, type RunningNatsServer } from '@statewright/nats'
+
+export { waitTable, waitFor as until } from '../../../test/lib/wait.ts'
 
 setValidation(true)
 
@@ -81,36 +83,6 @@ export async function openBucket(nc: NatsConnection, bucket: string, history = 5
 
 export function rowTable(name = 'rows'): Table<KvRow> {
   return new Table<KvRow>({ name, primary: defineIndex<KvRow, string>({ name: 'key', key: (r) => r.key, unique: true }) })
-}
-
-/** Waits until cond(txn) holds, re-checking whenever the table changes; fails after timeoutMs. */
-export async function waitTable(
-  db: DB,
-  table: Table<any>,
-  cond: (txn: ReadTxn) => boolean,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<void> {
-  const signal = AbortSignal.timeout(timeoutMs)
-  for (;;) {
-    const txn = db.readTxn()
-    if (cond(txn)) return
-    const [, w] = table.allWatch(txn)
-    try {
-      await w.wait(signal)
-    } catch {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    }
-  }
-}
-
-/** Polls cond every 10 ms (for what is not in a table); fails after timeoutMs. */
-export async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
 }
 
 /** The bucket's contents: key -> parsed JSON value. */

@@ -4,6 +4,8 @@ import * as assert from 'uvu/assert'
 import { startTestServer, type RunningTestServer, type TestServerOptions } from '../src/index.ts'
 import { setValidation } from '@statewright/statedb'
 
+export { waitFor } from '../../../test/lib/wait.ts'
+
 // statedb's validation mode deep-freezes stored objects: any mutation of a stored object by the
 // server throws in tests instead of corrupting state silently.
 setValidation(true)
@@ -20,15 +22,6 @@ export async function env(opts: TestServerOptions = {}): Promise<Env> {
   const kc = new k8s.KubeConfig()
   kc.loadFromString(server.kubeconfig)
   return { server, kc, core: kc.makeApiClient(k8s.CoreV1Api), objs: k8s.KubernetesObjectApi.makeApiClient(kc) }
-}
-
-/** Polls `cond` every 5 ms until true or the timeout (then fails with `what`). */
-export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
 }
 
 /** Awaits a promise that must reject with an ApiException of `code` (and `reason` from the body). */
