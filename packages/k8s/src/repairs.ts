@@ -7,6 +7,8 @@
 //   (with the other writer's name), and over when the object stays quiet for `windowMs`.
 // - Time comes from `now()` only, so tests and the pacing agree on it.
 
+import { backoffDelay } from '@statewright/reconciler'
+
 export interface RepairPacing {
   /** Delay before the second repair of a drifting object (default 1000 ms); doubles each time. */
   minMs?: number
@@ -79,7 +81,7 @@ export class RepairPacer {
   }
 
   private delay(streak: number): number {
-    return Math.min(this.maxMs, this.minMs * 2 ** Math.min(streak - 1, 40))
+    return backoffDelay(streak, { minMs: this.minMs, maxMs: this.maxMs })
   }
 
   /** Records a repair of `key`; returns the fight when this repair starts one. */

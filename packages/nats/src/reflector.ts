@@ -11,6 +11,7 @@
 //   revision, that row is skipped and the reflector keeps running;
 // - a missing bucket (or any other failure) is retried with exponential backoff, forever; health()
 //   says what is wrong.
+import { backoffDelay } from '@statewright/reconciler'
 import { BucketError, ConfigError, DecodeError, NatsError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { NatsConnection } from '@nats-io/transport-node'
@@ -227,7 +228,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         if (!(err instanceof Interrupted)) {
           this.fail(err as Error)
           this.h.state = 'backoff'
-          const d = Math.min(maxMs, minMs * 2 ** attempt++) * (0.8 + Math.random() * 0.4)
+          const d = backoffDelay(++attempt, { minMs, maxMs, jitter: 0.2 })
           await sleep(d, undefined, { signal }).catch(() => {})
         }
       }

@@ -32,3 +32,4 @@ export { describeHealth, type Health, type HealthLevel, type FailingObject } fro
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'
 export { waitForReconciliation, type WaitOptions } from './wait.ts'
+export { backoffDelay } from './retries.ts'

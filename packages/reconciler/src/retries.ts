@@ -60,6 +60,21 @@ export interface RetryOutcome<Obj> {
   error: string
 }
 
+/**
+ * The delay before retry number `attempts` (>= 1): minMs doubling with each attempt, capped at maxMs,
+ * spread by up to `jitter` (0..1) either way and capped again. Every retry loop of statewright uses
+ * it, so that a `retry: { minMs, maxMs, jitter }` option means the same everywhere.
+ */
+export function backoffDelay(
+  attempts: number,
+  o: { minMs: number; maxMs: number; jitter?: number },
+  random: () => number = Math.random,
+): number {
+  const d = Math.min(o.minMs * 2 ** Math.min(Math.max(attempts, 1) - 1, 1023), o.maxMs)
+  const jitter = o.jitter ?? 0
+  return jitter > 0 ? Math.min(o.maxMs, d * (1 + jitter * (2 * random() - 1))) : d
+}
+
 export class RetryQueue<Obj> {
   private readonly items = new Map<RetryKey, RetryItem<Obj>>()
   private readonly heap: RetryItem<Obj>[] = []
@@ -78,10 +93,7 @@ export class RetryQueue<Obj> {
 
   /** Backoff after the n-th consecutive failure (n >= 1): min * 2^(n-1), capped at max, jittered. */
   backoff(attempts: number): number {
-    const exp = Math.min(attempts - 1, 1023)
-    let d = Math.min(this.minMs * 2 ** exp, this.maxMs)
-    if (this.jitter > 0) d = Math.min(this.maxMs, d * (1 + this.jitter * (2 * this.random() - 1)))
-    return d
+    return backoffDelay(attempts, { minMs: this.minMs, maxMs: this.maxMs, jitter: this.jitter }, this.random)
   }
 
   /**

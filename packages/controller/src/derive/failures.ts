@@ -6,6 +6,7 @@
 // - Backoff doubles from retry.minMs (default 100 ms) up to retry.maxMs (default 30 s), with ±20%
 //   jitter so that inputs failing together do not retry together.
 // - An input no longer known when its retry is due is dropped from the schedule, not retried.
+import { backoffDelay } from '@statewright/reconciler'
 import type { Logger } from '../logging.ts'
 import { Table, defineIndex, type DB, type ReadTxn, type WriteTxn } from '@statewright/statedb'
 import type { Journal } from './journal.ts'
@@ -75,9 +76,7 @@ export class Failures {
   failed(w: WriteTxn, id: string, err: unknown): void {
     const prev = this.retries.get(id)
     const attempts = (prev?.attempts ?? 0) + 1
-    const min = this.o.retry?.minMs ?? 100
-    const max = this.o.retry?.maxMs ?? 30_000
-    const delay = Math.min(max, min * 2 ** (attempts - 1)) * (0.8 + Math.random() * 0.4)
+    const delay = backoffDelay(attempts, { minMs: this.o.retry?.minMs ?? 100, maxMs: this.o.retry?.maxMs ?? 30_000, jitter: 0.2 })
     const at = Date.now() + delay
     this.journal.mapSet(this.retries, id, { attempts, at })
     const message = (err as Error)?.message ?? String(err)

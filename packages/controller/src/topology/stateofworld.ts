@@ -18,6 +18,7 @@
 // This file: the controller (its loop and its Component); what reconcile sees is reconcile.ts, the
 // watched kinds watched.ts, the derived groups desiredgroups.ts, events events.ts, statuses
 // statuswrites.ts.
+import { backoffDelay } from '@statewright/reconciler'
 import { nextProgress } from '../progress.ts'
 import { ConfigError, UsageError } from '../errors.ts'
 import { waitAny, type ChangeIterator, type DB, type ReadTxn, type Table, type Watch } from '@statewright/statedb'
@@ -305,11 +306,10 @@ export class StateOfWorldController {
           this.log.warn({ err: this.state.lastError, events: events.length, attempt: failures }, 'reconcile failed; retrying with backoff')
           // keep the events for the retry, older first
           this.pending.restore(events)
-          const max = this.o.retry?.maxMs ?? 30_000
-          const base = Math.min(max, (this.o.retry?.minMs ?? 100) * 2 ** (failures - 1))
           // jittered, so that controllers failing together (an API server outage) do not retry in step
-          const jitter = this.o.retry?.jitter ?? 0.2
-          retryAt = Date.now() + Math.round(Math.min(max, base * (1 + jitter * (2 * Math.random() - 1))))
+          const r = this.o.retry
+          retryAt =
+            Date.now() + Math.round(backoffDelay(failures, { minMs: r?.minMs ?? 100, maxMs: r?.maxMs ?? 30_000, jitter: r?.jitter ?? 0.2 }))
         }
         continue
       }

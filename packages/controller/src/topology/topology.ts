@@ -13,6 +13,7 @@
 // - A throwing `sections`, `parents`, `children`, `accepts` or `targetRefs` is an error of the object
 //   being processed (errors() names it); it keeps its node, loses that link, and is processed again
 //   with backoff.
+import { backoffDelay } from '@statewright/reconciler'
 import { ConfigError } from '../errors.ts'
 import { DB, Table, defineIndex, waitAny, type ChangeIterator, type ReadTxn, type Watch, type WriteTxn } from '@statewright/statedb'
 import {
@@ -345,7 +346,7 @@ export class Topology {
     }
     const prev = this.errs.get(source)
     const attempts = (prev?.attempts ?? 0) + 1
-    const delay = Math.min(this.retry.maxMs, this.retry.minMs * 2 ** (attempts - 1))
+    const delay = backoffDelay(attempts, this.retry)
     this.errs.set(source, { source, object: made[0]!.locator, error: errors.join('; '), attempts, retryAt: now + delay, kind, key })
   }
 }

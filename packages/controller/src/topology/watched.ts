@@ -6,6 +6,7 @@
 //   deletes what is no longer listed.
 // - The first list is retried with backoff (100 ms doubling to 30 s) until it succeeds or the
 //   controller stops: nothing runs before every watched kind is synced.
+import { backoffDelay } from '@statewright/reconciler'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Table, defineIndex, type DB } from '@statewright/statedb'
 import { listAll, namespacedName, resolveKind, type Cluster, type KindRef, type KubeObject } from '@statewright/k8s'
@@ -73,7 +74,7 @@ export async function relistUntilDone(db: DB, kinds: ReadonlyMap<string, Watched
     } catch (err) {
       if (signal.aborted) return
       log.warn({ err: (err as Error).message }, 'listing state-of-world kinds failed; retrying')
-      await sleep(Math.min(30_000, 100 * 2 ** attempt), undefined, { signal }).catch(() => {})
+      await sleep(backoffDelay(attempt + 1, { minMs: 100, maxMs: 30_000 }), undefined, { signal }).catch(() => {})
     }
   }
 }
