@@ -48,8 +48,6 @@ export function hasGc(): boolean {
   return typeof (globalThis as { gc?: unknown }).gc === 'function'
 }
 
-const tick = () => new Promise<void>((r) => setImmediate(r))
-
 /** Collects `gc` performance entries while active. */
 class GcRecorder {
   private readonly entries: PerformanceEntry[] = []
@@ -58,12 +56,6 @@ class GcRecorder {
   })
   constructor() {
     this.observer.observe({ entryTypes: ['gc'] })
-  }
-  /** GC milliseconds that started inside [from, to] (entries arrive asynchronously: await first). */
-  async within(from: number, to: number): Promise<number> {
-    await tick()
-    await tick()
-    return this.sum(from, to)
   }
   /** Waits until the entries of what ran so far have arrived (some come tens of milliseconds late). */
   async settle(): Promise<void> {
@@ -81,30 +73,7 @@ class GcRecorder {
 
 /** Measures the rate of `run` (operations per second): warm-up, then the median of several runs. */
 export async function measure<S = undefined>(opts: MeasureOptions<S>): Promise<Measurement> {
-  const warmup = opts.warmup ?? 1
-  const runs = opts.runs ?? 5
-  const gcBefore = opts.gcBefore ?? true
-  const samples: number[] = []
-  let totalMs = 0
-  let gcMs = 0
-  const rec = new GcRecorder()
-  try {
-    for (let i = 0; i < warmup + runs; i++) {
-      const state = (opts.setup ? await opts.setup() : undefined) as S
-      if (gcBefore) forceGc()
-      const t0 = performance.now()
-      const ops = await opts.run(state)
-      const t1 = performance.now()
-      if (opts.teardown) await opts.teardown(state)
-      if (i < warmup) continue
-      samples.push((ops / (t1 - t0)) * 1000)
-      totalMs += t1 - t0
-      gcMs += await rec.within(t0, t1)
-    }
-  } finally {
-    rec.stop()
-  }
-  return { opsPerSec: median(samples), samples, gcShare: totalMs > 0 ? gcMs / totalMs : 0, totalMs }
+  return (await measureInterleaved({ only: opts })).only
 }
 
 /**
