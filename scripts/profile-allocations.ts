@@ -1,0 +1,103 @@
+// Where the bytes allocated per object come from, in the reconciler bench's floor shape (insert 1000
+// pending objects per transaction, a change iterator, a clone per pending object, compare-and-swap of
+// a shared done status): V8's sampling heap profiler, counting objects already collected too.
+//   node --conditions=@statewright/source --import tsx scripts/profile-allocations.ts [objects] [--top N]
+// Prints bytes per object by allocating function (self) and by the statedb/reconciler function
+// nearest the allocation.
+import { Session } from 'node:inspector/promises'
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
+import { DB, defineIndex, Table } from '@statewright/statedb'
+import { newStatusIndex, statusDone, statusPending, type Status } from '@statewright/reconciler'
+
+interface BenchObject {
+  readonly id: number
+  readonly status: Status
+}
+const args = process.argv.slice(2)
+const ti = args.indexOf('--top')
+const top = ti >= 0 ? Number(args.splice(ti, 2)[1]) : 20
+const n = Number(args[0] ?? 300_000)
+const BATCH = 1000
+const idIndex = defineIndex<BenchObject, number>({ name: 'id', key: (o) => o.id, unique: true })
+
+async function floor(): Promise<void> {
+  const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
+  const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
+  const db = new DB({ tables: [table] })
+  const iter = table.changes(db.readTxn())
+  let reconciled = 0
+  const loop = (async () => {
+    while (reconciled < n) {
+      const [changes, watch] = iter.next(db.readTxn())
+      const objects: Array<{ id: number; status: Status }> = []
+      const revisions: number[] = []
+      for (const c of changes) {
+        if (c.deleted || c.object.status.kind !== 'pending') continue
+        objects.push({ id: c.object.id, status: c.object.status })
+        revisions.push(c.revision)
+        if (objects.length >= BATCH) break
+      }
+      if (objects.length > 0) {
+        const txn = db.tryWriteTxn(table) ?? (await db.writeTxn(table))
+        const done = statusDone()
+        for (let i = 0; i < objects.length; i++) {
+          objects[i]!.status = done
+          if (table.compareAndSwap(txn, revisions[i]!, objects[i]!)) reconciled++
+        }
+        txn.commit()
+      }
+      if (objects.length >= BATCH) await yieldToEventLoop()
+      else if (reconciled < n) await watch.wait()
+    }
+  })()
+  for (let b = 0; b < n; b += BATCH) {
+    const txn = await db.writeTxn(table)
+    const end = Math.min(n, b + BATCH)
+    for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
+    txn.commit()
+  }
+  await loop
+  iter.close()
+}
+
+interface Node {
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  selfSize: number
+  children: Node[]
+}
+const where = (f: Node['callFrame']) =>
+  `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(packages|bench|scripts|node_modules)\//, '$1/')}:${f.lineNumber + 1}`
+const ours = (f: Node['callFrame']) => /packages\/(statedb|reconciler)\//.test(f.url)
+
+const session = new Session()
+session.connect()
+await floor() // warm up, untimed
+await session.post('HeapProfiler.startSampling', {
+  samplingInterval: 512,
+  includeObjectsCollectedByMajorGC: true,
+  includeObjectsCollectedByMinorGC: true,
+} as never)
+await floor()
+const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: Node } }
+const self = new Map<string, number>()
+const nearest = new Map<string, number>()
+let total = 0
+const walk = (node: Node, near: string, parent = '') => {
+  // A builtin (slice, push) is named with its caller.
+  const here = node.callFrame.url === '' && parent !== '' ? `${node.callFrame.functionName} <- ${parent}` : where(node.callFrame)
+  const n2 = ours(node.callFrame) ? here : near
+  if (node.selfSize > 0) {
+    self.set(here, (self.get(here) ?? 0) + node.selfSize)
+    nearest.set(n2, (nearest.get(n2) ?? 0) + node.selfSize)
+    total += node.selfSize
+  }
+  for (const c of node.children) walk(c, n2, where(node.callFrame))
+}
+walk(profile.head, '(outside statedb/reconciler)')
+const show = (title: string, m: Map<string, number>) => {
+  console.log(`\n${title}`)
+  for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${(v / n).toFixed(1).padStart(8)} B/object  ${k}`)
+}
+console.log(`${n} objects: ${(total / n).toFixed(0)} B/object sampled`)
+show('by allocating function', self)
+show('by nearest statedb/reconciler function', nearest)
