@@ -30,23 +30,23 @@ import {
   type TreeWriter,
 } from './btree.ts'
 
-/** Removes `keys` (strictly increasing, every one present) from the writer's tree. */
-export function deleteSortedPresent<K extends TreeKey, V>(w: TreeWriter<K, V>, keys: readonly K[]): void {
-  if (keys.length === 0) return
+/** Removes the first `n` of `keys` (strictly increasing, every one present) from the writer's tree. */
+export function deleteSortedPresent<K extends TreeKey, V>(w: TreeWriter<K, V>, keys: readonly K[], n = keys.length): void {
+  if (n === 0) return
   w.seal()
-  if (keys.length === 1) {
+  if (n === 1) {
     w.deletePresent(keys[0]!)
     return
   }
-  if (keys.length === w.size) {
+  if (n === w.size) {
     w.clear() // every key goes (they are distinct and all present)
     return
   }
   let root = w.own(w.root)
-  removeRun(w, root, keys, 0, keys.length)
+  removeRun(w, root, keys, 0, n)
   while (!root.leaf && root.children.length === 1) root = w.own(root.children[0]!)
   w.root = root
-  w.size -= keys.length
+  w.size -= n
 }
 
 // Removes keys[from..to) (all below an owned node).

@@ -7,6 +7,9 @@ import type { Index } from './indexes.ts'
 const TABLE_NAME = /^[a-z][a-z0-9_.-]{0,62}$/i
 
 export class TableSchema<Obj> {
+  /** @internal The last writer's array of stale revisions, for the next one (see TableWriter). */
+  spareStale: number[] | undefined = undefined
+
   constructor(
     readonly name: string,
     readonly primary: Index<Obj, Key>,

@@ -17,6 +17,8 @@ import { Entry, Tombstone, type Initializer, type TableState, type TableView } f
 import type { TableSchema } from './schema.ts'
 
 const ascending = (a: number, b: number): number => a - b
+/** The largest stale-revision array a table keeps for its next writer (64 KB of numbers). */
+const SPARE_STALE_MAX = 8192
 
 const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
 
@@ -24,17 +26,23 @@ export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
   /**
-   * The revision index, less the revisions in `staleRevisions` (read it through `byRevision`). New
+   * The revision index, less the revisions in `stale` (read it through `byRevision`). New
    * revisions are appended to its open right edge (TreeWriter.append: no descent per write); the
    * getter seals it.
    */
   private readonly revisions: TreeWriter<number, Entry<Obj>>
   /**
-   * Revisions of replaced and deleted entries, not yet removed from `revisions`: they go in one
-   * sorted pass (./bulkdelete.ts) when the index is read or published, instead of one removal per
-   * write (updates mostly remove the oldest revisions, from the front of a leaf).
+   * Revisions of replaced and deleted entries, not yet removed from `revisions` (the first
+   * `staleCount` of `stale`): they go in one sorted pass (./bulkdelete.ts) when the index is read or
+   * published, instead of one removal per write (updates mostly remove the oldest revisions, from the
+   * front of a leaf). The array outlives the transaction: the table's next writer takes it over
+   * (`TableSchema.spareStale`), so a transaction of 1000 updates does not grow a fresh array of 1000
+   * by pushes every time (about 30 B per update in the reconciler's write-back, by
+   * scripts/profile-allocations.ts). A writer that finds no spare (another database's writer of the
+   * same table holds it) starts a new one.
    */
-  private staleRevisions: number[] = []
+  private stale: number[]
+  private staleCount = 0
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
@@ -62,6 +70,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
+    this.stale = schema.spareStale ?? []
+    schema.spareStale = undefined
     this.newKeys = new Array(this.writers.length)
     if (recording) this.changed = recording.map((on) => (on ? new Set<EncodedKey>() : undefined))
   }
@@ -70,14 +80,15 @@ export class TableWriter<Obj> implements TableView<Obj> {
   get byRevision(): TreeWriter<number, Entry<Obj>> {
     const revisions = this.revisions
     revisions.seal()
-    const stale = this.staleRevisions
-    if (stale.length > 0) {
-      // Mostly ascending already (oldest first); a sort of a sorted array is one pass.
-      stale.sort(ascending)
-      deleteSortedPresent(revisions, stale)
-      if (stale.length === 1)
-        stale.pop() // nothing keeps the array: reused (pop: no runtime call for one)
-      else stale.length = 0
+    const n = this.staleCount
+    if (n > 0) {
+      const stale = this.stale
+      // Mostly ascending already (oldest first, as a write-back of changes in revision order is).
+      let sorted = true
+      for (let i = 1; i < n && sorted; i++) sorted = stale[i - 1]! < stale[i]!
+      if (sorted) deleteSortedPresent(revisions, stale, n)
+      else deleteSortedPresent(revisions, n === stale.length ? stale.sort(ascending) : stale.slice(0, n).sort(ascending))
+      this.staleCount = 0
     }
     return revisions
   }
@@ -124,7 +135,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.swapFailed = false
     this.revision++
     this.dirty = true
-    if (old !== undefined) this.staleRevisions.push(old.revision)
+    if (old !== undefined) this.stale[this.staleCount++] = old.revision
     this.revisions.append(entry.revision, entry)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
@@ -193,7 +204,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
-    this.staleRevisions.push(old.revision)
+    this.stale[this.staleCount++] = old.revision
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
@@ -208,7 +219,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     }
     this.primary.clear()
     this.revisions.clear()
-    this.staleRevisions = []
+    this.staleCount = 0
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true
@@ -230,6 +241,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The state this writer built, frozen; the base state when nothing changed. */
   publish(): TableState<Obj> {
-    return this.dirty ? this.snapshot() : this.base
+    const state = this.dirty ? this.snapshot() : this.base
+    // Handed to the table's next writer (emptied by the snapshot); a very large one is let go.
+    if (this.staleCount === 0 && this.stale.length <= SPARE_STALE_MAX) this.schema.spareStale = this.stale
+    return state
   }
 }
