@@ -1,13 +1,17 @@
-// Where the bytes allocated per object come from, in the reconciler bench's floor shape (insert 1000
-// pending objects per transaction, a change iterator, a clone per pending object, compare-and-swap of
-// a shared done status): V8's sampling heap profiler, counting objects already collected too.
-//   node --conditions=@statewright/source --import tsx scripts/profile-allocations.ts [objects] [--top N]
+// Where the bytes allocated per object come from, in the reconciler bench's shapes: `floor` (insert
+// 1000 pending objects per transaction, a change iterator, a clone per pending object,
+// compare-and-swap of a shared done status) or `reconciler` (the same objects through a Reconciler
+// with a no-op update): V8's sampling heap profiler, counting objects already collected too.
+//   node --import tsx scripts/profile-allocations.ts [floor|reconciler] [objects] [--top N]
+// (after `npm run build`: from dist/, whose line numbers the profile names; add
+// --conditions=@statewright/source to run the sources). --no-turbo-inlining names callees that
+// optimized code would inline into their callers.
 // Prints bytes per object by allocating function (self) and by the statedb/reconciler function
 // nearest the allocation.
 import { Session } from 'node:inspector/promises'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import { DB, defineIndex, Table } from '@statewright/statedb'
-import { newStatusIndex, statusDone, statusPending, type Status } from '@statewright/reconciler'
+import { newStatusIndex, Reconciler, statusDone, statusPending, type Status } from '@statewright/reconciler'
 
 interface BenchObject {
   readonly id: number
@@ -16,6 +20,7 @@ interface BenchObject {
 const args = process.argv.slice(2)
 const ti = args.indexOf('--top')
 const top = ti >= 0 ? Number(args.splice(ti, 2)[1]) : 20
+const shape = args[0] === 'reconciler' || args[0] === 'floor' ? args.shift()! : 'floor'
 const n = Number(args[0] ?? 300_000)
 const BATCH = 1000
 const idIndex = defineIndex<BenchObject, number>({ name: 'id', key: (o) => o.id, unique: true })
@@ -60,6 +65,40 @@ async function floor(): Promise<void> {
   iter.close()
 }
 
+async function reconciler(): Promise<void> {
+  const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
+  const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
+  const db = new DB({ tables: [table] })
+  const rec = new Reconciler<BenchObject>({
+    db,
+    table,
+    statusIndex,
+    primaryKey: (o) => o.id,
+    getObjectStatus: (o) => o.status,
+    setObjectStatus: (o, status) => {
+      ;(o as { status: Status }).status = status
+      return o
+    },
+    cloneObject: (o) => ({ id: o.id, status: o.status }),
+    operations: { update: () => {}, delete: () => {} },
+  }).start()
+  let rev = 0
+  for (let b = 0; b < n; b += BATCH) {
+    const txn = await db.writeTxn(table)
+    const end = Math.min(n, b + BATCH)
+    for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
+    rev = table.revision(txn.commit())
+  }
+  await rec.waitForRevision(rev)
+  for (;;) {
+    const [pending, watch] = table.listWatch(db.readTxn(), statusIndex.kind('pending'))
+    if (pending.first() === undefined) break
+    await watch.wait()
+  }
+  await rec.stop()
+}
+const run = shape === 'reconciler' ? reconciler : floor
+
 interface Node {
   callFrame: { functionName: string; url: string; lineNumber: number }
   selfSize: number
@@ -71,13 +110,13 @@ const ours = (f: Node['callFrame']) => /packages\/(statedb|reconciler)\//.test(f
 
 const session = new Session()
 session.connect()
-await floor() // warm up, untimed
+await run() // warm up, untimed
 await session.post('HeapProfiler.startSampling', {
   samplingInterval: 512,
   includeObjectsCollectedByMajorGC: true,
   includeObjectsCollectedByMinorGC: true,
 } as never)
-await floor()
+await run()
 const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: Node } }
 const self = new Map<string, number>()
 const nearest = new Map<string, number>()
@@ -98,6 +137,6 @@ const show = (title: string, m: Map<string, number>) => {
   console.log(`\n${title}`)
   for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${(v / n).toFixed(1).padStart(8)} B/object  ${k}`)
 }
-console.log(`${n} objects: ${(total / n).toFixed(0)} B/object sampled`)
+console.log(`${shape}, ${n} objects: ${(total / n).toFixed(0)} B/object sampled`)
 show('by allocating function', self)
 show('by nearest statedb/reconciler function', nearest)

@@ -108,5 +108,6 @@ export async function incrementalRound<Obj>(
   }
   const all = deletes.length === 0 && retried.length === 0 ? updates : deletes.concat(updates, retried)
   const dropped = await runner.commit(all)
+  runner.release(all)
   return { objects: deletes.length + updates.length + retried.length, dropped, more, processedRevision, watch }
 }

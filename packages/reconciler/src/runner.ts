@@ -100,22 +100,56 @@ export class OperationRunner<Obj> {
     return this.ctx
   }
 
+  /**
+   * Outcomes of committed rounds, for the next rounds (see `release`): an outcome is 88 bytes, the
+   * largest allocation per object the reconciler itself makes (scripts/profile-allocations.ts).
+   */
+  private readonly spare: Outcome<Obj>[] = []
+
   /** An outcome for an update of the object read at `revision`. */
   updateOutcome(obj: Obj, revision: number, status: Status, attempts: number): Outcome<Obj> {
-    return {
-      deleted: false,
-      object: this.cfg.cloneObject(obj),
-      revision,
-      seenStatusId: status.id,
-      seenKind: status.kind,
-      attempts,
-      error: undefined,
-      changed: false,
-    }
+    return this.outcome(false, this.cfg.cloneObject(obj), revision, status.id, status.kind, attempts)
   }
 
   deleteOutcome(obj: Obj, revision: number, attempts: number): Outcome<Obj> {
-    return { deleted: true, object: obj, revision, seenStatusId: 0, seenKind: 'done', attempts, error: undefined, changed: false }
+    return this.outcome(true, obj, revision, 0, 'done', attempts)
+  }
+
+  private outcome(
+    deleted: boolean,
+    object: Obj,
+    revision: number,
+    seenStatusId: number,
+    seenKind: StatusKind,
+    attempts: number,
+  ): Outcome<Obj> {
+    const o = this.spare.pop()
+    if (o === undefined) return { deleted, object, revision, seenStatusId, seenKind, attempts, error: undefined, changed: false }
+    o.deleted = deleted
+    o.object = object
+    o.revision = revision
+    o.seenStatusId = seenStatusId
+    o.seenKind = seenKind
+    o.attempts = attempts
+    o.error = undefined
+    o.changed = false
+    return o
+  }
+
+  /**
+   * Takes back the outcomes of a round whose write-back committed: every operation of the round has
+   * settled, and nothing keeps an outcome past its commit (the retry queue copies what it needs).
+   * Each lets go of its object; up to a round's worth are kept.
+   */
+  release(outcomes: readonly Outcome<Obj>[]): void {
+    const spare = this.spare
+    const room = this.cfg.roundSize
+    for (let i = 0; i < outcomes.length && spare.length < room; i++) {
+      const o = outcomes[i]!
+      o.object = undefined as Obj
+      o.error = undefined
+      spare.push(o)
+    }
   }
 
   // ---- calling operations ----
