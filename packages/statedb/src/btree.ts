@@ -43,6 +43,8 @@ export type TreeNode<K extends TreeKey, V> = Leaf<K, V> | Branch<K, V>
 
 export const MAX = 48
 export const MIN = 12
+/** How many splits after appends a writer makes with exact-size arrays on both sides (`splitEdgeLeaf`). */
+const EXACT_EDGE_SPLITS = 4
 
 /** An immutable tree: the root and the number of entries. */
 export interface Tree<K extends TreeKey, V> {
@@ -155,6 +157,8 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   private guard: ((old: V | undefined) => boolean) | undefined
   /** The last guarded set was refused. */
   rejected = false
+  /** Splits of the last leaf after appends, by this writer (see `splitEdgeLeaf`). */
+  private edgeSplits = 0
 
   constructor(tree: Tree<K, V>) {
     this.root = tree.root
@@ -312,12 +316,20 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     return { leaf: false, keys: node.keys, children: node.children.slice(), owner: this.owner, sharedKeys: true } as N
   }
 
-  // Splits the last leaf of the tree after an append: the left part moves to fresh arrays of its exact
-  // size, and the right part, which takes the next appends, keeps the leaf's own arrays. Taking the
-  // front of an array off is a left trim in V8 (no copy, no allocation), and the capacity the arrays
-  // grew to stays for the next appends: a slice of each part made the right one grow twice more
-  // before its next split (measured: a third fewer bytes per append, in scripts/profile-allocations.ts).
+  // Splits the last leaf of the tree after an append. The left part always moves to fresh arrays of
+  // its exact size. The right part, which takes the next appends, gets fresh ones too for the first
+  // few splits of a writer; after that it keeps the leaf's own arrays (taking the front off an array
+  // is a left trim in V8, no copy), whose grown capacity takes the next appends without regrowing.
+  // Measured (scripts/profile-writes.ts, scripts/profile-allocations.ts): keeping the arrays saves
+  // about 300 B per object in the reconciler's transactions of 1000 appends, but made transactions
+  // of 100 (2-3 splits per tree) 5-25% slower, so it starts only once a transaction appends a lot.
   private splitEdgeLeaf(leaf: Leaf<K, V>, cut: number): Leaf<K, V> {
+    if (++this.edgeSplits <= EXACT_EDGE_SPLITS) {
+      const right: Leaf<K, V> = { leaf: true, keys: leaf.keys.slice(cut), vals: leaf.vals.slice(cut), owner: this.owner, sharedKeys: false }
+      leaf.keys = leaf.keys.slice(0, cut)
+      leaf.vals = leaf.vals.slice(0, cut)
+      return right
+    }
     const keys = leaf.keys.splice(0, cut)
     const vals = leaf.vals.splice(0, cut)
     const right: Leaf<K, V> = { leaf: true, keys: leaf.keys, vals: leaf.vals, owner: this.owner, sharedKeys: false }
