@@ -12,7 +12,7 @@
 
 import { treeGet, TreeIterator } from './btree.ts'
 import { TxnError } from './errors.ts'
-import type { Entry, TableView } from './state.ts'
+import type { Entry, TableView, Tombstone } from './state.ts'
 import { ReadTxn } from './txn.ts'
 import { Watch } from './watch.ts'
 
@@ -31,14 +31,14 @@ export interface Tracker {
 export class Graveyard<Obj> {
   /** Absolute index of log[0]. */
   private base = 0
-  private log: Entry<Obj>[] = []
+  private log: Tombstone<Obj>[] = []
   readonly trackers = new Set<Tracker>()
 
   get size(): number {
     return this.log.length
   }
 
-  append(deletes: readonly Entry<Obj>[]): void {
+  append(deletes: readonly Tombstone<Obj>[]): void {
     if (this.trackers.size === 0) return
     for (const e of deletes) this.log.push(e)
   }
@@ -69,7 +69,7 @@ export class Graveyard<Obj> {
   }
 
   /** The entry at an absolute position, if still kept. */
-  at(pos: number): Entry<Obj> | undefined {
+  at(pos: number): Tombstone<Obj> | undefined {
     return this.log[pos - this.base]
   }
 }
@@ -142,7 +142,7 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
   private readonly live: TreeIterator<number, Entry<Obj>>
   private l: IteratorResult<Entry<Obj>>
   private g: number
-  private dead: Entry<Obj> | undefined
+  private dead: Tombstone<Obj> | undefined
   private finished = false
   /** Reused: iterator consumers read `value` before calling next again (as TreeIterator's do). */
   private readonly result: { done: false; value: Change<Obj> } = { done: false, value: undefined as never }

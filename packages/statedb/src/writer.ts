@@ -50,7 +50,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
   readonly secondary: TableView<Obj>['secondary']
   pendingInit: readonly Initializer[]
   /** Deleted entries, with the revision of their deletion, in order. */
-  readonly deletes: Entry<Obj>[] = []
+  readonly deletes: Tombstone<Obj>[] = []
   /** Keys touched per index (undefined for an index not recorded), or undefined when none is. */
   changed: Array<Set<EncodedKey> | undefined> | undefined
   /** Every key may have changed (deleteAll). */
@@ -112,7 +112,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
       if (u === undefined) continue
       for (const k of typeof keys === 'object' ? keys : [keys]) {
         const holder = u.get(k)
-        if (holder !== undefined && holder.key !== pk) {
+        if (holder !== undefined && schema.primaryKey(holder.object) !== pk) {
           if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
           throw new UniqueConflictError(
             schema.name,
@@ -124,7 +124,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
         }
       }
     }
-    const entry = new Entry(obj, this.revision + 1, pk)
+    const entry = new Entry(obj, this.revision + 1)
     let old: Entry<Obj> | undefined
     if (expect === undefined) old = this.primary.set(pk, entry)
     else {
@@ -215,7 +215,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
   deleteAll(): void {
     if (this.primary.size === 0) return
     for (const entry of new TreeIterator(this.primary.root, undefined)) {
-      this.deletes.push(new Tombstone(entry.object, ++this.revision, entry.key))
+      this.deletes.push(new Tombstone(entry.object, ++this.revision, this.schema.primaryKey(entry.object)))
     }
     this.primary.clear()
     this.revisions.clear()
