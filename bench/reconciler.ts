@@ -68,102 +68,118 @@ async function profiled<T>(n: number, work: () => Promise<T>): Promise<{ value: 
   return { value, allocated, retained, seconds }
 }
 
+/**
+ * The reconciler's workload: n pending objects inserted 1000 per transaction while a Reconciler with
+ * a no-op update (failing `failFraction` of the objects once) runs, until every one is done.
+ * Returns the database, whose table holds the n objects. Also run by scripts/profile-allocations.ts.
+ */
+export async function reconcilerWorkload(n: number, failFraction: number): Promise<DB> {
+  const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
+  const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
+  const db = new DB({ tables: [table] })
+  const fail = failsOnce(failFraction)
+  const rec = new Reconciler<BenchObject>({
+    db,
+    table,
+    statusIndex,
+    primaryKey: (o) => o.id,
+    getObjectStatus: (o) => o.status,
+    setObjectStatus: (o, status) => {
+      ;(o as { status: Status }).status = status
+      return o
+    },
+    cloneObject: (o) => ({ id: o.id, status: o.status }),
+    operations: {
+      update: (o) => {
+        if (fail(o.id)) throw new Error('fails once')
+      },
+      delete: () => {},
+    },
+    retry: { minMs: BACKOFF_MS, maxMs: 1000 },
+  }).start()
+  let rev = 0
+  for (let b = 0; b < n; b += BATCH) {
+    const txn = await db.writeTxn(table)
+    const end = Math.min(n, b + BATCH)
+    for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
+    rev = table.revision(txn.commit())
+  }
+  await rec.waitForRevision(rev)
+  // Until the last one is done: nothing pending, nothing in error.
+  for (;;) {
+    const txn = db.readTxn()
+    const [pending, pw] = table.listWatch(txn, statusIndex.kind('pending'))
+    const [errors, ew] = table.listWatch(txn, statusIndex.kind('error'))
+    if (pending.first() === undefined && errors.first() === undefined) break
+    await Promise.race([pw.wait(), ew.wait()])
+  }
+  const done = table.list(db.readTxn(), statusIndex.kind('done')).count()
+  if (done !== n) throw new Error(`reconciler bench: ${done} of ${n} done`)
+  await rec.stop()
+  return db
+}
+
 async function reconcilerRun(n: number, failFraction: number): Promise<Figures> {
   let keep: unknown
   const r = await profiled(n, async () => {
-    const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
-    const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
-    const db = new DB({ tables: [table] })
-    const fail = failsOnce(failFraction)
-    const rec = new Reconciler<BenchObject>({
-      db,
-      table,
-      statusIndex,
-      primaryKey: (o) => o.id,
-      getObjectStatus: (o) => o.status,
-      setObjectStatus: (o, status) => {
-        ;(o as { status: Status }).status = status
-        return o
-      },
-      cloneObject: (o) => ({ id: o.id, status: o.status }),
-      operations: {
-        update: (o) => {
-          if (fail(o.id)) throw new Error('fails once')
-        },
-        delete: () => {},
-      },
-      retry: { minMs: BACKOFF_MS, maxMs: 1000 },
-    }).start()
-    let rev = 0
-    for (let b = 0; b < n; b += BATCH) {
-      const txn = await db.writeTxn(table)
-      const end = Math.min(n, b + BATCH)
-      for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
-      rev = table.revision(txn.commit())
-    }
-    await rec.waitForRevision(rev)
-    // Until the last one is done: nothing pending, nothing in error.
-    for (;;) {
-      const txn = db.readTxn()
-      const [pending, pw] = table.listWatch(txn, statusIndex.kind('pending'))
-      const [errors, ew] = table.listWatch(txn, statusIndex.kind('error'))
-      if (pending.first() === undefined && errors.first() === undefined) break
-      await Promise.race([pw.wait(), ew.wait()])
-    }
-    const done = table.list(db.readTxn(), statusIndex.kind('done')).count()
-    if (done !== n) throw new Error(`reconciler bench: ${done} of ${n} done`)
-    await rec.stop()
-    keep = db // retained: the table with its n objects stays alive for the measurement
-    return db
+    keep = await reconcilerWorkload(n, failFraction) // retained: the table with its n objects stays alive for the measurement
   })
   void keep
   return { rate: n / r.seconds, allocated: r.allocated, retained: r.retained }
 }
 
+/**
+ * The floor's workload: the reconciler's statedb work by hand (a change iterator, a clone per pending
+ * object, compare-and-swap of a shared done status, 1000 per transaction) with the same writer.
+ * Returns the database. Also run by scripts/profile-allocations.ts.
+ */
+export async function floorWorkload(n: number): Promise<DB> {
+  const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
+  const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
+  const db = new DB({ tables: [table] })
+  const iter = table.changes(db.readTxn())
+  let reconciled = 0
+  const loop = (async () => {
+    while (reconciled < n) {
+      const [changes, watch] = iter.next(db.readTxn())
+      const objects: Array<{ id: number; status: Status }> = []
+      const revisions: number[] = []
+      for (const c of changes) {
+        if (c.deleted || c.object.status.kind !== 'pending') continue
+        objects.push({ id: c.object.id, status: c.object.status })
+        revisions.push(c.revision)
+        if (objects.length >= BATCH) break
+      }
+      if (objects.length > 0) {
+        const txn = db.tryWriteTxn(table) ?? (await db.writeTxn(table))
+        const done = statusDone()
+        for (let i = 0; i < objects.length; i++) {
+          objects[i]!.status = done
+          if (table.compareAndSwap(txn, revisions[i]!, objects[i]!)) reconciled++
+        }
+        txn.commit()
+      }
+      if (objects.length >= BATCH) await yieldToEventLoop()
+      else if (reconciled < n) await watch.wait()
+    }
+  })()
+  for (let b = 0; b < n; b += BATCH) {
+    const txn = await db.writeTxn(table)
+    const end = Math.min(n, b + BATCH)
+    for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
+    txn.commit()
+  }
+  await loop
+  iter.close()
+  const done = table.list(db.readTxn(), statusIndex.kind('done')).count()
+  if (done !== n) throw new Error(`floor bench: ${done} of ${n} done`)
+  return db
+}
+
 async function floorRun(n: number): Promise<Figures> {
   let keep: unknown
   const r = await profiled(n, async () => {
-    const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
-    const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
-    const db = new DB({ tables: [table] })
-    const iter = table.changes(db.readTxn())
-    let reconciled = 0
-    const loop = (async () => {
-      while (reconciled < n) {
-        const [changes, watch] = iter.next(db.readTxn())
-        const objects: Array<{ id: number; status: Status }> = []
-        const revisions: number[] = []
-        for (const c of changes) {
-          if (c.deleted || c.object.status.kind !== 'pending') continue
-          objects.push({ id: c.object.id, status: c.object.status })
-          revisions.push(c.revision)
-          if (objects.length >= BATCH) break
-        }
-        if (objects.length > 0) {
-          const txn = db.tryWriteTxn(table) ?? (await db.writeTxn(table))
-          const done = statusDone()
-          for (let i = 0; i < objects.length; i++) {
-            objects[i]!.status = done
-            if (table.compareAndSwap(txn, revisions[i]!, objects[i]!)) reconciled++
-          }
-          txn.commit()
-        }
-        if (objects.length >= BATCH) await yieldToEventLoop()
-        else if (reconciled < n) await watch.wait()
-      }
-    })()
-    for (let b = 0; b < n; b += BATCH) {
-      const txn = await db.writeTxn(table)
-      const end = Math.min(n, b + BATCH)
-      for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
-      txn.commit()
-    }
-    await loop
-    iter.close()
-    const done = table.list(db.readTxn(), statusIndex.kind('done')).count()
-    if (done !== n) throw new Error(`floor bench: ${done} of ${n} done`)
-    keep = db
-    return db
+    keep = await floorWorkload(n)
   })
   void keep
   return { rate: n / r.seconds, allocated: r.allocated, retained: r.retained }

@@ -9,95 +9,14 @@
 // Prints bytes per object by allocating function (self) and by the statedb/reconciler function
 // nearest the allocation.
 import { Session } from 'node:inspector/promises'
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { DB, defineIndex, Table } from '@statewright/statedb'
-import { newStatusIndex, Reconciler, statusDone, statusPending, type Status } from '@statewright/reconciler'
+import { floorWorkload, reconcilerWorkload } from '../bench/reconciler.ts'
 
-interface BenchObject {
-  readonly id: number
-  readonly status: Status
-}
 const args = process.argv.slice(2)
 const ti = args.indexOf('--top')
 const top = ti >= 0 ? Number(args.splice(ti, 2)[1]) : 20
 const shape = args[0] === 'reconciler' || args[0] === 'floor' ? args.shift()! : 'floor'
 const n = Number(args[0] ?? 300_000)
-const BATCH = 1000
-const idIndex = defineIndex<BenchObject, number>({ name: 'id', key: (o) => o.id, unique: true })
-
-async function floor(): Promise<void> {
-  const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
-  const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
-  const db = new DB({ tables: [table] })
-  const iter = table.changes(db.readTxn())
-  let reconciled = 0
-  const loop = (async () => {
-    while (reconciled < n) {
-      const [changes, watch] = iter.next(db.readTxn())
-      const objects: Array<{ id: number; status: Status }> = []
-      const revisions: number[] = []
-      for (const c of changes) {
-        if (c.deleted || c.object.status.kind !== 'pending') continue
-        objects.push({ id: c.object.id, status: c.object.status })
-        revisions.push(c.revision)
-        if (objects.length >= BATCH) break
-      }
-      if (objects.length > 0) {
-        const txn = db.tryWriteTxn(table) ?? (await db.writeTxn(table))
-        const done = statusDone()
-        for (let i = 0; i < objects.length; i++) {
-          objects[i]!.status = done
-          if (table.compareAndSwap(txn, revisions[i]!, objects[i]!)) reconciled++
-        }
-        txn.commit()
-      }
-      if (objects.length >= BATCH) await yieldToEventLoop()
-      else if (reconciled < n) await watch.wait()
-    }
-  })()
-  for (let b = 0; b < n; b += BATCH) {
-    const txn = await db.writeTxn(table)
-    const end = Math.min(n, b + BATCH)
-    for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
-    txn.commit()
-  }
-  await loop
-  iter.close()
-}
-
-async function reconciler(): Promise<void> {
-  const statusIndex = newStatusIndex<BenchObject>((o) => o.status)
-  const table = new Table<BenchObject>({ name: 'bench', primary: idIndex, indexes: [statusIndex] })
-  const db = new DB({ tables: [table] })
-  const rec = new Reconciler<BenchObject>({
-    db,
-    table,
-    statusIndex,
-    primaryKey: (o) => o.id,
-    getObjectStatus: (o) => o.status,
-    setObjectStatus: (o, status) => {
-      ;(o as { status: Status }).status = status
-      return o
-    },
-    cloneObject: (o) => ({ id: o.id, status: o.status }),
-    operations: { update: () => {}, delete: () => {} },
-  }).start()
-  let rev = 0
-  for (let b = 0; b < n; b += BATCH) {
-    const txn = await db.writeTxn(table)
-    const end = Math.min(n, b + BATCH)
-    for (let i = b; i < end; i++) table.insert(txn, { id: i, status: statusPending() })
-    rev = table.revision(txn.commit())
-  }
-  await rec.waitForRevision(rev)
-  for (;;) {
-    const [pending, watch] = table.listWatch(db.readTxn(), statusIndex.kind('pending'))
-    if (pending.first() === undefined) break
-    await watch.wait()
-  }
-  await rec.stop()
-}
-const run = shape === 'reconciler' ? reconciler : floor
+const run = shape === 'reconciler' ? () => reconcilerWorkload(n, 0) : () => floorWorkload(n)
 
 interface Node {
   callFrame: { functionName: string; url: string; lineNumber: number }
