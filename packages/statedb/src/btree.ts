@@ -444,9 +444,10 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 // Where an overfull node splits: in half, or, when the insertion was at its end (sequential loads,
 // and always in the revision index), leaving the left node three-quarters full and the right one
 // just above the minimum. Both halves are fresh arrays of their exact size (a spliced array keeps
-// its old capacity, which a published node would carry forever), except after an append to the
-// tree's last leaf: that leaf keeps its arrays, spare capacity and all, for the appends to come
-// (`splitEdgeLeaf`), so a tree carries spare capacity in one leaf at most.
+// its old capacity, which a published node would carry forever), except from a writer's fifth split
+// of the tree's last leaf after an append on: that leaf keeps its arrays, spare capacity and all,
+// for the appends to come (`splitEdgeLeaf`). (A leaf that grew by an insert without splitting keeps
+// its grown arrays too, as it always has.)
 function splitPoint(n: number, appended: boolean): number {
   return appended ? n - MIN - 1 : n >>> 1
 }

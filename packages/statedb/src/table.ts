@@ -26,9 +26,12 @@ import { TableWriter } from './writer.ts'
 // What a lazy result iterates. A write transaction's trees change in place as it writes, so an
 // iterator over them would skip or repeat entries when the transaction writes while it runs (the
 // usual "for each match: delete it"): it iterates a frozen copy of them instead (what the
-// transaction holds when the iteration starts; later writes copy the nodes they change).
+// transaction holds when the iteration starts; later writes copy the nodes they change). A writer
+// that wrote nothing reads as its base state: its trees may still hold nodes it copied (a refused
+// compare-and-swap copies the path it searched), which its later writes change in place.
 function stable<Obj>(view: TableView<Obj>): TableView<Obj> {
-  return view instanceof TableWriter && view.dirty ? view.snapshot() : view
+  if (!(view instanceof TableWriter)) return view
+  return view.dirty ? view.snapshot() : view.base
 }
 
 export interface TableOptions<Obj> {

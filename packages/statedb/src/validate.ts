@@ -2,7 +2,7 @@
 // and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
 
 import { InternalError } from './errors.ts'
-import { TreeIterator, treeGet, type Tree, type TreeKey } from './btree.ts'
+import { TreeIterator, type Tree, type TreeKey } from './btree.ts'
 import { validateTree } from './treecheck.ts'
 import { validateBuckets, type BucketTree } from './buckets.ts'
 import type { TableSchema } from './schema.ts'
@@ -37,11 +37,11 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
     throw new InternalError(`${t}: ${state.primary.size} objects but ${state.byRevision.size} revision entries`)
   }
   let expected = state.secondary.map(() => 0)
-  for (const e of new TreeIterator(state.primary.root, undefined)) {
+  const it = new TreeIterator(state.primary.root, undefined)
+  for (const e of it) {
     if (e.revision > state.revision)
       throw new InternalError(`${t}: object at revision ${e.revision} above table revision ${state.revision}`)
-    if (treeGet(state.primary.root, schema.primaryKey(e.object)) !== e)
-      throw new InternalError(`${t}: stored object's primary key changed (was it mutated?)`)
+    if (schema.primaryKey(e.object) !== it.key) throw new InternalError(`${t}: stored object's primary key changed (was it mutated?)`)
     expected = expected.map((n, i) => n + new Set(schema.secondaryKeys(i, e.object)).size)
   }
   pairs.forEach((n, i) => {

@@ -38,8 +38,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
    * front of a leaf). The array outlives the transaction: the table's next writer takes it over
    * (`TableSchema.spareStale`), so a transaction of 1000 updates does not grow a fresh array of 1000
    * by pushes every time (about 30 B per update in the reconciler's write-back, by
-   * scripts/profile-allocations.ts). A writer that finds no spare (another database's writer of the
-   * same table holds it) starts a new one.
+   * scripts/profile-allocations.ts). A writer that finds no spare starts a new one: another writer
+   * of the same table (in another database) holds it, or the last writer did not publish (an abort,
+   * a refused commit) or its array was over SPARE_STALE_MAX.
    */
   private stale: number[]
   private staleCount = 0
@@ -112,7 +113,10 @@ export class TableWriter<Obj> implements TableView<Obj> {
       if (u === undefined) continue
       for (const k of typeof keys === 'object' ? keys : [keys]) {
         const holder = u.get(k)
-        if (holder !== undefined && schema.primaryKey(holder.object) !== pk) {
+        // The holder is this object's own entry, or a conflict. Compared by identity with what the
+        // primary index holds under pk, not by the holder's key derived again: a stored object
+        // mutated in place (a misuse that validation mode catches) must not pass as another's.
+        if (holder !== undefined && this.primary.get(pk) !== holder) {
           if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
           throw new UniqueConflictError(
             schema.name,
@@ -214,9 +218,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   deleteAll(): void {
     if (this.primary.size === 0) return
-    for (const entry of new TreeIterator(this.primary.root, undefined)) {
-      this.deletes.push(new Tombstone(entry.object, ++this.revision, this.schema.primaryKey(entry.object)))
-    }
+    // The keys come from the index (no key function runs, so nothing can throw halfway).
+    const it = new TreeIterator(this.primary.root, undefined)
+    for (const entry of it) this.deletes.push(new Tombstone(entry.object, ++this.revision, it.key!))
     this.primary.clear()
     this.revisions.clear()
     this.staleCount = 0

@@ -137,4 +137,83 @@ test('a watch read through a write transaction from a table it did not lock is n
   assert.ok(anyWatch.closed, 'the table watch has fired')
 })
 
+test('an iteration started after a refused compare-and-swap yields what the transaction held then', async () => {
+  // A refused swap copies the path it searched into the writer without making it dirty; an iterator
+  // over the live writer saw the inserts that followed (it yielded 36 of 40 here).
+  const { db, t } = setup()
+  await db.write(t, (w) => {
+    for (let i = 0; i < 40; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: 'a', v: 0 })
+  })
+  const w = await db.writeTxn(t)
+  assert.not.ok(t.compareAndSwap(w, 999, { id: 'k000', tag: 'a', v: 1 }), 'refused: wrong revision')
+  const it = t.all(w)[Symbol.iterator]()
+  const first = it.next()
+  for (let i = 40; i < 400; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: 'a', v: 0 })
+  let n = first.done ? 0 : 1
+  while (!it.next().done) n++
+  assert.is(n, 40)
+  assert.is(t.count(w), 400)
+  w.abort()
+})
+
+test('a stored object mutated in place is not taken for its own entry by a unique index (validation off)', async () => {
+  interface Named {
+    id: number
+    name: string
+  }
+  const id = defineIndex<Named, number>({ name: 'id', key: (o) => o.id, unique: true })
+  const name = defineIndex<Named, string>({ name: 'name', key: (o) => o.name, unique: true })
+  const t = new Table<Named>({ name: 'named', primary: id, indexes: [name] })
+  const db = new DB({ tables: [t] })
+  setValidation(false)
+  try {
+    const o: Named = { id: 1, name: 'a' }
+    await db.write(t, (w) => t.insert(w, o))
+    o.id = 2 // the misuse validation mode forbids (it freezes stored objects)
+    const w = await db.writeTxn(t)
+    assert.throws(() => t.insert(w, o), /unique/i, 'object 2 takes the name of the object stored under 1')
+    w.abort()
+    assert.is(t.count(db.readTxn()), 1)
+  } finally {
+    setValidation(true)
+  }
+})
+
+test('deleteAll runs no key function: a stored object whose key function now throws does not stop it halfway', async () => {
+  interface Maybe {
+    id: number | undefined
+  }
+  const id = defineIndex<Maybe, number>({
+    name: 'id',
+    key: (o) => {
+      if (o.id === undefined) throw new Error('no id')
+      return o.id
+    },
+    unique: true,
+  })
+  const t = new Table<Maybe>({ name: 'maybe', primary: id })
+  const db = new DB({ tables: [t] })
+  setValidation(false)
+  try {
+    const objs = [1, 2, 3, 4, 5].map((i) => ({ id: i as number | undefined }))
+    await db.write(t, (w) => objs.forEach((o) => t.insert(w, o)))
+    const changes = t.changes(db.readTxn())
+    changes.next(db.readTxn())
+    objs[3]!.id = undefined
+    const w = await db.writeTxn(t)
+    t.deleteAll(w)
+    const after = w.commit()
+    assert.is(t.count(after), 0)
+    assert.is(t.revision(after), 10, 'five deletions after five inserts')
+    const [cs] = changes.next(after)
+    assert.equal(
+      [...cs].map((c) => [c.deleted, c.revision]),
+      [6, 7, 8, 9, 10].map((r) => [true, r]),
+    )
+    changes.close()
+  } finally {
+    setValidation(true)
+  }
+})
+
 test.run()
