@@ -77,7 +77,8 @@ export class Graveyard<Obj> {
 /** What the iterator needs of its table (kept narrow to avoid a cycle with table.ts). */
 export interface ChangeSource<Obj> {
   readonly name: string
-  readonly graveyard: Graveyard<Obj>
+  /** The table's deletions in one database (a table registered with two keeps one log per database). */
+  graveyardOf(db: object): Graveyard<Obj>
   anyWatch(txn: ReadTxn): Watch
 }
 
@@ -88,16 +89,20 @@ const dropped = new FinalizationRegistry<{ graveyard: Graveyard<unknown>; tracke
 
 export class ChangeIterator<Obj> {
   private readonly tracker: Tracker
+  private readonly graveyard: Graveyard<Obj>
   private closed = false
 
   /** @internal */
   constructor(
     private readonly table: ChangeSource<Obj>,
+    /** The database whose snapshots it reads (its deletions are logged per database). */
+    private readonly db: object,
     floor: number,
   ) {
     this.tracker = { seen: 0, floor }
-    table.graveyard.trackers.add(this.tracker)
-    dropped.register(this, { graveyard: table.graveyard as Graveyard<unknown>, tracker: this.tracker }, this)
+    this.graveyard = table.graveyardOf(db)
+    this.graveyard.trackers.add(this.tracker)
+    dropped.register(this, { graveyard: this.graveyard as Graveyard<unknown>, tracker: this.tracker }, this)
   }
 
   /**
@@ -110,6 +115,10 @@ export class ChangeIterator<Obj> {
     if (!(txn instanceof ReadTxn))
       throw new TxnError(
         `change iterator of table "${this.table.name}": next() takes a read transaction (a snapshot), not a write transaction`,
+      )
+    if (txn.db !== this.db)
+      throw new TxnError(
+        `change iterator of table "${this.table.name}": next() got a snapshot of another database than the one it was made with`,
       )
     const view = txn.view(this.table as never) as TableView<Obj>
     // A snapshot older than the iterator: the deletions between the two were never kept, so objects
@@ -124,14 +133,14 @@ export class ChangeIterator<Obj> {
   close(): void {
     if (this.closed) return
     this.closed = true
-    const g = this.table.graveyard
+    const g = this.graveyard
     g.trackers.delete(this.tracker)
     dropped.unregister(this)
     g.collect()
   }
 
   private iterate(view: TableView<Obj>): Iterator<Change<Obj>> {
-    return new ChangeCursor(view, this.tracker, this.table.graveyard, () => this.closed)
+    return new ChangeCursor(view, this.tracker, this.graveyard, () => this.closed)
   }
 }
 

@@ -176,8 +176,8 @@ export class DB implements TxnHost {
         name: t.name,
         objects: s?.primary.size ?? 0,
         revision: s?.revision ?? 0,
-        graveyard: t.graveyard.size,
-        changeIterators: t.graveyard.trackers.size,
+        graveyard: t.graveyardOf(this).size,
+        changeIterators: t.graveyardOf(this).trackers.size,
         initialized: (s?.pendingInit.length ?? 0) === 0,
         pendingInitializers: s?.pendingInit.map((i) => i.name) ?? [],
         locked: this.locks[id]!.held,
@@ -210,7 +210,7 @@ export class DB implements TxnHost {
     const now = Date.now()
     for (let id = 0; id < writers.length; id++) {
       const w = writers[id]
-      if (w !== undefined && w.dirty) this.tables[id]!.committed(w, now)
+      if (w !== undefined && w.dirty) this.tables[id]!.committed(this, w, now)
     }
     this.release(txn, false)
     for (let id = 0; id < writers.length; id++) {

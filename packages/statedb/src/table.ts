@@ -53,7 +53,24 @@ export class Table<Obj> {
   readonly name: string
   /** @internal */ readonly schema: TableSchema<Obj>
   /** @internal */ readonly watches: WatchRegistry
-  /** @internal */ readonly graveyard = new Graveyard<Obj>()
+  /**
+   * Deletions, per database the table is registered with: each database numbers the table's
+   * revisions from 0, so one log shared by two would hand one's deletions to the other's change
+   * iterators. The first database's log is a field (every commit reads it); others are in a map.
+   */
+  private homeGraveyard: { db: object; graveyard: Graveyard<Obj> } | undefined
+  private otherGraveyards: WeakMap<object, Graveyard<Obj>> | undefined
+
+  /** @internal The table's deletions in `db`. */
+  graveyardOf(db: object): Graveyard<Obj> {
+    const home = this.homeGraveyard
+    if (home === undefined) return (this.homeGraveyard = { db, graveyard: new Graveyard<Obj>() }).graveyard
+    if (home.db === db) return home.graveyard
+    this.otherGraveyards ??= new WeakMap()
+    let g = this.otherGraveyards.get(db)
+    if (g === undefined) this.otherGraveyards.set(db, (g = new Graveyard<Obj>()))
+    return g
+  }
   /** @internal When each revision was committed (approximately). */
   readonly clock = new RevisionClock()
   /** @internal The state of the table before its first write. */
@@ -259,10 +276,11 @@ export class Table<Obj> {
   }
 
   /** @internal After a commit published `w`, before anything runs: the revision gets its time, the deletions go to the graveyard. */
-  committed(w: TableWriter<Obj>, now: number): void {
+  committed(db: object, w: TableWriter<Obj>, now: number): void {
     if (w.revision !== w.base.revision) this.clock.mark(w.revision, now)
-    this.graveyard.append(w.deletes)
-    this.graveyard.collect()
+    const graveyard = this.graveyardOf(db)
+    graveyard.append(w.deletes)
+    graveyard.collect()
   }
 
   /** @internal After the commit released its locks: fires the watches the write closed. */
@@ -289,7 +307,7 @@ export class Table<Obj> {
    */
   changes(txn: Txn): ChangeIterator<Obj> {
     const floor = this.currentView(txn).revision
-    return new ChangeIterator<Obj>(this, floor)
+    return new ChangeIterator<Obj>(this, txn.db, floor)
   }
 
   // ---- internals ----

@@ -259,8 +259,7 @@ function runSeed(seed: number, opsBudget: number): number {
       // tree invariants even with validation off
       validateState(table.schema, now.view(table))
       if (r() < 0.3) held.push({ txn: now, model: models[o.d]!, rev: revs[o.d]!, what: `${what} held` })
-      // (a table in two DBs shares one graveyard: change iterators are checked with one DB only)
-      if (!twoDbs && r() < 0.4) {
+      if (r() < 0.4) {
         const [cs] = changeIters[o.d]!.next(now)
         for (const c of cs) {
           if (c.deleted) seen[o.d]!.delete(c.object.id)
