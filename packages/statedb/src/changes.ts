@@ -13,7 +13,7 @@
 import { treeGet, TreeIterator } from './btree.ts'
 import { TxnError } from './errors.ts'
 import type { Entry, TableView, Tombstone } from './state.ts'
-import { ReadTxn } from './txn.ts'
+import { ReadTxn, type TxnHost } from './txn.ts'
 import { Watch } from './watch.ts'
 
 export interface Change<Obj> {
@@ -77,8 +77,8 @@ export class Graveyard<Obj> {
 /** What the iterator needs of its table (kept narrow to avoid a cycle with table.ts). */
 export interface ChangeSource<Obj> {
   readonly name: string
-  /** The table's deletions in one database (a table registered with two keeps one log per database). */
-  graveyardOf(db: object): Graveyard<Obj>
+  /** The table's deletions in one database (each database keeps its own, see DB.graveyardOf). */
+  graveyardOf(db: TxnHost): Graveyard<Obj>
   anyWatch(txn: ReadTxn): Watch
 }
 
@@ -96,7 +96,7 @@ export class ChangeIterator<Obj> {
   constructor(
     private readonly table: ChangeSource<Obj>,
     /** The database whose snapshots it reads (its deletions are logged per database). */
-    private readonly db: object,
+    private readonly db: TxnHost,
     floor: number,
   ) {
     this.tracker = { seen: 0, floor }

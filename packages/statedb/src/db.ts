@@ -12,6 +12,7 @@
 // transaction's tables change at once, or none.
 
 import { DefinitionError, StateDBError, TxnError } from './errors.ts'
+import { Graveyard } from './changes.ts'
 import type { TableState } from './state.ts'
 import type { Table } from './table.ts'
 import { ReadTxn, WriteTxn, type TxnHost, type TxnTable } from './txn.ts'
@@ -69,6 +70,8 @@ export class DB implements TxnHost {
   private readonly tables: Table<any>[] = []
   private readonly ids = new Map<TxnTable, number>()
   private readonly locks: TableLock[] = []
+  /** Per table: its deletions in this database, for change iterators (./changes.ts). */
+  private readonly graveyards: Graveyard<unknown>[] = []
   /** Per table: the one-element table list of its single-table transactions (shared, never changed). */
   private readonly single: Array<ReadonlyArray<Table<any>>> = []
   private root: ReadonlyArray<TableState<unknown>> = []
@@ -95,6 +98,7 @@ export class DB implements TxnHost {
       t.homeId = this.tables.length
       this.tables.push(t)
       this.locks.push(new TableLock())
+      this.graveyards.push(new Graveyard())
       this.single.push([t])
       root.push(t.empty)
     }
@@ -105,6 +109,10 @@ export class DB implements TxnHost {
   /** The registered tables, in registration (and lock) order. */
   getTables(): ReadonlyArray<Table<any>> {
     return this.tables
+  }
+
+  /** @internal */ graveyardOf(table: TxnTable): Graveyard<unknown> {
+    return this.graveyards[this.tableId(table)]!
   }
 
   /** @internal */ tableId(table: TxnTable): number {
@@ -176,8 +184,8 @@ export class DB implements TxnHost {
         name: t.name,
         objects: s?.primary.size ?? 0,
         revision: s?.revision ?? 0,
-        graveyard: t.graveyardOf(this).size,
-        changeIterators: t.graveyardOf(this).trackers.size,
+        graveyard: this.graveyards[id]!.size,
+        changeIterators: this.graveyards[id]!.trackers.size,
         initialized: (s?.pendingInit.length ?? 0) === 0,
         pendingInitializers: s?.pendingInit.map((i) => i.name) ?? [],
         locked: this.locks[id]!.held,
@@ -210,7 +218,7 @@ export class DB implements TxnHost {
     const now = Date.now()
     for (let id = 0; id < writers.length; id++) {
       const w = writers[id]
-      if (w !== undefined && w.dirty) this.tables[id]!.committed(this, w, now)
+      if (w !== undefined && w.dirty) this.tables[id]!.committed(this.graveyards[id]!, w, now)
     }
     this.release(txn, false)
     for (let id = 0; id < writers.length; id++) {

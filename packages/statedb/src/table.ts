@@ -9,7 +9,7 @@
 import { RevisionClock } from './clock.ts'
 import { treeEach, treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
 import { TableBatch } from './batch.ts'
-import { ChangeIterator, Graveyard } from './changes.ts'
+import { ChangeIterator, type Graveyard } from './changes.ts'
 import type { Key } from './encoding.ts'
 import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
 import { QueryError, StateDBError } from './errors.ts'
@@ -18,7 +18,7 @@ import { WatchRegistry } from './registry.ts'
 import { Results } from './results.ts'
 import { TableSchema } from './schema.ts'
 import { emptyState, type Entry, type Initializer, type TableState, type TableView } from './state.ts'
-import { ReadTxn, type Txn, type WriteTxn } from './txn.ts'
+import { ReadTxn, type Txn, type TxnHost, type WriteTxn } from './txn.ts'
 import { deepFreeze, validating } from './validate.ts'
 import { Watch } from './watch.ts'
 import { TableWriter } from './writer.ts'
@@ -54,22 +54,12 @@ export class Table<Obj> {
   /** @internal */ readonly schema: TableSchema<Obj>
   /** @internal */ readonly watches: WatchRegistry
   /**
-   * Deletions, per database the table is registered with: each database numbers the table's
-   * revisions from 0, so one log shared by two would hand one's deletions to the other's change
-   * iterators. The first database's log is a field (every commit reads it); others are in a map.
+   * @internal The table's deletions in `db`. Each database keeps its own log for each of its tables:
+   * a database numbers the table's revisions from 0, so one log shared by two would hand one's
+   * deletions to the other's change iterators (and a log kept here would keep a database alive).
    */
-  private homeGraveyard: { db: object; graveyard: Graveyard<Obj> } | undefined
-  private otherGraveyards: WeakMap<object, Graveyard<Obj>> | undefined
-
-  /** @internal The table's deletions in `db`. */
-  graveyardOf(db: object): Graveyard<Obj> {
-    const home = this.homeGraveyard
-    if (home === undefined) return (this.homeGraveyard = { db, graveyard: new Graveyard<Obj>() }).graveyard
-    if (home.db === db) return home.graveyard
-    this.otherGraveyards ??= new WeakMap()
-    let g = this.otherGraveyards.get(db)
-    if (g === undefined) this.otherGraveyards.set(db, (g = new Graveyard<Obj>()))
-    return g
+  graveyardOf(db: TxnHost): Graveyard<Obj> {
+    return db.graveyardOf(this) as Graveyard<Obj>
   }
   /** @internal When each revision was committed (approximately). */
   readonly clock = new RevisionClock()
@@ -276,9 +266,8 @@ export class Table<Obj> {
   }
 
   /** @internal After a commit published `w`, before anything runs: the revision gets its time, the deletions go to the graveyard. */
-  committed(db: object, w: TableWriter<Obj>, now: number): void {
+  committed(graveyard: Graveyard<unknown>, w: TableWriter<Obj>, now: number): void {
     if (w.revision !== w.base.revision) this.clock.mark(w.revision, now)
-    const graveyard = this.graveyardOf(db)
     graveyard.append(w.deletes)
     graveyard.collect()
   }

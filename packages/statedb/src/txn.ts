@@ -6,6 +6,7 @@
 // Abort drops what it built. Either way the transaction is finished and using it throws.
 
 import { TxnError } from './errors.ts'
+import type { Graveyard } from './changes.ts'
 import type { TableState, TableView } from './state.ts'
 import type { WatchRegistry } from './registry.ts'
 import type { TableSchema } from './schema.ts'
@@ -28,6 +29,8 @@ export interface TxnTable<Obj = any> {
 
 export interface TxnHost {
   tableId(table: TxnTable): number
+  /** The table's deletions in this database (kept by the database: a table may be registered with several). */
+  graveyardOf(table: TxnTable): Graveyard<unknown>
   readonly timed: boolean
   readTxn(): ReadTxn
   commit(txn: WriteTxn, writers: ReadonlyArray<TableWriter<unknown> | undefined>): ReadTxn

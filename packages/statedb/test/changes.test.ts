@@ -241,4 +241,35 @@ test('a table registered with two databases: the change iterators of each see it
   )
 })
 
+test('a table registered with a second database does not keep the first one alive', async () => {
+  // The deletion logs live in each database, not in the table: a module-level table used with a
+  // database per test must not pin the databases it was used with.
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const t = new Table<Obj>({ name: 'reused', primary: byId })
+  const first = (() => {
+    const db = new DB({ tables: [t] })
+    const it = t.changes(db.readTxn())
+    const txn = db.tryWriteTxn(t)!
+    t.insert(txn, { id: 'a', v: 1 })
+    txn.commit()
+    const del = db.tryWriteTxn(t)!
+    t.delete(del, { id: 'a', v: 1 })
+    del.commit()
+    assert.is(t.graveyardOf(db).size, 1, 'the deletion is kept for the open iterator')
+    void it
+    return new WeakRef(db)
+  })()
+  const second = new DB({ tables: [t] })
+  assert.is(t.graveyardOf(second).size, 0, 'the second database has its own log')
+  // A WeakRef's target stays alive until the end of the job that read it: collect first, then read.
+  let collected = false
+  for (let i = 0; i < 50 && !collected; i++) {
+    await new Promise((r) => setImmediate(r))
+    gc()
+    collected = first.deref() === undefined
+  }
+  assert.ok(collected, 'the first database was collected')
+})
+
 test.run()
