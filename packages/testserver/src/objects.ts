@@ -348,6 +348,10 @@ export class Objects {
       const { managedFields, ...meta } = object.metadata
       return this.create(t, ns, { ...object, metadata: { ...meta, name } }, { ...o, managedFields })
     }
+    // A resourceVersion in the applied configuration is a precondition, as in any patch: a stale one
+    // is a 409 Conflict, forced or not (which is why appliers should leave it out).
+    const rv = applied.metadata?.resourceVersion
+    if (rv !== undefined && rv !== '' && rv !== cur.metadata.resourceVersion) throw conflict(t, name)
     const { object } = serverSideApply(cur, applied, opts)
     return this.commitUpdate(t, cur, object, { ...o, keepManagedFields: true }, 'Apply')
   }

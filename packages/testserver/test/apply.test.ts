@@ -257,4 +257,18 @@ test('a keyed item without its key is refused (422) for a CRD list-map', async (
   assert.match(r.body.message, 'omits key field "type"')
 })
 
+test('a resourceVersion in an applied configuration is a precondition: stale is 409 Conflict (forced too), current applies', async () => {
+  const first = await apply(cm('a9', { k: '1' }), 'm1')
+  await apply(cm('a9', { k: '2' }), 'm1')
+  const stale = { ...cm('a9', { k: '3' }), metadata: { ...cm('a9').metadata, resourceVersion: first.metadata.resourceVersion } }
+  const body = await rejects(apply(stale, 'm1'), 409, 'Conflict')
+  assert.match(body.message, /the object has been modified/)
+  await rejects(apply(stale, 'm1', true), 409, 'Conflict')
+  const cur = await e.objs.read({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a9', namespace: 'default' } })
+  assert.is((cur as any).data.k, '2', 'nothing written')
+  const fresh = { ...cm('a9', { k: '3' }), metadata: { ...cm('a9').metadata, resourceVersion: cur.metadata!.resourceVersion } }
+  const ok = await apply(fresh, 'm1')
+  assert.is(ok.data.k, '3')
+})
+
 test.run()
