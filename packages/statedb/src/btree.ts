@@ -324,17 +324,20 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   // about 300 B per object in the reconciler's transactions of 1000 appends, but made transactions
   // of 100 (2-3 splits per tree) 5-25% slower, so it starts only once a transaction appends a lot.
   private splitEdgeLeaf(leaf: Leaf<K, V>, cut: number): Leaf<K, V> {
-    if (++this.edgeSplits <= EXACT_EDGE_SPLITS) {
-      const right: Leaf<K, V> = { leaf: true, keys: leaf.keys.slice(cut), vals: leaf.vals.slice(cut), owner: this.owner, sharedKeys: false }
-      leaf.keys = leaf.keys.slice(0, cut)
-      leaf.vals = leaf.vals.slice(0, cut)
-      return right
-    }
+    if (++this.edgeSplits <= EXACT_EDGE_SPLITS) return this.splitLeaf(leaf, cut)
     const keys = leaf.keys.splice(0, cut)
     const vals = leaf.vals.splice(0, cut)
     const right: Leaf<K, V> = { leaf: true, keys: leaf.keys, vals: leaf.vals, owner: this.owner, sharedKeys: false }
     leaf.keys = keys
     leaf.vals = vals
+    return right
+  }
+
+  // Splits an owned leaf at `cut` into two leaves of exact-size arrays; returns the right one.
+  private splitLeaf(leaf: Leaf<K, V>, cut: number): Leaf<K, V> {
+    const right: Leaf<K, V> = { leaf: true, keys: leaf.keys.slice(cut), vals: leaf.vals.slice(cut), owner: this.owner, sharedKeys: false }
+    leaf.keys = leaf.keys.slice(0, cut)
+    leaf.vals = leaf.vals.slice(0, cut)
     return right
   }
 
@@ -365,11 +368,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
       }
       if (node.keys.length <= MAX) return undefined
       const cut = splitPoint(node.keys.length, appended)
-      if (appended && edge) return this.splitEdgeLeaf(node, cut)
-      const right: Leaf<K, V> = { leaf: true, keys: node.keys.slice(cut), vals: node.vals.slice(cut), owner: this.owner, sharedKeys: false }
-      node.keys = node.keys.slice(0, cut)
-      node.vals = node.vals.slice(0, cut)
-      return right
+      return appended && edge ? this.splitEdgeLeaf(node, cut) : this.splitLeaf(node, cut)
     }
     let i = insertIndex(node.keys, k)
     if (i === node.keys.length) i--

@@ -106,6 +106,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const pk = schema.primaryKey(obj)
     const n = this.writers.length
     const newKeys = this.newKeys
+    // The entry stored under pk, read once at the first unique key that has a holder (null: not read).
+    let own: Entry<Obj> | undefined | null = null
     for (let i = 0; i < n; i++) {
       const keys = schema.secondaryKeysOf(i, obj)
       newKeys[i] = keys
@@ -113,11 +115,13 @@ export class TableWriter<Obj> implements TableView<Obj> {
       if (u === undefined) continue
       for (const k of typeof keys === 'object' ? keys : [keys]) {
         const holder = u.get(k)
+        if (holder === undefined) continue
         // The holder is this object's own entry, or a conflict. Compared by identity with what the
         // primary index holds under pk, not by the holder's key derived again: a stored object
         // mutated in place (a misuse that validation mode catches) must not pass as another's.
-        if (holder !== undefined && this.primary.get(pk) !== holder) {
-          if (expect !== undefined && this.primary.get(pk)?.revision !== expect) return this.refuseSwap()
+        if (own === null) own = this.primary.get(pk)
+        if (own !== holder) {
+          if (expect !== undefined && own?.revision !== expect) return this.refuseSwap()
           throw new UniqueConflictError(
             schema.name,
             schema.secondary[i]!.name,
