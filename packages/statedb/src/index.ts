@@ -25,4 +25,6 @@ export {
 export { setValidation } from './validate.ts'
 // Not an export: loaded for its effect (./shapes.ts says why).
 import './shapes.ts'
-export { dump, httpHandler, keyText, redactSecrets, markSensitive, SENSITIVE, type HttpHandlerOptions, type Redactor } from './inspect.ts'
+export { dump, httpHandler, keyText, type HttpHandlerOptions } from './inspect.ts'
+export { redactSecrets, markSensitive, SENSITIVE, type Redactor } from './redact.ts'
+export { httpGuard, guardedListener, bearerCheck, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'

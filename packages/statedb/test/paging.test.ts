@@ -35,13 +35,13 @@ async function fixture(n: number) {
   }
 }
 
-test('pages: limit and after walk the whole table once, in key order, with the count and revision', async () => {
+test('pages: limit and continue walk the whole table once, in key order, with the count and revision', async () => {
   const f = await fixture(25)
   try {
     const seen: string[] = []
-    let after: string | null = null
+    let token: string | null = null
     for (let pages = 0; pages < 10; pages++) {
-      const r: Response = await fetch(`${f.base}/tables/objs?limit=10${after ? `&after=${encodeURIComponent(after)}` : ''}`)
+      const r: Response = await fetch(`${f.base}/tables/objs?limit=10${token ? `&continue=${token}` : ''}`)
       assert.is(r.headers.get('x-statedb-count'), '25')
       assert.is(r.headers.get('x-statedb-revision'), String(f.t.revision(f.db.readTxn())))
       const body = (await r.json()) as Array<{ key: string; note: number; object: Obj }>
@@ -50,8 +50,8 @@ test('pages: limit and after walk the whole table once, in key order, with the c
         assert.is(e.note, e.object.color.length, 'annotated')
       }
       seen.push(...body.map((e) => e.key))
-      after = r.headers.get('x-statedb-next')
-      if (after === null) break
+      token = r.headers.get('x-statedb-continue')
+      if (token === null) break
     }
     assert.equal(
       seen,
@@ -72,7 +72,7 @@ test('pages: limit and after walk the whole table once, in key order, with the c
       ((await red.json()) as Array<{ key: string }>).map((e) => e.key),
       ['o007', 'o009', 'o011'],
     )
-    assert.is(red.headers.get('x-statedb-next'), 'o011')
+    assert.is(Buffer.from(red.headers.get('x-statedb-continue')!, 'base64url').toString(), 'o011')
     assert.is((await fetch(`${f.base}/tables/objs?limit=0`)).status, 400)
     await f.db.write(f.t, (w) => {
       f.t.deleteAll(w)
