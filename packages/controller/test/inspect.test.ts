@@ -349,7 +349,7 @@ test('CLI colour: on a terminal only, never with NO_COLOR or --no-color; an esca
       },
       env: {},
     })
-    assert.ok(out.includes('evil?]0;pwned??[2J'), out)
+    assert.ok(out.includes('evil\\x1b]0;pwned\\x07\\x1b[2J'), out) // spelled out (inspect-terminal.test.ts has the rest)
     assert.not.match(out, /[\x00-\x08\x0b-\x1f]/)
   } finally {
     await f.manager.db.write(f.probes, (w) => {

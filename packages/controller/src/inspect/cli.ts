@@ -1,9 +1,12 @@
 // The inspection commands of `statewright` (tables, show, watch, status, health, topology): a client
 // of a running process's read-only HTTP endpoints (the Manager's server, or inspectHandler alone).
 // Invariants: nothing here writes; colour only on a terminal and never with NO_COLOR or --no-color;
-// every command exits 0 on success, 1 on a failure it reports (health: not ready), 2 on bad usage.
+// every command exits 0 on success, 1 on a failure it reports (health: not ready), 2 on bad usage;
+// no text from the server reaches the terminal raw: cells, trees and messages show it through
+// forTerminal or visible, JSON and YAML escape it (terminal.ts), and stdout and stderr are guarded
+// writers besides.
 import { parseArgs } from 'node:util'
-import { stringify as toYaml } from 'yaml'
+import { forTerminal, guarded, jsonText, visible, visibleLines, yamlText } from './terminal.ts'
 
 export const INSPECT_USAGE = `  tables                                   tables: objects, revision, initialized, graveyard
   show <table> [--index I --key K | --prefix P] [-o table|json|yaml] [--limit N]
@@ -42,6 +45,7 @@ interface Entry {
 
 /** Runs one inspection command; resolves to the exit code. */
 export async function runInspect(cmd: string, args: string[], io: CliIO): Promise<number> {
+  const stderr = guarded(io.stderr, false)
   let values: Record<string, string | boolean | undefined>
   let positionals: string[]
   try {
@@ -64,10 +68,11 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
       },
     }))
   } catch (err) {
-    io.stderr.write(`statewright ${cmd}: ${(err as Error).message}\n${INSPECT_USAGE}\n`)
+    stderr.write(`statewright ${cmd}: ${visible((err as Error).message)}\n${INSPECT_USAGE}\n`)
     return 2
   }
   const color = !!io.stdout.isTTY && io.env.NO_COLOR === undefined && !values['no-color']
+  const stdout = guarded(io.stdout, color)
   const c = paint(color)
   const base = String(values.url ?? io.env.STATEWRIGHT_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '')
   const token = (values.token as string | undefined) ?? io.env.STATEWRIGHT_TOKEN
@@ -93,16 +98,16 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
     if (!r.ok) throw new Error(`${path}: ${r.status} ${safeError(body)}`)
     return JSON.parse(body)
   }
-  const out = (s: string) => io.stdout.write(s)
+  const out = (s: string) => stdout.write(s)
   const format = String(values.output ?? 'table')
   if (!['table', 'json', 'yaml'].includes(format)) {
-    io.stderr.write(`statewright ${cmd}: -o takes table, json or yaml\n`)
+    stderr.write(`statewright ${cmd}: -o takes table, json or yaml\n`)
     return 2
   }
 
   try {
     if (cmd === 'tables') {
-      const tables = (await getJson('/statedb/tables')) as Array<{
+      const raw = (await getJson('/statedb/tables')) as Array<{
         name: string
         objects: number
         revision: number
@@ -110,7 +115,8 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
         graveyard: number
         indexes: string[]
       }>
-      if (format !== 'table') return (void out(dumpAs(format, tables)), 0)
+      if (format !== 'table') return (void out(dumpAs(format, raw)), 0)
+      const tables = forTerminal(raw)
       out(
         columns(
           c,
@@ -147,17 +153,17 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
       const limit = values.limit === undefined ? Infinity : Number(values.limit)
       if (!(limit > 0)) throw new UsageError('--limit takes a positive number')
       const entries: Entry[] = []
-      let after: string | null = null
+      let resume: [string, string] | undefined
       do {
         const p = new URLSearchParams(q)
         p.set('limit', String(Math.min(1000, limit - entries.length)))
-        if (after !== null) p.set('after', after)
+        if (resume) p.set(...resume)
         const r = await get(`/statedb/tables/${encodeURIComponent(table)}?${p}`)
         const body = await r.text()
         if (!r.ok) throw new Error(`${r.status} ${safeError(body)}`)
         entries.push(...(JSON.parse(body) as Entry[]))
-        after = r.headers.get('x-statedb-next')
-      } while (after !== null && entries.length < limit)
+        resume = nextPage(r.headers)
+      } while (resume && entries.length < limit)
       if (format !== 'table') return (void out(dumpAs(format, entries)), 0)
       const shape = shapeOf(entries)
       out(
@@ -171,7 +177,7 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
     }
     if (cmd === 'status') {
       const name = positionals[0]
-      const list = (
+      const raw = (
         name ? [await getJson(`/reconcilers/${encodeURIComponent(name)}?errors=1000`)] : await getJson('/reconcilers?errors=1000')
       ) as Array<{
         name: string
@@ -184,10 +190,11 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
       if (format !== 'table')
         return (
           void out(
-            dumpAs(format, values.errors ? list.map((r) => ({ name: r.name, errors: r.errors, failedDeletes: r.failedDeletes })) : list),
+            dumpAs(format, values.errors ? raw.map((r) => ({ name: r.name, errors: r.errors, failedDeletes: r.failedDeletes })) : raw),
           ),
           0
         )
+      const list = forTerminal(raw)
       if (list.length === 0) out('no reconcilers\n')
       for (const r of list) {
         const errs = [...r.errors.map((e) => ({ ...e, what: 'update' })), ...r.failedDeletes.map((e) => ({ ...e, what: 'delete' }))]
@@ -202,7 +209,7 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
             columns(
               c,
               ['OBJECT', 'OP', 'ATTEMPTS', 'NEXT RETRY', 'ERROR'],
-              errs.map((e) => [e.key, e.what, String(e.attempts ?? ''), e.retryAt ? retryIn(e.retryAt) : '', c.red(oneLine(e.error))]),
+              errs.map((e) => [e.key, e.what, String(e.attempts ?? ''), e.retryAt ? retryIn(e.retryAt) : '', c.red(e.error)]),
               values.errors ? '' : '  ',
             ),
           )
@@ -213,29 +220,23 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
     if (cmd === 'health') {
       const ready = await get('/readyz')
       const readyText = await ready.text()
-      const st = (await getJson('/statusz').catch(() => undefined)) as any
-      if (format !== 'table') return (void out(dumpAs(format, st ?? { ready: ready.ok, message: readyText })), ready.ok ? 0 : 1)
+      const rawSt = (await getJson('/statusz').catch(() => undefined)) as any
+      if (format !== 'table') return (void out(dumpAs(format, rawSt ?? { ready: ready.ok, message: readyText })), ready.ok ? 0 : 1)
+      const st = forTerminal(rawSt)
       out(
         `${ready.ok ? c.green('ready') : c.red('not ready')}${st?.name ? ` (${st.name}, ${st.state}${st.leader ? `, ${st.leader.leading ? 'leading' : 'not leading'}` : ''})` : ''}\n`,
       )
-      if (!ready.ok)
-        out(
-          readyText
-            .split('\n')
-            .filter((l) => l.startsWith('- '))
-            .map((l) => `  ${l}\n`)
-            .join(''),
-        )
+      const reasons = readyText.split('\n').filter((l) => l.startsWith('- '))
+      if (!ready.ok) out(reasons.map((l) => `  ${visible(l)}\n`).join(''))
       if (st) {
         const rows: string[][] = []
         for (const r of st.reflectors ?? [])
-          rows.push([`reflector ${r.name ?? ''}`, level(c, r.ready ? 'ok' : 'degraded'), oneLine(r.lastError ?? r.state ?? '')])
+          rows.push([`reflector ${r.name ?? ''}`, level(c, r.ready ? 'ok' : 'degraded'), r.lastError ?? r.state ?? ''])
         for (const d of st.derivations ?? [])
-          rows.push([`derivation ${d.name}`, level(c, d.level ?? (d.ready ? 'ok' : 'degraded')), oneLine(d.message ?? '')])
-        if (st.reconciler)
-          rows.push([`reconciler ${st.reconciler.name}`, level(c, st.reconciler.level), oneLine(st.reconciler.message ?? '')])
-        for (const d of st.drift ?? []) rows.push([`drift ${d.name ?? ''}`, level(c, d.level ?? 'ok'), oneLine(d.message ?? '')])
-        for (const x of st.components ?? []) rows.push([x.name, level(c, x.level), oneLine(x.message ?? '')])
+          rows.push([`derivation ${d.name}`, level(c, d.level ?? (d.ready ? 'ok' : 'degraded')), d.message ?? ''])
+        if (st.reconciler) rows.push([`reconciler ${st.reconciler.name}`, level(c, st.reconciler.level), st.reconciler.message ?? ''])
+        for (const d of st.drift ?? []) rows.push([`drift ${d.name ?? ''}`, level(c, d.level ?? 'ok'), d.message ?? ''])
+        for (const x of st.components ?? []) rows.push([x.name, level(c, x.level), x.message ?? ''])
         out(columns(c, ['PART', 'HEALTH', 'MESSAGE'], rows))
       }
       return ready.ok ? 0 : 1
@@ -245,13 +246,14 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
         const r = await get(`/topology?format=${values.dot ? 'dot' : 'svg'}`)
         const body = await r.text()
         if (!r.ok) throw new Error(`${r.status} ${safeError(body)}`)
-        out(body)
+        out(visibleLines(body))
         return 0
       }
-      const { graphs } = (await getJson('/topology')) as {
+      const { graphs: raw } = (await getJson('/topology')) as {
         graphs: Array<{ component: string; graph: { nodes: any[]; edges: Array<{ from: string; to: string; policy?: boolean }> } }>
       }
-      if (format !== 'table') return (void out(dumpAs(format, graphs)), 0)
+      if (format !== 'table') return (void out(dumpAs(format, raw)), 0)
+      const graphs = forTerminal(raw)
       if (graphs.length === 0) {
         out('no component here has a topology\n')
         return 0
@@ -262,11 +264,11 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
     throw new UsageError(`unknown command "${cmd}"`)
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr.write(`statewright ${cmd}: ${err.message}\n${INSPECT_USAGE}\n`)
+      stderr.write(`statewright ${cmd}: ${visible(err.message)}\n${INSPECT_USAGE}\n`)
       return 2
     }
     if ((err as Error).name === 'AbortError') return 0
-    io.stderr.write(`statewright ${cmd}: ${(err as Error).message}\n`)
+    stderr.write(`statewright ${cmd}: ${visible((err as Error).message)}\n`)
     return 1
   }
 }
@@ -289,7 +291,7 @@ async function watch(
   const flush = () => {
     if (batch.length === 0) return
     if (format === 'json') {
-      for (const e of batch) out(JSON.stringify(e) + '\n')
+      for (const e of batch) out(jsonText(e) + '\n')
       batch.length = 0
       return
     }
@@ -298,7 +300,7 @@ async function watch(
       shape = shapeOf(batch)
       const head = header(shape, true)
       const first = batch.map((e) => row(shape!, e, c, 'MODIFIED'))
-      shape.widths = head.map((h, i) => Math.max(h.length, ...first.map((r) => visible(r[i] ?? ''))))
+      shape.widths = head.map((h, i) => Math.max(h.length, ...first.map((r) => width(r[i] ?? ''))))
       out(c.bold(fixedRow(shape, head)) + '\n')
     }
     for (const e of batch) {
@@ -340,24 +342,30 @@ function paint(on: boolean): Paint {
   const p = (code: string) => (s: string) => (on ? `\x1b[${code}m${s}\x1b[0m` : s)
   return { bold: p('1'), red: p('31'), green: p('32'), yellow: p('33'), dim: p('2') }
 }
-const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length
-/** Control characters in text from the server never reach the terminal (no escape sequences). */
-const clean = (s: string) => s.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (ch) => (ch === '\x00' ? '' : '?'))
-const oneLine = (s: string) => clean(String(s)).replace(/\s*\n\s*/g, ' ')
+/** The width a cell takes on the terminal (without its colour codes). */
+const width = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length
+/** A failed request's message: the server's `error`, else the body's start (escapes shown). */
 const safeError = (body: string) => {
   try {
-    return oneLine(JSON.parse(body).error ?? body)
+    return visible(String(JSON.parse(body).error ?? body))
   } catch {
-    return oneLine(body.slice(0, 200))
+    return visible(body.slice(0, 200))
   }
+}
+/** The query of the next page: `continue=<token>`, or `after=<key>` from a server before x-statedb-continue. */
+function nextPage(h: Headers): [string, string] | undefined {
+  const token = h.get('x-statedb-continue')
+  if (token !== null) return ['continue', token]
+  const after = h.get('x-statedb-next')
+  return after === null ? undefined : ['after', after]
 }
 
 function columns(c: Paint, head: string[], rows: string[][], indent = ''): string {
-  const widths = head.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))))
+  const widths = head.map((h, i) => Math.max(width(h), ...rows.map((r) => width(r[i] ?? ''))))
   const line = (cells: string[]) =>
     indent +
     cells
-      .map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(widths[i]! - visible(x) + 3)))
+      .map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(widths[i]! - width(x) + 3)))
       .join('')
       .trimEnd()
   return [c.bold(line(head)), ...rows.map(line)].join('\n') + '\n'
@@ -379,8 +387,9 @@ function metaOf(o: any): { kind?: string; namespace?: string; name: string } | u
   return m && typeof m.metadata.name === 'string' ? { kind: m.kind, namespace: m.metadata.namespace, name: m.metadata.name } : undefined
 }
 function row(s: Shape, e: Entry, c: Paint, event: string | undefined): string[] {
-  const m = metaOf(e.object)
-  const recs = Object.entries(e.reconcile ?? {})
+  // only what the row shows goes through forTerminal, not the whole object (a table may be large)
+  const { key, revision, m, reconcile } = forTerminal({ key: e.key, revision: e.revision, m: metaOf(e.object), reconcile: e.reconcile })
+  const recs = Object.entries(reconcile ?? {})
   const status =
     recs.length === 0
       ? ''
@@ -392,17 +401,11 @@ function row(s: Shape, e: Entry, c: Paint, event: string | undefined): string[] 
           .join(',')
   const age = e.time ? ageOf(e.time) : e.deleted ? '' : '?'
   const evt = event === undefined ? [] : [event === 'DELETED' ? c.red(event) : event === 'ADDED' ? c.green(event) : event]
-  return [
-    ...(s.k8s ? [clean(m?.namespace ?? ''), clean(m?.name ?? e.key), clean(m?.kind ?? '')] : [clean(e.key)]),
-    status,
-    String(e.revision),
-    age,
-    ...evt,
-  ]
+  return [...(s.k8s ? [m?.namespace ?? '', m?.name ?? key, m?.kind ?? ''] : [key]), status, String(revision), age, ...evt]
 }
 function fixedRow(s: Shape, cells: string[]): string {
   return cells
-    .map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(Math.max(1, (s.widths[i] ?? 0) - visible(x) + 3))))
+    .map((x, i) => (i === cells.length - 1 ? x : x + ' '.repeat(Math.max(1, (s.widths[i] ?? 0) - width(x) + 3))))
     .join('')
     .trimEnd()
 }
@@ -421,7 +424,7 @@ function level(c: Paint, l: string): string {
   return l === 'ok' ? c.green(l) : l === 'degraded' ? c.yellow(l) : c.red(l)
 }
 function dumpAs(format: string, v: unknown): string {
-  return format === 'yaml' ? toYaml(v) : JSON.stringify(v, null, 2) + '\n'
+  return format === 'yaml' ? yamlText(v) : jsonText(v, 2) + '\n'
 }
 
 /** The graph as an indented tree from its roots (a node under each parent; policies after their targets). */
@@ -440,11 +443,11 @@ function tree(g: { nodes: any[]; edges: Array<{ from: string; to: string; policy
   }
   const label = (id: string) => {
     const n = byId.get(id)
-    if (!n) return clean(id)
+    if (!n) return id
     const st = n.status
       ? ` [${n.status === 'Enforced' || n.status === 'Accepted' ? c.green(n.status) : n.status === 'Overridden' ? c.yellow(n.status) : c.red(n.status)}]`
       : ''
-    return `${clean(n.kind)} ${clean(n.namespace ? `${n.namespace}/` : '')}${clean(n.name)}${st}`
+    return `${n.kind} ${n.namespace ? `${n.namespace}/` : ''}${n.name}${st}`
   }
   const lines: string[] = []
   const walk = (id: string, depth: number, path: Set<string>) => {

@@ -1,8 +1,11 @@
 // Graphs that inspectable parts show (the topology of gateways, routes and policies), as JSON, as
 // Graphviz DOT and laid out (dagre: a layered layout, left to right) as positions or as SVG.
-// Invariants: every text in DOT and SVG output is escaped; an edge to a node the graph lacks is
-// dropped from the layout (not an error: a policy may target what is gone).
+// Invariants: every text in DOT and SVG output is escaped, its control characters (C0, DEL, C1,
+// bidi), lone surrogates, U+FFFE and U+FFFF shown as escapes (`\x1b`, `\u202e`: terminal.ts), so the
+// SVG is well-formed XML 1.0 and the DOT one string per field whatever the names hold; an edge to a
+// node the graph lacks is dropped from the layout (not an error: a policy may target what is gone).
 import dagre from '@dagrejs/dagre'
+import { visible } from './terminal.ts'
 
 /** A graph an inspectable part shows (the topology of gateways, routes, policies...). */
 export interface InspectGraph {
@@ -60,14 +63,17 @@ export function layoutGraph(g: InspectGraph): Layout {
   const d = new dagre.graphlib.Graph({ multigraph: true })
   d.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 60, marginx: 10, marginy: 10 })
   d.setDefaultEdgeLabel(() => ({}))
-  const ids = new Set<string>()
+  // dagre's names for the nodes ("n0"…): it keeps nodes by name in plain objects, where an id such
+  // as "__proto__" or "constructor" would break the layout
+  const names = new Map<string, string>()
   for (const n of g.nodes) {
-    if (ids.has(n.id)) continue
-    ids.add(n.id)
+    if (names.has(n.id)) continue
+    names.set(n.id, `n${names.size}`)
     const label = n.name
     const sublabel = `${n.kind}${n.namespace ? ` · ${n.namespace}` : ''}`
-    d.setNode(n.id, {
-      width: Math.max(90, Math.max(label.length, sublabel.length) * CHAR_W + 20),
+    d.setNode(names.get(n.id)!, {
+      id: n.id,
+      width: Math.max(90, Math.max(visible(label).length, visible(sublabel).length) * CHAR_W + 20), // as toSvg shows them
       height: NODE_H,
       label,
       sublabel,
@@ -75,11 +81,12 @@ export function layoutGraph(g: InspectGraph): Layout {
       status: n.status,
     })
   }
-  const edges = g.edges.filter((e) => ids.has(e.from) && ids.has(e.to))
-  edges.forEach((e, i) => d.setEdge(e.from, e.to, { policy: !!e.policy }, `e${i}`))
+  const edges = g.edges.filter((e) => names.has(e.from) && names.has(e.to))
+  edges.forEach((e, i) => d.setEdge(names.get(e.from)!, names.get(e.to)!, { policy: !!e.policy }, `e${i}`))
   dagre.layout(d)
-  const nodes: LaidOutNode[] = d.nodes().map((id: string) => {
-    const n = d.node(id) as unknown as {
+  const nodes: LaidOutNode[] = d.nodes().map((name: string) => {
+    const n = d.node(name) as unknown as {
+      id: string
       x: number
       y: number
       width: number
@@ -90,7 +97,7 @@ export function layoutGraph(g: InspectGraph): Layout {
       status?: string
     }
     return {
-      id,
+      id: n.id,
       label: n.label,
       sublabel: n.sublabel,
       x: n.x,
@@ -105,7 +112,7 @@ export function layoutGraph(g: InspectGraph): Layout {
     from: e.from,
     to: e.to,
     policy: !!e.policy,
-    points: (d.edge(e.from, e.to, `e${i}`) as unknown as { points: Array<{ x: number; y: number }> }).points,
+    points: (d.edge(names.get(e.from)!, names.get(e.to)!, `e${i}`) as unknown as { points: Array<{ x: number; y: number }> }).points,
   }))
   const gr = d.graph() as { width?: number; height?: number }
   return { width: gr.width ?? 0, height: gr.height ?? 0, nodes, edges: laidEdges }
@@ -113,7 +120,10 @@ export function layoutGraph(g: InspectGraph): Layout {
 
 /** Graphviz DOT of the graphs (one cluster per component). */
 export function toDot(graphs: readonly NamedGraph[]): string {
-  const q = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`
+  const text = (s: string) => visible(s).replace(/\\/g, '\\\\').replace(/"/g, '\\"')
+  const q = (s: string) => `"${text(s)}"`
+  // an id's own backslashes doubled first: ids that differ stay different once controls are escapes
+  const id = (s: string) => q(s.replace(/\\/g, '\\\\'))
   const lines = [
     'digraph topology {',
     '  rankdir=LR;',
@@ -122,13 +132,15 @@ export function toDot(graphs: readonly NamedGraph[]): string {
   graphs.forEach(({ component, graph }, i) => {
     lines.push(`  subgraph cluster_${i} {`, `    label=${q(component)};`)
     for (const n of graph.nodes) {
-      const attrs = [`label=${q(`${n.kind}\n${n.namespace ? `${n.namespace}/` : ''}${n.name}${n.status ? `\n${n.status}` : ''}`)}`]
+      // one label line per field: a newline in a field is an escape, not a line of the label
+      const label = [n.kind, `${n.namespace ? `${n.namespace}/` : ''}${n.name}`, ...(n.status ? [n.status] : [])]
+      const attrs = [`label="${label.map(text).join('\\n')}"`]
       if (n.policy) attrs.push('shape=note')
-      const fill = STATUS_COLORS[n.status ?? '']
+      const fill = statusColor(n.status)
       if (fill) attrs.push(`fillcolor=${q(fill)}`)
-      lines.push(`    ${q(n.id)} [${attrs.join(', ')}];`)
+      lines.push(`    ${id(n.id)} [${attrs.join(', ')}];`)
     }
-    for (const e of graph.edges) lines.push(`    ${q(e.from)} -> ${q(e.to)}${e.policy ? ' [style=dashed]' : ''};`)
+    for (const e of graph.edges) lines.push(`    ${id(e.from)} -> ${id(e.to)}${e.policy ? ' [style=dashed]' : ''};`)
     lines.push('  }')
   })
   lines.push('}')
@@ -146,8 +158,13 @@ export const STATUS_COLORS: Readonly<Record<string, string>> = {
   Unknown: '#e0e0e0',
 }
 
+/** A status's colour (own keys only: a status "constructor" has none). */
+const statusColor = (status: string | undefined) =>
+  status !== undefined && Object.hasOwn(STATUS_COLORS, status) ? STATUS_COLORS[status] : undefined
+
+/** Text for XML: controls as visible escapes (XML 1.0 forbids most C0 even as references), then entities. */
 const esc = (s: string) =>
-  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
+  visible(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 
 /** A standalone SVG of the graphs, one under the other (every text escaped). */
 export function toSvg(graphs: readonly NamedGraph[]): string {
@@ -164,7 +181,7 @@ export function toSvg(graphs: readonly NamedGraph[]): string {
       )
     }
     for (const n of l.nodes) {
-      const fill = STATUS_COLORS[n.status ?? ''] ?? (n.policy ? '#f3e8ff' : '#eef2f7')
+      const fill = statusColor(n.status) ?? (n.policy ? '#f3e8ff' : '#eef2f7')
       parts.push(
         `<g data-id="${esc(n.id)}"><rect x="${(n.x - n.width / 2).toFixed(1)}" y="${(n.y - n.height / 2).toFixed(1)}" width="${n.width}" height="${n.height}" rx="${n.policy ? 2 : 8}" fill="${fill}" stroke="#333"/>` +
           `<text x="${n.x.toFixed(1)}" y="${(n.y - 3).toFixed(1)}" text-anchor="middle">${esc(n.label)}</text>` +
