@@ -1,6 +1,7 @@
 // A running Manager for the inspection tests (web view and CLI): Gadgets reflected from a test API
 // server, one ConfigMap (or Secret) derived per Gadget, a component with a small gateway topology,
-// and a table of hostile names for the escaping checks. Fast retries (100..400 ms) so an error clears
+// and a table of hostile names for the escaping checks (and, exported, texts with controls and bidi
+// overrides that would hide or reorder what is shown). Fast retries (100..400 ms) so an error clears
 // within a second once the fault is lifted.
 import { Table, defineIndex } from '@statewright/statedb'
 import { Reconciler, newStatusIndex, statusPending, type Status } from '@statewright/reconciler'
@@ -11,6 +12,18 @@ import { env, GADGET, createGadget, gadget, type Env } from './helpers.ts'
 export const XSS = `<img src=x onerror="window.__xss=(window.__xss||0)+1">`
 export const XSS2 = `</script><script>window.__xss=(window.__xss||0)+1</script>`
 export const SECRET_VALUE = 'c2VjcmV0LXZhbHVlLTQy' // base64 of secret-value-42
+/** Text that would hide or reorder what a page or a terminal shows: an RTL override (`gnp.exe` reads "exe.png"). */
+export const RTL = 'rtl-\u202egnp.exe'
+/** C0 controls, a terminal's colour escape, DEL. */
+export const CONTROLS = 'ctl-\x00\x07\x08\t\n\r\x1b[31mred\x1b[0m\x7f'
+/** C1 controls: CSI (U+009B) clears a terminal's screen as `ESC [` does, NEL, OSC. */
+export const C1 = 'csi-\u009b2J\u0085\u009d'
+/** An OSC-8 terminal hyperlink whose shown text hides its target. */
+export const OSC8 = 'osc8-\x1b]8;;https://evil.example/\x1b\\click me\x1b]8;;\x1b\\'
+/** Every bidi mark, embedding, override and isolate but U+202E. */
+export const BIDI = 'bidi-\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069-end'
+/** Controls, C1, bidi marks, overrides and isolates, U+FFFE, U+FFFF: shown escaped (`\x1b`, `\u202e`), never raw. */
+export const HIDDEN_CHARS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufffe\uffff]/
 
 export interface Probe {
   name: string

@@ -3,8 +3,11 @@
 // every test. What it proves: /ui of a running Manager lists the tables; a new object shows within
 // 1 s and a deleted one goes; an error shows with its message, then clears after a successful retry;
 // search by index; a Secret's data never reaches the DOM; hostile names, labels and error messages
-// run nothing; the topology SVG has one node per node of the graph; a 100 000-object table opens and
-// the page stays responsive while 1 000 changes/s stream in (the figures are printed).
+// run nothing; control characters and bidi overrides in keys and in topology names show escaped
+// (`\u202e`), never raw; a page whose last key is not Latin-1 or holds controls pages on; a
+// malformed `#token=` or address crashes nothing; the topology SVG has one node per node of the
+// graph; a 100 000-object table opens and the page stays responsive while 1 000 changes/s stream in
+// (the figures are printed).
 // STATEWRIGHT_SCREENSHOTS=docs/img also writes the three main views there, for the docs.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -13,11 +16,25 @@ import { chromium, type Browser, type Page } from 'playwright-core'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Table, defineIndex } from '@statewright/statedb'
-import { inspectHandler } from '../src/index.ts'
-import { inspectFixture, SECRET_VALUE, TOPOLOGY, XSS, XSS2, type InspectFixture, type Probe } from './inspect-fixture.ts'
+import { inspectHandler, type InspectGraph, type InspectOptions } from '../src/index.ts'
+import {
+  BIDI,
+  C1,
+  CONTROLS,
+  HIDDEN_CHARS,
+  inspectFixture,
+  OSC8,
+  RTL,
+  SECRET_VALUE,
+  TOPOLOGY,
+  XSS,
+  XSS2,
+  type InspectFixture,
+  type Probe,
+} from './inspect-fixture.ts'
 
 // The page's globals, for the functions that run in it (this program's types are Node's, not the DOM's)
-declare const document: any, location: any, window: any, getComputedStyle: (e: unknown) => { fill: string }
+declare const document: any, location: any, window: any, sessionStorage: any, getComputedStyle: (e: unknown) => { fill: string }
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p))
 const SHOTS = process.env.STATEWRIGHT_SCREENSHOTS
@@ -35,6 +52,33 @@ interface Bulk {
 }
 const bulk = new Table<Bulk>({ name: 'bulk', primary: defineIndex<Bulk, string>({ name: 'name', key: (b) => b.name, unique: true }) })
 const BULK = 100_000
+
+interface Keyed {
+  key: string
+  note: string
+}
+const hostile = new Table<Keyed>({ name: 'hostile', primary: defineIndex<Keyed, string>({ name: 'key', key: (k) => k.key, unique: true }) })
+/** The last key of the first page (of 100): not Latin-1, so no header can carry it as it is. */
+const PAGE1_LAST = 'u-0099-日本語'
+/** The last key of the second page: controls, CSI and an RTL override. */
+const PAGE2_LAST = 'u-0199-\x1b[2J\u009b\u202e'
+/** The hostile table's keys in key order: the hostile ones, fillers, the two page ends, a third page. */
+const HOSTILE_KEYS = (() => {
+  const keys = [RTL, CONTROLS, C1, OSC8, BIDI, `${XSS}\u202e`].sort()
+  for (let i = keys.length; i < 99; i++) keys.push(`u-${String(i).padStart(4, '0')}`)
+  keys.push(PAGE1_LAST)
+  for (let i = 100; i < 199; i++) keys.push(`u-${String(i).padStart(4, '0')}`)
+  keys.push(PAGE2_LAST, 'u-0200', 'u-0201', 'v-\u202eend')
+  return keys
+})()
+const hex = (c: string, digits: number) => c.charCodeAt(0).toString(16).padStart(digits, '0')
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+/** How the page shows a text, as the CLI does: `\n`, `\r`, `\t`, `\xHH` below U+0100, else `\uHHHH`. */
+const shownAs = (text: string) =>
+  text.replace(new RegExp(HIDDEN_CHARS.source, 'g'), (c) => NAMED[c] ?? (c.charCodeAt(0) < 0x100 ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`))
+/** How the page shows a value as JSON: indented, what JSON.stringify leaves raw as JSON's `\uHHHH`. */
+const jsonShownAs = (v: unknown) =>
+  JSON.stringify(v, null, 2).replace(new RegExp(HIDDEN_CHARS.source, 'g'), (c) => (c === '\n' ? c : `\\u${hex(c, 4)}`))
 
 /** Why the setup failed: every test then fails with it (uvu would swallow an error of a before hook). */
 let setupError: Error | undefined
@@ -59,6 +103,10 @@ async function setup(): Promise<void> {
   f.manager.db.register(bulk)
   await f.manager.db.write(bulk, (w) => {
     for (let i = 0; i < BULK; i++) bulk.insert(w, { name: `obj-${String(i).padStart(6, '0')}`, n: 0 })
+  })
+  f.manager.db.register(hostile)
+  await f.manager.db.write(hostile, (w) => {
+    for (const key of HOSTILE_KEYS) hostile.insert(w, { key, note: key })
   })
   await f.add('alpha')
   await f.add('beta', { secret: true, label: XSS })
@@ -90,6 +138,30 @@ const go = async (hash: string) => {
 const cssString = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
 const rowOf = (key: string) => page.locator(`#objects tr.row[data-key=${cssString(key)}]`)
 const desiredKey = (name: string, kind = 'ConfigMap') => `||${kind}|default|${name}`
+/** The keys of the rows on the page, in order. */
+const keysShown = () => page.locator('#objects tr.row').evaluateAll((trs: any[]) => trs.map((tr) => tr.getAttribute('data-key') as string))
+/** The markup of an element without its data-* attributes (raw values by design: never shown). */
+const shownMarkup = (selector: string) =>
+  page.locator(selector).evaluate((el: any) => {
+    const copy = el.cloneNode(true)
+    for (const e of [copy, ...copy.querySelectorAll('*')])
+      for (const a of [...e.attributes]) if (a.name.startsWith('data-')) e.removeAttribute(a.name)
+    // a JSON view's newlines are its layout
+    for (const pre of copy.querySelectorAll('pre.json')) pre.textContent = pre.textContent.replace(/\n/g, ' ')
+    return copy.outerHTML as string
+  })
+/** A server of its own (a token, other graphs), on a free port; `close` ends it. */
+async function serve(o: InspectOptions): Promise<{ base: string; close: () => Promise<void> }> {
+  const server = createServer(inspectHandler(o))
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((r) => server.close(() => r()))
+    },
+  }
+}
 
 test('/ui lists the tables and the health of every part', async () => {
   need()
@@ -262,6 +334,154 @@ test('with a token: #token= opens the view once and leaves the address bar; with
     server.closeAllConnections()
     await new Promise<void>((r) => server.close(() => r()))
   }
+})
+
+test('a malformed escape in #token= or in the address crashes nothing: the raw token is used, the page renders', async () => {
+  need()
+  await go('#token=%E0%A4%A')
+  await page.locator('#tables tr[data-table="probes"]').waitFor({ timeout: 5000 })
+  assert.not.match(page.url(), /token=/, 'the token is dropped from the address bar')
+  assert.is(await page.evaluate(() => sessionStorage.getItem('statewright.token')), '%E0%A4%A', 'taken as written')
+  await go('#/t/%E0%A4%A')
+  await page.locator('#view .errmsg').filter({ hasText: 'malformed' }).waitFor({ timeout: 5000 })
+  await page.evaluate(() => sessionStorage.clear())
+  assert.equal(pageErrors, [])
+  // with a token: the raw text is wrong, so the form asks, saying why; so it does for a token no
+  // header can carry (a newline: fetch would throw on every request, and the form never show)
+  const s = await serve({ db: f.manager.db, token: 's3cret' })
+  const ctx = await browser.newContext()
+  try {
+    const p = await ctx.newPage()
+    p.on('pageerror', (e) => pageErrors.push(e.message))
+    await p.goto(`${s.base}/ui/#token=%E0%A4%A`)
+    await p.locator('#token-why').filter({ hasText: 'malformed' }).waitFor({ timeout: 5000 })
+    await p.goto('about:blank')
+    await p.goto(`${s.base}/ui/#token=s3cret%0Abad`)
+    await p.locator('#token-why').filter({ hasText: 'header' }).waitFor({ timeout: 5000 })
+    await p.fill('#token', 's3cret')
+    await p.press('#token', 'Enter')
+    await p.locator('#tables tr[data-table="probes"]').waitFor({ timeout: 5000 })
+  } finally {
+    await ctx.close()
+    await s.close()
+  }
+  assert.equal(pageErrors, [])
+})
+
+test('keys with controls, C1, bidi overrides and OSC-8 show escaped; pages ending on a non-Latin-1 key or on controls page on', async () => {
+  need()
+  assert.equal(HOSTILE_KEYS.slice().sort(), HOSTILE_KEYS, 'the keys are in key order')
+  assert.is(HOSTILE_KEYS[99], PAGE1_LAST)
+  assert.is(HOSTILE_KEYS[199], PAGE2_LAST)
+  await go('#/t/hostile')
+  await page.locator('#objects tr.row').first().waitFor({ timeout: 5000 })
+  assert.equal(await keysShown(), HOSTILE_KEYS.slice(0, 100))
+  const text = (await page.locator('#objects tbody').textContent())!
+  for (const key of [RTL, CONTROLS, C1, OSC8, BIDI, `${XSS}\u202e`]) assert.ok(text.includes(shownAs(key)), `${shownAs(key)} is shown`)
+  assert.ok(text.includes('rtl-\\u202egnp.exe'), 'the RTL override is shown as \\u202e')
+  assert.ok(text.includes('ctl-\\x00\\x07\\x08\\t\\n\\r\\x1b[31mred\\x1b[0m\\x7f'), 'C0 and DEL are shown escaped')
+  assert.ok(text.includes('csi-\\x9b2J'), 'CSI is shown escaped')
+  assert.not.match(text, HIDDEN_CHARS, 'no raw control or bidi character in the rows')
+  assert.not.match(await shownMarkup('#objects tbody'), HIDDEN_CHARS, 'nor in their markup')
+  // the object: its key in the heading; its JSON indented, every hidden character a JSON escape
+  for (const key of [RTL, CONTROLS, C1]) {
+    await page.locator('#objects tr.row', { hasText: shownAs(key) }).click()
+    await page
+      .locator('#object h2.mono')
+      .filter({ hasText: shownAs(key) })
+      .waitFor({ timeout: 5000 })
+    assert.is(await page.locator('#json').textContent(), jsonShownAs({ key, note: key }))
+    assert.not.match(await shownMarkup('#detail'), HIDDEN_CHARS, `no raw control or bidi character in the view of ${shownAs(key)}`)
+  }
+  // page 2: after a key no header could carry as it is
+  await page.click('#next')
+  await page.waitForFunction((k) => document.querySelector('#objects tr.row')?.getAttribute('data-key') === k, HOSTILE_KEYS[100], {
+    timeout: 5000,
+  })
+  assert.equal(await keysShown(), HOSTILE_KEYS.slice(100, 200))
+  assert.ok((await page.locator('#objects tbody').textContent())!.includes(shownAs(PAGE2_LAST)))
+  // live: a key before the page's first (between page 1's last and the next, in code-unit order,
+  // unlike their UTF-8 bytes read as Latin-1) is not this page's
+  await page.waitForFunction(() => document.getElementById('live')?.classList.contains('on'), undefined, { timeout: 5000 })
+  const applied = await page.evaluate(() => (window as any).__statewright.applied as number)
+  const before = { key: 'u-0099-\u00ff', note: '' }
+  await f.manager.db.write(hostile, (w) => {
+    hostile.insert(w, before)
+  })
+  await page.waitForFunction((n) => (window as any).__statewright.applied > n, applied, { timeout: 5000 })
+  assert.equal(await keysShown(), HOSTILE_KEYS.slice(100, 200), `${before.key} is not on page 2`)
+  // page 3: after a key of controls
+  await page.click('#next')
+  await page.waitForFunction((k) => document.querySelector('#objects tr.row')?.getAttribute('data-key') === k, HOSTILE_KEYS[200], {
+    timeout: 5000,
+  })
+  assert.equal(await keysShown(), HOSTILE_KEYS.slice(200))
+  assert.is(await page.locator('#next').count(), 0, 'the last page has no next page')
+  const fresh = { key: 'u-0300-live', note: '' }
+  await f.manager.db.write(hostile, (w) => {
+    hostile.insert(w, fresh)
+  })
+  await page.waitForFunction((k) => [...document.querySelectorAll('#objects tr.row')].some((tr: any) => tr.dataset.key === k), fresh.key, {
+    timeout: 5000,
+  })
+  assert.not.match(await shownMarkup('#objects tbody'), HIDDEN_CHARS)
+  await page.click('#first')
+  await page.waitForFunction((k) => document.querySelector('#objects tr.row')?.getAttribute('data-key') === k, HOSTILE_KEYS[0], {
+    timeout: 5000,
+  })
+  await f.manager.db.write(hostile, (w) => {
+    hostile.delete(w, before)
+    hostile.delete(w, fresh)
+  })
+  assert.is(await page.locator('img').count(), 0, 'no <img> element was made')
+  assert.is(xssHits, 0, 'the probe ran')
+  assert.equal(dialogs, [])
+  assert.equal(pageErrors, [])
+})
+
+test('the topology with controls and bidi overrides in names: one SVG node per node, every text escaped', async () => {
+  need()
+  const gw = 'gateway.gateway.networking.k8s.io:ns\u0000/gw\x1b[2J'
+  const route = 'httproute.gateway.networking.k8s.io:ns/r\u202e'
+  const graph: InspectGraph = {
+    nodes: [
+      { id: gw, kind: 'Gateway', name: `gw-\x1b]0;pwned\x07${RTL}`, namespace: 'ns\u0000' },
+      { id: route, kind: 'HTTPRoute\u009b', name: `r${OSC8}${BIDI}${XSS}`, namespace: 'ns' },
+      { id: 'rlp\n', kind: 'RateLimitPolicy', name: `${CONTROLS}\u2066`, namespace: 'ns', policy: true, status: 'Enforced\u202e' },
+    ],
+    edges: [
+      { from: gw, to: route },
+      { from: 'rlp\n', to: route, policy: true },
+    ],
+  }
+  const component = `evil\u202e\x1b[0m`
+  const s = await serve({ db: f.manager.db, graphs: () => [{ component, graph }] })
+  try {
+    await page.goto('about:blank')
+    await page.goto(`${s.base}/ui/#/topology`)
+    await page.locator('.topo svg').waitFor({ timeout: 5000 })
+    assert.is(await page.locator('.topo svg g.node').count(), graph.nodes.length)
+    assert.is(await page.locator('.topo svg path.edge').count(), graph.edges.length)
+    const ids = await page.locator('.topo svg g.node').evaluateAll((gs: any[]) => gs.map((g) => g.getAttribute('data-id') as string))
+    assert.equal(ids.sort(), graph.nodes.map((n) => n.id).sort())
+    const box = await page.locator('.topo svg').boundingBox()
+    assert.ok(box && box.width > 0 && box.height > 0, 'the SVG is drawn')
+    const text = (await page.locator('.topo').textContent())!
+    for (const n of graph.nodes) assert.ok(text.includes(shownAs(n.name)), `${shownAs(n.name)} is shown`)
+    assert.ok(text.includes(shownAs(component)))
+    assert.ok(text.includes('rtl-\\u202egnp.exe'))
+    assert.not.match(text, HIDDEN_CHARS, 'no raw control or bidi character in the topology')
+    assert.not.match(await shownMarkup('#view'), HIDDEN_CHARS, 'nor in its markup')
+    await page.locator('.topo g.node', { hasText: shownAs(graph.nodes[0]!.name) }).click()
+    await page.locator('#node-detail').waitFor({ timeout: 5000 })
+    assert.ok((await page.locator('#node-detail').textContent())!.includes(shownAs(gw)), 'the locator is shown escaped')
+    assert.not.match(await shownMarkup('#node-detail'), HIDDEN_CHARS)
+    assert.is(await page.locator('img').count(), 0, 'no <img> element was made')
+  } finally {
+    await s.close()
+  }
+  assert.is(xssHits, 0, 'the probe ran')
+  assert.equal(pageErrors, [])
 })
 
 test('100 000 objects: the first page opens, pages on; the page stays responsive under 1 000 changes/s', async () => {

@@ -1,18 +1,33 @@
 // The statewright web view: tables, objects (paged on the server, live over the changes stream),
 // an object's detail with its reconcile status, health, and the topology. Plain ES module, no build.
 // Invariants: every value from the server reaches the DOM through textContent or setAttribute, never
-// as markup; objects are never polled (a table's page follows /statedb/tables/<t>/changes?since=);
-// changes are applied in batches at most every 100 ms, to one page of PAGE rows.
+// as markup; the text shown (h/s children, titles) holds no raw control or bidi character: C0, C1,
+// the bidi marks, embeddings, overrides and isolates and lone surrogates show as escapes, as the CLI
+// shows them (`\x1b`, `\u202e`; JSON's `\u001b` in a JSON view), so a name can neither run nor pass
+// for another (data-* attributes keep raw values: never shown, the tests select by them); nothing
+// from the address (#token=, a table's name) throws: a malformed %-escape is a message on the page or
+// taken as written; objects are never polled (a table's page follows
+// /statedb/tables/<t>/changes?since=); changes are applied in batches at most every 100 ms, to one
+// page of PAGE rows.
 
 const PAGE = 100
 const view = document.getElementById('view')
 const liveEl = document.getElementById('live')
 
 // ---- the token: from #token=… once, then sessionStorage ----
+/** Why the token form shows beyond a 401 (a token the address or the form gave that cannot work). */
+let tokenNote = ''
 {
   const m = /[#&]token=([^&]*)/.exec(location.hash)
   if (m) {
-    sessionStorage.setItem('statewright.token', decodeURIComponent(m[1]))
+    let t = m[1]
+    try {
+      t = decodeURIComponent(t)
+    } catch {
+      // a malformed %-escape (`%E0%A4%A`): the text as written; when wrong, the token form says why
+      tokenNote = 'The token in the address had a malformed %-escape; it was taken as written.'
+    }
+    sessionStorage.setItem('statewright.token', t)
     history.replaceState(
       null,
       '',
@@ -22,9 +37,14 @@ const liveEl = document.getElementById('live')
 }
 const token = () => sessionStorage.getItem('statewright.token') || ''
 const headers = () => (token() ? { authorization: `Bearer ${token()}` } : {})
+// what a header can carry (fetch throws on other characters, Node refuses controls): else every
+// request would fail with fetch's TypeError and the token form, the way out, would never show
+const HEADER_SAFE = /^[\x20-\x7e\x80-\xff]*$/
 
 class Unauthorized extends Error {}
 async function api(path, opts = {}) {
+  if (!HEADER_SAFE.test(token()))
+    throw new Unauthorized('The token holds characters an HTTP header cannot carry (control characters or non-Latin-1 text).')
   const r = await fetch(path, { headers: headers(), ...opts })
   if (r.status === 401) throw new Unauthorized('unauthorized')
   if (!r.ok) {
@@ -38,26 +58,81 @@ async function api(path, opts = {}) {
 }
 const json = async (path) => (await api(path)).json()
 
+// ---- text: what could hide or reorder it shows as an escape ----
+const SVG = 'http://www.w3.org/2000/svg'
+// Lone surrogates: a browser shows U+FFFD for each, so two keys would look alike; encodeURIComponent
+// throws on them
+const LONE = '[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]'
+// What the CLI never prints raw either (src/inspect/terminal.ts): C0 and C1 controls and DEL
+// (terminal escapes, CSI U+009B), the bidi marks (U+200E, U+200F, U+061C), embeddings and overrides
+// (U+202A–U+202E: `\u202egnp.exe` reads "exe.png"), isolates (U+2066–U+2069), U+FFFE, U+FFFF and
+// lone surrogates
+const HIDDEN = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufffe\\uffff]|${LONE}`, 'g')
+const HAS_HIDDEN = new RegExp(HIDDEN.source)
+const NAMED = { '\n': '\\n', '\r': '\\r', '\t': '\\t' }
+const hex = (c, digits) => c.charCodeAt(0).toString(16).padStart(digits, '0')
+/** A hidden character as the CLI and the server's SVG show it: `\n`, `\r`, `\t`, `\xHH` below U+0100, else `\uHHHH`. */
+const escapeOf = (c) => NAMED[c] ?? (c.charCodeAt(0) < 0x100 ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`)
+/** The text with every hidden character as its escape (for attributes that show, such as title). */
+const visible = (text) => text.replace(HIDDEN, escapeOf)
+/**
+ * A node showing the text, each hidden character as a marked escape (a span, in SVG a tspan). In
+ * JSON (`json`), the escape is JSON's `\uHHHH`, so the view stays JSON, and newlines stay: raw ones
+ * are its layout (JSON.stringify escapes those in strings).
+ */
+function textNode(text, svg, json) {
+  if (!HAS_HIDDEN.test(text)) return document.createTextNode(text)
+  const out = document.createDocumentFragment()
+  let at = 0
+  for (const m of text.matchAll(HIDDEN)) {
+    if (json && m[0] === '\n') continue
+    if (m.index > at) out.append(text.slice(at, m.index))
+    const mark = svg ? document.createElementNS(SVG, 'tspan') : document.createElement('span')
+    mark.setAttribute('class', 'esc')
+    mark.textContent = json ? `\\u${hex(m[0], 4)}` : escapeOf(m[0])
+    out.append(mark)
+    at = m.index + m[0].length
+  }
+  if (at < text.length) out.append(text.slice(at))
+  return out
+}
+/** A value as indented JSON, its hidden characters as JSON escapes. */
+function jsonNode(value) {
+  const text = JSON.stringify(value, null, 2)
+  return text === undefined ? '' : textNode(text, false, true)
+}
+/** encodeURIComponent that cannot throw: a lone surrogate goes as U+FFFD. */
+const enc = (text) => encodeURIComponent(text.replace(new RegExp(LONE, 'g'), '\ufffd'))
+/** decodeURIComponent with a message, for what the address holds (`%E0%A4%A` throws URIError). */
+function dec(text) {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    throw new Error(`the address holds a malformed %-escape: ${text}`)
+  }
+}
+
 // ---- DOM helpers (text only) ----
+/** Attributes whose values the browser shows (a tooltip, what a screen reader reads). */
+const SHOWN = new Set(['title', 'aria-label'])
 function h(tag, attrs, ...children) {
   const el = document.createElement(tag)
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue
     if (k === 'class') el.className = v
     else if (k.startsWith('on')) el.addEventListener(k.slice(2), v)
-    else el.setAttribute(k, String(v))
+    else el.setAttribute(k, SHOWN.has(k) ? visible(String(v)) : String(v))
   }
   for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)))
+    el.append(c instanceof Node ? c : textNode(String(c), false, false))
   }
   return el
 }
-const SVG = 'http://www.w3.org/2000/svg'
 function s(tag, attrs, ...children) {
   const el = document.createElementNS(SVG, tag)
-  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined) el.setAttribute(k, String(v))
-  for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)))
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined) el.setAttribute(k, SHOWN.has(k) ? visible(String(v)) : String(v))
+  for (const c of children) el.append(c instanceof Node ? c : textNode(String(c), true, false))
   return el
 }
 
@@ -91,6 +166,21 @@ function statusBadges(reconcile, withMessage) {
   )
 }
 
+/**
+ * The key a page's `x-statedb-continue` names: base64url (no padding) of its UTF-8. A header carries
+ * only Latin-1 without controls, hence the encoding; the page asks for the next one with `after=`
+ * (and compares keys with it), so it holds the key itself.
+ */
+function continueKey(token) {
+  let bytes
+  try {
+    bytes = Uint8Array.from(atob(token.replace(/-/g, '+').replace(/_/g, '/')), (c) => c.charCodeAt(0))
+  } catch {
+    throw new Error(`the server's continue token is not base64url: ${token}`)
+  }
+  return new TextDecoder().decode(bytes)
+}
+
 // ---- routing ----
 let teardown = () => {}
 /** The table view on screen: selecting another object of it keeps its page and its stream. */
@@ -110,18 +200,20 @@ function route() {
   for (const a of document.querySelectorAll('nav a'))
     a.classList.toggle('active', (a.getAttribute('data-nav') === 'topology') === path.startsWith('/topology'))
   setLive('')
-  const run = path.startsWith('/t/')
-    ? tableView(decodeURIComponent(path.slice(3)), params, base)
-    : path.startsWith('/topology')
-      ? topologyView(params)
-      : homeView()
+  // in the promise: a malformed escape in the address is a message on the page, not an exception
+  const run = (async () =>
+    path.startsWith('/t/')
+      ? tableView(dec(path.slice(3)), params, base)
+      : path.startsWith('/topology')
+        ? topologyView(params)
+        : homeView())()
   run.catch(showError)
 }
 window.addEventListener('hashchange', route)
 window.addEventListener('DOMContentLoaded', route)
 
 function showError(err) {
-  if (err instanceof Unauthorized) return loginView()
+  if (err instanceof Unauthorized) return loginView(err.message === 'unauthorized' ? tokenNote : err.message)
   if (err && err.name === 'AbortError') return
   view.replaceChildren(h('div', { class: 'card' }, h('p', { class: 'errmsg' }, `Error: ${err && err.message ? err.message : err}`)))
 }
@@ -130,7 +222,8 @@ function setLive(text, on) {
   liveEl.className = `live${text ? (on ? ' on' : ' off') : ''}`
 }
 
-function loginView() {
+/** The token form, with why the token given cannot work when known. */
+function loginView(why) {
   const input = h('input', { type: 'password', id: 'token', placeholder: 'bearer token', autocomplete: 'off' })
   view.replaceChildren(
     h(
@@ -138,11 +231,13 @@ function loginView() {
       { class: 'card login' },
       h('h1', {}, 'A token is needed'),
       h('p', { class: 'muted' }, 'This process serves its data only with a bearer token (the manager\u2019s http.token).'),
+      why ? h('p', { class: 'errmsg', id: 'token-why' }, why) : null,
       h(
         'form',
         {
           onsubmit: (e) => {
             e.preventDefault()
+            tokenNote = ''
             sessionStorage.setItem('statewright.token', input.value)
             route()
           },
@@ -183,10 +278,10 @@ async function homeView() {
           class: 'row',
           'data-table': t.name,
           onclick: () => {
-            location.hash = `#/t/${encodeURIComponent(t.name)}`
+            location.hash = `#/t/${enc(t.name)}`
           },
         },
-        h('td', {}, h('a', { href: `#/t/${encodeURIComponent(t.name)}` }, t.name)),
+        h('td', {}, h('a', { href: `#/t/${enc(t.name)}` }, t.name)),
         h('td', {}, t.objects),
         h('td', {}, t.revision),
         h('td', {}, t.initialized ? 'yes' : `no (${(t.pendingInitializers || []).join(', ')})`),
@@ -225,7 +320,7 @@ async function homeView() {
                     {
                       class: 'row',
                       onclick: () => {
-                        location.hash = `#/t/${encodeURIComponent(r.table)}?o=${encodeURIComponent(e.key)}`
+                        location.hash = `#/t/${enc(r.table)}?o=${enc(e.key)}`
                       },
                     },
                     h('td', { class: 'mono' }, e.key),
@@ -330,10 +425,10 @@ async function tableView(name, params, base) {
     const m = { ...q, o: selected || '', ...over }
     for (const [k, v] of Object.entries(m)) if (v && !(k === 'op' && v === 'list')) p.set(k, v)
     const qs = p.toString()
-    return `#/t/${encodeURIComponent(name)}${qs ? `?${qs}` : ''}`
+    return `#/t/${enc(name)}${qs ? `?${qs}` : ''}`
   }
 
-  // the page: key → entry, in the server's order
+  // the page: key → entry, in the server's order; next: the page's last key when more follow
   let rows = new Map()
   let next = null
   let count = info.objects
@@ -352,13 +447,14 @@ async function tableView(name, params, base) {
       p.set('op', q.op)
     }
     if (q.after) p.set('after', q.after)
-    return `/statedb/tables/${encodeURIComponent(name)}?${p}`
+    return `/statedb/tables/${enc(name)}?${p}`
   }
   const loadPage = async () => {
     const r = await api(pageUrl(), { signal: ctl.signal })
     const list = await r.json()
     rows = new Map(list.map((e) => [e.key, e]))
-    next = r.headers.get('x-statedb-next')
+    const more = r.headers.get('x-statedb-continue')
+    next = more === null ? null : continueKey(more)
     revision = Number(r.headers.get('x-statedb-revision') || 0)
     if (r.headers.get('x-statedb-count') !== null) count = Number(r.headers.get('x-statedb-count'))
   }
@@ -483,7 +579,7 @@ async function tableView(name, params, base) {
     if (!e) {
       const p = new URLSearchParams({ index: primary, key: selected, op: 'get' })
       try {
-        e = await json(`/statedb/tables/${encodeURIComponent(name)}?${p}`)
+        e = await json(`/statedb/tables/${enc(name)}?${p}`)
       } catch (err) {
         if (err instanceof Unauthorized) throw err
         e = undefined
@@ -531,7 +627,7 @@ async function tableView(name, params, base) {
             )
           : null,
         h('h2', {}, 'Object'),
-        h('pre', { class: 'json', id: 'json' }, JSON.stringify(e.object, null, 2)),
+        h('pre', { class: 'json', id: 'json' }, jsonNode(e.object)),
       ),
     )
   }
@@ -569,7 +665,7 @@ async function tableView(name, params, base) {
     if (countTimer !== undefined || searching) return
     countTimer = setTimeout(async () => {
       try {
-        const r = await api(`/statedb/tables/${encodeURIComponent(name)}?limit=1`, { signal: ctl.signal })
+        const r = await api(`/statedb/tables/${enc(name)}?limit=1`, { signal: ctl.signal })
         await r.body.cancel()
         count = Number(r.headers.get('x-statedb-count') ?? count)
         revision = Number(r.headers.get('x-statedb-revision') ?? revision)
@@ -659,7 +755,7 @@ async function tableView(name, params, base) {
     let since = revision
     while (!ctl.signal.aborted) {
       try {
-        const r = await api(`/statedb/tables/${encodeURIComponent(name)}/changes?since=${since}`, { signal: ctl.signal })
+        const r = await api(`/statedb/tables/${enc(name)}/changes?since=${since}`, { signal: ctl.signal })
         setLive('live', true)
         const reader = r.body.pipeThrough(new TextDecoderStream()).getReader()
         let buf = ''
@@ -741,15 +837,11 @@ async function topologyView(params) {
           height: n.height,
           rx: n.policy ? 2 : 8,
         }),
-        s('text', { x: n.x.toFixed(1), y: (n.y - 3).toFixed(1), 'text-anchor': 'middle' }, n.label),
-        s(
-          'text',
-          { class: 'sub', x: n.x.toFixed(1), y: (n.y + 12).toFixed(1), 'text-anchor': 'middle' },
-          n.sublabel + (n.status ? ` · ${n.status}` : ''),
-        ),
+        nodeText(n, n.label, n.y - 3, undefined, 7),
+        nodeText(n, n.sublabel + (n.status ? ` · ${n.status}` : ''), n.y + 12, 'sub', 6),
       )
       g.addEventListener('click', () => {
-        location.hash = `#/topology?n=${encodeURIComponent(n.id)}`
+        location.hash = `#/topology?n=${enc(n.id)}`
       })
       svg.append(g)
     }
@@ -776,6 +868,22 @@ async function topologyView(params) {
   )
 }
 
+/**
+ * A line of a node's text. The server sizes the box for the name as shown (7 px a character at
+ * 12 px), escapes included; should escapes make a line longer than its box (a status holding
+ * controls, which the box does not count), it is squeezed into it.
+ */
+function nodeText(n, text, y, cls, charWidth) {
+  const t = s('text', { class: cls, x: n.x.toFixed(1), y: y.toFixed(1), 'text-anchor': 'middle' }, text)
+  const shown = t.textContent.length
+  const room = n.width - 12
+  if (shown > text.length && shown * charWidth > room) {
+    t.setAttribute('textLength', String(room))
+    t.setAttribute('lengthAdjust', 'spacingAndGlyphs')
+  }
+  return t
+}
+
 function showNode(side, n, graph) {
   const policies = graph.edges.filter((e) => e.policy && e.to === n.id).map((e) => e.from)
   side.replaceChildren(
@@ -792,9 +900,7 @@ function showNode(side, n, graph) {
         policies.length ? [h('dt', {}, 'policies'), h('dd', { class: 'mono' }, policies.join(', '))] : null,
       ),
       h('h2', {}, n.policy ? 'Policy' : 'Effective policy'),
-      n.effective === undefined
-        ? h('p', { class: 'muted' }, 'none')
-        : h('pre', { class: 'json', id: 'effective' }, JSON.stringify(n.effective, null, 2)),
+      n.effective === undefined ? h('p', { class: 'muted' }, 'none') : h('pre', { class: 'json', id: 'effective' }, jsonNode(n.effective)),
     ),
   )
 }
