@@ -13,7 +13,7 @@
 import type { ServerResponse } from 'node:http'
 import { StateDBError } from './errors.ts'
 
-const SLICE_MS = 4
+const SLICE_MS = 2
 const CHUNK_BYTES = 64 * 1024
 
 // One queue of writers waiting for their turn; a single immediate runs one turn per loop iteration
@@ -57,6 +57,12 @@ export class PacedWriter {
   /** Whether the client went away (or was dropped). */
   get closed(): boolean {
     return this.gone || this.res.destroyed
+  }
+
+  /** Waits for the writer's first turn: requests that arrive together must not each take a slice at once. */
+  async start(): Promise<void> {
+    await nextTurn()
+    this.sliceStart = performance.now()
   }
 
   /** Calls `fn` when the client goes away (at once if it has). */

@@ -112,6 +112,7 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
   const paced = async (res: ServerResponse, write: (w: PacedWriter) => Promise<void>) => {
     const w = new PacedWriter(res, stallTimeoutMs)
     try {
+      await w.start()
       await write(w)
       w.end()
     } catch (err) {

@@ -5,9 +5,9 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
-import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { DB, Table, defineIndex, httpHandler, type HttpHandlerOptions } from '../src/index.ts'
+import { rawRequest, stalledClient } from '../../../test/lib/http.ts'
 
 interface Obj {
   name: string
@@ -42,23 +42,7 @@ async function serve(names: string[], opts: HttpHandlerOptions = {}, objects: (n
   }
 }
 
-interface Answer {
-  status: number
-  headers: IncomingMessage['headers']
-  body: string
-}
-function raw(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method, headers: { host: `127.0.0.1:${port}`, ...headers } }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (c) => (body += c))
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }))
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
+const raw = rawRequest
 
 test('DNS rebinding: a Host naming anything but localhost, a loopback address or the address connected to is refused with 403', async () => {
   const f = await serve(['a'])
@@ -230,14 +214,6 @@ function streamLines(port: number, path: string, n: number): Promise<any[]> {
     req.on('error', (err) => (err.message.includes('aborted') || err.message.includes('socket hang up') ? undefined : reject(err)))
     req.end()
   })
-}
-
-/** A client that asks for a change stream and never reads a byte of it. */
-function stalledClient(port: number, path: string): Socket {
-  const s = connect(port, '127.0.0.1')
-  s.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`)
-  s.pause()
-  return s
 }
 
 // 2000 objects of 20 kB: 40 MB of JSON, more than loopback's socket buffers hold
