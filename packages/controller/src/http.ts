@@ -5,15 +5,17 @@
 //   GET /metrics   Prometheus text from the manager's registry
 //   GET /statedb/… statedb's inspection handler (tables, queries, pages, changes), secrets redacted
 //   GET /ui/, /reconcilers, /topology   the web view and what it reads (inspect/handler.ts)
-// Invariants: read-only (anything but GET/HEAD is 405); bound to 127.0.0.1 unless told otherwise; with
-// a token, every path but the web view's static files needs `Authorization: Bearer <token>`,
-// compared in constant time.
+// Invariants: every request passes statedb's gate once (httpGuard): read-only (anything but GET and
+// HEAD is 405), a Host naming this server (403 otherwise: DNS rebinding), a path in normal form (400
+// otherwise), and with a token `Authorization: Bearer <token>` on every path but the web view's static
+// files and, when `probesWithoutToken`, /healthz, /livez and /readyz, all judged on the normalized
+// path. Bound to 127.0.0.1 unless told otherwise. Nothing a source throws escapes the listener.
 import { ConfigError } from './errors.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { DB } from '@statewright/statedb'
+import { guardedListener, httpGuard, type DB, type HttpGuardOptions } from '@statewright/statedb'
 import type { PromRegistry, Reconciler } from '@statewright/reconciler'
-import { bearerCheck, inspectHandler, isInspectPath, isUiPath } from './inspect/handler.ts'
+import { inspectHandler, isInspectPath, isUiPath } from './inspect/handler.ts'
 import type { NamedGraph } from './inspect/graph.ts'
 
 export interface HttpOptions {
@@ -21,8 +23,23 @@ export interface HttpOptions {
   port?: number
   /** Bind address (default 127.0.0.1: only this machine). */
   host?: string
-  /** When set, every request needs `Authorization: Bearer <token>`. */
+  /** When set, every request needs `Authorization: Bearer <token>` (but see `probesWithoutToken`). */
   token?: string
+  /**
+   * Serve /healthz, /livez and /readyz without the token (default false), for kubelet probes, which
+   * cannot send a header from a Secret. They tell only whether the process is alive and ready.
+   */
+  probesWithoutToken?: boolean
+  /**
+   * Host names accepted in the `Host` header besides localhost, loopback addresses and the address a
+   * connection arrived on (a Service name, an ingress host): exact, `.example.com` for a domain and
+   * its subdomains, or `*` for any. Other hosts get 403 (DNS rebinding).
+   */
+  allowedHosts?: HttpGuardOptions['allowedHosts']
+  /** Change streams open at once (default 32; 429 beyond). */
+  maxStreams?: number
+  /** How long a client may read nothing of a response before it is dropped (default 30 000 ms). */
+  stallTimeoutMs?: number
 }
 
 export interface HttpSources {
@@ -33,38 +50,57 @@ export interface HttpSources {
   status(): unknown
   reconcilers(): ReadonlyArray<Reconciler<any>>
   graphs(): NamedGraph[]
+  /** A source or route failed while answering (the answer is a 500). */
+  onError?(err: unknown, path: string): void
 }
+
+const PROBES = new Set(['/healthz', '/livez', '/readyz'])
+/** The path a failed request asked for, for the log (as sent: it may be refused as not normal). */
+const pathOf = (req: IncomingMessage) => (req.url ?? '/').split('?')[0]!.slice(0, 200)
 
 export class ManagerServer {
   private server: Server | undefined
   constructor(
-    private readonly o: HttpOptions,
+    private readonly options: HttpOptions,
     private readonly src: HttpSources,
   ) {}
 
   /** Listens; a port in use is an error that says so. */
   async listen(): Promise<string> {
-    const host = this.o.host ?? '127.0.0.1'
-    const port = this.o.port ?? 8080
-    const inspect = inspectHandler({ db: this.src.db, reconcilers: () => this.src.reconcilers(), graphs: () => this.src.graphs() })
-    const authorized = bearerCheck(this.o.token)
-    const server = createServer((req, res) => {
-      const path = (req.url ?? '/').split('?')[0]!
-      if (!isUiPath(path) && !authorized(req)) return send(res, 401, { error: 'unauthorized: send Authorization: Bearer <token>' })
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'read-only: only GET is served' })
+    const host = this.options.host ?? '127.0.0.1'
+    const port = this.options.port ?? 8080
+    const o = this.options
+    const inspect = inspectHandler({
+      db: this.src.db,
+      reconcilers: () => this.src.reconcilers(),
+      graphs: () => this.src.graphs(),
+      maxStreams: o.maxStreams,
+      stallTimeoutMs: o.stallTimeoutMs,
+      onError: (err, req) => this.src.onError?.(err, pathOf(req)),
+    })
+    const guard = httpGuard({
+      token: o.token,
+      allowedHosts: o.allowedHosts,
+      open: (path) => isUiPath(path) || (o.probesWithoutToken === true && PROBES.has(path)),
+    })
+    const handle = (req: IncomingMessage, res: ServerResponse) => {
+      const url = guard(req, res)
+      if (!url) return
+      const path = url.pathname
       if (path === '/healthz' || path === '/livez') return this.src.live() ? text(res, 200, 'ok') : text(res, 503, 'stopped')
       if (path === '/readyz') {
         const r = this.src.ready()
         return r.ready ? text(res, 200, 'ok') : text(res, 503, `not ready:\n${r.reasons.map((x) => `- ${x}`).join('\n')}\n`)
       }
       if (path === '/statusz') return send(res, 200, this.src.status())
-      if (path === '/metrics') return void this.metrics(res)
+      if (path === '/metrics') return this.metrics(res)
       if (isInspectPath(path)) return inspect(req, res)
       return send(res, 404, {
         error: 'not found',
         paths: ['/healthz', '/readyz', '/statusz', '/metrics', '/statedb/tables', '/reconcilers', '/topology', '/ui/'],
       })
-    })
+    }
+    const server = createServer(guardedListener(handle, (err, req) => this.src.onError?.(err, pathOf(req))))
     server.keepAliveTimeout = 5000
     await new Promise<void>((resolve, reject) => {
       const onError = (e: NodeJS.ErrnoException) => {
@@ -109,9 +145,12 @@ export class ManagerServer {
   }
 }
 
+// The body is made before the head is written: a value that cannot be serialized is a 500 (from the
+// guarded listener), never a head sent twice.
 function send(res: ServerResponse, code: number, body: unknown): void {
+  const json = JSON.stringify(body, null, 2)
   res.writeHead(code, { 'content-type': 'application/json' })
-  res.end(JSON.stringify(body, null, 2))
+  res.end(json)
 }
 function text(res: ServerResponse, code: number, body: string): void {
   res.writeHead(code, { 'content-type': 'text/plain; charset=utf-8' })

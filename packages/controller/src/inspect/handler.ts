@@ -9,14 +9,24 @@
 //   GET /topology            { graphs: [{ component, graph }] } of every part that has a graph
 //   GET /topology?format=dot|svg|layout   Graphviz DOT, an SVG, or positions (dagre) for the web view
 //   GET /statusz             (alone, when given `status`) the health the web view's panel shows
-// Invariants: read-only (GET and HEAD); every object passes through the redactor (statedb's by
-// default) before it leaves; with a token every path but the static /ui files needs
-// `Authorization: Bearer <token>`, compared in constant time; /ui is served with a
-// Content-Security-Policy that allows only this origin's scripts and styles (no inline ones).
-import { createHash, timingSafeEqual } from 'node:crypto'
+// Invariants: every request passes statedb's gate first, once (httpGuard: GET and HEAD only, a Host
+// naming this server, a path in normal form, the token on every path but the static /ui files,
+// judged on the normalized path); every object passes through the redactor (statedb's by default)
+// before it leaves; /ui is served with a Content-Security-Policy that allows only this origin's
+// scripts and styles (no inline ones); nothing a route or a component throws escapes the listener.
 import { readFileSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { httpHandler, keyText, redactSecrets, type DB, type Redactor, type Table } from '@statewright/statedb'
+import {
+  guardedListener,
+  httpGuard,
+  httpHandler,
+  keyText,
+  redactSecrets,
+  type DB,
+  type HttpGuardOptions,
+  type Redactor,
+  type Table,
+} from '@statewright/statedb'
 import type { Reconciler, Status, StatusKind } from '@statewright/reconciler'
 import { layoutGraph, toDot, toSvg, type NamedGraph } from './graph.ts'
 
@@ -31,20 +41,19 @@ export interface InspectOptions {
   redact?: Redactor
   /** When set, every request but the static /ui files needs `Authorization: Bearer <token>`. */
   token?: string
+  /** Host names accepted besides localhost, loopback and the address connected to (statedb's HttpGuardOptions). */
+  allowedHosts?: HttpGuardOptions['allowedHosts']
+  /** Change streams open at once (default 32; 429 beyond). */
+  maxStreams?: number
+  /** How long a client may read nothing of a response before it is dropped (default 30 000 ms). */
+  stallTimeoutMs?: number
+  /** A route or a source failed while answering (the answer is a 500). */
+  onError?: (err: unknown, req: IncomingMessage) => void
 }
 
 /** The Content-Security-Policy of /ui: this origin's scripts, styles and connections only, nothing inline. */
 export const UI_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'"
-
-const digest = (s: string) => createHash('sha256').update(s).digest()
-
-/** A constant-time check of `Authorization: Bearer <token>` (always true without a token). */
-export function bearerCheck(token: string | undefined): (req: IncomingMessage) => boolean {
-  if (token === undefined) return () => true
-  const want = digest(`Bearer ${token}`)
-  return (req) => timingSafeEqual(digest(req.headers.authorization ?? ''), want)
-}
 
 /** Whether a path is one of the inspection surface's (the Manager routes these to inspectHandler). */
 export function isInspectPath(path: string): boolean {
@@ -141,11 +150,13 @@ function reconcilerInfo(db: DB, r: Reconciler<any>, maxErrors: number, redact: R
 /** The inspection surface as one read-only request handler (see the header of this file). */
 export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const redact = o.redact ?? redactSecrets
-  const authorized = bearerCheck(o.token)
+  const guard = httpGuard({ token: o.token, allowedHosts: o.allowedHosts, open: isUiPath })
   const reconcilers = () => o.reconcilers?.() ?? []
   const statedb = httpHandler(o.db, {
     prefix: '/statedb',
     redact,
+    maxStreams: o.maxStreams,
+    stallTimeoutMs: o.stallTimeoutMs,
     annotate: (table, obj) => {
       let reconcile: Record<string, ObjectReconcileStatus> | undefined
       for (const r of reconcilers()) {
@@ -156,17 +167,11 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
       return reconcile && { reconcile }
     },
   })
-  return (req, res) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, { error: 'read-only: only GET is served' })
-    let url: URL
-    try {
-      url = new URL(req.url ?? '/', 'http://localhost')
-    } catch {
-      return send(res, 400, { error: 'bad URL' })
-    }
+  return guardedListener((req, res) => {
+    const url = guard(req, res)
+    if (!url) return
     const path = url.pathname
     if (isUiPath(path)) return serveUi(path, res)
-    if (!authorized(req)) return send(res, 401, { error: 'unauthorized: send Authorization: Bearer <token>' })
     if (path === '/statedb' || path.startsWith('/statedb/')) return statedb(req, res)
     if (path === '/reconcilers' || path.startsWith('/reconcilers/')) {
       const n = Number(url.searchParams.get('errors') ?? 100)
@@ -211,7 +216,7 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
     }
     if (path === '/statusz' && o.status) return send(res, 200, o.status())
     return send(res, 404, { error: 'not found', paths: ['/ui/', '/statedb/tables', '/reconcilers', '/topology'] })
-  }
+  }, o.onError)
 }
 
 function serveUi(path: string, res: ServerResponse): void {
@@ -234,9 +239,12 @@ function serveUi(path: string, res: ServerResponse): void {
   res.end(body)
 }
 
+// The body is made before the head is written: a value that cannot be serialized is a 500, not a
+// half-sent answer.
 function send(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))
   res.writeHead(code, { 'content-type': 'application/json' })
-  res.end(JSON.stringify(body, (_k, v) => (typeof v === 'bigint' ? v.toString() : v)))
+  res.end(text)
 }
 function raw(res: ServerResponse, code: number, type: string, body: string): void {
   res.writeHead(code, { 'content-type': type })

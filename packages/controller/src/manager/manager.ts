@@ -138,6 +138,7 @@ export class Manager {
         status: () => this.status(),
         reconcilers: () => [this.reconciler, ...this.components.flatMap((c) => c.reconcilers?.() ?? [])],
         graphs: () => this.graphs(),
+        onError: (err, path) => this.logger.error({ err, path }, 'http: answering a request failed'),
       })
     }
   }
