@@ -18,6 +18,7 @@
 import { nextProgress } from '../progress.ts'
 import { ConfigError, InvalidObjectError, StoppedError, UsageError } from '../errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { isDeepStrictEqual } from 'node:util'
 import { type ChangeIterator, type Key, type ReadTxn, type Table, type Watch, type WriteTxn, waitAny } from '@statewright/statedb'
 import type { Logger } from '../logging.ts'
 import { nullLogger } from '../logging.ts'
@@ -27,7 +28,8 @@ import { Journal } from './journal.ts'
 import { inputId, keyString, type InputRef } from './keys.ts'
 import type { DeriveContext, DeriveOptions, DerivationHealth } from './options.ts'
 
-const jsonEquals = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b)
+// Key order is not meaning: an output rebuilt with its keys in another order is the same output.
+const deepEquals = (a: unknown, b: unknown) => a === b || isDeepStrictEqual(a, b)
 
 export class Derivation<In, Out> {
   readonly name: string
@@ -69,7 +71,7 @@ export class Derivation<In, Out> {
     if (this.from.length === 0) throw new ConfigError('derive: `from` needs at least one table')
     this.joins = o.joins ?? []
     this.name = o.name ?? `${this.from.map((t) => t.name).join('+')}->${o.to.name}`
-    this.equals = o.equals ?? jsonEquals
+    this.equals = o.equals ?? deepEquals
     this.log = (o.logger ?? nullLogger).child({ derivation: this.name })
     this.errors = derivationErrors(o.db)
     this.deps = new Dependencies(this.name, this.joins, this.journal)

@@ -7,6 +7,7 @@
 //   its kind is cluster-scoped; anything else is a derivation error, never applied.
 // - A sharded manager labels every derived object with its input's shard (SHARD_LABEL): pruning and
 //   deletes act only on the shards this replica holds.
+import { isDeepStrictEqual } from 'node:util'
 import { desired, namespacedName, shardOf, type DesiredObject, type KubeObject } from '@statewright/k8s'
 
 /** An object a derivation places in a named cluster (see inCluster). */
@@ -80,7 +81,10 @@ export function invalidDesired(out: DesiredObject): string | undefined {
   return undefined
 }
 
-/** Two desired objects are equal when their cluster and object are (an equal output is not written again). */
+/**
+ * Two desired objects are equal when their cluster and object are, whatever the order of their keys
+ * (an equal output is not written again, nor applied again).
+ */
 export function desiredEquals(a: DesiredObject, b: DesiredObject): boolean {
-  return a.cluster === b.cluster && JSON.stringify(a.object) === JSON.stringify(b.object)
+  return a.cluster === b.cluster && isDeepStrictEqual(a.object, b.object)
 }
