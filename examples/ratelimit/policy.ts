@@ -1,7 +1,7 @@
 // Kuadrant's RateLimitPolicy (kuadrant.io/v1): its type, validation with messages naming the field,
 // and its rules as a PolicySpec for effective-policy reduction.
 import type { KubeObject } from '@statewright/k8s'
-import type { PolicySpec } from '@statewright/controller'
+import type { PolicySpec } from '@statewright/topology'
 
 export const RATE_LIMIT_POLICY = { apiVersion: 'kuadrant.io/v1', kind: 'RateLimitPolicy' } as const
 export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io'

@@ -2,20 +2,19 @@
 // HTTPRoute -> rule, RateLimitPolicies attached) to Limitador's limits, one wasm-style config per
 // Gateway, and each policy's Accepted and Enforced conditions. Pure over its inputs: every run
 // computes the whole state of the world, sorted, so equal inputs give equal objects.
+import { type ConditionInput, type ReconcileContext } from '@statewright/controller'
 import {
   effectivePolicy,
   routeHostnames,
   locator,
   GATEWAY_API_GROUP,
-  type ConditionInput,
   type EffectivePolicy,
-  type ReconcileContext,
   type TopologyNode,
   type TopologyView,
   type Listener,
   type Route,
   type RouteRule,
-} from '@statewright/controller'
+} from '@statewright/topology'
 import type { KubeObject } from '@statewright/k8s'
 import { validate, type ParsedLimit, type RateLimitPolicy, type Validated } from './policy.ts'
 

@@ -45,57 +45,10 @@ export {
 } from './conditions.ts'
 export { Finalizer, type FinalizerOptions, type FinalizerHealth, type FailingCleanup, type CleanupContext } from './finalizers.ts'
 export { controllerRef, withOwner, ownerOf, ownerReferences, isOwnedBy, type OwnerReference } from './owners.ts'
-export {
-  defineTopology,
-  targetRefLocators,
-  TopologyCycleError,
-  type TopologyDefinition,
-  type TopologyNode,
-  type TargetableKind,
-  type PolicyKind,
-  type LinkDefinition,
-  type Section,
-} from './topology/define.ts'
-export { locator, locatorOf, withoutSection, type LocatorParts } from './topology/locator.ts'
-export {
-  Topology,
-  type TopologyOptions,
-  type TopologyError,
-  type GraphTables,
-  type StoredLink,
-  type Attachment,
-} from './topology/topology.ts'
-export { TopologyView } from './topology/view.ts'
-export {
-  effectivePolicy,
-  mergeInto,
-  sortPolicies,
-  type EffectivePolicy,
-  type EffectiveRule,
-  type PolicySpec,
-  type MergeStrategy,
-} from './topology/effective.ts'
-export {
-  gatewayApiTopology,
-  intersectHostnames,
-  routeHostnames,
-  parentRefsOf,
-  ruleName,
-  GATEWAY_API_GROUP,
-  type GatewayApiTopologyOptions,
-  type Gateway,
-  type GatewayClass,
-  type Listener,
-  type Route,
-  type RouteRule,
-  type Service,
-  type ParentRef,
-  type BackendRef,
-} from './topology/gatewayapi.ts'
-export { StateOfWorldController, type StateOfWorldOptions } from './topology/stateofworld.ts'
-export type { ReconcileContext, ReconcileFn, ResourceEvent } from './topology/reconcile.ts'
-export type { WatchSpec } from './topology/watched.ts'
-export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './topology/workflow.ts'
+export { StateOfWorldController, type StateOfWorldOptions } from './stateofworld/stateofworld.ts'
+export type { ReconcileContext, ReconcileFn, ResourceEvent } from './stateofworld/reconcile.ts'
+export type { WatchSpec } from './stateofworld/watched.ts'
+export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './stateofworld/workflow.ts'
 export {
   ControllerError,
   ConfigError,

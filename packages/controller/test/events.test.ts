@@ -4,7 +4,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import fc from 'fast-check'
-import { PendingEvents } from '../src/topology/events.ts'
+import { PendingEvents } from '../src/stateofworld/events.ts'
 
 const obj = (name: string, v: number) => ({
   apiVersion: 'v1',

@@ -8,18 +8,14 @@ import { Cluster, type KubeObject } from '@statewright/k8s'
 import {
   StateOfWorldController,
   Subscription,
-  Topology,
   Workflow,
   createLogger,
-  defineTopology,
-  effectivePolicy,
-  gatewayApiTopology,
   waitForConvergence,
-  type PolicySpec,
   type ReconcileContext,
   type ResourceEvent,
 } from '@statewright/controller'
-import { gatewayTables, gateway, route, policy } from './topology-fixtures.ts'
+import { Topology, defineTopology, effectivePolicy, gatewayApiTopology, type PolicySpec } from '@statewright/topology'
+import { gatewayTables, gateway, route, policy } from '../../topology/test/topology-fixtures.ts'
 
 const spec = (mode: 'defaults' | 'overrides', strategy: 'atomic' | 'merge', ...names: string[]): PolicySpec<number> => ({
   mode,

@@ -5,7 +5,7 @@
 // kind stands for all of them (a route's parentRef without sectionName names every listener);
 // `accepts(parent, child)` then narrows (hostnames that intersect). Links are stored by those
 // locators, so a change costs O(its links) and reads use indexes, never scans.
-import { ConfigError } from '../errors.ts'
+import { ConfigError } from '@statewright/reconciler'
 import type { Table } from '@statewright/statedb'
 import { locator } from './locator.ts'
 

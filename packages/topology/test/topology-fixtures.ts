@@ -1,6 +1,6 @@
 // Gateway API objects and tables for the topology tests.
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import type { Gateway, GatewayClass, Listener, Route, Service } from '@statewright/controller'
+import type { Gateway, GatewayClass, Listener, Route, Service } from '@statewright/topology'
 
 export const GW = 'gateway.networking.k8s.io/v1'
 type Obj = { metadata: { name: string; namespace?: string } }

@@ -13,8 +13,8 @@
 // - A throwing `sections`, `parents`, `children`, `accepts` or `targetRefs` is an error of the object
 //   being processed (errors() names it); it keeps its node, loses that link, and is processed again
 //   with backoff.
-import { backoffDelay } from '@statewright/reconciler'
-import { ConfigError } from '../errors.ts'
+
+import { ConfigError, backoffDelay } from '@statewright/reconciler'
 import { DB, Table, defineIndex, waitAny, type ChangeIterator, type ReadTxn, type Watch, type WriteTxn } from '@statewright/statedb'
 import {
   targetRefLocators,
@@ -27,32 +27,7 @@ import {
 } from './define.ts'
 import { locator, groupOfApiVersion } from './locator.ts'
 import { TopologyView } from './view.ts'
-
-/** A stored link: `parent` and `child` as declared (either may be an object standing for its sections). */
-/** A link between two nodes (by locator); `via` is the declaration it resolves ("" for owner -> section). */
-export interface StoredLink {
-  readonly id: string
-  readonly link: number
-  readonly parent: string
-  readonly child: string
-  readonly source: string
-  readonly via: string
-}
-/** A link as a node declared it: `target` is the locator it names, resolved again when that changes. */
-export interface Declaration {
-  readonly id: string
-  readonly link: number
-  readonly side: 'parents' | 'children'
-  readonly node: string
-  readonly target: string
-  readonly source: string
-}
-export interface Attachment {
-  readonly id: string
-  readonly policy: string
-  readonly target: string
-  readonly source: string
-}
+import type { Attachment, Declaration, GraphTables, StoredLink } from './rows.ts'
 
 /** An input object whose processing threw. */
 export interface TopologyError {
@@ -69,13 +44,6 @@ export interface TopologyOptions {
   name?: string
   /** Backoff of failing objects (default 100 ms doubling to 30 s). */
   retry?: { minMs?: number; maxMs?: number }
-}
-
-export interface GraphTables {
-  nodes: Table<TopologyNode>
-  links: Table<StoredLink>
-  declarations: Table<Declaration>
-  attachments: Table<Attachment>
 }
 
 type KindEntry = { def: TargetableKind | PolicyKind; table: Table<any>; policy: boolean }

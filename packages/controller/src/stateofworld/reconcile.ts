@@ -16,7 +16,7 @@ import { isPlaced, type Placed } from '../manager/desired.ts'
 import type { Manager } from '../manager/manager.ts'
 import { ownedTableName } from '../manager/watch.ts'
 import type { StatusToWrite } from './statuswrites.ts'
-import type { TopologyView } from './view.ts'
+import type { TopologyView } from '@statewright/topology'
 
 /** A change of a watched object, coalesced since the last run. */
 export interface ResourceEvent<T extends KubeObject = KubeObject> {

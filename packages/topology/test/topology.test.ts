@@ -5,7 +5,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
-import { Topology, TopologyCycleError, defineTopology, gatewayApiTopology, type TopologyView } from '@statewright/controller'
+import { Topology, TopologyCycleError, defineTopology, gatewayApiTopology, type TopologyView } from '@statewright/topology'
 import { gatewayTables, gatewayClass, gateway, route, service, policy } from './topology-fixtures.ts'
 
 setValidation(true)

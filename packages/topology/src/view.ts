@@ -4,7 +4,7 @@
 // cycle, unless the definition allows loops (then the closing edge is skipped).
 import type { ReadTxn, Table } from '@statewright/statedb'
 import { TopologyCycleError, type TopologyDefinition, type TopologyNode } from './define.ts'
-import type { Attachment, GraphTables } from './topology.ts'
+import type { Attachment, GraphTables } from './rows.ts'
 
 const byLocator = (a: TopologyNode, b: TopologyNode) => (a.locator < b.locator ? -1 : a.locator > b.locator ? 1 : 0)
 

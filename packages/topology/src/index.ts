@@ -1,0 +1,46 @@
+// @statewright/topology: a graph of objects and the policies attached to them, kept incrementally
+// in statedb tables (policy-machinery's machinery/): kinds, locators, links, effective policies, and
+// the Gateway API's kinds. The controller that reconciles against it is in @statewright/controller
+// (StateOfWorldController), as policy-machinery keeps its controller/ apart.
+// The one public face of the package.
+export {
+  defineTopology,
+  targetRefLocators,
+  TopologyCycleError,
+  type TopologyDefinition,
+  type TopologyNode,
+  type TargetableKind,
+  type PolicyKind,
+  type LinkDefinition,
+  type Section,
+} from './define.ts'
+export { locator, locatorOf, withoutSection, groupOfApiVersion, type LocatorParts } from './locator.ts'
+export { Topology, type TopologyOptions, type TopologyError } from './topology.ts'
+export type { GraphTables, StoredLink, Attachment } from './rows.ts'
+export { TopologyView } from './view.ts'
+export {
+  effectivePolicy,
+  mergeInto,
+  sortPolicies,
+  type EffectivePolicy,
+  type EffectiveRule,
+  type PolicySpec,
+  type MergeStrategy,
+} from './effective.ts'
+export {
+  gatewayApiTopology,
+  intersectHostnames,
+  routeHostnames,
+  parentRefsOf,
+  ruleName,
+  GATEWAY_API_GROUP,
+  type GatewayApiTopologyOptions,
+  type Gateway,
+  type GatewayClass,
+  type Listener,
+  type Route,
+  type RouteRule,
+  type Service,
+  type ParentRef,
+  type BackendRef,
+} from './gatewayapi.ts'
