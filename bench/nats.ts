@@ -15,7 +15,7 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { PrimaryController } from '@statewright/controller'
+import { PrimaryController } from '@statewright/primary'
 import { KvSecondaries, NatsKvReflector, startNatsServer, type KvObject, type KvRow } from '@statewright/nats'
 import { heapAfterGc, type Result, type RunOptions } from './lib/index.ts'
 

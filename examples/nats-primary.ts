@@ -12,8 +12,8 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV } from '@nats-io/kv'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { Cluster, EventRecorder, Reflector, namespacedName, type KubeObject } from '@statewright/k8s'
-import { KubeSecondaries, PrimaryController, ownerStampKeys } from '@statewright/controller'
+import { Cluster, EventRecorder, KubeSecondaries, Reflector, namespacedName, type KubeObject } from '@statewright/k8s'
+import { PrimaryController, ownerStampKeys } from '@statewright/primary'
 import { KvStatusWriter, NatsKvReflector, startNatsServer, type KvRow, type RunningNatsServer } from '@statewright/nats'
 import { startTestServer } from '@statewright/testserver'
 

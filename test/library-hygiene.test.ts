@@ -1,5 +1,8 @@
 // Library code never writes to the console (it logs through a Logger, or reports through a hook
 // whose default is a process warning): no `console.` outside comments in packages/*/src.
+// Library code throws no bare Error: what it throws is a StatewrightError with a `code` callers can
+// switch on (the tree is in packages/statedb/src/errors.ts), so no `new Error(` or `throw Error(`
+// (nor TypeError, RangeError) outside comments in packages/*/src.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
@@ -13,7 +16,8 @@ function files(dir: string): string[] {
   })
 }
 
-test('no console.* in library code', () => {
+/** Lines of library code (comments dropped) that match `pattern`, as "path:line: text". */
+function libraryLines(pattern: RegExp): string[] {
   const hits: string[] = []
   for (const pkg of readdirSync(join(root, 'packages'))) {
     for (const f of files(join(root, 'packages', pkg, 'src'))) {
@@ -21,11 +25,19 @@ test('no console.* in library code', () => {
         .split('\n')
         .forEach((line, i) => {
           const code = line.replace(/\/\/.*$/, '').replace(/^\s*\*.*$/, '')
-          if (/\bconsole\.(log|error|warn|info|debug|trace)\b/.test(code)) hits.push(`${f.slice(root.length)}:${i + 1}: ${line.trim()}`)
+          if (pattern.test(code)) hits.push(`${f.slice(root.length)}:${i + 1}: ${line.trim()}`)
         })
     }
   }
-  assert.equal(hits, [])
+  return hits
+}
+
+test('no console.* in library code', () => {
+  assert.equal(libraryLines(/\bconsole\.(log|error|warn|info|debug|trace)\b/), [])
+})
+
+test('no bare Error thrown by library code', () => {
+  assert.equal(libraryLines(/\b(new|throw)\s+(Error|TypeError|RangeError)\s*\(/), [])
 })
 
 test.run()

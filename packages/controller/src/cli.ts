@@ -4,7 +4,6 @@
 //   statewright tables|show|watch|status|health|topology …   inspection of a running process (inspect/cli.ts)
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { genTypes } from './gentypes.ts'
 import { INSPECT_COMMANDS, INSPECT_USAGE, runInspect } from './inspect/cli.ts'
 
 const USAGE = `usage: statewright <command>
@@ -25,6 +24,8 @@ async function main(argv: string[]): Promise<number> {
       return 2
     }
     const text = readFileSync(file === '-' ? 0 : file, 'utf8')
+    // loaded here only: gentypes.ts imports errors.ts, which loads @statewright/k8s and client-node
+    const { genTypes } = await import('./gentypes.ts')
     process.stdout.write(
       await genTypes(text, {
         ...(values.version ? { version: values.version } : {}),

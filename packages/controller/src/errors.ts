@@ -1,67 +1,20 @@
-// One error hierarchy: what @statewright/controller throws is a ControllerError with a `code`.
-//   ControllerError        code
-//   ├─ ConfigError         'Config'         bad options, a missing optional peer, a port in use
-//   ├─ UsageError          'Usage'          a call at the wrong time (after start, a second start)
-//   ├─ InvalidObjectError  'InvalidObject'  an object or condition lacking what the operation needs
-//   ├─ CleanupError        'Cleanup'        a finalizer's cleanup failed (retried with backoff)
-//   ├─ SyncError           'Sync'           a PrimaryController sync, or a write of its secondaries, failed (retried with backoff)
-//   ├─ StoppedError        'Stopped'        the part is not running
-//   └─ TimeoutError        'Timeout'        waitForConvergence ran out of time (the message lists what is pending)
-// Errors of the layers below keep their own classes (statedb's StateDBError, k8s's K8sError and
-// ApiError, the reconciler's ReconcilerError); object errors of derivations and reconcilers are kept
-// as statuses and in health, not thrown.
-
-export type ControllerErrorCode = 'Config' | 'Usage' | 'InvalidObject' | 'Cleanup' | 'Sync' | 'Stopped' | 'Timeout'
-
-export class ControllerError extends Error {
-  override name = 'ControllerError'
-  constructor(
-    message: string,
-    readonly code: ControllerErrorCode,
-    options?: ErrorOptions,
-  ) {
-    super(message, options)
-  }
-}
-export class ConfigError extends ControllerError {
-  override name = 'ConfigError'
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, 'Config', options)
-  }
-}
-export class UsageError extends ControllerError {
-  override name = 'UsageError'
-  constructor(message: string) {
-    super(message, 'Usage')
-  }
-}
-export class InvalidObjectError extends ControllerError {
-  override name = 'InvalidObjectError'
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, 'InvalidObject', options)
-  }
-}
-export class CleanupError extends ControllerError {
-  override name = 'CleanupError'
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, 'Cleanup', options)
-  }
-}
-export class SyncError extends ControllerError {
-  override name = 'SyncError'
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, 'Sync', options)
-  }
-}
-export class StoppedError extends ControllerError {
-  override name = 'StoppedError'
-  constructor(message: string) {
-    super(message, 'Stopped')
-  }
-}
-export class TimeoutError extends ControllerError {
-  override name = 'TimeoutError'
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, 'Timeout', options)
-  }
-}
+// What @statewright/controller throws: a StatewrightError (statedb's root; the whole tree and every
+// code are in statedb's src/errors.ts). The package's modules import their error classes from here:
+// the shared ones, k8s's InvalidObjectError, and the controller's own (controllererror.ts).
+//   StatewrightError        statedb; shared by every package
+//   ├─ ConfigError          'Config'         bad options, a missing optional peer, a port in use
+//   ├─ UsageError           'Usage'          a call at the wrong time (after start, a second start), a bad CLI command
+//   ├─ StoppedError         'Stopped'        the part is not running
+//   ├─ TimeoutError         'Timeout'        waitForConvergence ran out of time (the message lists what is pending)
+//   ├─ K8sError             k8s
+//   │  └─ InvalidObjectError 'InvalidObject' an object or condition lacking what the operation needs
+//   └─ ControllerError      controllererror.ts
+//      ├─ CleanupError      'Cleanup'        a finalizer's cleanup failed (retried with backoff)
+//      └─ InspectError      'Inspect'        the statewright CLI could not read the inspected process
+// Errors of the layers below keep their classes (statedb's StateDBError, k8s's ApiError...); object
+// errors of derivations and reconcilers are kept as statuses and in health, not thrown.
+// The statewright CLI imports from statedb and controllererror.ts, not from here, so that it does not
+// load @statewright/k8s (and @kubernetes/client-node).
+export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
+export { InvalidObjectError } from '@statewright/k8s'
+export { ControllerError, CleanupError, InspectError, type ControllerErrorCode } from './controllererror.ts'

@@ -50,20 +50,15 @@ export type { ReconcileContext, ReconcileFn, ResourceEvent } from './stateofworl
 export type { WatchSpec } from './stateofworld/watched.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './stateofworld/workflow.ts'
 export {
-  ControllerError,
+  StatewrightError,
   ConfigError,
-  UsageError,
-  InvalidObjectError,
-  CleanupError,
-  SyncError,
   StoppedError,
   TimeoutError,
+  UsageError,
+  InvalidObjectError,
+  ControllerError,
+  CleanupError,
+  InspectError,
+  type StatewrightErrorCode,
   type ControllerErrorCode,
 } from './errors.ts'
-export { PrimaryController } from './primary/controller.ts'
-export type { OwnedRef, Work as PrimaryWork } from './primary/work.ts'
-export type { PrimaryControllerOptions, PrimaryControllerStats, SyncContext, SyncResult } from './primary/options.ts'
-export { ownerKeyLabelValue, ownerStampKeys } from './primary/stamps.ts'
-export type { EventSink, PrimaryStatusWriter } from './primary/status.ts'
-export type { OwnerStamps, SecondarySpec, SecondaryTarget, SecondaryWriteResult } from './primary/target.ts'
-export { KubeSecondaries, kubeStatusWriter } from './primary/kube.ts'

@@ -15,12 +15,9 @@ import { reportError } from './callbacks.ts'
 
 export type EventType = 'Normal' | 'Warning'
 
-/** The object an event is about: a Kubernetes object or a reference to one. */
-export interface InvolvedObject {
-  apiVersion?: string
-  kind?: string
-  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string }
-}
+/** The object an event is about: a Kubernetes object or a reference to one (the reconciler's contract type). */
+export type { InvolvedObject } from '@statewright/reconciler'
+import type { EventSink, InvolvedObject } from '@statewright/reconciler'
 
 export interface EventRecorderOptions {
   cluster: Cluster
@@ -81,7 +78,7 @@ function kubeTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 }
 
-export class EventRecorder {
+export class EventRecorder implements EventSink {
   private readonly o: Required<Omit<EventRecorderOptions, 'onError' | 'instance'>> & { instance: string; onError?: (err: Error) => void }
   private readonly entries = new Map<string, Entry>()
   private readonly buckets = new Map<string, Bucket>()

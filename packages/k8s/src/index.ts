@@ -25,16 +25,19 @@ export {
 export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
 export type { WatchEvent } from './ndjson.ts'
 export {
-  K8sError,
+  StatewrightError,
   ConfigError,
+  StoppedError,
+  TimeoutError,
+  UsageError,
+  PruneError,
+  K8sError,
   UnknownKindError,
   InvalidObjectError,
   WatchError,
   ReflectorError,
-  PruneError,
   ForeignObjectError,
-  TimeoutError,
-  StoppedError,
+  type StatewrightErrorCode,
   type K8sErrorCode,
 } from './errors.ts'
 export { K8sMetrics, type CounterLike, type GaugeLike } from './metrics.ts'
@@ -84,3 +87,4 @@ export {
 export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
 export { ClusterRegistry, type ClusterDefaults, type SecretRef } from './registry.ts'
 export { WatchOnDemand, targetString, type TargetRef, type WatchOnDemandOptions, type CacheInfo } from './ondemand.ts'
+export { KubeSecondaries, kubeStatusWriter } from './secondaries.ts'

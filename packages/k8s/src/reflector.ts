@@ -10,7 +10,7 @@
 //   `batchSize` objects, written at most `batchDelayMs` after the first event of a batch;
 // - the table is initialized (statedb initializer) after the first complete list;
 // - state-of-world mode: no watch, a full list replacing the table every `intervalMs`.
-import { K8sError, ReflectorError, StoppedError } from './errors.ts'
+import { ReflectorError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pRetry from 'p-retry'
 import type { DB, Table, Txn, WriteTxn } from '@statewright/statedb'
@@ -162,7 +162,7 @@ export class Reflector<Obj = KubeObject> {
 
   /** Registers the table initializer and starts listing and watching. Resolves once started. */
   async start(): Promise<void> {
-    if (this.loop) throw new K8sError(`reflector ${this.name}: already started`)
+    if (this.loop) throw new UsageError(`reflector ${this.name}: already started`)
     const txn = await this.o.db.writeTxn(this.o.table)
     try {
       this.markInitialized = this.o.table.registerInitializer(txn, `reflector:${this.name}`)

@@ -1,28 +1,28 @@
-// One error hierarchy: what @statewright/nats throws is a NatsError with a `code`, naming the bucket,
-// the key and the revision it concerns.
-//   NatsError          code
+// What @statewright/nats throws: a StatewrightError (statedb's root; the whole tree and every code
+// are in statedb's src/errors.ts), either one of the shared classes re-exported here, or a NatsError
+// for the failures of NATS itself, naming the bucket, the key and the revision it concerns.
+//   StatewrightError   statedb; shared by every package
 //   ├─ ConfigError     'Config'    a missing option, nats-server not installed
-//   ├─ BucketError     'Bucket'    the bucket is missing or its watch ended early (retried with backoff)
-//   ├─ DecodeError     'Decode'    a value that does not decode (the row is skipped; the reflector goes on)
-//   ├─ WriteError      'Write'     a put, create, delete or status write failed (after CAS rereads)
-//   ├─ PruneError      'Prune'     some keys could not be pruned (all were tried)
-//   └─ ServerError     'Server'    the test harness's nats-server did not start
-export type NatsErrorCode = 'Config' | 'Bucket' | 'Decode' | 'Write' | 'Prune' | 'Server' | 'Usage'
+//   ├─ UsageError      'Usage'     a call at the wrong time (a reflector started twice)
+//   ├─ PruneError      'Prune'     some keys could not be pruned (all were tried); the reconciler's
+//   └─ NatsError       this file
+//      ├─ BucketError  'Bucket'    the bucket is missing or its watch ended early (retried with backoff)
+//      ├─ DecodeError  'Decode'    a value that does not decode (the row is skipped; the reflector goes on)
+//      ├─ WriteError   'Write'     a put, create, delete or status write failed (after CAS rereads)
+//      └─ ServerError  'Server'    the test harness's nats-server did not start
+import { StatewrightError } from '@statewright/statedb'
 
-export class NatsError extends Error {
+export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
+export { PruneError } from '@statewright/reconciler'
+
+export type NatsErrorCode = 'Bucket' | 'Decode' | 'Write' | 'Server'
+
+/** The failures of NATS itself: buckets, values, writes, the test harness's server. */
+export class NatsError extends StatewrightError {
   override name = 'NatsError'
-  constructor(
-    message: string,
-    readonly code: NatsErrorCode = 'Usage',
-    options?: ErrorOptions,
-  ) {
-    super(message, options)
-  }
-}
-export class ConfigError extends NatsError {
-  override name = 'ConfigError'
-  constructor(message: string) {
-    super(message, 'Config')
+  declare readonly code: NatsErrorCode
+  constructor(message: string, code: NatsErrorCode, options?: ErrorOptions) {
+    super(message, code, options)
   }
 }
 export class BucketError extends NatsError {
@@ -41,12 +41,6 @@ export class WriteError extends NatsError {
   override name = 'WriteError'
   constructor(message: string) {
     super(message, 'Write')
-  }
-}
-export class PruneError extends NatsError {
-  override name = 'PruneError'
-  constructor(message: string) {
-    super(message, 'Prune')
   }
 }
 export class ServerError extends NatsError {

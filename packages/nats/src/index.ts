@@ -1,6 +1,6 @@
 // @statewright/nats: NATS JetStream key-value buckets for statewright. A reflector mirrors a bucket
 // into a statedb table; a target gives the reconciler CAS writes into a bucket; KvSecondaries and
-// KvStatusWriter plug a bucket into @statewright/controller's PrimaryController; startNatsServer
+// KvStatusWriter plug a bucket into @statewright/primary's PrimaryController; startNatsServer
 // runs a nats-server for tests. The one public face of the package; docs/nats.md explains it.
 export {
   NatsKvReflector,
@@ -25,7 +25,20 @@ export {
   type KvObject,
   type NatsKvTargetOptions,
   type NatsKvTargetStats,
-  type SecondaryWriteResult,
 } from './target.ts'
 export { startNatsServer, natsServerBinary, type NatsServerOptions, type RunningNatsServer } from './server.ts'
-export { NatsError, ConfigError, BucketError, DecodeError, WriteError, PruneError, ServerError, type NatsErrorCode } from './errors.ts'
+export {
+  StatewrightError,
+  ConfigError,
+  StoppedError,
+  TimeoutError,
+  UsageError,
+  PruneError,
+  NatsError,
+  BucketError,
+  DecodeError,
+  WriteError,
+  ServerError,
+  type StatewrightErrorCode,
+  type NatsErrorCode,
+} from './errors.ts'

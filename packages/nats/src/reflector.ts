@@ -12,7 +12,7 @@
 // - a missing bucket (or any other failure) is retried with exponential backoff, forever; health()
 //   says what is wrong.
 import { backoffDelay } from '@statewright/reconciler'
-import { BucketError, ConfigError, DecodeError, NatsError } from './errors.ts'
+import { BucketError, ConfigError, DecodeError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv'
@@ -126,7 +126,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
 
   /** Registers the table initializer and starts listing and watching. */
   async start(): Promise<this> {
-    if (this.loop) throw new NatsError(`reflector ${this.name}: already started`)
+    if (this.loop) throw new UsageError(`reflector ${this.name}: already started`)
     const txn = await this.o.db.writeTxn(this.o.table)
     this.markInitialized = this.o.table.registerInitializer(txn, this.name)
     txn.commit()

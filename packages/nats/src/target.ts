@@ -18,6 +18,10 @@ import {
   type BatchOperations,
   type Operations,
   type OpContext,
+  type OwnerStamps,
+  type PrimaryStatusWriter,
+  type SecondaryTarget,
+  type SecondaryWriteResult,
   type Status,
   type StatusIndex,
 } from '@statewright/reconciler'
@@ -249,7 +253,7 @@ export class NatsKvTarget<V = unknown> {
       }
     }
     if (failures.length)
-      throw new PruneError(`prune of bucket "${this.bucket}": ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`)
+      throw new PruneError(`prune of bucket "${this.bucket}": ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`, failures)
   }
 
   private async each<T>(entries: BatchEntry<T>[], fn: (obj: T) => Promise<unknown>): Promise<void> {
@@ -275,15 +279,12 @@ export interface KvObject<V = unknown> {
   readonly revision?: number
 }
 
-/** The outcome of a secondary write, as PrimaryController expects it. */
-export type SecondaryWriteResult = 'created' | 'updated' | 'unchanged' | 'foreign'
-
 /**
  * Secondaries in a bucket, for PrimaryController: every write is a CAS on the revision just read,
  * and the controller's ownership check runs on that same read, so a key somebody else created is
  * never overwritten (result "foreign") and one they edit meanwhile is read again.
  */
-export class KvSecondaries<V = unknown> {
+export class KvSecondaries<V = unknown> implements SecondaryTarget<KvObject<V>> {
   readonly bucket: string
   private readonly kv: KV
   private readonly kind: string
@@ -372,7 +373,7 @@ export class KvSecondaries<V = unknown> {
  * Writes a primary's status into its value (`value.status`) by CAS on the revision read; a
  * conflict reads again and retries. A status equal to the stored one writes nothing.
  */
-export class KvStatusWriter {
+export class KvStatusWriter implements PrimaryStatusWriter<unknown> {
   private readonly kv: KV
   private readonly maxAttempts: number
   readonly bucket: string

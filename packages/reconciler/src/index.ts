@@ -26,10 +26,29 @@ export {
   type Status,
   type StatusKind,
 } from './status.ts'
-export { ReconcilerError, ConfigError, StoppedError, UsageError, type ReconcilerErrorCode } from './errors.ts'
+export {
+  StatewrightError,
+  ConfigError,
+  StoppedError,
+  TimeoutError,
+  UsageError,
+  ReconcilerError,
+  PruneError,
+  type StatewrightErrorCode,
+  type ReconcilerErrorCode,
+} from './errors.ts'
 export type { FullReport } from './full.ts'
 export { describeHealth, type Health, type HealthLevel, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'
 export { waitForReconciliation, type WaitOptions } from './wait.ts'
 export { backoffDelay } from './retries.ts'
+export type {
+  OwnerStamps,
+  SecondarySpec,
+  SecondaryTarget,
+  SecondaryWriteResult,
+  PrimaryStatusWriter,
+  EventSink,
+  InvolvedObject,
+} from './secondary.ts'

@@ -11,7 +11,7 @@
 // Commit builds the new root array and assigns it in one statement: readers see all of a
 // transaction's tables change at once, or none.
 
-import { DefinitionError, StateDBError, TxnError } from './errors.ts'
+import { DefinitionError, TxnError } from './errors.ts'
 import { Graveyard } from './changes.ts'
 import type { TableState } from './state.ts'
 import type { Table } from './table.ts'

@@ -1,23 +1,108 @@
-// One error hierarchy: every error statedb throws is a StateDBError with a `code` callers can switch
-// on, and names what it concerns (the table, the index, the key, the object).
-//   StateDBError            code
-//   ├─ DefinitionError      'Definition'     a bad table or index definition, a table registered twice
-//   ├─ QueryError           'Query'          a query the table cannot answer (unknown index, wrong key type)
-//   ├─ KeyError             'InvalidKey'     a value that cannot be a key (NaN, null, an object)
-//   ├─ IndexKeyError        'IndexKey'       an index function produced no usable key for an object
-//   ├─ UniqueConflictError  'UniqueConflict' two objects claim one key of a unique index
-//   ├─ TxnError             'Txn'            a transaction used after commit or abort, or for an undeclared table
-//   └─ InternalError        'Internal'       a broken invariant (a bug; validation mode finds them early)
+// The one error root of statewright. Everything a statewright package throws is a StatewrightError,
+// so `err instanceof StatewrightError` holds whichever package threw it, and `code` says what kind
+// of failure it is: stable across releases, what callers switch on (messages are for people).
+// statedb is the ground floor (every package depends on it), so the root and the four failures
+// every package has are defined here, once. Every package re-exports StatewrightError and these
+// four from its index under the same names: `ConfigError` from any package is this one class. Each
+// package has a base of its own for its own failures; a class is defined in one package only.
+//   StatewrightError            code
+//   ├─ ConfigError              'Config'          bad options or configuration, a missing optional peer, a port in use
+//   ├─ UsageError               'Usage'           a call at the wrong time or with the wrong arguments (start twice, start while stopping)
+//   ├─ StoppedError             'Stopped'         the part was stopped or is not running (also the reason operations are aborted with)
+//   ├─ TimeoutError             'Timeout'         no answer, or no convergence, in the time given
+//   ├─ StateDBError             statedb: this file
+//   │  ├─ DefinitionError       'Definition'      a bad table or index definition, a table registered twice
+//   │  ├─ QueryError            'Query'           a query the table cannot answer (unknown index, wrong key type)
+//   │  ├─ KeyError              'InvalidKey'      a value that cannot be a key (NaN, null, an object)
+//   │  ├─ IndexKeyError         'IndexKey'        an index function produced no usable key for an object
+//   │  ├─ UniqueConflictError   'UniqueConflict'  two objects claim one key of a unique index
+//   │  ├─ TxnError              'Txn'             a transaction used after commit or abort, or for an undeclared table
+//   │  └─ InternalError         'Internal'        a broken invariant (a bug; validation mode finds them early)
+//   ├─ ReconcilerError          reconciler: src/errors.ts
+//   │  └─ PruneError            'Prune'           a target's prune could not remove some objects (all were tried; `failures`)
+//   ├─ K8sError                 k8s: src/errors.ts
+//   │  ├─ ApiError              404, 409, 410...  the API server refused or failed a request: the HTTP status, a number (0: transport); src/cluster.ts
+//   │  ├─ UnknownKindError      'UnknownKind'     the server serves no such kind (discovery)
+//   │  ├─ InvalidObjectError    'InvalidObject'   an object or condition lacks what the operation needs (name, namespace, uid)
+//   │  ├─ WatchError            'Watch'           a watch stream line that is not a watch event
+//   │  ├─ ReflectorError        'Reflector'       a list, transform or table write of a reflector failed
+//   │  └─ ForeignObjectError    'Foreign'         an object of the desired name is not ours (Target with adopt: false)
+//   ├─ NatsError                nats: src/errors.ts
+//   │  ├─ BucketError           'Bucket'          the bucket is missing or its watch ended early (retried with backoff)
+//   │  ├─ DecodeError           'Decode'          a value that does not decode (the row is skipped)
+//   │  ├─ WriteError            'Write'           a put, create, delete or status write failed (after CAS rereads)
+//   │  └─ ServerError           'Server'          the test harness's nats-server did not start
+//   ├─ TestServerError          testserver: src/errors.ts
+//   │  ├─ (itself)              'UnknownKind'     a control call names a kind the server does not serve
+//   │  ├─ (itself)              'Internal'        a broken invariant of the store (a bug)
+//   │  └─ StatusError           400, 404, 409...  what a handler answers: the HTTP status of its Status (a number); src/status.ts, not exported
+//   ├─ PrimaryError             primary: src/errors.ts
+//   │  └─ SyncError             'Sync'            a PrimaryController sync, or a write of its secondaries, failed (retried with backoff)
+//   └─ ControllerError          controller: src/controllererror.ts (src/errors.ts re-exports it)
+//      ├─ CleanupError          'Cleanup'         a finalizer's cleanup failed (retried with backoff)
+//      └─ InspectError          'Inspect'         the statewright CLI could not read the inspected process (unreachable, a token refused, an HTTP error)
+// Codes are strings, but for the two classes that carry an HTTP status (ApiError, StatusError), as
+// Kubernetes' Status.code does. Object errors of reconcilers and derivations are statuses, not
+// thrown: an operation's own error is kept as it is.
 
-export type StateDBErrorCode = 'Definition' | 'Query' | 'InvalidKey' | 'IndexKey' | 'UniqueConflict' | 'Txn' | 'Internal' | 'Usage'
+/** What kind of failure a StatewrightError is: a string, or the HTTP status of an ApiError or StatusError. */
+export type StatewrightErrorCode = string | number
 
-export class StateDBError extends Error {
-  override name = 'StateDBError'
+/** The root of every error statewright throws (`instanceof` holds across packages). */
+export class StatewrightError extends Error {
+  override name = 'StatewrightError'
   /** What kind of failure this is; stable across releases. */
-  readonly code: StateDBErrorCode
-  constructor(message: string, code: StateDBErrorCode = 'Usage', options?: ErrorOptions) {
+  readonly code: StatewrightErrorCode
+  constructor(message: string, code: StatewrightErrorCode, options?: ErrorOptions) {
     super(message, options)
     this.code = code
+  }
+}
+
+/** Bad options or configuration (naming the field), a missing optional peer, a port in use. */
+export class ConfigError extends StatewrightError {
+  override name = 'ConfigError'
+  declare readonly code: 'Config'
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Config', options)
+  }
+}
+
+/** A call at the wrong time or with the wrong arguments. */
+export class UsageError extends StatewrightError {
+  override name = 'UsageError'
+  declare readonly code: 'Usage'
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Usage', options)
+  }
+}
+
+/** The part was stopped or is not running; also the reason its operations are aborted with. */
+export class StoppedError extends StatewrightError {
+  override name = 'StoppedError'
+  declare readonly code: 'Stopped'
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Stopped', options)
+  }
+}
+
+/** No answer, or no convergence, in the time given (the message says what is still pending). */
+export class TimeoutError extends StatewrightError {
+  override name = 'TimeoutError'
+  declare readonly code: 'Timeout'
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Timeout', options)
+  }
+}
+
+export type StateDBErrorCode = 'Definition' | 'Query' | 'InvalidKey' | 'IndexKey' | 'UniqueConflict' | 'Txn' | 'Internal'
+
+/** statedb's own failures; each names what it concerns (the table, the index, the key, the object). */
+export class StateDBError extends StatewrightError {
+  override name = 'StateDBError'
+  declare readonly code: StateDBErrorCode
+  constructor(message: string, code: StateDBErrorCode, options?: ErrorOptions) {
+    super(message, code, options)
   }
 }
 

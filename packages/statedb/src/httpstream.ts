@@ -11,7 +11,7 @@
 // - one value that cannot be serialized (a throwing `toJSON`, a cycle, a BigInt in a custom redactor's
 //   output) becomes an error string in its place; the rest of the response is written.
 import type { ServerResponse } from 'node:http'
-import { StateDBError } from './errors.ts'
+import { StoppedError } from './errors.ts'
 
 const SLICE_MS = 2
 const CHUNK_BYTES = 64 * 1024
@@ -38,7 +38,7 @@ export function nextTurn(): Promise<void> {
 }
 
 /** The client stopped reading for too long, or went away. */
-export class StreamClosed extends StateDBError {
+export class StreamClosed extends StoppedError {
   override name = 'StreamClosed'
 }
 

@@ -12,6 +12,12 @@ export { Results } from './results.ts'
 export { Watch, WatchSet, waitAny } from './watch.ts'
 export { ChangeIterator, type Change } from './changes.ts'
 export {
+  StatewrightError,
+  ConfigError,
+  UsageError,
+  StoppedError,
+  TimeoutError,
+  type StatewrightErrorCode,
   StateDBError,
   DefinitionError,
   QueryError,

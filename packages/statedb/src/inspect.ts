@@ -26,7 +26,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { DB } from './db.ts'
-import { StateDBError } from './errors.ts'
+import { QueryError, UsageError } from './errors.ts'
 import { guardedListener, httpGuard, type HttpGuardOptions } from './httpguard.ts'
 import { jsonOrError, jsonSafe, PacedWriter, StreamClosed } from './httpstream.ts'
 import { redactSecrets, type Redactor } from './redact.ts'
@@ -67,7 +67,7 @@ export function keyText(k: unknown): string {
 /** The page token of a key (`x-statedb-continue`, `continue=`): header-safe whatever the key holds. */
 const tokenOf = (key: string) => Buffer.from(key, 'utf8').toString('base64url')
 const keyOfToken = (token: string) => {
-  if (!/^[A-Za-z0-9_-]*$/.test(token)) throw new StateDBError('continue= takes the token of x-statedb-continue (base64url)')
+  if (!/^[A-Za-z0-9_-]*$/.test(token)) throw new UsageError('continue= takes the token of x-statedb-continue (base64url)')
   return Buffer.from(token, 'base64url').toString('utf8')
 }
 
@@ -193,7 +193,8 @@ export function httpHandler(db: DB, opts: HttpHandlerOptions = {}): (req: Incomi
   })
 }
 
-class PageNotFound extends StateDBError {}
+/** An index query that found nothing: 404 where the other errors of a page are 400. */
+class PageNotFound extends QueryError {}
 
 /** The entries of one listing, query or page, and its headers (entries are encoded later, paced). */
 function readPage(
@@ -203,10 +204,10 @@ function readPage(
 ): { entries: Entryish[]; headers: Record<string, string>; one: boolean } {
   const limitText = params.get('limit')
   const token = params.get('continue')
-  if (token !== null && params.get('after') !== null) throw new StateDBError('continue= and after= go alone: give one')
+  if (token !== null && params.get('after') !== null) throw new UsageError('continue= and after= go alone: give one')
   const after = token !== null ? keyOfToken(token) : params.get('after')
   const limit = limitText === null ? Infinity : Number(limitText)
-  if (limitText !== null && !(Number.isInteger(limit) && limit > 0)) throw new StateDBError('limit= takes a positive whole number')
+  if (limitText !== null && !(Number.isInteger(limit) && limit > 0)) throw new UsageError('limit= takes a positive whole number')
   const indexName = params.get('index')
   const key = params.get('key')
   let results
@@ -218,14 +219,14 @@ function readPage(
     results = seek ? table.lowerBound(txn, table.primary.query(after!)) : table.all(txn)
   } else {
     const index = table.indexNamed(indexName)
-    if (!index) throw new StateDBError(`table "${table.name}" has no index "${indexName}" (indexes: ${table.indexes.join(', ')})`)
-    if (key === null) throw new StateDBError('a query by index needs key=')
+    if (!index) throw new UsageError(`table "${table.name}" has no index "${indexName}" (indexes: ${table.indexes.join(', ')})`)
+    if (key === null) throw new UsageError('a query by index needs key=')
     const q = index.fromString(key)
     const op = params.get('op') ?? 'list'
     if (op === 'get' || op === 'list') results = table.list(txn, q)
     else if (op === 'prefix') results = table.prefix(txn, q)
     else if (op === 'lowerBound') results = table.lowerBound(txn, q)
-    else throw new StateDBError(`unknown op "${op}": want get, list, prefix or lowerBound`)
+    else throw new UsageError(`unknown op "${op}": want get, list, prefix or lowerBound`)
     if (op === 'get') {
       const first = results.entries()[Symbol.iterator]().next()
       if (first.done) throw new PageNotFound(`table "${table.name}": no object with ${indexName}=${key}`)

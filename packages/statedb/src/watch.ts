@@ -2,7 +2,7 @@
 //
 // A Watch is closed at most once and never reopens. It is deliberately not a thenable (returning
 // one from an async function would silently wait on it): call `wait(signal?)` to await it.
-import { StateDBError } from './errors.ts'
+import { UsageError } from './errors.ts'
 
 export class Watch {
   private isClosed = false
@@ -87,7 +87,7 @@ CLOSED.close()
 export function waitAny(watches: Iterable<Watch>, signal?: AbortSignal): Promise<Watch[]> {
   const list = [...watches]
   const fired = () => list.filter((w) => w.closed)
-  if (list.length === 0) return Promise.reject(new StateDBError('waitAny: no watches to wait on'))
+  if (list.length === 0) return Promise.reject(new UsageError('waitAny: no watches to wait on'))
   if (list.some((w) => w.closed)) return Promise.resolve(fired())
   if (signal?.aborted) return Promise.reject(signal.reason)
   return new Promise<Watch[]>((resolve, reject) => {

@@ -1,5 +1,6 @@
-// One error hierarchy: what statedb throws is a StateDBError subclass with a code, naming the table,
-// index and key it concerns.
+// One error root: what statedb throws is a StatewrightError with a code, statedb's own failures a
+// StateDBError subclass naming the table, index and key it concerns; the root and the four shared
+// classes (ConfigError, UsageError, StoppedError, TimeoutError) are defined here for every package.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import {
@@ -14,6 +15,13 @@ import {
   TxnError,
   StateDBError,
   Query,
+  StatewrightError,
+  ConfigError,
+  UsageError,
+  StoppedError,
+  TimeoutError,
+  InternalError,
+  waitAny,
 } from '@statewright/statedb'
 
 const thrown = (fn: () => unknown): StateDBError => {
@@ -70,6 +78,37 @@ test('definition, query, key, index key, unique and txn errors: classes, codes a
   assert.instance(e, TxnError)
   assert.is(e.code, 'Txn')
   assert.is(unique.count(db2.readTxn()), 1, 'the aborted and failed writes left no trace')
+})
+
+test('the root: every statedb error is a StatewrightError; the four shared classes have their codes and names', async () => {
+  const definition = thrown(() => new Table({ name: 'bad name', primary: byName }))
+  assert.instance(definition, StatewrightError)
+  for (const cls of [StateDBError, DefinitionError, QueryError, KeyError, IndexKeyError, UniqueConflictError, TxnError, InternalError])
+    assert.ok(cls.prototype instanceof StatewrightError, `${cls.name} extends StatewrightError`)
+  const cause = new Error('the port is taken')
+  const shared: Array<[StatewrightError, string, string]> = [
+    [new ConfigError('bad option', { cause }), 'Config', 'ConfigError'],
+    [new UsageError('wrong time'), 'Usage', 'UsageError'],
+    [new StoppedError('stopped'), 'Stopped', 'StoppedError'],
+    [new TimeoutError('too late'), 'Timeout', 'TimeoutError'],
+  ]
+  for (const [e, code, name] of shared) {
+    assert.instance(e, StatewrightError)
+    assert.instance(e, Error)
+    assert.not.instance(e, StateDBError, `${name} is shared by every package, not statedb's own`)
+    assert.is(e.code, code)
+    assert.is(e.name, name)
+    assert.ok(String(e.stack).startsWith(`${name}: `), 'the stack names the class')
+  }
+  assert.is(shared[0]![0].cause, cause, 'the cause is kept')
+  // a wrong call is the shared UsageError (it was a StateDBError with code 'Usage' and no class)
+  const usage = await waitAny([]).then(
+    () => assert.unreachable('waitAny([]) resolved'),
+    (err: unknown) => err,
+  )
+  assert.instance(usage, UsageError)
+  assert.is((usage as UsageError).code, 'Usage')
+  assert.match((usage as Error).message, 'no watches to wait on')
 })
 
 test.run()

@@ -41,3 +41,13 @@ export type { TestServerOptions, RequestLogEntry, KindRef, Control }
 export type { FailRule, DelayRule } from './faults.ts'
 export type { ResourceType, ResourceTypeInput } from './resources.ts'
 export { kubeconfigYaml, kubeconfigObject } from './kubeconfig.ts'
+export {
+  StatewrightError,
+  ConfigError,
+  StoppedError,
+  TimeoutError,
+  UsageError,
+  TestServerError,
+  type StatewrightErrorCode,
+  type TestServerErrorCode,
+} from './errors.ts'

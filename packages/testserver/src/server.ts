@@ -3,6 +3,8 @@
 // - Every response is JSON with Content-Type application/json; errors are Status objects.
 // - Faults apply before authentication and handlers, in a deterministic order (see faults.ts).
 // - stop() ends every watch and destroys every socket, so a test process can exit.
+// - Options are checked at construction (ConfigError naming the option): a NaN from a CLI flag would
+//   otherwise grow the history without bound or send bookmarks in a tight loop.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { Socket } from 'node:net'
@@ -32,6 +34,7 @@ import { makeMatcher } from './selectors.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
+import { ConfigError, TestServerError } from './errors.ts'
 
 export interface TestServerOptions {
   /** Port to listen on; 0 (default) picks a free one. */
@@ -105,6 +108,7 @@ export class TestServer {
   logLimit = 100_000
 
   constructor(opts: TestServerOptions = {}) {
+    checkOptions(opts)
     this.opts = opts
     const seed = opts.seed ?? 1
     this.store = new Store(opts.historySize ?? 10_000)
@@ -206,7 +210,8 @@ export class TestServer {
   // ---------- control helpers ----------
   type(apiVersion: string, kind: string): ResourceType {
     const t = this.registry.byKind(apiVersion, kind)
-    if (!t) throw new Error(`unknown kind ${apiVersion} ${kind}`)
+    if (!t)
+      throw new TestServerError(`unknown kind ${apiVersion} ${kind} (register it first: control.registerKind or a CRD)`, 'UnknownKind')
     return t
   }
   requestLog(): RequestLogEntry[] {
@@ -386,6 +391,17 @@ export class TestServer {
   kind(ref: KindRef | ResourceType): ResourceType {
     return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind)
   }
+}
+
+function checkOptions(o: TestServerOptions): void {
+  const bad = (what: string, v: unknown) => new ConfigError(`TestServer: ${what}, got ${String(v)}`)
+  if (o.port !== undefined && !(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65535))
+    throw bad('port must be a whole number from 0 to 65535', o.port)
+  if (o.historySize !== undefined && !(Number.isInteger(o.historySize) && o.historySize >= 0))
+    throw bad('historySize must be a whole number of events, 0 or more', o.historySize)
+  if (o.bookmarkIntervalMs !== undefined && !(o.bookmarkIntervalMs > 0 && Number.isFinite(o.bookmarkIntervalMs)))
+    throw bad('bookmarkIntervalMs must be a positive number of ms', o.bookmarkIntervalMs)
+  if (o.seed !== undefined && !Number.isFinite(o.seed)) throw bad('seed must be a finite number', o.seed)
 }
 
 function failureError(f: FailRule): StatusError {

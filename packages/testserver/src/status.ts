@@ -2,6 +2,7 @@
 // Invariants: every error a handler throws is a StatusError whose `status.code` is the HTTP status sent;
 // messages, reasons and `details` follow what a real kube-apiserver answers, because clients
 // (client-go, @kubernetes/client-node, kubectl) branch on `reason` and `code`, not on messages.
+import { TestServerError } from './errors.ts'
 
 export interface StatusCause {
   reason?: string
@@ -33,18 +34,18 @@ export interface ResourceRef {
   group: string
 }
 
-export class StatusError extends Error {
+/** What a handler answers: `code` is the HTTP status, `status` the Kubernetes Status sent. */
+export class StatusError extends TestServerError {
+  override name = 'StatusError'
+  declare readonly code: number
   readonly status: Status
   /** Extra response headers (e.g. Retry-After). */
   readonly headers: Record<string, string>
   constructor(code: number, reason: string, message: string, details?: StatusDetails, headers: Record<string, string> = {}) {
-    super(message)
+    super(message, code)
     this.status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }
     if (details) this.status.details = details
     this.headers = headers
-  }
-  get code(): number {
-    return this.status.code
   }
 }
 

@@ -10,6 +10,7 @@
 // - The history keeps the last `historySize` events; `compactedRv` is the newest version no longer
 //   covered, so a watch may resume from any version >= compactedRv (older: 410 Expired).
 import { DB, Table, defineIndex, type ReadTxn } from '@statewright/statedb'
+import { TestServerError } from './errors.ts'
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED'
 export interface StoreEvent {
@@ -88,7 +89,7 @@ export class Store {
 
   private table(storageKey: string): Table<any> {
     const t = this.tables.get(storageKey)
-    if (!t) throw new Error(`no table for ${storageKey}`)
+    if (!t) throw new TestServerError(`no table for ${storageKey}`, 'Internal') // every registered kind has one (objects.ts)
     return t
   }
 
@@ -137,7 +138,7 @@ export class Store {
   write(storageKey: string, change: (put: (obj: any) => any, del: (obj: any) => any) => void): any[] {
     const t = this.table(storageKey)
     const w = this.db.tryWriteTxn(t)
-    if (!w) throw new Error(`table ${storageKey} is locked`) // never: all writes here are synchronous
+    if (!w) throw new TestServerError(`table ${storageKey} is locked`, 'Internal') // never: all writes here are synchronous
     const events: StoreEvent[] = []
     const out: any[] = []
     try {

@@ -5,7 +5,7 @@
 // kind stands for all of them (a route's parentRef without sectionName names every listener);
 // `accepts(parent, child)` then narrows (hostnames that intersect). Links are stored by those
 // locators, so a change costs O(its links) and reads use indexes, never scans.
-import { ConfigError } from '@statewright/reconciler'
+import { ConfigError } from './errors.ts'
 import type { Table } from '@statewright/statedb'
 import { locator } from './locator.ts'
 
@@ -83,13 +83,7 @@ export interface TopologyDefinition {
   allowLoops?: boolean
 }
 
-/** A cycle in the topology, named as `a -> b -> a`. */
-export class TopologyCycleError extends Error {
-  constructor(readonly cycle: readonly string[]) {
-    super(`topology has a cycle: ${cycle.join(' -> ')} (set allowLoops to allow it)`)
-    this.name = 'TopologyCycleError'
-  }
-}
+export { TopologyCycleError } from './errors.ts'
 
 /** Checks a definition: unique kinds, links between known kinds, each link with parents or children. */
 export function defineTopology<D extends TopologyDefinition>(def: D): D {

@@ -6,7 +6,6 @@
 export {
   defineTopology,
   targetRefLocators,
-  TopologyCycleError,
   type TopologyDefinition,
   type TopologyNode,
   type TargetableKind,
@@ -44,3 +43,13 @@ export {
   type ParentRef,
   type BackendRef,
 } from './gatewayapi.ts'
+export {
+  StatewrightError,
+  ConfigError,
+  UsageError,
+  StoppedError,
+  TimeoutError,
+  TopologyGraphError,
+  TopologyCycleError,
+  type TopologyGraphErrorCode,
+} from './errors.ts'

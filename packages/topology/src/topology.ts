@@ -14,7 +14,8 @@
 //   being processed (errors() names it); it keeps its node, loses that link, and is processed again
 //   with backoff.
 
-import { ConfigError, backoffDelay } from '@statewright/reconciler'
+import { backoffDelay } from '@statewright/reconciler'
+import { ConfigError } from './errors.ts'
 import { DB, Table, defineIndex, waitAny, type ChangeIterator, type ReadTxn, type Watch, type WriteTxn } from '@statewright/statedb'
 import {
   targetRefLocators,

@@ -4,8 +4,11 @@
 // every command exits 0 on success, 1 on a failure it reports (health: not ready), 2 on bad usage;
 // no text from the server reaches the terminal raw: cells, trees and messages show it through
 // forTerminal or visible, JSON and YAML escape it (terminal.ts), and stdout and stderr are guarded
-// writers besides.
+// writers besides. Errors: bad usage is the shared UsageError (exit 2), a failure to read the process
+// an InspectError (exit 1); both from modules that do not load @statewright/k8s (controllererror.ts).
 import { parseArgs } from 'node:util'
+import { UsageError } from '@statewright/statedb'
+import { InspectError } from '../controllererror.ts'
 import { forTerminal, guarded, jsonText, visible, visibleLines, yamlText } from './terminal.ts'
 
 export const INSPECT_USAGE = `  tables                                   tables: objects, revision, initialized, graveyard
@@ -31,8 +34,6 @@ export interface CliIO {
   env: NodeJS.ProcessEnv
   signal?: AbortSignal
 }
-
-class UsageError extends Error {}
 
 interface Entry {
   key: string
@@ -85,17 +86,18 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
       })
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err
-      throw new Error(
+      throw new InspectError(
         `cannot reach ${base} (${((err as Error).cause as Error)?.message ?? (err as Error).message}); is the process running? (--url)`,
+        { cause: err },
       )
     }
-    if (r.status === 401) throw new Error(`${base} wants a token: --token T or STATEWRIGHT_TOKEN`)
+    if (r.status === 401) throw new InspectError(`${base} wants a token: --token T or STATEWRIGHT_TOKEN`)
     return r
   }
   const getJson = async (path: string): Promise<any> => {
     const r = await get(path)
     const body = await r.text()
-    if (!r.ok) throw new Error(`${path}: ${r.status} ${safeError(body)}`)
+    if (!r.ok) throw new InspectError(`${path}: ${r.status} ${safeError(body)}`)
     return JSON.parse(body)
   }
   const out = (s: string) => stdout.write(s)
@@ -141,7 +143,7 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
       if (values.prefix !== undefined) {
         const tables = (await getJson('/statedb/tables')) as Array<{ name: string; indexes: string[] }>
         const t = tables.find((x) => x.name === table)
-        if (!t) throw new Error(`no table "${table}" (tables: ${tables.map((x) => x.name).join(', ')})`)
+        if (!t) throw new InspectError(`no table "${table}" (tables: ${tables.map((x) => x.name).join(', ')})`)
         q.set('index', String(values.index ?? t.indexes[0]))
         q.set('key', String(values.prefix))
         q.set('op', 'prefix')
@@ -160,7 +162,7 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
         if (resume) p.set(...resume)
         const r = await get(`/statedb/tables/${encodeURIComponent(table)}?${p}`)
         const body = await r.text()
-        if (!r.ok) throw new Error(`${r.status} ${safeError(body)}`)
+        if (!r.ok) throw new InspectError(`${r.status} ${safeError(body)}`)
         entries.push(...(JSON.parse(body) as Entry[]))
         resume = nextPage(r.headers)
       } while (resume && entries.length < limit)
@@ -245,7 +247,7 @@ export async function runInspect(cmd: string, args: string[], io: CliIO): Promis
       if (values.dot || values.svg) {
         const r = await get(`/topology?format=${values.dot ? 'dot' : 'svg'}`)
         const body = await r.text()
-        if (!r.ok) throw new Error(`${r.status} ${safeError(body)}`)
+        if (!r.ok) throw new InspectError(`${r.status} ${safeError(body)}`)
         out(visibleLines(body))
         return 0
       }
@@ -282,7 +284,7 @@ async function watch(
   signal: AbortSignal | undefined,
 ): Promise<number> {
   const r = await get(`/statedb/tables/${encodeURIComponent(table)}/changes`)
-  if (!r.ok) throw new Error(`${r.status} ${safeError(await r.text())}`)
+  if (!r.ok) throw new InspectError(`${r.status} ${safeError(await r.text())}`)
   const seen = new Set<string>()
   let shape: Shape | undefined
   let buf = ''

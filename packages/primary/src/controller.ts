@@ -25,10 +25,10 @@
 //   rate-limited); a primary that is not a Kubernetes object is named by a pseudo-object in
 //   `eventNamespace`.
 // This file: the lifecycle, following primaries and observed tables, syncs; the parts are beside it.
-import { InvalidObjectError, SyncError, UsageError } from '../errors.ts'
+import { SyncError, UsageError } from './errors.ts'
 import { Reconciler, statusPending, type OpContext, type StatusIndex } from '@statewright/reconciler'
 import { WatchSet, type ChangeIterator, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
-import type { InvolvedObject } from '@statewright/k8s'
+import type { InvolvedObject } from '@statewright/reconciler'
 import {
   defaultKey,
   defaultSpec,
@@ -41,7 +41,7 @@ import {
 import { Secondaries } from './secondaries.ts'
 import { ownerKeyIn, ownerStampKeys, stampsFor } from './stamps.ts'
 import { errorStatusOf, involvedObject } from './status.ts'
-import type { OwnerStamps, SecondaryTarget } from './target.ts'
+import type { OwnerStamps, SecondaryTarget } from '@statewright/reconciler'
 import { Inflight, Requeues, markPending, newWorkTable, type MutableWork, type Work } from './work.ts'
 
 export class PrimaryController<P> {
@@ -289,7 +289,7 @@ export class PrimaryController<P> {
         try {
           hash = specHash(this.specOf(c.object))
         } catch (err) {
-          this.report(new InvalidObjectError(`primary "${key}": spec failed: ${(err as Error).message}`))
+          this.report(new SyncError(`primary "${key}": spec failed: ${(err as Error).message}`))
           continue
         }
         marks.push({ key, hash })
@@ -346,7 +346,7 @@ export class PrimaryController<P> {
     let res: SyncResult
     try {
       res = await this.o.sync(p, { txn: ctx.txn, signal: ctx.signal, key })
-      if (!res || !Array.isArray(res.secondaries)) throw new InvalidObjectError('sync must return { secondaries: [...] }')
+      if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
     } catch (err) {
       this.stats.syncErrors++
       const msg = `sync of ${this.o.kind} "${key}" failed: ${(err as Error).message}`

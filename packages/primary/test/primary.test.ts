@@ -14,7 +14,7 @@ import {
   type PrimaryControllerOptions,
   type SecondaryTarget,
   type SecondaryWriteResult,
-} from '@statewright/controller'
+} from '@statewright/primary'
 
 setValidation(true)
 

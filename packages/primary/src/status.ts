@@ -4,19 +4,8 @@
 //   is reported, never thrown over the sync's own error.
 // - Events always name an object: the primary itself when it is a Kubernetes object, else a
 //   pseudo-object of the primary kind whose name is derived from the key (stable per key).
-import type { InvolvedObject, KubeObject } from '@statewright/k8s'
+import type { InvolvedObject } from '@statewright/reconciler'
 import { ownerKeyLabelValue } from './stamps.ts'
-
-/** Writes a primary's status back (KvStatusWriter: CAS; kubeStatusWriter: SSA on /status). */
-export interface PrimaryStatusWriter<P> {
-  writeStatus(primary: P, status: unknown, signal?: AbortSignal): Promise<unknown>
-}
-
-/** Where events go: an EventRecorder of @statewright/k8s fits. */
-export interface EventSink {
-  normal(obj: InvolvedObject, reason: string, message: string): void
-  warning(obj: InvolvedObject, reason: string, message: string): void
-}
 
 /** The status written when a sync fails: `errorStatus` when given, else `{ ...status, error }`. */
 export function errorStatusOf(message: string, status: unknown, errorStatus?: (message: string, status: unknown) => unknown): unknown {
@@ -25,8 +14,9 @@ export function errorStatusOf(message: string, status: unknown, errorStatus?: (m
 
 /** The object events about a primary name: itself when it is a Kubernetes object, else a pseudo-object in `namespace`. */
 export function involvedObject(p: unknown, key: string, kind: string, namespace: string): InvolvedObject {
-  const o = p as KubeObject | undefined
-  if (o && typeof o === 'object' && typeof o.apiVersion === 'string' && typeof o.kind === 'string' && o.metadata?.name) return o
+  const o = p as { apiVersion?: unknown; kind?: unknown; metadata?: { name?: string } } | undefined
+  if (o && typeof o === 'object' && typeof o.apiVersion === 'string' && typeof o.kind === 'string' && o.metadata?.name)
+    return o as InvolvedObject
   return {
     apiVersion: 'statewright.io/v1',
     kind,

@@ -1,4 +1,8 @@
-// Where a PrimaryController's secondaries live, and what it asks of such a place.
+// The contract between a primary/secondary controller (@statewright/primary's PrimaryController,
+// Kumori's controllerruntime) and the places it writes to: where secondaries live (a cluster, a KV
+// bucket), where a primary's status goes, and where events go. It lives here, on the lowest floor its
+// implementers stand on: KubeSecondaries and kubeStatusWriter (@statewright/k8s), KvSecondaries and
+// KvStatusWriter (@statewright/nats), EventRecorder (@statewright/k8s).
 // Invariants:
 // - A target never overwrites or deletes an object that is not ours: apply and delete run the
 //   controller's ownership check (`owned`) on the object they read, inside their own
@@ -19,7 +23,7 @@ export type SecondaryWriteResult = 'created' | 'updated' | 'unchanged' | 'foreig
  * Where secondaries of some kinds live (a cluster, a bucket). `apply` and `delete` run the
  * controller's ownership check (`owned`) on the object they read, inside their own
  * compare-and-swap or precondition, so an object somebody else made is never overwritten.
- * Implemented by KubeSecondaries (here) and KvSecondaries (@statewright/nats).
+ * Implemented by KubeSecondaries (@statewright/k8s) and KvSecondaries (@statewright/nats).
  */
 export interface SecondaryTarget<S> {
   kindOf(s: S): string
@@ -42,4 +46,22 @@ export interface SecondarySpec<S = any> {
   target: SecondaryTarget<S>
   /** The secondaries as they are (a reflector's table): for repair of edits and deletes, and GC. */
   observed: Table<S>
+}
+
+/** Writes a primary's status back (KvStatusWriter: CAS; kubeStatusWriter: SSA on /status). */
+export interface PrimaryStatusWriter<P> {
+  writeStatus(primary: P, status: unknown, signal?: AbortSignal): Promise<unknown>
+}
+
+/** The object an event is about (a Kubernetes object, or a pseudo-object naming a primary). */
+export interface InvolvedObject {
+  apiVersion?: string
+  kind?: string
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string }
+}
+
+/** Where events go: @statewright/k8s's EventRecorder is one. */
+export interface EventSink {
+  normal(obj: InvolvedObject, reason: string, message: string): void
+  warning(obj: InvolvedObject, reason: string, message: string): void
 }

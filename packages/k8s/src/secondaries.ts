@@ -1,12 +1,12 @@
-// Kubernetes adapters of a PrimaryController: secondaries in a cluster, and the status write-back
+// Kubernetes adapters of @statewright/primary's PrimaryController (their contract is the reconciler's secondary.ts): secondaries in a cluster, and the status write-back
 // of primaries that are Kubernetes objects.
 // Invariants:
 // - Nothing is ever written over an object that is not ours: a create is a POST (an object made
 //   meanwhile is a 409, read again), an update happens only after the ownership check on what was
 //   read, and a delete carries the read uid as a precondition.
-import { ApiError, groupKind, isNotFound, objectPath, resolveKind, type Cluster, type KindRef, type KubeObject } from '@statewright/k8s'
-import type { PrimaryStatusWriter } from './status.ts'
-import type { OwnerStamps, SecondaryTarget, SecondaryWriteResult } from './target.ts'
+import type { OwnerStamps, PrimaryStatusWriter, SecondaryTarget, SecondaryWriteResult } from '@statewright/reconciler'
+import { ApiError, isNotFound, type Cluster } from './cluster.ts'
+import { groupKind, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
 
 /**
  * Secondaries in a Kubernetes cluster. apply reads the object: absent, it is created (POST, so an

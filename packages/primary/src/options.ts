@@ -7,9 +7,9 @@
 import type { RetryOptions } from '@statewright/reconciler'
 import type { DB, ReadTxn, Table } from '@statewright/statedb'
 import { createHash } from 'node:crypto'
-import { ConfigError } from '../errors.ts'
-import type { EventSink, PrimaryStatusWriter } from './status.ts'
-import type { SecondarySpec } from './target.ts'
+import { ConfigError } from '@statewright/statedb'
+import type { EventSink, PrimaryStatusWriter } from '@statewright/reconciler'
+import type { SecondarySpec } from '@statewright/reconciler'
 
 export interface SyncContext {
   /** The snapshot the primary was read from: read tertiary tables through it. */
