@@ -18,10 +18,9 @@ import { InternalError } from './errors.ts'
 import { emptyTree, less, lowerIndex, treeGet, TreeIterator, TreeWriter, type Leaf, type Tree, type TreeNode } from './btree.ts'
 import { validateTree } from './treecheck.ts'
 import type { EncodedKey } from './encoding.ts'
-import type { Entry } from './state.ts'
+import type { Bucket, BucketTree, Entry } from './state.ts'
 
-export type Bucket = EncodedKey | Tree<EncodedKey, EncodedKey>
-export type BucketTree = Tree<EncodedKey, Bucket>
+export type { Bucket, BucketTree }
 /** The primary index that resolves a bucket's primary keys. */
 export type PrimaryRoot<Obj> = TreeNode<EncodedKey, Entry<Obj>>
 

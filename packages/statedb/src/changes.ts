@@ -1,10 +1,7 @@
-// Change iterators and the graveyard of deleted objects.
+// Change iterators: every write and deletion of a table, in revision order, each once (deletions
+// come from the table's graveyard, graveyard.ts).
 //
 // Invariants:
-// - the graveyard is an append-only log of deletions in revision order (commits of one table are
-//   serialized), shared by all snapshots; a snapshot reads only the entries at or below its revision;
-// - an entry is kept while some open iterator has not yet passed its revision (and the deletion came
-//   after that iterator was created); with no open iterator nothing is kept at all;
 // - an iterator yields every live object first (in revision order from 0), then every later write
 //   and deletion in revision order, each once. An object deleted and inserted again before the
 //   iterator reached the deletion is seen as the later insert only (the net change); deleted,
@@ -15,6 +12,7 @@ import { TxnError } from './errors.ts'
 import type { Entry, TableView, Tombstone } from './state.ts'
 import { ReadTxn, type TxnHost } from './txn.ts'
 import { Watch } from './watch.ts'
+import type { Graveyard, Tracker } from './graveyard.ts'
 
 export interface Change<Obj> {
   readonly object: Obj
@@ -22,59 +20,6 @@ export interface Change<Obj> {
   readonly deleted: boolean
 }
 
-/** Where one iterator is: it has seen everything up to `seen`; deletions at or below `floor` predate it. */
-export interface Tracker {
-  seen: number
-  readonly floor: number
-}
-
-export class Graveyard<Obj> {
-  /** Absolute index of log[0]. */
-  private base = 0
-  private log: Tombstone<Obj>[] = []
-  readonly trackers = new Set<Tracker>()
-
-  get size(): number {
-    return this.log.length
-  }
-
-  append(deletes: readonly Tombstone<Obj>[]): void {
-    if (this.trackers.size === 0) return
-    for (const e of deletes) this.log.push(e)
-  }
-
-  /** Drops the entries no tracker needs. */
-  collect(): void {
-    if (this.log.length === 0) return
-    let mark = Infinity
-    for (const t of this.trackers) mark = Math.min(mark, Math.max(t.seen, t.floor))
-    let n = 0
-    while (n < this.log.length && this.log[n]!.revision <= mark) n++
-    if (n === 0) return
-    if (n === this.log.length) this.log = []
-    else this.log.splice(0, n)
-    this.base += n
-  }
-
-  /** Absolute position of the first entry above `revision`. */
-  firstAfter(revision: number): number {
-    let lo = 0
-    let hi = this.log.length
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1
-      if (this.log[mid]!.revision <= revision) lo = mid + 1
-      else hi = mid
-    }
-    return this.base + lo
-  }
-
-  /** The entry at an absolute position, if still kept. */
-  at(pos: number): Tombstone<Obj> | undefined {
-    return this.log[pos - this.base]
-  }
-}
-
-/** What the iterator needs of its table (kept narrow to avoid a cycle with table.ts). */
 export interface ChangeSource<Obj> {
   readonly name: string
   /** The table's deletions in one database (each database keeps its own, see DB.graveyardOf). */

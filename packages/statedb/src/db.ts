@@ -12,7 +12,7 @@
 // transaction's tables change at once, or none.
 
 import { DefinitionError, TxnError } from './errors.ts'
-import { Graveyard } from './changes.ts'
+import { Graveyard } from './graveyard.ts'
 import type { TableState } from './state.ts'
 import type { Table } from './table.ts'
 import { ReadTxn, WriteTxn, type TxnHost, type TxnTable } from './txn.ts'

@@ -8,8 +8,12 @@
 // - a published TableState is never changed: a write transaction builds a new one.
 
 import { emptyTree, type Tree, type TreeKey } from './btree.ts'
-import type { BucketTree } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
+
+/** A non-unique index's bucket (buckets.ts): one primary key, or a tree of them once there are two. */
+export type Bucket = EncodedKey | Tree<EncodedKey, EncodedKey>
+/** A non-unique index: secondary key -> bucket. */
+export type BucketTree = Tree<EncodedKey, Bucket>
 
 /**
  * An object as stored: the object and the table revision of its last write. An entry is also the

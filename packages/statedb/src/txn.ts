@@ -6,7 +6,7 @@
 // Abort drops what it built. Either way the transaction is finished and using it throws.
 
 import { TxnError } from './errors.ts'
-import type { Graveyard } from './changes.ts'
+import type { Graveyard } from './graveyard.ts'
 import type { TableState, TableView } from './state.ts'
 import type { WatchRegistry } from './registry.ts'
 import type { TableSchema } from './schema.ts'

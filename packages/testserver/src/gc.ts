@@ -14,12 +14,10 @@
 // - Every change goes through Objects' own delete and patch, so finalizers, events and versions
 //   behave exactly as for a client's write, and each step re-reads current state (a dependent may
 //   have been collected by an earlier step of the same cascade).
-import type { Objects } from './objects.ts'
+import { FOREGROUND, ORPHAN, type Objects, type StorageObserver } from './objects.ts'
 import type { ResourceType } from './resources.ts'
 import { StatusError } from './status.ts'
 
-export const FOREGROUND = 'foregroundDeletion'
-export const ORPHAN = 'orphan'
 const MANAGER = 'generic-garbage-collector'
 
 interface OwnerRef {
@@ -31,7 +29,7 @@ interface OwnerRef {
 }
 type Presence = 'present' | 'absent' | 'unresolvable'
 
-export class GarbageCollector {
+export class GarbageCollector implements StorageObserver {
   constructor(private readonly objects: Objects) {}
 
   /** An object was removed from storage: collect its dependents; owners waiting on it may go. */

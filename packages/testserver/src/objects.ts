@@ -33,7 +33,6 @@ import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
 import { fieldSchemaOf } from './schema.ts'
 import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
-import { FOREGROUND, ORPHAN, type GarbageCollector } from './gc.ts'
 import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
@@ -57,11 +56,21 @@ export interface DeleteOpts {
   propagationPolicy?: string
 }
 
+/** The finalizers that carry a deletion's propagation policy until the garbage collector acts (gc.ts). */
+export const FOREGROUND = 'foregroundDeletion'
+export const ORPHAN = 'orphan'
+
+/** What sees every write and every removal from storage: the garbage collector (gc.ts). */
+export interface StorageObserver {
+  written(t: ResourceType, obj: any): void
+  removed(gone: any): void
+}
+
 export class Objects {
   private readonly snapshots = new Map<number, Snapshot>()
   private readonly maxSnapshots = 64
   /** Set by the server unless `gc: false`. */
-  gc: GarbageCollector | undefined
+  gc: StorageObserver | undefined
   private readonly namespaces: Namespaces
 
   constructor(
