@@ -213,7 +213,7 @@ await check(
 
 await check(
   'inspect',
-  'the installed controller serves /ui (its static files, under the CSP), a dagre-laid-out /topology, and `npx statewright tables` reads them',
+  'with @statewright/cli installed beside it, the controller serves /ui (the static files of the cli, under the CSP) and a dagre-laid-out /topology, and `npx statewright tables` reads them',
   async () => {
     const script = join(consumer, 'inspect-check.mjs')
     writeFileSync(

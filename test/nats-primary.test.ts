@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { collectingLogger } from './lib/logger.ts'
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { KV } from '@nats-io/kv'
 import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
@@ -69,9 +70,9 @@ async function controller(nc: NatsConnection, bucket: string, kv: KV) {
     bucket,
     db,
     table: primaries,
-    backoff: { minMs: 20, maxMs: 200 },
+    retry: { minMs: 20, maxMs: 200 },
     requestTimeoutMs: 1000,
-    onError: (e) => errors.push(e.message),
+    logger: collectingLogger((e) => errors.push((e.fields.err as Error).message)),
   })
   const cms = new Reflector({
     cluster,
@@ -79,7 +80,7 @@ async function controller(nc: NatsConnection, bucket: string, kv: KV) {
     table: observed,
     kind: { apiVersion: 'v1', kind: 'ConfigMap' },
     namespace: NS,
-    backoff: { minMs: 20, maxMs: 200 },
+    retry: { minMs: 20, maxMs: 200 },
   })
   const events = new EventRecorder({ cluster, component: 'nats-primary' })
   const c = new PrimaryController<App>({

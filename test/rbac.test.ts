@@ -84,7 +84,7 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
       logger: createLogger({ level: 'silent' }),
       retry: { minMs: 20, maxMs: 100 },
       leaderElection: { namespace: 'default', retryPeriodMs: 100, leaseDurationMs: 1000, renewDeadlineMs: 800 },
-      drift: { minMs: 10, maxMs: 20, fightRepairs: 1 },
+      drift: { retry: { minMs: 10, maxMs: 20 }, fightRepairs: 1 },
     },
     {
       release: async () => {

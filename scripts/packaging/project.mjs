@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 
 export const root = new URL('../..', import.meta.url).pathname
-export const PACKAGES = ['statedb', 'reconciler', 'topology', 'k8s', 'primary', 'testserver', 'controller', 'nats']
+export const PACKAGES = ['statedb', 'reconciler', 'topology', 'k8s', 'primary', 'testserver', 'cli', 'controller', 'nats']
 export const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }
 const exec = promisify(execFile)
 

@@ -20,7 +20,15 @@
 // - A failing cleanup is never silent: the object gets a `FinalizerCleanup` False condition with the
 //   error (by server-side apply on /status), and health() lists the key, error, attempts and retry.
 import { CleanupError, ConfigError, UsageError } from './errors.ts'
-import { statusPending, newStatusIndex, Reconciler, type Status, type RetryOptions, type OpContext } from '@statewright/reconciler'
+import {
+  statusPending,
+  newStatusIndex,
+  Reconciler,
+  type Health,
+  type Status,
+  type RetryOptions,
+  type OpContext,
+} from '@statewright/reconciler'
 import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
 import {
   describe,
@@ -61,7 +69,7 @@ export interface FinalizerOptions {
   condition?: string | false
   /** Field manager of those status writes (default "statewright-finalizer"). */
   fieldManager?: string
-  /** Backoff between cleanup attempts (default 200 ms doubling to 60 s, jitter 0.1). */
+  /** Backoff between cleanup attempts (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
   retry?: RetryOptions
   /** Logs each failed cleanup (warn, will retry) and each cleanup done (info). */
   logger?: Logger
@@ -76,9 +84,8 @@ export interface FailingCleanup {
   nextRetryAt?: number
 }
 
-export interface FinalizerHealth {
-  level: 'ok' | 'degraded' | 'stopped'
-  message: string
+/** A finalizer's health: the shared `Health` (ready: started and its work loop ready) and its failing cleanups. */
+export interface FinalizerHealth extends Health {
   /** Objects that need us now (finalizer to add or cleanup to run), failing ones included. */
   pending: number
   failing: FailingCleanup[]
@@ -135,7 +142,7 @@ export class Finalizer {
       statusIndex,
       getObjectStatus: (w) => w.status,
       setObjectStatus: (w, status) => ({ ...w, status }),
-      retry: opts.retry ?? { minMs: 200, maxMs: 60_000, jitter: 0.1 },
+      ...(opts.retry ? { retry: opts.retry } : {}),
       operations: {
         update: (w, ctx) => this.act(w, ctx),
         delete: (w) => {
@@ -180,7 +187,7 @@ export class Finalizer {
           : loop.level === 'degraded'
             ? loop.message
             : `${pending} pending`
-    return { level, message, pending, failing }
+    return { level, message, ready: this.following !== undefined && loop.ready, pending, failing }
   }
 
   /** Objects that need us now (a finalizer to add, a cleanup to run). */

@@ -14,22 +14,14 @@ export type {
   ManagedFinalizerOptions,
   WatchOptions,
 } from './manager/options.ts'
+// the shared health shape every part's health extends (the reconciler's)
+export type { Health, HealthLevel } from '@statewright/reconciler'
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { inspectHandler, UI_CSP, type InspectOptions, type ObjectReconcileStatus } from './inspect/handler.ts'
-export {
-  layoutGraph,
-  toDot,
-  toSvg,
-  STATUS_COLORS,
-  type InspectGraph,
-  type NamedGraph,
-  type Layout,
-  type LaidOutNode,
-  type LaidOutEdge,
-} from './inspect/graph.ts'
+// the graph shape a component's graph() returns (statedb's, so that @statewright/cli renders it)
+export type { InspectGraph, NamedGraph } from '@statewright/statedb'
 export { waitForConvergence, type ConvergenceOptions, type ConvergenceResult } from './wait.ts'
-export { genTypes, type GenTypesOptions } from './gentypes.ts'
 export {
   setCondition,
   findCondition,
@@ -58,7 +50,6 @@ export {
   InvalidObjectError,
   ControllerError,
   CleanupError,
-  InspectError,
   type StatewrightErrorCode,
   type ControllerErrorCode,
 } from './errors.ts'

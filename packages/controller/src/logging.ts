@@ -1,5 +1,5 @@
-// Structured logging: a Logger interface that pino satisfies (pass a pino logger as it is), and a
-// small default that writes JSON lines to stderr.
+// Structured logging: the Logger interface (the reconciler's, which pino satisfies: pass a pino
+// logger as it is), and a small default that writes JSON lines to stderr.
 // Invariants:
 // - Library code logs only through a Logger, never console.*; components log with child loggers that
 //   carry their cluster, table, reconciler or derivation, and the object key where there is one.
@@ -7,24 +7,12 @@
 //   or an object marked sensitive is never written to a log.
 // - The default level is info; LOG_LEVEL overrides it (trace, debug, info, warn, error, fatal, silent).
 import { redactSecrets } from '@statewright/statedb'
+import type { LogFn, Logger } from '@statewright/reconciler'
+
+// the interface lives on the lowest floor that takes a logger (the reconciler)
+export type { Logger } from '@statewright/reconciler'
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
-
-type LogFn = {
-  (obj: object, msg?: string): void
-  (msg: string): void
-}
-
-/** The part of pino's Logger statewright uses. */
-export interface Logger {
-  trace: LogFn
-  debug: LogFn
-  info: LogFn
-  warn: LogFn
-  error: LogFn
-  fatal: LogFn
-  child(bindings: Record<string, unknown>): Logger
-}
 
 const LEVELS: Record<Exclude<LogLevel, 'silent'>, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 }
 

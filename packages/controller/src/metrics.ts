@@ -7,22 +7,16 @@
 // - rest_client_requests_total{code,method,host}, rest_client_request_duration_seconds{verb,host};
 // - leader_election_master_status{name}.
 // prom-client is an optional peer: loaded when a ControllerMetrics is built, never at import.
-import { ConfigError } from './errors.ts'
-import { createRequire } from 'node:module'
 import type * as PromClient from 'prom-client'
-import type { Metrics, OperationName, OperationResult, PromRegistry } from '@statewright/reconciler'
+import {
+  loadOptionalPeer,
+  requireOptionalPeer,
+  type Metrics,
+  type OperationName,
+  type OperationResult,
+  type PromRegistry,
+} from '@statewright/reconciler'
 import type { RequestRecord } from '@statewright/k8s'
-
-const requireHere = createRequire(import.meta.url)
-
-export function loadPromClient(): typeof PromClient | undefined {
-  try {
-    return requireHere('prom-client') as typeof PromClient
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && String((e as Error).message).includes("'prom-client'")) return undefined
-    throw e
-  }
-}
 
 export class ControllerMetrics implements Metrics {
   readonly registry: PromRegistry
@@ -38,8 +32,7 @@ export class ControllerMetrics implements Metrics {
 
   /** Throws, naming the install command, when prom-client is not installed. */
   constructor(registry?: PromRegistry) {
-    const prom = loadPromClient()
-    if (!prom) throw new ConfigError('ControllerMetrics needs prom-client, an optional peer dependency: npm install prom-client@^15.1.3')
+    const prom = requireOptionalPeer<typeof PromClient>('prom-client', 'ControllerMetrics', { from: import.meta.url, range: '^15.1.3' })
     const reg = (registry as PromClient.Registry | undefined) ?? new prom.Registry()
     this.registry = reg
     const registers = [reg]

@@ -45,7 +45,7 @@ test('delete during cleanup failures: condition and health show them, backoff ho
     table,
     name: NAME,
     kind: GADGET,
-    retry: { minMs: 300, maxMs: 5000 },
+    retry: { minMs: 300, maxMs: 5000, jitter: 0 },
     cleanup: async (obj, ctx) => {
       const mine = calls.filter((c) => c.name === obj.metadata.name).length + 1
       calls.push({ name: String(obj.metadata.name), at: Date.now(), attempt: ctx.attempt })

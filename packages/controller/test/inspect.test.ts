@@ -11,10 +11,10 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { UI_CSP, inspectHandler, waitForConvergence } from '../src/index.ts'
-import { runInspect } from '../src/inspect/cli.ts'
+import { runInspect } from '@statewright/cli'
 import { inspectFixture, memo, SECRET_VALUE, TOPOLOGY, XSS, type InspectFixture } from './inspect-fixture.ts'
 
-const CLI = fileURLToPath(new URL('../src/cli.ts', import.meta.url))
+const CLI = fileURLToPath(new URL('../../cli/src/bin.ts', import.meta.url))
 const TOKEN = 'tok-inspect-1'
 let f: InspectFixture
 const auth = { authorization: `Bearer ${TOKEN}` }

@@ -24,7 +24,7 @@ test('derived objects placed in two clusters follow their input, each repaired i
     http: false,
     handleSignals: false,
     logger: createLogger({ level: 'silent' }),
-    drift: { minMs: 10, maxMs: 50 },
+    drift: { retry: { minMs: 10, maxMs: 50 } },
   })
   const sites = m.watch(SITE)
   const cm = (site: KubeObject): KubeObject => ({

@@ -1,25 +1,20 @@
-// Calling users' callbacks from inside our loops.
+// Reporting failures from inside our loops to a user's logger. A logger that throws must not end the
+// caller's loop, abort its batch write or leave a leader term unstopped (the reconciler's logTo
+// drops its failure).
+import { logTo, type Logger } from '@statewright/reconciler'
 
 /**
- * Reports an error to a user's `onError`. A callback that throws must not end the caller's loop,
- * abort its batch write or leave a leader term unstopped, so its own failure is dropped.
+ * Counts a failed request in a part's status and logs it at warn (it is retried): leader election,
+ * sharded leases. `fields` say which part (its lease name, cluster).
  */
-export function reportError(onError: ((err: Error) => void) | undefined, err: Error): void {
-  if (onError === undefined) return
-  try {
-    onError(err)
-  } catch {
-    // the callback's failure is not ours to handle
-  }
-}
-
-/** Counts a failed request in a part's status and reports it (leader election, sharded leases). */
 export function noteFailure(
   st: { errors: number; lastError?: string | undefined },
-  onError: ((err: Error) => void) | undefined,
+  logger: Logger | undefined,
   err: Error,
+  fields: object,
+  msg: string,
 ): void {
   st.errors++
   st.lastError = err.message
-  reportError(onError, err)
+  logTo(logger, 'warn', { err, ...fields }, msg)
 }

@@ -1,7 +1,8 @@
 // A Cluster: one API server as seen from this process. It owns
 // - the KubeConfig (@kubernetes/client-node) that names the server and authenticates requests,
 // - one keep-alive agent shared by every request (no socket per request),
-// - one bottleneck limiter (QPS + burst, a token bucket) shared by every request to the cluster,
+// - one rate limiter (the reconciler's RateLimiter: a `{ qps, burst }` token bucket with a bottleneck
+//   queue) shared by every request to the cluster,
 // - a pause shared by every request when the server answers 429/503 with Retry-After.
 // Invariants: every request has a timeout (watches: a client-side deadline past their server-side
 // timeoutSeconds); every failed request rejects with an ApiError naming the method, path and object;
@@ -11,10 +12,11 @@ import http from 'node:http'
 import https from 'node:https'
 import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
-import Bottleneck from 'bottleneck'
+import { RateLimiter, type RateLimitOptions } from '@statewright/reconciler'
 import { KubeConfig } from './clientnode.ts'
 
-export interface ClusterOptions {
+/** `qps` and `burst` are the shared `RateLimitOptions` (client-go's names), each optional here. */
+export interface ClusterOptions extends Partial<RateLimitOptions> {
   /** A loaded KubeConfig; or give `kubeconfig` (YAML text); default: KubeConfig.loadFromDefault(). */
   kubeConfig?: KubeConfig
   kubeconfig?: string
@@ -156,7 +158,7 @@ export class Cluster {
       this.agent = new http.Agent({ keepAlive: true, maxSockets })
     }
     const qps = opts.qps ?? 100
-    if (qps > 0 && Number.isFinite(qps)) this.limiter = new RateLimiter(qps, Math.max(1, Math.round(opts.burst ?? qps * 2)))
+    if (qps > 0 && Number.isFinite(qps)) this.limiter = new RateLimiter({ qps, burst: Math.max(1, Math.round(opts.burst ?? qps * 2)) })
   }
 
   /** Fills TLS options synchronously (client-node's applyHTTPSOptions is synchronous underneath). */
@@ -373,59 +375,6 @@ export class Cluster {
     this.closed = true
     this.agent.destroy()
     if (this.limiter) await this.limiter.stop()
-  }
-}
-
-/**
- * A token bucket (qps, burst) shared by every request to a cluster. The fast path is synchronous: a
- * token is there, take it. When the bucket is empty, requests queue in a bottleneck limiter that
- * releases one every 1000/qps ms (FIFO), each taking a token on release (the bucket may go below
- * zero, which keeps the fast path closed until the queue is drained and the bucket refilled).
- * Why not bottleneck's own reservoir (reservoirIncreaseAmount/Interval): every request would go
- * through its asynchronous scheduler even when a token is free, and at qps 100 its refill heartbeat
- * ticks every 10 ms for the life of the cluster; the counter below costs nothing when idle and keeps
- * the common case synchronous. Bottleneck still does what it is good at: the FIFO queue and its pacing.
- */
-export class RateLimiter {
-  private tokens: number
-  private last = performance.now()
-  private waiting = 0
-  private readonly queue: Bottleneck
-
-  constructor(
-    readonly qps: number,
-    readonly burst: number,
-  ) {
-    this.tokens = burst
-    this.queue = new Bottleneck({ maxConcurrent: 1, minTime: 1000 / qps })
-  }
-
-  private refill(): void {
-    const now = performance.now()
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) * this.qps) / 1000)
-    this.last = now
-  }
-
-  /** Resolves when the request may go. */
-  take(): Promise<void> | void {
-    this.refill()
-    if (this.waiting === 0 && this.tokens >= 1) {
-      this.tokens -= 1
-      return
-    }
-    this.waiting++
-    return this.queue.schedule(async () => {
-      this.refill()
-      if (this.tokens < 1) await sleep(((1 - this.tokens) * 1000) / this.qps)
-      this.refill()
-      this.tokens -= 1
-      this.waiting--
-    })
-  }
-
-  async stop(): Promise<void> {
-    await this.queue.stop({ dropWaitingJobs: true }).catch(() => {})
-    this.queue.disconnect()
   }
 }
 

@@ -11,7 +11,7 @@
 // An object that holds what we want again before its repair is due is not repaired.
 import { StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Reconciler, statusPending } from '@statewright/reconciler'
+import { Reconciler, statusPending, type Health } from '@statewright/reconciler'
 import type { ChangeIterator, DB, ReadTxn, Table } from '@statewright/statedb'
 import type { KubeObject } from './gvk.ts'
 import type { EventRecorder } from './events.ts'
@@ -41,9 +41,8 @@ export interface DriftOptions {
   onFight?: (f: Fight) => void
 }
 
-export interface DriftHealth {
-  level: 'ok' | 'degraded'
-  message: string
+/** Drift repair's health: the shared `Health` (stopped once stopped; ready while it follows the table) and the fights. */
+export interface DriftHealth extends Health {
   fights: Fight[]
 }
 
@@ -65,15 +64,15 @@ export class DriftWatcher {
   private consumed = -1
   private progress: Array<() => void> = []
 
-  constructor(private readonly o: DriftOptions) {
-    this.pacer = new RepairPacer(o.pacing)
+  constructor(private readonly options: DriftOptions) {
+    this.pacer = new RepairPacer(options.pacing)
   }
 
   /** Starts following the observed table; a stopped watcher may start again (a new leadership term). */
   start(): this {
     if (this.loop) return this
     if (this.ctrl.signal.aborted) this.ctrl = new AbortController()
-    this.iter = this.o.observed.changes(this.o.db.readTxn())
+    this.iter = this.options.observed.changes(this.options.db.readTxn())
     this.loop = this.run(this.iter).finally(() => this.iter?.close())
     return this
   }
@@ -90,7 +89,7 @@ export class DriftWatcher {
    * scheduled when backed off (for waits in tests). Rejects when stopped or aborted.
    */
   async waitFor(txn: ReadTxn, signal?: AbortSignal): Promise<void> {
-    const want = this.o.observed.revision(txn)
+    const want = this.options.observed.revision(txn)
     while (this.consumed < want) {
       if (!this.loop || this.ctrl.signal.aborted) throw new StoppedError('drift watcher is not running')
       signal?.throwIfAborted()
@@ -112,19 +111,21 @@ export class DriftWatcher {
 
   health(): DriftHealth {
     const fights = this.fights()
-    if (fights.length === 0) return { level: 'ok', message: `${this.repairs} repairs`, fights }
+    const ready = this.loop !== undefined && !this.ctrl.signal.aborted
+    if (this.ctrl.signal.aborted) return { level: 'stopped', message: 'stopped', ready, fights }
+    if (fights.length === 0) return { level: 'ok', message: `${this.repairs} repairs`, ready, fights }
     const first = fights
       .slice(0, 3)
       .map((f) => `${f.key} (${f.repairs} repairs, other writer ${f.otherManager ?? 'unknown'})`)
       .join('; ')
-    return { level: 'degraded', message: `${fights.length} objects fought over: ${first}`, fights }
+    return { level: 'degraded', message: `${fights.length} objects fought over: ${first}`, ready, fights }
   }
 
   private async run(iter: ChangeIterator<KubeObject>): Promise<void> {
-    const { db, desired } = this.o
+    const { db, desired } = this.options
     const signal = this.ctrl.signal
-    const clusters = [this.o.cluster ?? '']
-    if (this.o.cluster !== undefined && this.o.matchDefaultCluster !== false) clusters.push('')
+    const clusters = [this.options.cluster ?? '']
+    if (this.options.cluster !== undefined && this.options.matchDefaultCluster !== false) clusters.push('')
     while (!signal.aborted) {
       const [batch, watch] = iter.next(db.readTxn())
       const txn = db.readTxn()
@@ -141,7 +142,7 @@ export class DriftWatcher {
         }
       }
       const next = await this.repairDue()
-      this.consumed = this.o.observed.revision(txn)
+      this.consumed = this.options.observed.revision(txn)
       for (const f of this.progress.splice(0)) f()
       const round = new AbortController()
       const both = AbortSignal.any([signal, round.signal])
@@ -161,7 +162,7 @@ export class DriftWatcher {
   /** Marks pending every waiting object whose repair is due; returns when the next one is due. */
   private async repairDue(): Promise<number | undefined> {
     if (this.waiting.size === 0) return undefined
-    const { db, desired } = this.o
+    const { db, desired } = this.options
     const now = Date.now()
     const due: string[] = []
     let next: number | undefined
@@ -180,27 +181,27 @@ export class DriftWatcher {
         if (!cur || cur.status.kind !== 'done') continue
         desired.table.insert(w, { ...cur, status: statusPending() })
         this.repairs++
-        this.o.metrics?.driftRepairs.inc({ cluster: this.o.cluster ?? '' })
+        this.options.metrics?.driftRepairs.inc({ cluster: this.options.cluster ?? '' })
         const fight = this.pacer.repaired(
           key,
-          waiting.reason === 'modified' ? otherManager(waiting.object, this.o.fieldManager) : undefined,
+          waiting.reason === 'modified' ? otherManager(waiting.object, this.options.fieldManager) : undefined,
         )
         if (fight) fights.push({ fight, object: waiting.object })
-        this.o.onDrift?.(cur, waiting.reason)
+        this.options.onDrift?.(cur, waiting.reason)
       }
     })
     for (const { fight, object } of fights) this.reportFight(fight, object)
-    this.o.metrics?.driftFights.set({ cluster: this.o.cluster ?? '' }, this.pacer.fights().length)
+    this.options.metrics?.driftFights.set({ cluster: this.options.cluster ?? '' }, this.pacer.fights().length)
     return next
   }
 
   private reportFight(f: Fight, object: KubeObject): void {
-    this.o.onFight?.(f)
+    this.options.onFight?.(f)
     const who = f.otherManager ? `field manager "${f.otherManager}"` : 'another writer'
-    this.o.events?.warning(
+    this.options.events?.warning(
       object,
       'FightingWriter',
-      `${who} keeps reverting what ${this.o.fieldManager ? `"${this.o.fieldManager}"` : 'this controller'} applies: ${f.repairs} repairs within the fight window; repairs are backed off`,
+      `${who} keeps reverting what ${this.options.fieldManager ? `"${this.options.fieldManager}"` : 'this controller'} applies: ${f.repairs} repairs within the fight window; repairs are backed off`,
     )
   }
 }

@@ -2,7 +2,8 @@
 // - aggregation: an event identical to a recent one ({involved object, type, reason, message}) is
 //   not a new Event but a higher `count` and a later `lastTimestamp` on the existing one (merge
 //   PATCH); an Event the server no longer has (expired) is created again;
-// - rate limiting: a token bucket per involved object (default burst 25, one token per 5 minutes,
+// - rate limiting: a token bucket per involved object, `{ qps, burst }` (the reconciler's
+//   RateLimitOptions; default burst 25, qps 1/300: one token per 5 minutes,
 //   like client-go's spam filter). A new event without a token is dropped; a repeat without a token
 //   is still counted and its count is written when a token comes (one timer for the recorder).
 //   This is a counter per object, not a limiter: it decides to drop or to aggregate and never
@@ -11,15 +12,15 @@
 // - recording never throws and never blocks the caller: writes are queued, one at a time per Event;
 //   flush() waits for them, close() stops the timer and waits for what is in flight.
 import { isNotFound, type Cluster } from './cluster.ts'
-import { reportError } from './callbacks.ts'
 
 export type EventType = 'Normal' | 'Warning'
 
 /** The object an event is about: a Kubernetes object or a reference to one (the reconciler's contract type). */
 export type { InvolvedObject } from '@statewright/reconciler'
-import type { EventSink, InvolvedObject } from '@statewright/reconciler'
+import { checkRateLimit, logTo, type RateLimitOptions, type EventSink, type InvolvedObject, type Logger } from '@statewright/reconciler'
 
-export interface EventRecorderOptions {
+/** `qps` and `burst` (the shared `RateLimitOptions`) size the token bucket of each involved object. */
+export interface EventRecorderOptions extends Partial<RateLimitOptions> {
   cluster: Cluster
   /** source.component and reportingComponent, e.g. "widget-controller". */
   component: string
@@ -27,15 +28,16 @@ export interface EventRecorderOptions {
   instance?: string
   /** Tokens per involved object (default 25). */
   burst?: number
-  /** One token back every this many ms (default 300 000). */
-  refillMs?: number
+  /** Tokens back per second per involved object (default 1/300: one every 5 minutes). */
+  qps?: number
   /** An identical event within this window adds to the count (default 10 minutes). */
   aggregateWindowMs?: number
   /** Events remembered for aggregation (LRU, default 4096). */
   cacheSize?: number
   /** Namespace of Events about cluster-scoped objects (default "default"). */
   defaultNamespace?: string
-  onError?: (err: Error) => void
+  /** Logs every Event that could not be written at warn, with `err`, the cluster, the involved object and the reason. */
+  logger?: Logger
 }
 
 export interface EventRecorderStats {
@@ -79,7 +81,11 @@ function kubeTime(ms: number): string {
 }
 
 export class EventRecorder implements EventSink {
-  private readonly o: Required<Omit<EventRecorderOptions, 'onError' | 'instance'>> & { instance: string; onError?: (err: Error) => void }
+  private readonly options: Required<Omit<EventRecorderOptions, 'logger' | 'instance' | 'qps'>> & {
+    instance: string
+    logger?: Logger
+    refillMs: number
+  }
   private readonly entries = new Map<string, Entry>()
   private readonly buckets = new Map<string, Bucket>()
   private readonly dirty = new Set<Entry>()
@@ -90,16 +96,17 @@ export class EventRecorder implements EventSink {
   readonly stats: EventRecorderStats = { created: 0, updated: 0, aggregated: 0, dropped: 0, errors: 0 }
 
   constructor(o: EventRecorderOptions) {
-    this.o = {
+    this.options = {
       cluster: o.cluster,
       component: o.component,
       instance: o.instance ?? process.env.HOSTNAME ?? o.component,
       burst: o.burst ?? 25,
-      refillMs: o.refillMs ?? 300_000,
+      // one token back every 1000/qps ms
+      refillMs: 1000 / checkRateLimit({ qps: o.qps ?? 1 / 300, burst: o.burst ?? 25 }, 'EventRecorder').qps,
       aggregateWindowMs: o.aggregateWindowMs ?? 600_000,
       cacheSize: o.cacheSize ?? 4096,
       defaultNamespace: o.defaultNamespace ?? 'default',
-      onError: o.onError,
+      ...(o.logger ? { logger: o.logger } : {}),
     }
   }
 
@@ -119,7 +126,7 @@ export class EventRecorder implements EventSink {
     const key = `${objKey}\u0000${type}\u0000${reason}\u0000${message}`
     const now = Date.now()
     let e = this.entries.get(key)
-    if (e && now - e.last > this.o.aggregateWindowMs) {
+    if (e && now - e.last > this.options.aggregateWindowMs) {
       this.entries.delete(key)
       e = undefined
     }
@@ -140,7 +147,7 @@ export class EventRecorder implements EventSink {
     e = {
       key,
       objKey,
-      namespace: m.namespace || this.o.defaultNamespace,
+      namespace: m.namespace || this.options.defaultNamespace,
       name: undefined,
       involved: {
         apiVersion: obj.apiVersion,
@@ -160,7 +167,7 @@ export class EventRecorder implements EventSink {
       busy: undefined,
     }
     this.entries.set(key, e)
-    while (this.entries.size > this.o.cacheSize) this.entries.delete(this.entries.keys().next().value!)
+    while (this.entries.size > this.options.cacheSize) this.entries.delete(this.entries.keys().next().value!)
     this.write(e, true)
   }
 
@@ -194,15 +201,15 @@ export class EventRecorder implements EventSink {
   private bucket(objKey: string, now: number): Bucket {
     let b = this.buckets.get(objKey)
     if (!b) {
-      b = { tokens: this.o.burst, at: now }
+      b = { tokens: this.options.burst, at: now }
       this.buckets.set(objKey, b)
-      if (this.buckets.size > this.o.cacheSize) this.buckets.delete(this.buckets.keys().next().value!)
+      if (this.buckets.size > this.options.cacheSize) this.buckets.delete(this.buckets.keys().next().value!)
       return b
     }
-    const refill = Math.floor((now - b.at) / this.o.refillMs)
+    const refill = Math.floor((now - b.at) / this.options.refillMs)
     if (refill > 0) {
-      b.tokens = Math.min(this.o.burst, b.tokens + refill)
-      b.at = b.tokens === this.o.burst ? now : b.at + refill * this.o.refillMs
+      b.tokens = Math.min(this.options.burst, b.tokens + refill)
+      b.at = b.tokens === this.options.burst ? now : b.at + refill * this.options.refillMs
     }
     return b
   }
@@ -210,7 +217,7 @@ export class EventRecorder implements EventSink {
   private take(objKey: string, now: number): boolean {
     const b = this.bucket(objKey, now)
     if (b.tokens <= 0) return false
-    if (b.tokens === this.o.burst) b.at = now
+    if (b.tokens === this.options.burst) b.at = now
     b.tokens--
     return true
   }
@@ -235,7 +242,7 @@ export class EventRecorder implements EventSink {
     for (const e of this.dirty) {
       if (e.busy || e.name === undefined) continue // handled when its write ends
       const b = this.bucket(e.objKey, now)
-      next = Math.min(next, b.tokens > 0 ? now : b.at + this.o.refillMs)
+      next = Math.min(next, b.tokens > 0 ? now : b.at + this.options.refillMs)
     }
     if (next === Infinity) return
     this.timer = setTimeout(
@@ -261,7 +268,12 @@ export class EventRecorder implements EventSink {
         else await this.update(e)
       } catch (err) {
         this.stats.errors++
-        reportError(this.o.onError, err as Error)
+        logTo(
+          this.options.logger,
+          'warn',
+          { err, cluster: this.options.cluster.name, object: e.objKey, reason: e.reason },
+          'event not recorded',
+        )
         if (e.name === undefined) {
           // never created: forget it, the next occurrence is a new event
           if (this.entries.get(e.key) === e) this.entries.delete(e.key)
@@ -294,11 +306,11 @@ export class EventRecorder implements EventSink {
       count,
       firstTimestamp: kubeTime(e.first),
       lastTimestamp: kubeTime(e.last),
-      source: { component: this.o.component, host: this.o.instance },
-      reportingComponent: this.o.component,
-      reportingInstance: this.o.instance,
+      source: { component: this.options.component, host: this.options.instance },
+      reportingComponent: this.options.component,
+      reportingInstance: this.options.instance,
     }
-    await this.o.cluster.request({
+    await this.options.cluster.request({
       method: 'POST',
       path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events`,
       body,
@@ -312,7 +324,7 @@ export class EventRecorder implements EventSink {
   private async update(e: Entry): Promise<void> {
     const count = e.count
     try {
-      await this.o.cluster.request({
+      await this.options.cluster.request({
         method: 'PATCH',
         path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events/${encodeURIComponent(e.name!)}`,
         body: { count, lastTimestamp: kubeTime(e.last) },

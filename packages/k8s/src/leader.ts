@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, type AttemptResult, type LeaseTerm } from './lease.ts'
 import { noteFailure } from './callbacks.ts'
+import type { Logger } from '@statewright/reconciler'
 
 export interface LeaderCallbacks {
   /** A term began: start the work; stop it when `term.signal` aborts (onStoppedLeading is also called). */
@@ -46,8 +47,8 @@ export interface LeaderElectorOptions extends LeaderCallbacks {
   /** Release the lease on stop() (default true). */
   releaseOnStop?: boolean
   labels?: Record<string, string>
-  /** Called for every failed API request (the elector retries anyway). */
-  onError?: (err: Error) => void
+  /** Logs every failed API request at warn, with `err` and the lease and cluster (the elector retries anyway). */
+  logger?: Logger
 }
 
 export interface LeaderElectorStatus {
@@ -68,7 +69,7 @@ export interface LeaderElectorStatus {
 export class LeaderElector {
   readonly identity: string
   readonly lock: LeaseLock
-  private readonly o: LeaderElectorOptions
+  private readonly options: LeaderElectorOptions
   private readonly retryMs: number
   private readonly ctrl = new AbortController()
   private loop: Promise<void> | undefined
@@ -78,7 +79,7 @@ export class LeaderElector {
   private readonly st = { terms: 0, errors: 0, lastError: undefined as string | undefined }
 
   constructor(o: LeaderElectorOptions) {
-    this.o = o
+    this.options = o
     this.identity = o.identity ?? defaultIdentity()
     this.retryMs = o.retryPeriodMs ?? 2000
     this.lock = new LeaseLock({
@@ -135,7 +136,13 @@ export class LeaderElector {
   }
 
   private failed(err: Error): void {
-    noteFailure(this.st, this.o.onError, err)
+    noteFailure(
+      this.st,
+      this.options.logger,
+      err,
+      { lease: this.options.name, cluster: this.options.cluster.name },
+      'leader election request failed',
+    )
   }
 
   private jitter(): number {
@@ -147,7 +154,7 @@ export class LeaderElector {
     if (h !== undefined && h !== this.lastLeader) {
       this.lastLeader = h
       try {
-        this.o.onNewLeader?.(h)
+        this.options.onNewLeader?.(h)
       } catch (err) {
         this.failed(err as Error)
       }
@@ -176,7 +183,7 @@ export class LeaderElector {
       await sleep(this.jitter(), undefined, { signal }).catch(() => {})
     }
     // A lease acquired in the very last attempt (abort raced with the answer) is released too.
-    if (this.o.releaseOnStop !== false) await this.lock.release()
+    if (this.options.releaseOnStop !== false) await this.lock.release()
     else this.lock.drop()
   }
 
@@ -189,7 +196,7 @@ export class LeaderElector {
     this.term = term
     this.st.terms++
     try {
-      await this.o.onStartedLeading?.(term)
+      await this.options.onStartedLeading?.(term)
     } catch (err) {
       this.failed(err as Error)
     }
@@ -217,7 +224,7 @@ export class LeaderElector {
     }
     this.endTerm(term, signal.aborted ? 'stopped' : (term.endReason ?? 'ended'))
     try {
-      await this.o.onStoppedLeading?.(term, term.endReason!)
+      await this.options.onStoppedLeading?.(term, term.endReason!)
     } catch (err) {
       this.failed(err as Error)
     }

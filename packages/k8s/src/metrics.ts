@@ -4,10 +4,8 @@
 // prom-client is an optional peer dependency: it is required when a K8sMetrics is built, never at
 // import, so the package works without it (reflectors and targets without `metrics`). No public type
 // names a prom-client type, so a consumer without prom-client still type-checks our .d.ts.
-import { ConfigError } from './errors.ts'
-import { createRequire } from 'node:module'
 import type * as PromClient from 'prom-client'
-import type { PromRegistry } from '@statewright/reconciler'
+import { requireOptionalPeer, type PromRegistry } from '@statewright/reconciler'
 
 type Labels<L extends string> = Partial<Record<L, string | number>>
 /** The part of a prom-client Counter the reflectors and targets use. */
@@ -17,21 +15,6 @@ export interface CounterLike<L extends string> {
 /** The part of a prom-client Gauge the reflectors and targets use. */
 export interface GaugeLike<L extends string> {
   set(labels: Labels<L>, value: number): void
-}
-
-const requireHere = createRequire(import.meta.url)
-
-function loadPromClient(): typeof PromClient {
-  try {
-    return requireHere('prom-client') as typeof PromClient
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((e as Error).message).includes("'prom-client'")) throw e
-    throw new ConfigError(
-      'K8sMetrics needs prom-client, an optional peer dependency of @statewright/k8s that is not installed. ' +
-        'Install it with: npm install prom-client@^15.1.3 (or leave `metrics` unset)',
-      { cause: e },
-    )
-  }
 }
 
 export class K8sMetrics {
@@ -49,7 +32,11 @@ export class K8sMetrics {
 
   /** `registry`: a prom-client Registry (default: a new one). */
   constructor(registry?: PromRegistry, prefix = 'statewright_k8s_') {
-    const { Counter, Gauge, Registry } = loadPromClient()
+    const { Counter, Gauge, Registry } = requireOptionalPeer<typeof PromClient>('prom-client', 'K8sMetrics', {
+      from: import.meta.url,
+      range: '^15.1.3',
+      instead: 'or leave `metrics` unset',
+    })
     const reg = (registry as PromClient.Registry | undefined) ?? new Registry()
     this.registry = reg
     const r = [reg]

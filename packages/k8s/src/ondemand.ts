@@ -16,7 +16,7 @@ import { DB, Table, defineIndex } from '@statewright/statedb'
 import type { ClusterRegistry } from './registry.ts'
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from './reflector.ts'
 import { namespacedName, type KubeObject } from './gvk.ts'
-import { reportError } from './callbacks.ts'
+import { logTo, type Logger } from '@statewright/reconciler'
 
 /** A target: one object of one kind in one cluster. Cluster-scoped kinds have no namespace. */
 export interface TargetRef {
@@ -29,13 +29,17 @@ export interface TargetRef {
 
 export interface WatchOnDemandOptions {
   registry: ClusterRegistry
-  /** Owners whose targets changed (awaited; a throw is reported to onError). */
+  /** Owners whose targets changed (awaited; a throw is logged at error). */
   onChange: (owners: string[], targets: TargetRef[]) => void | Promise<void>
   /** How long an unneeded cache lives on (default 60 000 ms). */
   graceMs?: number
-  /** Options for every reflector (backoff, page size, metrics, ...). */
+  /** Options for every reflector (retry, page size, metrics, ...); their logger defaults to `logger`. */
   reflector?: Partial<Omit<ReflectorOptions, 'cluster' | 'db' | 'table' | 'kind' | 'name'>>
-  onError?: (err: Error) => void
+  /**
+   * Logs failures at error with `err`, the cluster and the kind: an onChange that threw, a cache
+   * that failed to start or stop; and, unless `reflector.logger` is given, its reflectors' failures.
+   */
+  logger?: Logger
 }
 
 export interface CacheInfo {
@@ -79,7 +83,7 @@ function objKeyOf(t: { namespace?: string; name: string }): string {
 }
 
 export class WatchOnDemand {
-  private readonly o: WatchOnDemandOptions
+  private readonly options: WatchOnDemandOptions
   private readonly graceMs: number
   private readonly caches = new Map<string, Cache>()
   /** cacheKey -> objKey -> owner -> target */
@@ -90,7 +94,7 @@ export class WatchOnDemand {
   private stopped = false
 
   constructor(o: WatchOnDemandOptions) {
-    this.o = o
+    this.options = o
     this.graceMs = o.graceMs ?? 60_000
   }
 
@@ -178,8 +182,8 @@ export class WatchOnDemand {
 
   // ---- internals ----
 
-  private report(err: Error): void {
-    reportError(this.o.onError, err)
+  private report(err: Error, c: { cluster: string; kind: string; apiVersion: string }, msg: string): void {
+    logTo(this.options.logger, 'error', { err, cluster: c.cluster, kind: `${c.kind}.${c.apiVersion}` }, msg)
   }
 
   private add(owner: string, target: TargetRef): Cache {
@@ -209,22 +213,19 @@ export class WatchOnDemand {
   }
 
   private startCache(t: TargetRef): Cache {
-    const cluster = this.o.registry.require(t.cluster)
+    const cluster = this.options.registry.require(t.cluster)
     const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true })
     const tableName = `c_${t.cluster}_${t.kind}_${t.apiVersion}`.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 63)
     const table = new Table<KubeObject>({ name: tableName, primary: byName })
     const db = new DB({ tables: [table] })
     const reflector = new Reflector({
-      ...this.o.reflector,
+      ...this.options.reflector,
       cluster,
       db,
       table,
       kind: { apiVersion: t.apiVersion, kind: t.kind },
       name: `${t.cluster}/${t.kind}.${t.apiVersion}`,
-      onError: (err) => {
-        this.o.reflector?.onError?.(err)
-        this.report(err)
-      },
+      ...(this.options.reflector?.logger || this.options.logger ? { logger: this.options.reflector?.logger ?? this.options.logger } : {}),
     })
     const ctrl = new AbortController()
     const cache: Cache = {
@@ -248,7 +249,7 @@ export class WatchOnDemand {
       await reflector.start()
       await this.deliver(cache)
     })().catch((err) => {
-      if (!ctrl.signal.aborted) this.report(err as Error)
+      if (!ctrl.signal.aborted) this.report(err as Error, t, 'watch on demand: a cache failed')
     })
     return cache
   }
@@ -275,9 +276,9 @@ export class WatchOnDemand {
         }
         if (owners.size) {
           try {
-            await this.o.onChange([...owners].sort(), targets)
+            await this.options.onChange([...owners].sort(), targets)
           } catch (err) {
-            this.report(err as Error)
+            this.report(err as Error, cache, 'watch on demand: onChange failed')
           }
         }
         await watch.wait(ctrl.signal).catch(() => {})
@@ -309,7 +310,7 @@ export class WatchOnDemand {
       c.stopped = (async () => {
         await c.loop
         await c.reflector.stop()
-      })().catch((err) => this.report(err as Error))
+      })().catch((err) => this.report(err as Error, c, 'watch on demand: stopping a cache failed'))
     }
     return c.stopped
   }

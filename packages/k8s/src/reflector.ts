@@ -4,17 +4,17 @@
 //   delete what is gone), then a watch from the list's resourceVersion with bookmarks and a
 //   randomized server-side timeout; a watch that ends resumes from the last version seen;
 // - 410 Gone / Expired (HTTP status or ERROR event, or an expired continue token) relists;
-// - any other failure is retried with exponential backoff (p-retry), forever: the reflector never
-//   stops by itself, its health says what is wrong;
+// - any other failure is retried with exponential backoff (`retry`, statedb's backoffDelay: the
+//   shared default, jittered), forever: the reflector never stops by itself, its health says what is
+//   wrong; an attempt that made progress (a list, a watch that resumed) starts the backoff over;
 // - watch events are coalesced by object (the latest wins) into write transactions of at most
 //   `batchSize` objects, written at most `batchDelayMs` after the first event of a batch;
 // - the table is initialized (statedb initializer) after the first complete list;
 // - state-of-world mode: no watch, a full list replacing the table every `intervalMs`.
 import { ReflectorError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import pRetry from 'p-retry'
-import type { DB, Table, Txn, WriteTxn } from '@statewright/statedb'
-import { markSensitive } from '@statewright/statedb'
+import type { DB, RetryOptions, Table, Txn, WriteTxn } from '@statewright/statedb'
+import { backoffDelay, markSensitive, resolveRetry } from '@statewright/statedb'
 import { ApiError, isGone, type Cluster } from './cluster.ts'
 import { collectionPath, describe, namespacedName, resolveKind, type KindRef, type KubeObject, type ResourceRef } from './gvk.ts'
 import { LineDecoder, parseEvent } from './ndjson.ts'
@@ -22,7 +22,7 @@ import { listAll } from './list.ts'
 import { Batcher, type Pending } from './batch.ts'
 import type { K8sMetrics } from './metrics.ts'
 import { StringPool, compactObject } from './compact.ts'
-import { reportError } from './callbacks.ts'
+import { logTo, type Health, type Logger } from '@statewright/reconciler'
 
 export interface ReflectorOptions<Obj = KubeObject> {
   cluster: Cluster
@@ -62,20 +62,28 @@ export interface ReflectorOptions<Obj = KubeObject> {
   batchDelayMs?: number
   /** Server-side watch timeout: random in [s, 2s] (default 300 s, like client-go). */
   watchTimeoutSeconds?: number
-  /** Backoff after failures (default 100 ms doubling up to 30 s, randomized). */
-  backoff?: { minMs?: number; maxMs?: number }
+  /** Backoff after failures (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter ±20%). */
+  retry?: RetryOptions
   /** Readiness is lost when lists and watches have failed for this long without a success (default 15 000 ms). */
   lostAfterMs?: number
   /** State-of-world mode: no watch; a full list every intervalMs replaces the table. */
   stateOfWorld?: { intervalMs: number }
   metrics?: K8sMetrics
-  /** Called for every failure (the reflector retries anyway). */
-  onError?: (err: Error) => void
+  /**
+   * Logs every failure at warn (the reflector retries anyway), with `err`, the reflector's name, its
+   * cluster and kind: "list/watch failed; retrying with backoff", or "object skipped".
+   */
+  logger?: Logger
 }
 
 export type ReflectorState = 'new' | 'listing' | 'watching' | 'waiting' | 'backoff' | 'stopped'
 
-export interface ReflectorHealth {
+/**
+ * A reflector's health: the shared `Health` (level `ok` while lists and watches succeed, `degraded`
+ * while they fail or the watch is lost, `stopped`; the message says the state and the last error)
+ * and its counters.
+ */
+export interface ReflectorHealth extends Health {
   name: string
   cluster: string
   state: ReflectorState
@@ -104,6 +112,18 @@ export interface ReflectorHealth {
   objects: number
 }
 
+/** The level and message of a reflector: stopped, degraded while failing (with the last error), else ok. */
+function reflectorLevel(
+  state: string,
+  failing: boolean,
+  lastError: string | undefined,
+  objects: number,
+): Pick<Health, 'level' | 'message'> {
+  if (state === 'stopped') return { level: 'stopped', message: 'stopped' }
+  if (failing) return { level: 'degraded', message: `${state}: ${lastError ?? 'failing'}` }
+  return { level: 'ok', message: `${state}, ${objects} objects` }
+}
+
 class Relist extends Error {
   override name = 'Relist'
 }
@@ -115,8 +135,9 @@ function markAll<T>(out: T | T[] | undefined | null): T | T[] | undefined | null
 
 export class Reflector<Obj = KubeObject> {
   readonly name: string
-  private readonly o: ReflectorOptions<Obj>
+  private readonly options: ReflectorOptions<Obj>
   private readonly keyOf: (obj: Obj) => string
+  private readonly retry: Required<RetryOptions>
   private readonly transform: (obj: KubeObject) => Obj | Obj[] | undefined | null
   /** Outputs per source object, kept when a transform is given (to delete stale outputs). */
   private readonly sources: Map<string, { rv: string | undefined; outs: Obj[] }> | undefined
@@ -132,7 +153,7 @@ export class Reflector<Obj = KubeObject> {
   private failingSince: number | undefined
   /** Unix ms the current watch connection opened (undefined: no watch open). */
   private watchingSince: number | undefined
-  private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster' | 'ready'> = {
+  private readonly h: Omit<ReflectorHealth, 'objects' | 'name' | 'cluster' | 'ready' | 'level' | 'message'> = {
     state: 'new',
     synced: false,
     lastSyncAt: undefined,
@@ -147,8 +168,9 @@ export class Reflector<Obj = KubeObject> {
   }
 
   constructor(opts: ReflectorOptions<Obj>) {
-    this.o = opts
+    this.options = opts
     this.name = opts.name ?? `${opts.cluster.name}/${opts.kind.kind}`
+    this.retry = resolveRetry(opts.retry, `reflector ${this.name}`)
     this.keyOf = opts.key ?? ((obj: Obj) => namespacedName(obj as unknown as KubeObject))
     const keep = !!opts.keepManagedFields
     const pool = new StringPool()
@@ -163,9 +185,9 @@ export class Reflector<Obj = KubeObject> {
   /** Registers the table initializer and starts listing and watching. Resolves once started. */
   async start(): Promise<void> {
     if (this.loop) throw new UsageError(`reflector ${this.name}: already started`)
-    const txn = await this.o.db.writeTxn(this.o.table)
+    const txn = await this.options.db.writeTxn(this.options.table)
     try {
-      this.markInitialized = this.o.table.registerInitializer(txn, `reflector:${this.name}`)
+      this.markInitialized = this.options.table.registerInitializer(txn, `reflector:${this.name}`)
       txn.commit()
     } catch (err) {
       txn.abort()
@@ -188,7 +210,7 @@ export class Reflector<Obj = KubeObject> {
     // A stopped reflector never syncs: waiting on its own signal too keeps callers from hanging.
     const s = signal ? AbortSignal.any([signal, this.ctrl.signal]) : this.ctrl.signal
     for (;;) {
-      const [ok, w] = this.o.table.initialized(this.o.db.readTxn())
+      const [ok, w] = this.options.table.initialized(this.options.db.readTxn())
       if (ok && this.h.synced) return
       s.throwIfAborted()
       if (ok) await sleep(5, undefined, { signal: s })
@@ -197,47 +219,36 @@ export class Reflector<Obj = KubeObject> {
   }
 
   health(): ReflectorHealth {
-    const txn = this.o.db.readTxn()
+    const txn = this.options.db.readTxn()
     let objects: number
-    if (this.o.queryAll) {
+    if (this.options.queryAll) {
       objects = 0
-      for (const _ of this.o.queryAll(txn)) objects++
-    } else objects = this.o.table.count(txn)
+      for (const _ of this.options.queryAll(txn)) objects++
+    } else objects = this.options.table.count(txn)
     const now = Date.now()
     // a watch open for a second is working (a server that closes at once is not), events or not
     const steady = this.watchingSince !== undefined && now - this.watchingSince >= 1000
-    const lost = !steady && this.failingSince !== undefined && now - this.failingSince >= (this.o.lostAfterMs ?? 15_000)
+    const lost = !steady && this.failingSince !== undefined && now - this.failingSince >= (this.options.lostAfterMs ?? 15_000)
     const ready = this.h.synced && this.h.state !== 'stopped' && !lost
-    return { name: this.name, cluster: this.o.cluster.name, ...this.h, ready, resourceVersion: this.rv, objects }
+    const { level, message } = reflectorLevel(this.h.state, this.failingSince !== undefined || lost, this.h.lastError, objects)
+    return { name: this.name, cluster: this.options.cluster.name, ...this.h, level, message, ready, resourceVersion: this.rv, objects }
   }
 
   // ---- the loop ----
 
   private async run(): Promise<void> {
     const signal = this.ctrl.signal
-    const minMs = this.o.backoff?.minMs ?? 100
-    const maxMs = this.o.backoff?.maxMs ?? 30_000
+    let failures = 0
     while (!signal.aborted) {
       try {
         // One attempt makes progress or throws; consecutive failures back off exponentially.
-        await pRetry(() => this.attempt(), {
-          retries: Infinity,
-          minTimeout: minMs,
-          maxTimeout: maxMs,
-          factor: 2,
-          randomize: true,
-          signal,
-          onFailedAttempt: ({ error }) => {
-            if (signal.aborted) return
-            this.failed(error)
-            this.h.state = 'backoff'
-          },
-          shouldRetry: () => !signal.aborted,
-        })
+        await this.attempt()
+        failures = 0
       } catch (err) {
         if (signal.aborted) break
-        this.failed(err as Error) // not expected: p-retry gave up; start again after a pause
-        await sleep(maxMs, undefined, { signal }).catch(() => {})
+        this.failed(err as Error)
+        this.h.state = 'backoff'
+        await sleep(backoffDelay(++failures, this.retry), undefined, { signal }).catch(() => {})
       }
     }
   }
@@ -249,18 +260,23 @@ export class Reflector<Obj = KubeObject> {
     this.h.lastError = err.message
     this.count('errors')
     this.gauge('up', 0)
-    reportError(this.o.onError, err)
+    logTo(
+      this.options.logger,
+      'warn',
+      { err, reflector: this.name, cluster: this.options.cluster.name, kind: `${this.options.kind.kind}.${this.options.kind.apiVersion}` },
+      object ? 'object skipped' : 'list/watch failed; retrying with backoff',
+    )
   }
 
   /** One step: a list if needed, then one watch (or one state-of-world pause). Throws on no progress. */
   private async attempt(): Promise<void> {
     const signal = this.ctrl.signal
     try {
-      if (!this.resource) this.resource = await resolveKind(this.o.cluster, this.o.kind)
-      if (this.o.stateOfWorld) {
+      if (!this.resource) this.resource = await resolveKind(this.options.cluster, this.options.kind)
+      if (this.options.stateOfWorld) {
         if (!this.needList) {
           this.h.state = 'waiting'
-          await sleep(this.o.stateOfWorld.intervalMs, undefined, { signal })
+          await sleep(this.options.stateOfWorld.intervalMs, undefined, { signal })
         }
         this.needList = true
         await this.listAndReplace()
@@ -280,7 +296,7 @@ export class Reflector<Obj = KubeObject> {
         if (!(err instanceof Relist)) this.h.lastError = (err as Error).message
         return
       }
-      // p-retry stops on TypeError (a programming error): wrap so the reflector keeps going.
+      // health and logs show it as the reflector's failure, with the cause kept
       throw err instanceof ApiError
         ? err
         : new ReflectorError(`reflector ${this.name}: ${(err as Error)?.message ?? String(err)}`, { cause: err })
@@ -290,11 +306,11 @@ export class Reflector<Obj = KubeObject> {
   private async listAndReplace(): Promise<void> {
     const r = this.resource!
     this.h.state = 'listing'
-    const { items, resourceVersion: rv } = await listAll(this.o.cluster, r, {
-      namespace: this.o.namespace,
-      labelSelector: this.o.labelSelector,
-      fieldSelector: this.o.fieldSelector,
-      pageSize: this.o.pageSize,
+    const { items, resourceVersion: rv } = await listAll(this.options.cluster, r, {
+      namespace: this.options.namespace,
+      labelSelector: this.options.labelSelector,
+      fieldSelector: this.options.fieldSelector,
+      pageSize: this.options.pageSize,
       signal: this.ctrl.signal,
     })
     await this.batcher.discard() // the list supersedes every buffered event
@@ -304,14 +320,14 @@ export class Reflector<Obj = KubeObject> {
     this.h.lists++
     this.h.lastSyncAt = Date.now()
     this.count('lists')
-    this.o.metrics?.reflectorLastSync.set(this.labels(), this.h.lastSyncAt / 1000)
+    this.options.metrics?.reflectorLastSync.set(this.labels(), this.h.lastSyncAt / 1000)
   }
 
   /** One transaction: the listed objects in, everything else this reflector owns out. */
   private async replace(items: KubeObject[]): Promise<void> {
-    const { db, table } = this.o
+    const { db, table } = this.options
     await db.write(table, (txn) => {
-      if (!this.sources && !this.o.queryAll && table.count(txn) === 0) {
+      if (!this.sources && !this.options.queryAll && table.count(txn) === 0) {
         // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
         // key, and statedb packs nodes three-quarters full on ascending inserts.
         for (const item of items) for (const o of this.outputs(item)) this.put(txn, o)
@@ -319,7 +335,7 @@ export class Reflector<Obj = KubeObject> {
         return
       }
       const existing = new Map<string, Obj>()
-      for (const obj of this.o.queryAll ? this.o.queryAll(txn) : table.all(txn)) existing.set(this.keyOf(obj), obj)
+      for (const obj of this.options.queryAll ? this.options.queryAll(txn) : table.all(txn)) existing.set(this.keyOf(obj), obj)
       const keep = new Set<string>()
       if (this.sources) {
         const old = this.sources
@@ -357,7 +373,7 @@ export class Reflector<Obj = KubeObject> {
     })
     this.h.synced = true
     this.failingSince = undefined
-    this.gauge('objects', this.o.queryAll ? keepCount(this.o.queryAll(db.readTxn())) : table.count(db.readTxn()))
+    this.gauge('objects', this.options.queryAll ? keepCount(this.options.queryAll(db.readTxn())) : table.count(db.readTxn()))
   }
 
   private outputs(src: KubeObject): Obj[] {
@@ -373,8 +389,8 @@ export class Reflector<Obj = KubeObject> {
 
   private put(txn: WriteTxn, obj: Obj): void {
     try {
-      if (this.o.merge) this.o.table.modify(txn, obj, this.o.merge)
-      else this.o.table.insert(txn, obj)
+      if (this.options.merge) this.options.table.modify(txn, obj, this.options.merge)
+      else this.options.table.insert(txn, obj)
     } catch (err) {
       this.failed(new ReflectorError(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`), true)
     }
@@ -382,22 +398,22 @@ export class Reflector<Obj = KubeObject> {
 
   private async watch(): Promise<void> {
     const r = this.resource!
-    const base = this.o.watchTimeoutSeconds ?? 300
+    const base = this.options.watchTimeoutSeconds ?? 300
     const timeoutSeconds = Math.floor(base * (1 + Math.random()))
     this.h.state = 'watching'
     // A failed table write ends the watch early (relistWatch) so that the relist comes at once.
     const wctrl = new AbortController()
     this.endWatch = () => wctrl.abort()
     const signal = AbortSignal.any([this.ctrl.signal, wctrl.signal])
-    const res = await this.o.cluster.stream({
-      path: collectionPath(r, this.o.namespace),
+    const res = await this.options.cluster.stream({
+      path: collectionPath(r, this.options.namespace),
       query: {
         watch: 1,
         resourceVersion: this.rv,
         allowWatchBookmarks: true,
         timeoutSeconds,
-        labelSelector: this.o.labelSelector,
-        fieldSelector: this.o.fieldSelector,
+        labelSelector: this.options.labelSelector,
+        fieldSelector: this.options.fieldSelector,
       },
       signal,
       what: `watch ${r.kind}`,
@@ -462,7 +478,7 @@ export class Reflector<Obj = KubeObject> {
     }
     if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED' && ev.type !== 'DELETED') return false
     this.h.events++
-    this.o.metrics?.reflectorEvents.inc({ ...this.labels(), type: ev.type })
+    this.options.metrics?.reflectorEvents.inc({ ...this.labels(), type: ev.type })
     if (obj.kind === undefined) obj.kind = this.resource!.kind
     if (obj.apiVersion === undefined) obj.apiVersion = this.resource!.apiVersion
     const p = this.batcher.add(namespacedName(obj), { type: ev.type === 'DELETED' ? 'delete' : 'upsert', object: obj })
@@ -473,7 +489,7 @@ export class Reflector<Obj = KubeObject> {
 
   /** Writes one coalesced batch of watch events. Never throws (errors are counted). */
   private async writeBatch(batch: Map<string, Pending<KubeObject>>): Promise<void> {
-    const { db, table } = this.o
+    const { db, table } = this.options
     try {
       await db.write(table, (txn) => {
         for (const [sk, p] of batch) {
@@ -498,7 +514,7 @@ export class Reflector<Obj = KubeObject> {
           }
         }
       })
-      if (!this.o.queryAll) this.gauge('objects', table.count(db.readTxn()))
+      if (!this.options.queryAll) this.gauge('objects', table.count(db.readTxn()))
     } catch (err) {
       this.failed(new ReflectorError(`reflector ${this.name}: write of ${batch.size} objects failed: ${(err as Error).message}`))
       this.needList = true // the table may miss these events: relist to be sure, now
@@ -509,15 +525,15 @@ export class Reflector<Obj = KubeObject> {
   // ---- metrics ----
 
   private labels(): { reflector: string; cluster: string } {
-    return { reflector: this.name, cluster: this.o.cluster.name }
+    return { reflector: this.name, cluster: this.options.cluster.name }
   }
   private count(what: 'errors' | 'lists'): void {
-    const m = this.o.metrics
+    const m = this.options.metrics
     if (!m) return
     ;(what === 'errors' ? m.reflectorErrors : m.reflectorRelists).inc(this.labels())
   }
   private gauge(what: 'up' | 'objects', v: number): void {
-    const m = this.o.metrics
+    const m = this.options.metrics
     if (!m) return
     ;(what === 'up' ? m.reflectorUp : m.reflectorObjects).set(this.labels(), v)
   }

@@ -1,19 +1,27 @@
 // Pacing of drift repairs per object, and fight detection.
 // Invariants:
 // - The first repair of an object is immediate; each further repair while the object keeps drifting
-//   waits twice as long as the one before (minMs, 2·minMs, ... up to maxMs), however long the fight
+//   waits twice as long as the one before (retry.minMs, 2·minMs, ... up to retry.maxMs), however long the fight
 //   lasts. An object that has not been repaired for `windowMs` (and twice its current delay) starts over.
 // - More than `fightRepairs` repairs within `windowMs` is a fight: reported once when it starts
 //   (with the other writer's name), and over when the object stays quiet for `windowMs`.
 // - Time comes from `now()` only, so tests and the pacing agree on it.
 
-import { backoffDelay } from '@statewright/reconciler'
+import { backoffDelay, resolveRetry, type RetryOptions } from '@statewright/statedb'
+
+/**
+ * The pacing's own default, deliberately not the shared DEFAULT_RETRY: a repair is a write that undoes
+ * another writer's, so it starts slower (1 s) and may wait far longer (5 min) than a retry of a
+ * failure; no jitter, because the delays are per object and fight detection counts them in a window.
+ */
+const REPAIR_RETRY: Required<RetryOptions> = { minMs: 1000, maxMs: 300_000, jitter: 0 }
 
 export interface RepairPacing {
-  /** Delay before the second repair of a drifting object (default 1000 ms); doubles each time. */
-  minMs?: number
-  /** Longest delay between two repairs of one object (default 300 000 ms). */
-  maxMs?: number
+  /**
+   * Delay before the second repair of a drifting object (`minMs`, default 1000 ms), doubling each
+   * time up to `maxMs` (default 300 000 ms), jitter 0: this pacing's own default, not the shared one.
+   */
+  retry?: RetryOptions
   /** Repairs within this window count towards a fight; quiet for this long resets (default 60 000 ms). */
   windowMs?: number
   /** More repairs than this within the window is a fight (default 5). */
@@ -41,8 +49,7 @@ interface State {
 }
 
 export class RepairPacer {
-  private readonly minMs: number
-  private readonly maxMs: number
+  private readonly retry: Required<RetryOptions>
   private readonly windowMs: number
   private readonly fightRepairs: number
   private readonly states = new Map<string, State>()
@@ -51,8 +58,7 @@ export class RepairPacer {
     p: RepairPacing = {},
     private readonly now: () => number = Date.now,
   ) {
-    this.minMs = p.minMs ?? 1000
-    this.maxMs = p.maxMs ?? 300_000
+    this.retry = resolveRetry({ ...REPAIR_RETRY, ...p.retry }, 'drift repair pacing')
     this.windowMs = p.windowMs ?? 60_000
     this.fightRepairs = p.fightRepairs ?? 5
   }
@@ -81,7 +87,7 @@ export class RepairPacer {
   }
 
   private delay(streak: number): number {
-    return backoffDelay(streak, { minMs: this.minMs, maxMs: this.maxMs })
+    return backoffDelay(streak, this.retry)
   }
 
   /** Records a repair of `key`; returns the fight when this repair starts one. */

@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, leasePath, wallNow, type LeaseObject, type LeaseTerm } from './lease.ts'
 import { noteFailure } from './callbacks.ts'
+import type { Logger } from '@statewright/reconciler'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
 
@@ -56,7 +57,8 @@ export interface ShardedLeasesOptions {
   onShardAcquired?: (shard: number, term: LeaseTerm) => void | Promise<void>
   /** A shard's term ended; awaited before the lease is released. */
   onShardReleased?: (shard: number, term: LeaseTerm, reason: string) => void | Promise<void>
-  onError?: (err: Error) => void
+  /** Logs every failed API request at warn, with `err` and the lease group and cluster (the group retries anyway). */
+  logger?: Logger
 }
 
 export interface ShardedLeasesStatus {
@@ -71,7 +73,7 @@ export interface ShardedLeasesStatus {
 export class ShardedLeases {
   readonly identity: string
   readonly shards: number
-  private readonly o: ShardedLeasesOptions
+  private readonly options: ShardedLeasesOptions
   private readonly retryMs: number
   private readonly leaseMs: number
   private readonly member: LeaseLock
@@ -88,7 +90,7 @@ export class ShardedLeases {
 
   constructor(o: ShardedLeasesOptions) {
     if (!(o.shards >= 1) || !Number.isInteger(o.shards)) throw new ConfigError('sharding: shards must be a positive integer')
-    this.o = o
+    this.options = o
     this.identity = o.identity
     this.shards = o.shards
     this.retryMs = o.retryPeriodMs ?? 2000
@@ -146,7 +148,13 @@ export class ShardedLeases {
   }
 
   private failed(err: Error): void {
-    noteFailure(this.st, this.o.onError, err)
+    noteFailure(
+      this.st,
+      this.options.logger,
+      err,
+      { leases: this.options.name, cluster: this.options.cluster.name },
+      'shard lease request failed',
+    )
   }
 
   private async run(): Promise<void> {
@@ -184,15 +192,15 @@ export class ShardedLeases {
     if (signal.aborted) return
 
     // 2. observe the group
-    const list = await this.o.cluster.request<{ items: LeaseObject[] }>({
-      path: leasePath(this.o.namespace),
-      query: { labelSelector: `${LEASE_GROUP_LABEL}=${this.o.name}` },
+    const list = await this.options.cluster.request<{ items: LeaseObject[] }>({
+      path: leasePath(this.options.namespace),
+      query: { labelSelector: `${LEASE_GROUP_LABEL}=${this.options.name}` },
       signal,
-      what: `leases of group ${this.o.name}`,
+      what: `leases of group ${this.options.name}`,
     })
     const now = wallNow()
-    const shardPrefix = `${this.o.name}-shard-`
-    const memberPrefix = `${this.o.name}-member-`
+    const shardPrefix = `${this.options.name}-shard-`
+    const memberPrefix = `${this.options.name}-member-`
     const seenMembers = new Set<string>()
     for (const lease of list.items) {
       const n = lease.metadata.name
@@ -203,8 +211,8 @@ export class ShardedLeases {
         let obs = this.memberObs.get(n)
         if (!obs) {
           obs = new LeaseLock({
-            cluster: this.o.cluster,
-            namespace: this.o.namespace,
+            cluster: this.options.cluster,
+            namespace: this.options.namespace,
             name: n,
             identity: this.identity,
             leaseDurationMs: this.leaseMs,
@@ -254,7 +262,7 @@ export class ShardedLeases {
     })
     this.held.set(i, term)
     try {
-      await this.o.onShardAcquired?.(i, term)
+      await this.options.onShardAcquired?.(i, term)
     } catch (err) {
       this.failed(err as Error)
     }
@@ -266,7 +274,7 @@ export class ShardedLeases {
     if (this.held.get(i) === term) this.held.delete(i)
     this.locks[i].drop()
     try {
-      await this.o.onShardReleased?.(i, term, reason)
+      await this.options.onShardReleased?.(i, term, reason)
     } catch (err) {
       this.failed(err as Error)
     }
@@ -280,7 +288,7 @@ export class ShardedLeases {
     const p = (async () => {
       if (term.end(reason)) {
         try {
-          await this.o.onShardReleased?.(i, term, reason)
+          await this.options.onShardReleased?.(i, term, reason)
         } catch (err) {
           this.failed(err as Error)
         }

@@ -113,10 +113,10 @@ export class Target {
   private readonly concurrency: number
   private readonly kinds = new Map<string, KindRef>()
   private readonly lastApplied = new Map<string, string>()
-  private readonly o: TargetOptions
+  private readonly options: TargetOptions
 
   constructor(opts: TargetOptions) {
-    this.o = opts
+    this.options = opts
     const list = Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
     if (list.length === 0) throw new ConfigError('target: no cluster')
     for (const c of list) this.clusters.set(c.name, c)
@@ -285,12 +285,13 @@ export class Target {
         try {
           const r = await resolveKind(cluster, kind)
           const { items } = await listAll(cluster, r, {
-            ...(this.o.pruneNamespace ? { namespace: this.o.pruneNamespace } : {}),
+            ...(this.options.pruneNamespace ? { namespace: this.options.pruneNamespace } : {}),
             labelSelector: `${this.ownerLabel}=${this.owner}`,
             ...(ctx?.signal ? { signal: ctx.signal } : {}),
           })
           for (const obj of items) {
-            if (!want.has(objectKey(cluster.name, obj)) && (this.o.prunable?.(obj, cluster.name) ?? true)) stale.push({ cluster, obj })
+            if (!want.has(objectKey(cluster.name, obj)) && (this.options.prunable?.(obj, cluster.name) ?? true))
+              stale.push({ cluster, obj })
           }
         } catch (err) {
           failures.push(`cluster ${cluster.name}: ${(err as Error).message}`)
@@ -323,7 +324,7 @@ export class Target {
   }
 
   private count(cluster: Cluster, op: string, result: string): void {
-    this.o.metrics?.targetOps.inc({ target: this.name, cluster: cluster.name, op, result })
+    this.options.metrics?.targetOps.inc({ target: this.name, cluster: cluster.name, op, result })
   }
 }
 

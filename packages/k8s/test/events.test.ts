@@ -1,5 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { collectingLogger } from '../../../test/lib/logger.ts'
 import { EventRecorder, ReconcileEvents, type KubeObject } from '@statewright/k8s'
 import { clusterFor, create, startServer, widget } from './helpers.ts'
 import { waitUntil } from './leader-fixtures.ts'
@@ -70,7 +71,7 @@ test('identical events aggregate into one Event with a count; others are separat
 test('rate limit: new events beyond the burst are dropped; repeats are counted and written when a token comes', async () => {
   const server = await startServer()
   const cluster = clusterFor(server)
-  const rec = new EventRecorder({ cluster, component: 'c', burst: 3, refillMs: 150 })
+  const rec = new EventRecorder({ cluster, component: 'c', burst: 3, qps: 1000 / 150 })
   try {
     const a = await create(cluster, widget('a'))
     const b = await create(cluster, widget('b'))
@@ -108,7 +109,13 @@ test('API errors are counted, never thrown; close leaves no timer', async () => 
   const server = await startServer()
   const cluster = clusterFor(server)
   const errors: string[] = []
-  const rec = new EventRecorder({ cluster, component: 'c', burst: 2, refillMs: 60_000, onError: (e) => errors.push(e.message) })
+  const rec = new EventRecorder({
+    cluster,
+    component: 'c',
+    burst: 2,
+    qps: 1 / 60,
+    logger: collectingLogger((e) => errors.push((e.fields.err as Error).message)),
+  })
   try {
     const w = await create(cluster, widget('w'))
     const remove = server.control.fail({ path: '/events', method: 'POST', status: 500, count: 1 })

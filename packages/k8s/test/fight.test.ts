@@ -51,7 +51,7 @@ test('a reverting writer for 10 s: repairs back off, the fight is reported with 
     desired: d,
     fieldManager: 'test-controller',
     events,
-    pacing: { minMs: 100, maxMs: 2000, windowMs: 30_000, fightRepairs: 5 },
+    pacing: { retry: { minMs: 100, maxMs: 2000 }, windowMs: 30_000, fightRepairs: 5 },
     onFight: (f) => fights.push(f),
   })
   let stopRival = () => {}
@@ -145,7 +145,7 @@ test('a reverting writer for 10 s: repairs back off, the fight is reported with 
 
 test('RepairPacer: immediate first repair, doubling delays up to the cap, a fight once past the limit, reset after a quiet window', () => {
   let now = 0
-  const p = new RepairPacer({ minMs: 100, maxMs: 400, windowMs: 10_000, fightRepairs: 3 }, () => now)
+  const p = new RepairPacer({ retry: { minMs: 100, maxMs: 400 }, windowMs: 10_000, fightRepairs: 3 }, () => now)
   const delays: number[] = []
   const started: Array<string | undefined> = []
   for (let i = 0; i < 6; i++) {
@@ -157,7 +157,7 @@ test('RepairPacer: immediate first repair, doubling delays up to the cap, a figh
   assert.equal(delays, [0, 100, 200, 400, 400, 400])
   // a fight longer than the window keeps the delay at the cap (repairs aging out of the window do not lower it)
   let t = 0
-  const slow = new RepairPacer({ minMs: 1000, maxMs: 8000, windowMs: 10_000, fightRepairs: 3 }, () => t)
+  const slow = new RepairPacer({ retry: { minMs: 1000, maxMs: 8000 }, windowMs: 10_000, fightRepairs: 3 }, () => t)
   const gaps: number[] = []
   for (let i = 0; i < 10; i++) {
     const due = Math.max(t, slow.dueAt('s'))
@@ -168,7 +168,7 @@ test('RepairPacer: immediate first repair, doubling delays up to the cap, a figh
   assert.equal(gaps, [0, 1000, 2000, 4000, 8000, 8000, 8000, 8000, 8000, 8000])
   // a cap longer than the window: the backoff does not reset itself
   let u = 0
-  const long = new RepairPacer({ minMs: 20_000, maxMs: 300_000, windowMs: 60_000 }, () => u)
+  const long = new RepairPacer({ retry: { minMs: 20_000, maxMs: 300_000 }, windowMs: 60_000 }, () => u)
   const longGaps: number[] = []
   for (let i = 0; i < 7; i++) {
     const due = Math.max(u, long.dueAt('l'))

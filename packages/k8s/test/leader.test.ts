@@ -1,5 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { collectingLogger } from '../../../test/lib/logger.ts'
 import { LeaderElector, LeaseLock, leaderOnly, type LeaseTerm } from '@statewright/k8s'
 import { leasePath, microTime, wallNow } from '../src/lease.ts'
 import { clusterFor, startServer } from './helpers.ts'
@@ -131,7 +132,7 @@ test('leaderOnly starts runnables on the leader and stops them when the term end
   }
 })
 
-test('an onError that throws does not keep a leader working past its term', async () => {
+test('a logger that throws does not keep a leader working past its term', async () => {
   const server = await startServer()
   const cluster = clusterFor(server)
   let running = false
@@ -148,10 +149,10 @@ test('an onError that throws does not keep a leader working past its term', asyn
     onStoppedLeading: () => {
       running = false
     },
-    onError: (err) => {
-      errors.push(err.message)
-      throw new Error('a buggy onError')
-    },
+    logger: collectingLogger((e) => {
+      errors.push((e.fields.err as Error).message)
+      throw new Error('a buggy logger')
+    }),
   }).start()
   try {
     await a.waitLeading(AbortSignal.timeout(5000))

@@ -1,5 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { collectingLogger } from '../../../test/lib/logger.ts'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -131,7 +132,7 @@ test('watch on demand: stop() ends an ensureWatch still waiting for its cache to
   const server = await startServer()
   const registry = new ClusterRegistry({ qps: 0 })
   registry.addKubeconfig('c', server.kubeconfig)
-  const wod = new WatchOnDemand({ registry, onChange: () => {}, reflector: { backoff: { minMs: 20, maxMs: 100 } } })
+  const wod = new WatchOnDemand({ registry, onChange: () => {}, reflector: { retry: { minMs: 20, maxMs: 100 } } })
   try {
     // a kind the cluster does not have: the cache retries and never syncs
     const pending = wod.ensureWatch('o', { cluster: 'c', apiVersion: 'nope.example.com/v1', kind: 'Nope', namespace: 'default', name: 'x' })
@@ -184,8 +185,8 @@ test('two clusters, three kinds: owners go back to pending when a watched target
   const wod = new WatchOnDemand({
     registry,
     graceMs: 150,
-    reflector: { backoff: { minMs: 20, maxMs: 200 } },
-    onError: (e) => errors.push(e.message),
+    reflector: { retry: { minMs: 20, maxMs: 200 } },
+    logger: collectingLogger((e) => errors.push((e.fields.err as Error).message)),
     // put the owners back to pending: one write transaction per batch of changes
     onChange: async (names) => {
       notified.push(names)

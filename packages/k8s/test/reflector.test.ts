@@ -1,5 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { collectingLogger } from '../../../test/lib/logger.ts'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { Reflector, type ReflectorOptions } from '@statewright/k8s'
 import { Batcher } from '../src/batch.ts'
@@ -69,7 +70,7 @@ async function setup(opts: Parameters<typeof startServer>[0] = {}, ropts: Partia
   const cluster = clusterFor(server)
   const table = objectTable()
   const db = new DB({ tables: [table] })
-  const r = new Reflector({ cluster, db, table, kind: WIDGET, backoff: { minMs: 20, maxMs: 200 }, ...ropts })
+  const r = new Reflector({ cluster, db, table, kind: WIDGET, retry: { minMs: 20, maxMs: 200 }, ...ropts })
   const synced = () =>
     serverState(cluster).then((want) =>
       waitTable(db, table, () => sameState(want, tableState(db, table)), 'the table to equal the server').catch(() => {
@@ -131,7 +132,7 @@ for (const asHttp of [false, true]) {
 
 test('recovers from 5xx lists, refused connections, 429 Retry-After, resets and delays with nothing lost', async () => {
   const errors: string[] = []
-  const t = await setup({}, { onError: (e) => errors.push(e.message) })
+  const t = await setup({}, { logger: collectingLogger((e) => errors.push((e.fields.err as Error).message)) })
   try {
     t.server.control.seed(WIDGET, 300)
     const unfail = t.server.control.fail({ watch: false, method: 'GET', path: '/widgets', status: 500, count: 3 })
@@ -187,8 +188,30 @@ test('recovers from 5xx lists, refused connections, 429 Retry-After, resets and 
   }
 })
 
+test('retry: without the option a failing reflector backs off with the shared default, 100 ms doubling, jittered ±20%', async () => {
+  const times: number[] = []
+  const t = await setup({}, { retry: undefined, logger: collectingLogger(() => times.push(performance.now())) })
+  const heal = t.server.control.fail({ status: 500 })
+  try {
+    await t.r.start()
+    await waitFor(() => times.length >= 4, 'four failures')
+    const gaps = times.slice(1, 4).map((x, i) => x - times[i]!)
+    ;[100, 200, 400].forEach((want, i) => {
+      assert.ok(gaps[i]! >= want * 0.8 - 2 && gaps[i]! <= want * 1.2 + 60, `gap ${i} is ${gaps[i]!.toFixed(1)} ms, want ${want} ±20%`)
+    })
+    const h = t.r.health()
+    assert.is(h.state, 'backoff')
+    assert.is(h.level, 'degraded', 'failing lists make the shared health level degraded')
+    assert.match(h.message, /500/)
+  } finally {
+    heal()
+    await t.done()
+  }
+  assert.is(t.r.health().level, 'stopped')
+})
+
 test('readiness: lost while the watch cannot be re-established, back once it is; a routine watch restart keeps it', async () => {
-  const t = await setup({}, { backoff: { minMs: 20, maxMs: 50 }, lostAfterMs: 300 })
+  const t = await setup({}, { retry: { minMs: 20, maxMs: 50 }, lostAfterMs: 300 })
   try {
     await t.r.start()
     await t.r.waitSynced(AbortSignal.timeout(5000))
@@ -226,7 +249,7 @@ test("readiness: an object whose transform throws is that object's error, never 
     table,
     kind: WIDGET,
     lostAfterMs: 100,
-    onError: (e) => errors.push(e.message),
+    logger: collectingLogger((e) => errors.push((e.fields.err as Error).message)),
     transform: (o: any) => {
       if (o.metadata.name === 'bad') throw new Error('cannot transform')
       return o
@@ -383,16 +406,16 @@ test('a burst of watch events is written in a few bounded transactions', async (
   }
 })
 
-test('an onError callback that throws does not stop the reflector', async () => {
+test('a logger that throws does not stop the reflector', async () => {
   const calls: string[] = []
   const t = await setup(
     {},
     {
-      backoff: { minMs: 10, maxMs: 50 },
-      onError: (err) => {
-        calls.push(err.message)
-        throw new Error('a buggy onError')
-      },
+      retry: { minMs: 10, maxMs: 50 },
+      logger: collectingLogger((e) => {
+        calls.push((e.fields.err as Error).message)
+        throw new Error('a buggy logger')
+      }),
       transform: (obj) => {
         if (obj.metadata.name === 'bad') throw new Error('cannot transform')
         return obj
@@ -404,7 +427,7 @@ test('an onError callback that throws does not stop the reflector', async () => 
     await t.r.start()
     await t.r.waitSynced(AbortSignal.timeout(10_000))
     removeFault()
-    assert.ok(calls.length >= 1, 'onError was called for the failed lists')
+    assert.ok(calls.length >= 1, 'the failed lists were logged')
     // a failed transform reports from inside a batch write: that batch and later ones still land
     await create(t.cluster, widget('bad'))
     await create(t.cluster, widget('good'))

@@ -18,14 +18,14 @@ test(`soak: ${SECONDS}s of random faults, nothing lost`, async () => {
   const observed = objectTable('observed')
   const d = newDesiredTable()
   const db = new DB({ tables: [widgets, d.table, observed] })
-  const reflector = new Reflector({ cluster, db, table: widgets, kind: WIDGET, backoff: { minMs: 10, maxMs: 300 }, watchTimeoutSeconds: 2 })
+  const reflector = new Reflector({ cluster, db, table: widgets, kind: WIDGET, retry: { minMs: 10, maxMs: 300 }, watchTimeoutSeconds: 2 })
   const cmReflector = new Reflector({
     cluster,
     db,
     table: observed,
     kind: CM,
     labelSelector: 'statewright.io/owner=soak',
-    backoff: { minMs: 10, maxMs: 300 },
+    retry: { minMs: 10, maxMs: 300 },
   })
   const target = new Target({ clusters: cluster, fieldManager: 'soak', kinds: [CM] })
   const rec = targetReconciler(db, d, target, { retry: { minMs: 10, maxMs: 300, jitter: 0.3 } })

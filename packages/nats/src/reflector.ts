@@ -11,12 +11,12 @@
 //   revision, that row is skipped and the reflector keeps running;
 // - a missing bucket (or any other failure) is retried with exponential backoff, forever; health()
 //   says what is wrong.
-import { backoffDelay } from '@statewright/reconciler'
 import { BucketError, ConfigError, DecodeError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv'
-import type { DB, Table, WriteTxn } from '@statewright/statedb'
+import { backoffDelay, resolveRetry, type DB, type RetryOptions, type Table, type WriteTxn } from '@statewright/statedb'
+import { logTo, type Health, type Logger } from '@statewright/reconciler'
 
 /** A key-value entry as the default transform stores it. */
 export interface KvRow<V = unknown> {
@@ -46,16 +46,23 @@ export interface NatsKvReflectorOptions<V = unknown, Obj = KvRow<V>> {
   transform?: (row: KvRow<V>) => Obj | undefined | null
   /** Timeout of the JetStream API requests the reflector makes (default 5000 ms, the client's). */
   requestTimeoutMs?: number
-  /** Backoff after failures (default 100 ms doubling up to 30 s, randomized ±20 %). */
-  backoff?: { minMs?: number; maxMs?: number }
+  /** Backoff after failures (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter ±20%). */
+  retry?: RetryOptions
   metrics?: NatsMetrics
-  /** Called for every failure (the reflector retries anyway). */
-  onError?: (err: Error) => void
+  /**
+   * Logs every failure at warn (the reflector retries anyway; an entry that cannot be decoded is
+   * skipped), with `err`, the reflector's name and bucket.
+   */
+  logger?: Logger
 }
 
 export type NatsReflectorState = 'new' | 'listing' | 'watching' | 'backoff' | 'stopped'
 
-export interface NatsKvReflectorHealth {
+/**
+ * A reflector's health: the shared `Health` (level `degraded` while backing off after a failure, with
+ * the last error; `stopped`; else `ok`) and its counters.
+ */
+export interface NatsKvReflectorHealth extends Health {
   name: string
   bucket: string
   state: NatsReflectorState
@@ -88,7 +95,8 @@ class Interrupted extends Error {}
 
 export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   readonly name: string
-  private readonly o: NatsKvReflectorOptions<V, Obj>
+  private readonly options: NatsKvReflectorOptions<V, Obj>
+  private readonly retry: Required<RetryOptions>
   private readonly decode: (bytes: Uint8Array, entry: KvEntry) => V
   private readonly transform: (row: KvRow<V>) => Obj | undefined | null
   /** With a transform: the object each key produced (for deletes). */
@@ -100,7 +108,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   private streamCreated: string | undefined
   private rev = 0
   private initialized = false
-  private readonly h: Omit<NatsKvReflectorHealth, 'objects' | 'name' | 'bucket' | 'ready' | 'revision'> = {
+  private readonly h: Omit<NatsKvReflectorHealth, 'objects' | 'name' | 'bucket' | 'ready' | 'revision' | 'level' | 'message'> = {
     state: 'new',
     synced: false,
     lastSyncAt: undefined,
@@ -118,7 +126,8 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     if (!opts.nc) throw new ConfigError('NatsKvReflector: nc (a NATS connection) is missing')
     if (!opts.bucket) throw new ConfigError('NatsKvReflector: bucket is missing')
     if (!opts.db || !opts.table) throw new ConfigError(`NatsKvReflector of bucket "${opts.bucket}": db and table are required`)
-    this.o = opts
+    this.options = opts
+    this.retry = resolveRetry(opts.retry, `NatsKvReflector of bucket "${opts.bucket}"`)
     this.name = opts.name ?? `nats/${opts.bucket}`
     this.decode = opts.decode ?? jsonDecode
     this.transform = opts.transform ?? ((row) => row as unknown as Obj)
@@ -127,8 +136,8 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   /** Registers the table initializer and starts listing and watching. */
   async start(): Promise<this> {
     if (this.loop) throw new UsageError(`reflector ${this.name}: already started`)
-    const txn = await this.o.db.writeTxn(this.o.table)
-    this.markInitialized = this.o.table.registerInitializer(txn, this.name)
+    const txn = await this.options.db.writeTxn(this.options.table)
+    this.markInitialized = this.options.table.registerInitializer(txn, this.name)
     txn.commit()
     this.loop = this.run()
     this.watchStatus()
@@ -169,15 +178,20 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     ])
     clearTimeout(timer)
     this.h.state = 'stopped'
-    this.o.metrics?.set('watching', this.labels(), 0)
+    this.options.metrics?.set('watching', this.labels(), 0)
   }
 
   health(): NatsKvReflectorHealth {
-    const objects = this.o.table.count(this.o.db.readTxn())
+    const objects = this.options.table.count(this.options.db.readTxn())
     return {
       name: this.name,
-      bucket: this.o.bucket,
+      bucket: this.options.bucket,
       ...this.h,
+      ...(this.h.state === 'stopped'
+        ? { level: 'stopped' as const, message: 'stopped' }
+        : this.h.state === 'backoff'
+          ? { level: 'degraded' as const, message: `backoff: ${this.h.lastError ?? 'failing'}` }
+          : { level: 'ok' as const, message: `${this.h.state}, ${objects} objects` }),
       ready: this.h.synced && this.h.state !== 'stopped',
       revision: this.rev,
       objects,
@@ -189,7 +203,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   /** Ends the current watch on every reconnect, so the loop resumes from the last revision + 1. */
   private watchStatus(): void {
     void (async () => {
-      for await (const s of this.o.nc.status()) {
+      for await (const s of this.options.nc.status()) {
         if (this.stopper.signal.aborted) return
         if (s.type === 'reconnect') this.watcher?.stop()
       }
@@ -197,15 +211,19 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   }
 
   private async run(): Promise<void> {
-    const minMs = this.o.backoff?.minMs ?? 100
-    const maxMs = this.o.backoff?.maxMs ?? 30_000
+    const retry = this.retry
     let attempt = 0
     const signal = this.stopper.signal
     while (!signal.aborted) {
       try {
-        const kv = await new Kvm(this.o.nc).open(this.o.bucket, this.o.requestTimeoutMs ? { timeout: this.o.requestTimeoutMs } : {})
+        const kv = await new Kvm(this.options.nc).open(
+          this.options.bucket,
+          this.options.requestTimeoutMs ? { timeout: this.options.requestTimeoutMs } : {},
+        )
         const st = await kv.status().catch((err: Error) => {
-          throw new BucketError(`bucket "${this.o.bucket}": ${/stream not found/i.test(err.message) ? 'bucket not found' : err.message}`)
+          throw new BucketError(
+            `bucket "${this.options.bucket}": ${/stream not found/i.test(err.message) ? 'bucket not found' : err.message}`,
+          )
         })
         const state = st.streamInfo.state
         const created = st.streamInfo.created
@@ -214,7 +232,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         if (!this.initialized || lost) {
           if (lost) {
             this.h.relists++
-            this.o.metrics?.inc('relists', this.labels())
+            this.options.metrics?.inc('relists', this.labels())
           }
           this.streamCreated = created
           attempt = 0
@@ -228,36 +246,35 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         if (!(err instanceof Interrupted)) {
           this.fail(err as Error)
           this.h.state = 'backoff'
-          const d = backoffDelay(++attempt, { minMs, maxMs, jitter: 0.2 })
+          const d = backoffDelay(++attempt, retry)
           await sleep(d, undefined, { signal }).catch(() => {})
         }
       }
     }
     this.h.state = 'stopped'
-    this.o.metrics?.set('watching', this.labels(), 0)
+    this.options.metrics?.set('watching', this.labels(), 0)
   }
 
   private labels() {
-    return { reflector: this.name, bucket: this.o.bucket }
+    return { reflector: this.name, bucket: this.options.bucket }
   }
 
   private fail(err: Error): void {
     this.h.errors++
     this.h.lastError = err.message
-    this.o.metrics?.inc('errors', this.labels())
-    if (this.o.onError) {
-      try {
-        this.o.onError(err)
-      } catch {
-        /* the callback's failure is not ours */
-      }
-    }
+    this.options.metrics?.inc('errors', this.labels())
+    logTo(
+      this.options.logger,
+      'warn',
+      { err, reflector: this.name, bucket: this.options.bucket },
+      err instanceof DecodeError ? 'entry skipped' : 'watch failed; retrying with backoff',
+    )
   }
 
   /** A relist: the last value of every key, into the table in one transaction; then the updates. */
   private async listAndWatch(kv: KV, empty: boolean, lastSeq: number): Promise<void> {
     this.h.state = 'listing'
-    const keyFilter = this.o.keys
+    const keyFilter = this.options.keys
     if (!empty && keyFilter !== undefined) {
       // a filtered watch of a bucket with no matching key delivers nothing: find out first
       const it = await kv.keys(keyFilter)
@@ -302,18 +319,18 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
       flushing ??= new Promise<void>((r) => setImmediate(r)).then(flush)
     }
     await flushing
-    if (!listed) throw new BucketError(`bucket "${this.o.bucket}": the watch ended before the initial values were complete`)
+    if (!listed) throw new BucketError(`bucket "${this.options.bucket}": the watch ended before the initial values were complete`)
     throw new Interrupted()
   }
 
   /** A resumed watch: every entry from `from` on, history included. */
   private async watchFrom(kv: KV, from: number): Promise<void> {
-    const w = await kv.watch({ key: this.o.keys, include: 'history', resumeFromRevision: from })
+    const w = await kv.watch({ key: this.options.keys, include: 'history', resumeFromRevision: from })
     this.watcher = w
     if (this.stopper.signal.aborted) w.stop()
     this.h.watches++
     this.h.state = 'watching'
-    this.o.metrics?.set('watching', this.labels(), 1)
+    this.options.metrics?.set('watching', this.labels(), 1)
     const pending: KvWatchEntry[] = []
     let flushing: Promise<void> | undefined
     const flush = async () => {
@@ -336,7 +353,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     } catch (err) {
       this.fail(
         new DecodeError(
-          `bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: cannot decode the value: ${(err as Error).message}`,
+          `bucket "${this.options.bucket}", key "${e.key}", revision ${e.revision}: cannot decode the value: ${(err as Error).message}`,
         ),
       )
       return { obj: undefined, ok: false }
@@ -345,15 +362,17 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
       return { obj: this.transform({ key: e.key, revision: e.revision, value }) ?? undefined, ok: true }
     } catch (err) {
       this.fail(
-        new DecodeError(`bucket "${this.o.bucket}", key "${e.key}", revision ${e.revision}: transform failed: ${(err as Error).message}`),
+        new DecodeError(
+          `bucket "${this.options.bucket}", key "${e.key}", revision ${e.revision}: transform failed: ${(err as Error).message}`,
+        ),
       )
       return { obj: undefined, ok: false }
     }
   }
 
   private removeKey(txn: WriteTxn, key: string): void {
-    const t = this.o.table
-    if (this.o.transform) {
+    const t = this.options.table
+    if (this.options.transform) {
       const old = this.byKey.get(key)
       if (old !== undefined) {
         t.delete(txn, old)
@@ -366,18 +385,19 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
 
   private put(txn: WriteTxn, key: string, obj: Obj | undefined): void {
     if (obj === undefined) return this.removeKey(txn, key)
-    if (this.o.transform) {
+    if (this.options.transform) {
       const old = this.byKey.get(key)
-      if (old !== undefined && this.o.table.primary.keyOf(old) !== this.o.table.primary.keyOf(obj)) this.o.table.delete(txn, old)
+      if (old !== undefined && this.options.table.primary.keyOf(old) !== this.options.table.primary.keyOf(obj))
+        this.options.table.delete(txn, old)
       this.byKey.set(key, obj)
     }
-    this.o.table.insert(txn, obj)
+    this.options.table.insert(txn, obj)
   }
 
   /** Replaces the table's contents with the listed entries, in one transaction that also initializes it. */
   private async replace(entries: Iterable<KvWatchEntry>, maxRev: number): Promise<void> {
-    const t = this.o.table
-    const txn = await this.o.db.writeTxn(t)
+    const t = this.options.table
+    const txn = await this.options.db.writeTxn(t)
     if (this.stopper.signal.aborted) return txn.abort() // stopped: nothing more is written
     try {
       const keep = new Set<unknown>()
@@ -386,7 +406,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         const { obj, ok } = this.objectOf(e)
         if (!ok) {
           // keep what the table had for a key whose new value does not decode
-          const old = this.o.transform ? this.byKey.get(e.key) : t.get(txn, t.primary.query(e.key as never))
+          const old = this.options.transform ? this.byKey.get(e.key) : t.get(txn, t.primary.query(e.key as never))
           if (old !== undefined) keep.add(t.primary.keyOf(old))
           continue
         }
@@ -397,7 +417,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
       const stale: Obj[] = []
       for (const o of t.all(txn)) if (!keep.has(t.primary.keyOf(o))) stale.push(o)
       for (const o of stale) t.delete(txn, o)
-      if (this.o.transform) for (const [k, o] of this.byKey) if (!keep.has(t.primary.keyOf(o))) this.byKey.delete(k)
+      if (this.options.transform) for (const [k, o] of this.byKey) if (!keep.has(t.primary.keyOf(o))) this.byKey.delete(k)
       this.markInitialized?.(txn)
       this.markInitialized = undefined
       txn.commit()
@@ -410,9 +430,9 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     this.h.lists++
     this.h.lastSyncAt = Date.now()
     this.h.state = 'watching'
-    this.o.metrics?.inc('lists', this.labels())
-    this.o.metrics?.set('watching', this.labels(), 1)
-    this.o.metrics?.set('objects', this.labels(), t.count(this.o.db.readTxn()))
+    this.options.metrics?.inc('lists', this.labels())
+    this.options.metrics?.set('watching', this.labels(), 1)
+    this.options.metrics?.set('objects', this.labels(), t.count(this.options.db.readTxn()))
     if (!this.h.synced) {
       this.h.synced = true
       for (const w of this.syncedWaiters.splice(0)) w()
@@ -422,8 +442,8 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   /** Applies a burst of entries in one transaction. */
   private async apply(batch: KvWatchEntry[]): Promise<void> {
     if (batch.length === 0) return
-    const t = this.o.table
-    const txn = await this.o.db.writeTxn(t)
+    const t = this.options.table
+    const txn = await this.options.db.writeTxn(t)
     if (this.stopper.signal.aborted) return txn.abort()
     let maxRev = this.rev
     try {
@@ -431,7 +451,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         if (e.revision <= this.rev) continue // already applied (a resume that overlapped)
         if (e.revision > maxRev) maxRev = e.revision
         this.h.events++
-        this.o.metrics?.inc('events', { ...this.labels(), op: e.operation })
+        this.options.metrics?.inc('events', { ...this.labels(), op: e.operation })
         if (e.operation === 'PUT') {
           const { obj, ok } = this.objectOf(e)
           if (ok) this.put(txn, e.key, obj)
@@ -446,6 +466,6 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     }
     this.rev = maxRev
     this.h.lastEventAt = Date.now()
-    this.o.metrics?.set('revision', this.labels(), maxRev)
+    this.options.metrics?.set('revision', this.labels(), maxRev)
   }
 }

@@ -4,6 +4,7 @@
 // history forcing a relist.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { collectingLogger } from '../../../test/lib/logger.ts'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { DB } from '@statewright/statedb'
 import { NatsKvReflector } from '@statewright/nats'
@@ -102,7 +103,13 @@ test('a value that does not decode is an error naming bucket, key and revision; 
   const errors: string[] = []
   const table = rowTable()
   const db = new DB({ tables: [table] })
-  const r = new NatsKvReflector({ nc: admin, bucket: 'bad', db, table, onError: (e) => errors.push(e.message) })
+  const r = new NatsKvReflector({
+    nc: admin,
+    bucket: 'bad',
+    db,
+    table,
+    logger: collectingLogger((e) => errors.push((e.fields.err as Error).message)),
+  })
   await r.start()
   await r.waitSynced(AbortSignal.timeout(5000))
   assert.equal([...tableContents(db, table).keys()], ['good'])
@@ -120,7 +127,7 @@ test('a value that does not decode is an error naming bucket, key and revision; 
 test('a missing bucket is retried with backoff and health says why; created later, it syncs', async () => {
   const table = rowTable()
   const db = new DB({ tables: [table] })
-  const r = new NatsKvReflector({ nc: admin, bucket: 'later', db, table, backoff: { minMs: 20, maxMs: 100 } })
+  const r = new NatsKvReflector({ nc: admin, bucket: 'later', db, table, retry: { minMs: 20, maxMs: 100 } })
   await r.start()
   await until(() => r.health().errors >= 3, 'three failed attempts')
   const h = r.health()
@@ -146,7 +153,7 @@ test('connections cut by a proxy and a server restart while keys change: it resu
     for (let i = 0; i < 20; i++) await kv.put(`k${i}`, JSON.stringify({ v: 0 }))
     const table = rowTable()
     const db = new DB({ tables: [table] })
-    r = new NatsKvReflector({ nc, bucket: 'cut', db, table, backoff: { minMs: 20, maxMs: 200 } })
+    r = new NatsKvReflector({ nc, bucket: 'cut', db, table, retry: { minMs: 20, maxMs: 200 } })
     await r.start()
     await r.waitSynced(AbortSignal.timeout(5000))
     for (let round = 1; round <= 3; round++) {
@@ -203,7 +210,7 @@ test('history lost while disconnected (stream purged past the resume point): it 
     for (let i = 0; i < 10; i++) await kv.put(`k${i}`, JSON.stringify({ v: 0 }))
     const table = rowTable()
     const db = new DB({ tables: [table] })
-    const r = new NatsKvReflector({ nc, bucket: 'lost', db, table, backoff: { minMs: 20, maxMs: 200 } })
+    const r = new NatsKvReflector({ nc, bucket: 'lost', db, table, retry: { minMs: 20, maxMs: 200 } })
     await r.start()
     await r.waitSynced(AbortSignal.timeout(5000))
     proxy.block()

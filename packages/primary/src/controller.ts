@@ -26,9 +26,10 @@
 //   `eventNamespace`.
 // This file: the lifecycle, following primaries and observed tables, syncs; the parts are beside it.
 import { SyncError, UsageError } from './errors.ts'
-import { Reconciler, statusPending, type OpContext, type StatusIndex } from '@statewright/reconciler'
+import { Reconciler, logTo, statusPending, type OpContext, type StatusIndex } from '@statewright/reconciler'
 import { WatchSet, type ChangeIterator, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
 import type { InvolvedObject } from '@statewright/reconciler'
+import type { PrimaryHealth } from './options.ts'
 import {
   defaultKey,
   defaultSpec,
@@ -57,7 +58,7 @@ export class PrimaryController<P> {
     requeues: 0,
     repairs: 0,
   }
-  private readonly o: PrimaryControllerOptions<P>
+  private readonly options: PrimaryControllerOptions<P>
   private readonly keyOf: (p: P) => string
   private readonly specOf: (p: P) => unknown
   private readonly stampKeys: { key: string; kind: string }
@@ -78,7 +79,7 @@ export class PrimaryController<P> {
 
   constructor(opts: PrimaryControllerOptions<P>) {
     validateOptions(opts)
-    this.o = opts
+    this.options = opts
     this.name = opts.name
     this.keyOf = opts.key ?? defaultKey
     this.specOf = opts.spec ?? defaultSpec
@@ -96,7 +97,8 @@ export class PrimaryController<P> {
       name: this.work.name,
       getObjectStatus: (w) => w.status,
       setObjectStatus: (w, status) => ({ ...w, status }),
-      retry: opts.retry ?? { minMs: 100, maxMs: 30_000, jitter: 0.1 },
+      ...(opts.retry ? { retry: opts.retry } : {}),
+      ...(opts.logger ? { logger: opts.logger } : {}),
       operations: {
         update: (w, ctx) => this.inflight.track(this.syncOne(w as MutableWork, ctx)),
         delete: (w, ctx) => this.inflight.track(this.removeOwned(w, ctx)),
@@ -115,30 +117,30 @@ export class PrimaryController<P> {
 
   /** Stamps for a primary key. */
   stamps(key: string): OwnerStamps {
-    return stampsFor(this.stampKeys, this.o.kind, key)
+    return stampsFor(this.stampKeys, this.options.kind, key)
   }
 
   /** The owner key of a secondary stamped with our kind (from the annotation), else undefined. */
   ownerKeyOf(target: SecondaryTarget<any>, s: unknown): string | undefined {
-    return ownerKeyIn(this.stampKeys, this.o.kind, target, s)
+    return ownerKeyIn(this.stampKeys, this.options.kind, target, s)
   }
 
   async start(): Promise<this> {
     if (this.follow) throw new UsageError(`PrimaryController "${this.name}": already started`)
-    const txn = await this.o.db.writeTxn(this.work)
+    const txn = await this.options.db.writeTxn(this.work)
     this.markInitialized = this.work.registerInitializer(txn, `primary-controller ${this.name}`)
     txn.commit()
     const ctrl = new AbortController()
     this.follow = { ctrl, done: this.followLoop(ctrl.signal) }
     this.reconciler.start()
-    const every = this.o.resyncIntervalMs ?? 0
+    const every = this.options.resyncIntervalMs ?? 0
     if (every > 0) {
       const tick = () => {
         this.resyncTimer = setTimeout(() => {
           // tracked: stop() waits for a resync (and its GC's deletes) that has begun
           void this.inflight
             .track(this.resync())
-            .catch((e) => this.report(e))
+            .catch((e) => this.report(e, 'resync failed'))
             .finally(() => {
               if (this.follow) tick()
             })
@@ -166,7 +168,7 @@ export class PrimaryController<P> {
 
   /** Every primary synced again, and GC. */
   async resync(): Promise<void> {
-    await this.o.db.write(this.work, (txn) => {
+    await this.options.db.write(this.work, (txn) => {
       const s = statusPending()
       const all = this.work.all(txn).toArray()
       for (const w of all) this.work.insert(txn, { ...w, status: s })
@@ -174,8 +176,8 @@ export class PrimaryController<P> {
     await this.gc()
   }
 
-  health(): { level: 'ok' | 'degraded' | 'stopped'; message: string; ready: boolean; errors: Array<{ key: string; error: string }> } {
-    const txn = this.o.db.readTxn()
+  health(): PrimaryHealth {
+    const txn = this.options.db.readTxn()
     const errors: Array<{ key: string; error: string }> = []
     for (const w of this.work.all(txn)) if (w.status.kind === 'error') errors.push({ key: w.key, error: w.status.error ?? '' })
     const ready = this.follow !== undefined && this.work.initialized(txn)[0]
@@ -193,22 +195,22 @@ export class PrimaryController<P> {
   async waitIdle(signal?: AbortSignal): Promise<Array<{ key: string; error: string }>> {
     for (;;) {
       signal?.throwIfAborted()
-      const txn = this.o.db.readTxn()
+      const txn = this.options.db.readTxn()
       const [pending, w] = this.work.listWatch(txn, this.statusIndex.kind('pending'))
-      const caughtUp = [this.o.primaries, ...this.o.secondaries.map((s) => s.observed)].every(
+      const caughtUp = [this.options.primaries, ...this.options.secondaries.map((s) => s.observed)].every(
         (t, i) => (this.processed[i] ?? -1) >= t.revision(txn),
       )
       if (caughtUp && pending.count() === 0 && this.gcDone && this.requeues.size === 0 && this.inflight.size === 0) {
         // the reconciler has acted on every change of the work table, deletes of rows included
         const rev = this.work.revision(txn)
         await this.reconciler.waitForRevision(rev, { signal })
-        if (this.work.revision(this.o.db.readTxn()) === rev && this.inflight.size === 0) {
+        if (this.work.revision(this.options.db.readTxn()) === rev && this.inflight.size === 0) {
           const failedDeletes = this.reconciler.failedDeletes().map((f) => ({ key: String(f.object.key), error: `delete: ${f.error}` }))
           return [...this.health().errors, ...failedDeletes]
         }
         continue
       }
-      const ws = new WatchSet().add(w, this.o.primaries.allWatch(txn)[1], this.work.allWatch(txn)[1])
+      const ws = new WatchSet().add(w, this.options.primaries.allWatch(txn)[1], this.work.allWatch(txn)[1])
       await Promise.race([ws.wait(signal), new Promise((r) => setTimeout(r, 20))])
     }
   }
@@ -218,43 +220,44 @@ export class PrimaryController<P> {
    * primary. Runs only once every table is initialized.
    */
   async gc(): Promise<number> {
-    if (!this.allInitialized(this.o.db.readTxn()) || this.markInitialized) return 0
+    if (!this.allInitialized(this.options.db.readTxn()) || this.markInitialized) return 0
     const { deleted, failures } = await this.secondaries.garbage((owner) => {
       // the latest snapshot for each object: a primary that appeared since keeps its secondaries
-      const now = this.o.db.readTxn()
-      if (this.o.primaries.get(now, this.o.primaries.primary.query(owner as never)) !== undefined) return true
+      const now = this.options.db.readTxn()
+      if (this.options.primaries.get(now, this.options.primaries.primary.query(owner as never)) !== undefined) return true
       return this.work.get(now, this.work.primary.query(owner)) !== undefined // its delete is still running
     })
     this.gcDone = true
     this.lastGcError = failures.length ? failures.slice(0, 3).join('; ') : undefined
-    if (failures.length) throw new SyncError(`garbage secondaries of ${this.o.kind}: ${failures.length} failure(s): ${this.lastGcError}`)
+    if (failures.length)
+      throw new SyncError(`garbage secondaries of ${this.options.kind}: ${failures.length} failure(s): ${this.lastGcError}`)
     return deleted
   }
 
   // ---- following primaries and secondaries ----
 
   private async followLoop(signal: AbortSignal): Promise<void> {
-    const db = this.o.db
+    const db = this.options.db
     const txn0 = db.readTxn()
-    const primaryIter = this.o.primaries.changes(txn0)
-    const observedIters = this.o.secondaries.map((s) => s.observed.changes(txn0))
+    const primaryIter = this.options.primaries.changes(txn0)
+    const observedIters = this.options.secondaries.map((s) => s.observed.changes(txn0))
     try {
       while (!signal.aborted) {
         const txn = db.readTxn()
         const ws = new WatchSet()
         for (const [i, it] of observedIters.entries()) ws.add(await this.observe(i, it, txn))
         ws.add(await this.primaryChanges(primaryIter, txn))
-        this.processed = [this.o.primaries.revision(txn), ...this.o.secondaries.map((s) => s.observed.revision(txn))]
+        this.processed = [this.options.primaries.revision(txn), ...this.options.secondaries.map((s) => s.observed.revision(txn))]
         if (this.markInitialized && this.allInitialized(txn)) {
           const mark = this.markInitialized
           this.markInitialized = undefined
           await db.write(this.work, (w) => mark(w))
-          await this.gc().catch((e) => this.report(e))
+          await this.gc().catch((e) => this.report(e, 'garbage collection failed'))
         }
         const watches: Promise<unknown>[] = [ws.wait(signal)]
         if (this.markInitialized) {
           // only the tables still waiting (an initialized table's watch has fired already)
-          for (const t of [this.o.primaries, ...this.o.secondaries.map((s) => s.observed)]) {
+          for (const t of [this.options.primaries, ...this.options.secondaries.map((s) => s.observed)]) {
             const [ready, w] = t.initialized(txn)
             if (!ready) watches.push(w.wait(signal))
           }
@@ -268,8 +271,8 @@ export class PrimaryController<P> {
   }
 
   private allInitialized(txn: ReadTxn): boolean {
-    if (!this.o.primaries.initialized(txn)[0]) return false
-    return this.o.secondaries.every((s) => s.observed.initialized(txn)[0])
+    if (!this.options.primaries.initialized(txn)[0]) return false
+    return this.options.secondaries.every((s) => s.observed.initialized(txn)[0])
   }
 
   private async primaryChanges(iter: ChangeIterator<P>, txn: ReadTxn) {
@@ -280,7 +283,7 @@ export class PrimaryController<P> {
       try {
         key = this.keyOf(c.object)
       } catch (err) {
-        this.report(err as Error)
+        this.report(err as Error, 'the key of a primary failed')
         continue
       }
       if (c.deleted) marks.push({ key })
@@ -289,14 +292,14 @@ export class PrimaryController<P> {
         try {
           hash = specHash(this.specOf(c.object))
         } catch (err) {
-          this.report(new SyncError(`primary "${key}": spec failed: ${(err as Error).message}`))
+          this.report(new SyncError(`primary "${key}": spec failed: ${(err as Error).message}`), 'the spec of a primary failed', key)
           continue
         }
         marks.push({ key, hash })
       }
     }
     if (marks.length) {
-      await this.o.db.write(this.work, (w) => {
+      await this.options.db.write(this.work, (w) => {
         const s = statusPending()
         for (const m of marks) {
           const cur = this.work.get(w, this.work.primary.query(m.key))
@@ -317,39 +320,39 @@ export class PrimaryController<P> {
     const { repair, orphans } = this.secondaries.observe(
       spec,
       changes,
-      (owner) => this.o.primaries.get(txn, this.o.primaries.primary.query(owner as never)) !== undefined,
+      (owner) => this.options.primaries.get(txn, this.options.primaries.primary.query(owner as never)) !== undefined,
     )
     if (repair.size) {
       // a new pending mark even on a row being synced: the reconciler drops that sync's result
       // (it saw the secondary before this change) and syncs again
-      await this.o.db.write(this.work, (w) => {
+      await this.options.db.write(this.work, (w) => {
         this.stats.repairs += markPending(w, this.work, repair)
       })
     }
     // a secondary whose owner is gone (its sync made it just before the owner's delete ran, say)
-    if (orphans && !this.markInitialized) await this.gc().catch((e) => this.report(e))
+    if (orphans && !this.markInitialized) await this.gc().catch((e) => this.report(e, 'garbage collection failed'))
     return watch
   }
 
   // ---- syncing ----
 
   private involved(p: P | undefined, key: string): InvolvedObject {
-    return involvedObject(p, key, this.o.kind, this.o.eventNamespace ?? 'default')
+    return involvedObject(p, key, this.options.kind, this.options.eventNamespace ?? 'default')
   }
 
   private async syncOne(w: MutableWork, ctx: OpContext): Promise<boolean> {
     const key = w.key
     this.requeues.cancel(key)
-    const p = this.o.primaries.get(ctx.txn, this.o.primaries.primary.query(key as never))
+    const p = this.options.primaries.get(ctx.txn, this.options.primaries.primary.query(key as never))
     if (p === undefined) return false // deleted since: its delete comes next
     this.stats.syncs++
     let res: SyncResult
     try {
-      res = await this.o.sync(p, { txn: ctx.txn, signal: ctx.signal, key })
+      res = await this.options.sync(p, { txn: ctx.txn, signal: ctx.signal, key })
       if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
     } catch (err) {
       this.stats.syncErrors++
-      const msg = `sync of ${this.o.kind} "${key}" failed: ${(err as Error).message}`
+      const msg = `sync of ${this.options.kind} "${key}" failed: ${(err as Error).message}`
       await this.writeErrorStatus(p, msg, undefined, ctx)
       throw new SyncError(msg)
     }
@@ -368,41 +371,43 @@ export class PrimaryController<P> {
       await this.writeErrorStatus(p, msg, res.status, ctx)
       throw new SyncError(msg)
     }
-    if (res.status !== undefined && this.o.status) await this.o.status.writeStatus(p, res.status, ctx.signal)
+    if (res.status !== undefined && this.options.status) await this.options.status.writeStatus(p, res.status, ctx.signal)
     if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) this.requeueAfter(key, res.requeueAfterMs)
     return changed
   }
 
   private async writeErrorStatus(p: P, msg: string, status: unknown, ctx: OpContext): Promise<void> {
-    if (!this.o.status) return
-    await this.o.status
-      .writeStatus(p, errorStatusOf(msg, status, this.o.errorStatus), ctx.signal)
-      .catch((e) => this.report(new SyncError(`status of "${this.keyOf(p)}": ${(e as Error).message}`)))
+    if (!this.options.status) return
+    await this.options.status.writeStatus(p, errorStatusOf(msg, status, this.options.errorStatus), ctx.signal).catch((e) => {
+      const key = this.keyOf(p)
+      this.report(new SyncError(`status of "${key}": ${(e as Error).message}`), 'status write failed', key)
+    })
   }
 
   private requeueAfter(key: string, ms: number): void {
     this.stats.requeues++
     this.requeues.after(key, ms, () => {
       if (!this.follow) return
-      void this.o.db.write(this.work, (w) => void markPending(w, this.work, [key])).catch((e) => this.report(e))
+      void this.options.db
+        .write(this.work, (w) => void markPending(w, this.work, [key]))
+        .catch((e) => this.report(e, 'requeue failed', key))
     })
   }
 
   /** A primary is gone: delete what it owned and what is observed with its stamp. */
   private async removeOwned(w: Work, ctx: OpContext): Promise<void> {
     this.requeues.cancel(w.key)
-    if (this.o.primaries.get(ctx.txn, this.o.primaries.primary.query(w.key as never)) !== undefined) return // back again
+    if (this.options.primaries.get(ctx.txn, this.options.primaries.primary.query(w.key as never)) !== undefined) return // back again
     const failures = await this.secondaries.removeAll(w.key, w.owned, this.involved(undefined, w.key), ctx.signal)
-    if (failures.length) throw new SyncError(`secondaries of deleted ${this.o.kind} "${w.key}": ${failures.join('; ')}`)
+    if (failures.length) throw new SyncError(`secondaries of deleted ${this.options.kind} "${w.key}": ${failures.join('; ')}`)
   }
 
-  private report(err: Error): void {
-    if (this.o.onError) {
-      try {
-        this.o.onError(err)
-      } catch {
-        /* not ours */
-      }
-    }
+  private report(err: Error, msg: string, key?: string): void {
+    logTo(
+      this.options.logger,
+      'error',
+      { err, controller: this.options.name, kind: this.options.kind, ...(key !== undefined ? { key } : {}) },
+      msg,
+    )
   }
 }

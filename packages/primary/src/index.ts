@@ -5,7 +5,7 @@
 // The one public face of the package.
 export { PrimaryController } from './controller.ts'
 export type { OwnedRef, Work as PrimaryWork } from './work.ts'
-export type { PrimaryControllerOptions, PrimaryControllerStats, SyncContext, SyncResult } from './options.ts'
+export type { PrimaryControllerOptions, PrimaryControllerStats, PrimaryHealth, SyncContext, SyncResult } from './options.ts'
 export { ownerKeyLabelValue, ownerStampKeys } from './stamps.ts'
 export {
   StatewrightError,

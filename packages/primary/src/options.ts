@@ -4,7 +4,7 @@
 // - Options are validated once, in the constructor, with a ConfigError naming the controller.
 // - The default spec leaves out what a status write-back changes (status, resourceVersion,
 //   managedFields, generation): a write-back must not trigger a sync of its own (no loop).
-import type { RetryOptions } from '@statewright/reconciler'
+import type { Health, Logger, RetryOptions } from '@statewright/reconciler'
 import type { DB, ReadTxn, Table } from '@statewright/statedb'
 import { createHash } from 'node:crypto'
 import { ConfigError } from '@statewright/statedb'
@@ -50,8 +50,19 @@ export interface PrimaryControllerOptions<P> {
   errorStatus?: (message: string, status: unknown) => unknown
   /** Stamp prefix: "statewright.io" (default) gives statewright.io/ownerkey; "kumori" gives Kumori's kumori/ownerkey. */
   stampPrefix?: string
+  /** Backoff of failed syncs (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
   retry?: RetryOptions
-  onError?: (err: Error) => void
+  /**
+   * Logs failures outside a sync at error (a resync, GC, a key or spec function that threw, a status
+   * write, a requeue), with `err`, the controller's name and kind, and the primary's key where there
+   * is one; its work reconciler's loop failures too.
+   */
+  logger?: Logger
+}
+
+/** The controller's health: the shared `Health` and the keys in error. */
+export interface PrimaryHealth extends Health {
+  readonly errors: Array<{ key: string; error: string }>
 }
 
 export interface PrimaryControllerStats {

@@ -33,7 +33,7 @@ export class Secondaries {
 
   constructor(
     /** The controller's options: its secondaries (by index: OwnedRef.spec) and event sink. */
-    private readonly o: Pick<PrimaryControllerOptions<unknown>, 'secondaries' | 'events'>,
+    private readonly options: Pick<PrimaryControllerOptions<unknown>, 'secondaries' | 'events'>,
     private readonly ownerKeyOf: (target: SecondaryTarget<any>, s: unknown) => string | undefined,
     /** The controller's stats (created, updated, deleted, garbage, foreign are counted here). */
     private readonly stats: PrimaryControllerStats,
@@ -49,7 +49,7 @@ export class Secondaries {
     changes: Iterable<Change<unknown>>,
     hasPrimary: (owner: string) => boolean,
   ): { repair: Set<string>; orphans: boolean } {
-    const target = this.o.secondaries[spec]!.target
+    const target = this.options.secondaries[spec]!.target
     const repair = new Set<string>()
     let orphans = false
     for (const c of changes) {
@@ -109,7 +109,7 @@ export class Secondaries {
     involved: InvolvedObject,
     signal: AbortSignal,
   ): Promise<{ applied: OwnedRef[]; changed: boolean; failures: string[] }> {
-    const events = this.o.events
+    const events = this.options.events
     const applied: OwnedRef[] = []
     const appliedIds = new Set<string>()
     const failures: string[] = []
@@ -120,7 +120,7 @@ export class Secondaries {
       let target: SecondaryTarget<any>
       try {
         spec = this.specFor(this.kindOfAny(s))
-        target = this.o.secondaries[spec]!.target
+        target = this.options.secondaries[spec]!.target
         stamped = target.withStamps(s, stamps)
       } catch (err) {
         failures.push((err as Error).message)
@@ -159,7 +159,7 @@ export class Secondaries {
     // secondaries this primary no longer returns: what it owned before and what is observed with its stamp
     for (const [id, o] of this.mayOwn(key, previous)) {
       if (appliedIds.has(id)) continue
-      const target = this.o.secondaries[o.spec]!.target
+      const target = this.options.secondaries[o.spec]!.target
       try {
         this.deletedByUs.add(id)
         if (await target.delete(o.object, this.ownedBy(key, target), signal)) {
@@ -184,12 +184,12 @@ export class Secondaries {
   async removeAll(key: string, previous: readonly OwnedRef[], involved: InvolvedObject, signal: AbortSignal): Promise<string[]> {
     const failures: string[] = []
     for (const [, o] of this.mayOwn(key, previous)) {
-      const target = this.o.secondaries[o.spec]!.target
+      const target = this.options.secondaries[o.spec]!.target
       try {
         // not marked as our own delete: a primary made again meanwhile is re-marked by the deletion
         if (await target.delete(o.object, this.ownedBy(key, target), signal)) {
           this.stats.deleted++
-          this.o.events?.normal(involved, 'Synced', `"${target.describe(o.object)}" synced successfully (deleted)`)
+          this.options.events?.normal(involved, 'Synced', `"${target.describe(o.object)}" synced successfully (deleted)`)
         }
       } catch (err) {
         failures.push(`${target.describe(o.object)}: ${(err as Error).message}`)
@@ -215,7 +215,7 @@ export class Secondaries {
         // (Not marked as our own delete: should its primary appear while the delete is on its way,
         // the observed deletion re-marks it and the secondary is made again.)
         if (alive(owner)) break
-        const target = this.o.secondaries[o.spec]!.target
+        const target = this.options.secondaries[o.spec]!.target
         try {
           if (await target.delete(o.object, this.ownedBy(owner, target))) {
             deleted++
@@ -238,18 +238,20 @@ export class Secondaries {
   }
 
   private idOf(o: OwnedRef): string {
-    return this.o.secondaries[o.spec]!.target.id(o.object)
+    return this.options.secondaries[o.spec]!.target.id(o.object)
   }
 
   private specFor(kind: string): number {
-    const i = this.o.secondaries.findIndex((s) => s.kinds.includes(kind))
+    const i = this.options.secondaries.findIndex((s) => s.kinds.includes(kind))
     if (i < 0)
-      throw new ConfigError(`no secondary target takes kind "${kind}" (kinds: ${this.o.secondaries.flatMap((s) => s.kinds).join(', ')})`)
+      throw new ConfigError(
+        `no secondary target takes kind "${kind}" (kinds: ${this.options.secondaries.flatMap((s) => s.kinds).join(', ')})`,
+      )
     return i
   }
 
   private kindOfAny(s: unknown): string {
-    for (const spec of this.o.secondaries) {
+    for (const spec of this.options.secondaries) {
       try {
         const k = spec.target.kindOf(s)
         if (spec.kinds.includes(k)) return k
@@ -257,7 +259,7 @@ export class Secondaries {
         /* not this target's shape */
       }
     }
-    return this.o.secondaries[0]!.target.kindOf(s)
+    return this.options.secondaries[0]!.target.kindOf(s)
   }
 
   private ownedBy(key: string, target: SecondaryTarget<any>): (existing: unknown) => boolean {

@@ -3,9 +3,10 @@
 // construction with a message that names the option, so nothing fails later inside the loop.
 
 import { ConfigError } from './errors.ts'
-import type Bottleneck from 'bottleneck'
-import type { DB, Key, ReadTxn, Table } from '@statewright/statedb'
+import { checkRateLimit, type RateLimitOptions } from './ratelimit.ts'
+import { resolveRetry, type DB, type Key, type ReadTxn, type RetryOptions, type Table } from '@statewright/statedb'
 import type { Metrics } from './metrics.ts'
+import type { Logger } from './logger.ts'
 import type { Status, StatusIndex } from './status.ts'
 
 /** What every operation gets besides the object. */
@@ -51,15 +52,6 @@ export interface BatchOperations<Obj> {
   deleteBatch(entries: BatchEntry<Obj>[], ctx: OpContext): void | Promise<void>
 }
 
-export interface RetryOptions {
-  /** First backoff after a failure, ms (default 100). */
-  minMs?: number
-  /** Backoff cap, ms (default 60 000). */
-  maxMs?: number
-  /** Spread each backoff by up to this fraction either way, 0..1 (default 0: none). */
-  jitter?: number
-}
-
 export interface RefreshOptions {
   /** Update done objects whose status is older than this, ms. */
   intervalMs: number
@@ -90,16 +82,26 @@ export interface ReconcilerConfig<Obj> {
   batchOperations?: BatchOperations<Obj>
   /** Most objects per incremental round (default 1000). */
   roundSize?: number
+  /** Backoff of failed objects (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
   retry?: RetryOptions
   /** Full reconciliation every this many ms; 0 or absent: only on demand. */
   fullReconciliationIntervalMs?: number
   refresh?: RefreshOptions
-  /** Bottleneck limiters (owned and stopped by the reconciler): between rounds, per operation. */
-  rateLimit?: { rounds?: Bottleneck.ConstructorOptions; operations?: Bottleneck.ConstructorOptions }
+  /**
+   * Token buckets (`{ qps, burst }`, owned and stopped by the reconciler): `rounds` is waited on
+   * before each round, `operations` before each operation.
+   */
+  rateLimit?: { rounds?: RateLimitOptions; operations?: RateLimitOptions }
   metrics?: Metrics
   /**
-   * Told of failures that are not an object's (a health listener that threw, the loop failing).
-   * Default: a process warning (process.emitWarning), so a library never writes to the console.
+   * Logs failures that are not an object's (a health listener that threw, the loop failing) at
+   * error, with `err` and `reconciler` (its name). Default: a process warning (process.emitWarning),
+   * so a library never writes to the console.
+   */
+  logger?: Logger
+  /**
+   * @deprecated Use `logger`; removed in the next release. Told of the same failures when no
+   * `logger` is given.
    */
   onError?: (err: unknown, what: string) => void
 }
@@ -116,13 +118,11 @@ export interface Resolved<Obj> {
   operations: Operations<Obj>
   batchOperations: BatchOperations<Obj> | undefined
   roundSize: number
-  retryMinMs: number
-  retryMaxMs: number
-  retryJitter: number
+  retry: Required<RetryOptions>
   fullIntervalMs: number
   refreshIntervalMs: number
   refreshPerSecond: number
-  rateLimit: { rounds?: Bottleneck.ConstructorOptions; operations?: Bottleneck.ConstructorOptions }
+  rateLimit: { rounds?: RateLimitOptions; operations?: RateLimitOptions }
   metrics: Metrics | undefined
 }
 
@@ -182,13 +182,8 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
   const roundSize = cfg.roundSize ?? 1000
   if (!Number.isInteger(roundSize) || roundSize < 1)
     throw new ConfigError(`${who}: roundSize must be a positive integer, got ${String(roundSize)}`)
-  const retryMinMs = ms('retry.minMs', cfg.retry?.minMs, 100, false)
-  const retryMaxMs = ms('retry.maxMs', cfg.retry?.maxMs, 60_000, false)
-  if (retryMinMs > retryMaxMs) throw new ConfigError(`${who}: retry.minMs (${retryMinMs}) is above retry.maxMs (${retryMaxMs})`)
-  const retryJitter = cfg.retry?.jitter ?? 0
-  if (typeof retryJitter !== 'number' || !(retryJitter >= 0 && retryJitter <= 1)) {
-    throw new ConfigError(`${who}: retry.jitter must be a fraction between 0 and 1, got ${String(retryJitter)}`)
-  }
+  // the shared default (statedb's DEFAULT_RETRY: 100 ms doubling to 30 s, jitter 0.2)
+  const retry = resolveRetry(cfg.retry, who)
   const fullIntervalMs = ms('fullReconciliationIntervalMs', cfg.fullReconciliationIntervalMs, 0, true)
   let refreshIntervalMs = 0
   let refreshPerSecond = 0
@@ -215,13 +210,14 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
     operations: ops,
     batchOperations: b,
     roundSize,
-    retryMinMs,
-    retryMaxMs,
-    retryJitter,
+    retry,
     fullIntervalMs,
     refreshIntervalMs,
     refreshPerSecond,
-    rateLimit: cfg.rateLimit ?? {},
+    rateLimit: {
+      ...(cfg.rateLimit?.rounds ? { rounds: checkRateLimit(cfg.rateLimit.rounds, `${who}: rateLimit.rounds`) } : {}),
+      ...(cfg.rateLimit?.operations ? { operations: checkRateLimit(cfg.rateLimit.operations, `${who}: rateLimit.operations`) } : {}),
+    },
     metrics: cfg.metrics,
   }
 }

@@ -7,9 +7,23 @@
 //
 // Invariants: listeners are called only when the level or the message changes, synchronously at
 // the end of the round that changed it, and a listener that throws does not stop the others (its
-// error goes to the reconciler's onError: health must never break the reconciler).
+// error goes to the reconciler's logger: health must never break the reconciler).
 
+/** How a part is doing: the one level type every statewright health reports (reflectors, derive, drift, components). */
 export type HealthLevel = 'ok' | 'degraded' | 'stopped'
+
+/**
+ * The one base health shape: every part's health (the reconciler's, reflectors', derivations',
+ * drift's, finalizers', components', the primary controller's) extends it with its own fields.
+ * It lives here, on the lowest floor that reports health.
+ */
+export interface Health {
+  readonly level: HealthLevel
+  /** One line for people: what is wrong, or a count when nothing is. */
+  readonly message: string
+  /** Whether the part can be relied on (readiness); object errors do not make a part unready. */
+  readonly ready: boolean
+}
 
 /** An object failing now: its key, its error, and whether it is a delete. */
 export interface FailingObject {
@@ -18,9 +32,8 @@ export interface FailingObject {
   readonly deleted: boolean
 }
 
-export interface Health {
-  readonly level: HealthLevel
-  readonly message: string
+/** A reconciler's health. */
+export interface ReconcilerHealth extends Health {
   /** Started, table initialized and its initial objects acted on, loop alive. Object errors do not count. */
   readonly ready: boolean
   /** Why not ready (absent when ready). */
@@ -50,7 +63,7 @@ export interface HealthInput {
   notReady: string | undefined
 }
 
-export function describeHealth(h: HealthInput): { level: HealthLevel; message: string } {
+export function describeHealth(h: HealthInput): Pick<Health, 'level' | 'message'> {
   if (h.errors === 0 && h.pruneError === undefined) return { level: 'ok', message: `${h.objects} objects` }
   const parts: string[] = []
   if (h.errors > 0) parts.push(`${h.errors} error${h.errors === 1 ? '' : 's'}: ${h.messages.slice(0, HEALTH_MESSAGES).join('; ')}`)
@@ -61,7 +74,7 @@ export function describeHealth(h: HealthInput): { level: HealthLevel; message: s
 export class HealthReporter {
   constructor(private readonly onError: (err: unknown, what: string) => void = reportToProcess) {}
 
-  private value: Health = {
+  private value: ReconcilerHealth = {
     level: 'ok',
     message: 'starting',
     ready: false,
@@ -71,21 +84,21 @@ export class HealthReporter {
     errors: 0,
     updatedAt: Date.now(),
   }
-  private readonly listeners = new Set<(h: Health) => void>()
+  private readonly listeners = new Set<(h: ReconcilerHealth) => void>()
 
-  get current(): Health {
+  get current(): ReconcilerHealth {
     return this.value
   }
 
   /** Calls fn with every change (not with the current value). Returns the unsubscribe function. */
-  subscribe(fn: (h: Health) => void): () => void {
+  subscribe(fn: (h: ReconcilerHealth) => void): () => void {
     this.listeners.add(fn)
     return () => this.listeners.delete(fn)
   }
 
   update(input: HealthInput): void {
     const { level, message } = describeHealth(input)
-    const next: Health = {
+    const next: ReconcilerHealth = {
       level,
       message,
       ready: input.notReady === undefined,
@@ -102,7 +115,7 @@ export class HealthReporter {
     this.set({ ...this.value, level: 'stopped', message: 'stopped', ready: false, notReady: 'stopped', updatedAt: Date.now() })
   }
 
-  private set(next: Health): void {
+  private set(next: ReconcilerHealth): void {
     const prev = this.value
     this.value = next
     if (prev.level === next.level && prev.message === next.message && prev.ready === next.ready) return

@@ -10,7 +10,6 @@ export {
   type Operations,
   type ReconcilerConfig,
   type RefreshOptions,
-  type RetryOptions,
 } from './config.ts'
 export {
   newStatusIndex,
@@ -38,11 +37,15 @@ export {
   type ReconcilerErrorCode,
 } from './errors.ts'
 export type { FullReport } from './full.ts'
-export { describeHealth, type Health, type HealthLevel, type FailingObject } from './health.ts'
+export { describeHealth, type Health, type HealthLevel, type ReconcilerHealth, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'
 export { waitForReconciliation, type WaitOptions } from './wait.ts'
-export { backoffDelay } from './retries.ts'
+export { RateLimiter, checkRateLimit, type RateLimitOptions } from './ratelimit.ts'
+export { logTo, type Logger, type LogFn } from './logger.ts'
+export { loadOptionalPeer, requireOptionalPeer, type OptionalPeerOptions } from './peers.ts'
+// The shared retry settings live on the ground floor (statedb's retry.ts); re-exported here.
+export { backoffDelay, resolveRetry, DEFAULT_RETRY, type RetryOptions } from '@statewright/statedb'
 export type {
   OwnerStamps,
   SecondarySpec,

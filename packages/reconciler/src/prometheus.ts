@@ -19,8 +19,7 @@
 // reason no public type here names a prom-client type (a consumer without prom-client must still
 // type-check our .d.ts without skipLibCheck): the registry is described by the little we need.
 
-import { ConfigError } from './errors.ts'
-import { createRequire } from 'node:module'
+import { requireOptionalPeer } from './peers.ts'
 import type * as PromClient from 'prom-client'
 import type { Metrics, OperationName, OperationResult } from './metrics.ts'
 
@@ -28,27 +27,6 @@ import type { Metrics, OperationName, OperationResult } from './metrics.ts'
 export interface PromRegistry {
   metrics(): Promise<string>
   readonly contentType: string
-}
-
-const requireHere = createRequire(import.meta.url)
-let promClient: typeof PromClient | undefined
-
-/**
- * prom-client, required on first use. `forWhat` names the class in the error a user without
- * prom-client gets, with the command that fixes it.
- */
-function loadPromClient(forWhat: string): typeof PromClient {
-  if (promClient) return promClient
-  try {
-    return (promClient = requireHere('prom-client') as typeof PromClient)
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND' || !String((e as Error).message).includes("'prom-client'")) throw e
-    throw new ConfigError(
-      `${forWhat} needs prom-client, an optional peer dependency that is not installed. ` +
-        'Install it with: npm install prom-client@^15.1.3 (or use InMemoryMetrics / no metrics)',
-      { cause: e },
-    )
-  }
 }
 
 export interface PrometheusMetricsOptions {
@@ -74,7 +52,10 @@ export class PrometheusMetrics implements Metrics {
   private readonly fullTime: PromClient.Histogram<'reconciler'>
 
   constructor(opts: PrometheusMetricsOptions = {}) {
-    const { Counter, Gauge, Histogram, register } = loadPromClient('PrometheusMetrics')
+    const { Counter, Gauge, Histogram, register } = requireOptionalPeer<typeof PromClient>('prom-client', 'PrometheusMetrics', {
+      range: '^15.1.3',
+      instead: 'or use InMemoryMetrics / no metrics',
+    })
     const p = opts.prefix ?? 'statewright'
     const registers = [(opts.registry as PromClient.Registry | undefined) ?? register]
     const buckets = opts.buckets ?? DEFAULT_BUCKETS

@@ -12,15 +12,16 @@
 //   The retry queue survives a stop (failed deletes must still be retried after a restart).
 
 import { StoppedError, UsageError } from './errors.ts'
-import Bottleneck from 'bottleneck'
+import { RateLimiter } from './ratelimit.ts'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import type { ChangeIterator, Watch } from '@statewright/statedb'
+import { logTo } from './logger.ts'
 import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
 import { OperationRunner } from './runner.ts'
 import { showRetryKey, type RetryItem } from './retries.ts'
 import { fullReconciliation, type FullReport } from './full.ts'
 import { markForRefresh, RefreshBudget } from './refresh.ts'
-import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type Health } from './health.ts'
+import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type ReconcilerHealth } from './health.ts'
 import { incrementalRound } from './incremental.ts'
 import { RevisionWaiters } from './wait.ts'
 
@@ -64,7 +65,7 @@ export class Reconciler<Obj> {
   /** Set while a stop() is under way. */
   private stopping: Promise<void> | undefined
   private timer: NodeJS.Timeout | undefined
-  private roundLimiter: Bottleneck | undefined
+  private roundLimiter: RateLimiter | undefined
   private fullRequests: FullRequest[] = []
   private nextFullAt = Infinity
   /** A round has acted on the initialized table (readiness). */
@@ -79,7 +80,10 @@ export class Reconciler<Obj> {
   constructor(config: ReconcilerConfig<Obj>) {
     this.config = resolveConfig(config)
     this.runner = new OperationRunner(this.config)
-    this.reportError = config.onError ?? reportToProcess
+    const logger = config.logger
+    this.reportError = logger
+      ? (err, what) => logTo(logger, 'error', { err, reconciler: this.config.name }, what)
+      : (config.onError ?? reportToProcess)
     this.healthReporter = new HealthReporter(this.reportError)
   }
 
@@ -99,7 +103,7 @@ export class Reconciler<Obj> {
     this.waiters.reset()
     this.runner.start()
     const rounds = this.config.rateLimit.rounds
-    this.roundLimiter = rounds ? new Bottleneck(rounds) : undefined
+    this.roundLimiter = rounds ? new RateLimiter(rounds) : undefined
     const now = Date.now()
     this.nextFullAt = this.config.fullIntervalMs > 0 ? now + this.config.fullIntervalMs : Infinity
     this.nextRefreshAt = this.config.refreshIntervalMs > 0 ? now : Infinity
@@ -127,7 +131,7 @@ export class Reconciler<Obj> {
     this.clearTimer()
     const l = this.roundLimiter
     this.roundLimiter = undefined
-    if (l) l.stop({ dropWaitingJobs: true }).catch(() => {}) // not awaited: see OperationRunner.stop
+    if (l) l.stop().catch(() => {}) // not awaited: see OperationRunner.stop
     this.waiters.fail(stopped)
     for (const r of this.fullRequests.splice(0)) r.reject(stopped)
     this.healthReporter.stopped()
@@ -139,12 +143,12 @@ export class Reconciler<Obj> {
 
   // ---- observing ----
 
-  get health(): Health {
+  get health(): ReconcilerHealth {
     return this.healthReporter.current
   }
 
   /** Calls fn on every health change. Returns the unsubscribe function. */
-  onHealth(fn: (h: Health) => void): () => void {
+  onHealth(fn: (h: ReconcilerHealth) => void): () => void {
     return this.healthReporter.subscribe(fn)
   }
 
@@ -211,7 +215,8 @@ export class Reconciler<Obj> {
     try {
       while (this.running) {
         this.poked = false
-        if (this.roundLimiter) await this.runner.race(this.roundLimiter.schedule(async () => undefined))
+        const wait = this.roundLimiter?.take()
+        if (wait) await this.runner.race(wait)
         const watches: Watch[] = []
         let fullAt = this.nextFullAt
 

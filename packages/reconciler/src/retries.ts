@@ -12,7 +12,7 @@
 //   still carry the error status `statusId` this reconciler wrote); a delete item holds the deleted
 //   object, because it is no longer in the table. That is what makes failed deletes queryable.
 
-import type { Key } from '@statewright/statedb'
+import { backoffDelay, type Key } from '@statewright/statedb'
 
 /** A primary key as the queue's map key: retryKey encodes it, showRetryKey shows it. */
 export type RetryKey = string | number
@@ -58,21 +58,6 @@ export interface RetryOutcome<Obj> {
   statusId: number
   revision: number
   error: string
-}
-
-/**
- * The delay before retry number `attempts` (>= 1): minMs doubling with each attempt, capped at maxMs,
- * spread by up to `jitter` (0..1) either way and capped again. Every retry loop of statewright uses
- * it, so that a `retry: { minMs, maxMs, jitter }` option means the same everywhere.
- */
-export function backoffDelay(
-  attempts: number,
-  o: { minMs: number; maxMs: number; jitter?: number },
-  random: () => number = Math.random,
-): number {
-  const d = Math.min(o.minMs * 2 ** Math.min(Math.max(attempts, 1) - 1, 1023), o.maxMs)
-  const jitter = o.jitter ?? 0
-  return jitter > 0 ? Math.min(o.maxMs, d * (1 + jitter * (2 * random() - 1))) : d
 }
 
 export class RetryQueue<Obj> {

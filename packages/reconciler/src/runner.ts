@@ -16,7 +16,7 @@
 //   memory; ids only need to be unique per write of one object).
 
 import { StoppedError } from './errors.ts'
-import Bottleneck from 'bottleneck'
+import { RateLimiter } from './ratelimit.ts'
 import { Query, type Key, type ReadTxn, type WriteTxn } from '@statewright/statedb'
 import type { BatchEntry, OpContext, Resolved } from './config.ts'
 import { RetryQueue, retryKey, type RetryKey } from './retries.ts'
@@ -44,14 +44,14 @@ export interface Outcome<Obj> {
 export class OperationRunner<Obj> {
   readonly retries: RetryQueue<Obj>
   private readonly primaryIndex: string
-  private opLimiter: Bottleneck | undefined
+  private opLimiter: RateLimiter | undefined
   private controller = new AbortController()
   private abortPromise: Promise<never> | undefined
   /** Shared by the operations of one round. */
   private ctx: OpContext
 
   constructor(readonly cfg: Resolved<Obj>) {
-    this.retries = new RetryQueue<Obj>(cfg.retryMinMs, cfg.retryMaxMs, cfg.retryJitter)
+    this.retries = new RetryQueue<Obj>(cfg.retry.minMs, cfg.retry.maxMs, cfg.retry.jitter)
     this.primaryIndex = cfg.table.indexes[0]!
     this.ctx = { signal: this.controller.signal, txn: cfg.db.readTxn(), full: false }
   }
@@ -69,7 +69,7 @@ export class OperationRunner<Obj> {
     })
     this.abortPromise.catch(() => {}) // observed by races only
     const ops = this.cfg.rateLimit.operations
-    this.opLimiter = ops ? new Bottleneck(ops) : undefined
+    this.opLimiter = ops ? new RateLimiter(ops) : undefined
   }
 
   /** Aborts in-flight operations and drops queued ones. */
@@ -77,8 +77,8 @@ export class OperationRunner<Obj> {
     this.controller.abort(new StoppedError('reconciler stopped'))
     const l = this.opLimiter
     this.opLimiter = undefined
-    // Not awaited: Bottleneck's stop waits for running jobs, and an operation may ignore the signal.
-    if (l) l.stop({ dropWaitingJobs: true }).catch(() => {})
+    // Not awaited: nothing runs inside the limiter, but stop() must not wait on the queue's timers.
+    if (l) l.stop().catch(() => {})
   }
 
   key(obj: Obj): RetryKey {
@@ -165,7 +165,8 @@ export class OperationRunner<Obj> {
     const t0 = m ? performance.now() : 0
     let r: unknown
     try {
-      r = this.opLimiter ? this.opLimiter.schedule(async () => this.call(o, ctx)) : this.call(o, ctx)
+      const wait = this.opLimiter?.take()
+      r = wait ? wait.then(() => this.call(o, ctx)) : this.call(o, ctx)
     } catch (err) {
       this.failed(o, err)
       if (m) this.observe(o, t0)

@@ -124,7 +124,7 @@ export function setup(over: Partial<ReconcilerConfig<Obj>> = {}, target = new Fa
       return o
     },
     operations: target.ops,
-    retry: { minMs: 5, maxMs: 40 },
+    retry: { minMs: 5, maxMs: 40, jitter: 0 },
     ...over,
   })
   const insert = async (id: string, value: number) => {

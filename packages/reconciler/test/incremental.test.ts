@@ -1,6 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { InMemoryMetrics, type BatchOperations } from '@statewright/reconciler'
+import { InMemoryMetrics, Reconciler, type BatchOperations } from '@statewright/reconciler'
 import { RetryQueue } from '../src/retries.ts'
 import { byId, deferred, setup, sleep, until, within, type Obj } from './helpers.ts'
 
@@ -247,7 +247,7 @@ test('backoff doubles per failure and stops at the cap', () => {
 })
 
 test('retries of a failing object back off exponentially, per object, without blocking others', async () => {
-  const s = setup({ retry: { minMs: 15, maxMs: 60 } })
+  const s = setup({ retry: { minMs: 15, maxMs: 60, jitter: 0 } })
   const times: number[] = []
   s.target.failUpdate = (o) => {
     if (o.id !== 'bad') return undefined
@@ -268,6 +268,25 @@ test('retries of a failing object back off exponentially, per object, without bl
     assert.is(s.rec.failures()[0]!.attempts >= 6, true)
   } finally {
     await s.rec.stop()
+  }
+})
+
+test('without a retry option the shared default applies: first retry after 100 ms ±20%', async () => {
+  const s = setup()
+  const { retry: _, ...noRetry } = s.rec.config
+  const rec = new Reconciler<Obj>(noRetry)
+  s.target.failUpdate = () => new Error('always')
+  rec.start()
+  try {
+    const before = Date.now()
+    await s.insert('bad', 1)
+    await until(() => rec.failures().length === 1, 2000, 'one failure')
+    const after = Date.now()
+    const f = rec.failures()[0]!
+    assert.is(f.attempts, 1)
+    assert.ok(f.retryAt >= before + 80 && f.retryAt <= after + 120, `first retry in ${f.retryAt - before} ms`)
+  } finally {
+    await rec.stop()
   }
 })
 

@@ -8,9 +8,11 @@ import {
   PrometheusMetrics,
   Reconciler,
   StoppedError,
+  statusPending,
   waitForReconciliation,
   type Health,
 } from '@statewright/reconciler'
+import { collectingLogger } from '../../../test/lib/logger.ts'
 import { byId, deferred, makeTable, setup, until, within, type Obj } from './helpers.ts'
 
 test('health: ok with the object count, degraded with error count and first messages, ok again', async () => {
@@ -143,7 +145,7 @@ test('stop cancels in-flight operations (even ones that ignore the signal) and l
   const s = setup({
     fullReconciliationIntervalMs: 50,
     refresh: { intervalMs: 10 },
-    rateLimit: { rounds: { minTime: 1 }, operations: { maxConcurrent: 1 } },
+    rateLimit: { rounds: { qps: 1000, burst: 1 }, operations: { qps: 1000, burst: 1 } },
   })
   const inFlight = deferred<AbortSignal>()
   s.target.hold = (_op, o) => {
@@ -289,6 +291,62 @@ test('metrics: in-memory counters and prometheus names', async () => {
   } finally {
     await s.rec.stop()
   }
+})
+
+test('logger: a health listener that throws is logged at error with the reconciler name, and the rest go on', async () => {
+  const log = collectingLogger()
+  const s = setup({ name: 'logged' })
+  const { retry, ...rest } = s.rec.config
+  const rec = new Reconciler<Obj>({ ...rest, retry, logger: log })
+  const seen: string[] = []
+  rec.onHealth(() => {
+    throw new Error('a buggy listener')
+  })
+  rec.onHealth((h) => seen.push(h.message))
+  rec.start()
+  try {
+    const rev = await s.insert('a', 1)
+    await rec.waitForRevision(rev, { signal: within(2000) })
+    await until(() => log.entries.length > 0 && seen.length > 0, 2000, 'a logged listener failure')
+    const e = log.entries[0]!
+    assert.is(e.level, 'error')
+    assert.is(e.fields.reconciler, 'logged')
+    assert.is((e.fields.err as Error).message, 'a buggy listener')
+    assert.is(e.msg, 'a reconciler health listener failed')
+  } finally {
+    await rec.stop()
+  }
+})
+
+test('rateLimit: { qps, burst } token buckets pace operations (a burst at once, then qps a second); bad ones are refused', async () => {
+  const s = setup({ rateLimit: { operations: { qps: 20, burst: 2 } } })
+  const times: number[] = []
+  const orig = s.target.ops.update
+  s.target.ops.update = (o, ctx) => {
+    times.push(performance.now())
+    return orig(o, ctx)
+  }
+  s.rec.start()
+  try {
+    const txn = await s.db.writeTxn(s.table)
+    for (let i = 0; i < 6; i++) s.table.insert(txn, { id: `o${i}`, value: 1, status: statusPending() })
+    const rev = s.table.revision(txn.commit())
+    await s.rec.waitForRevision(rev, { signal: within(5000) })
+    assert.is(times.length, 6)
+    assert.ok(times[1]! - times[0]! < 40, 'the burst goes at once')
+    // four more at 20 a second: at least ~150 ms after the burst
+    assert.ok(times[5]! - times[0]! >= 150, `six operations took ${(times[5]! - times[0]!).toFixed(0)} ms`)
+  } finally {
+    await s.rec.stop()
+  }
+  assert.throws(
+    () => setup({ rateLimit: { rounds: { qps: 0, burst: 1 } } }),
+    (e: unknown) => e instanceof ConfigError && /rateLimit\.rounds\.qps/.test((e as Error).message),
+  )
+  assert.throws(
+    () => setup({ rateLimit: { operations: { qps: 5, burst: 0.5 } } }),
+    (e: unknown) => e instanceof ConfigError && /rateLimit\.operations\.burst/.test((e as Error).message),
+  )
 })
 
 test.run()

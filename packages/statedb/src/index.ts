@@ -29,8 +29,10 @@ export {
   type StateDBErrorCode,
 } from './errors.ts'
 export { setValidation } from './validate.ts'
+export { backoffDelay, resolveRetry, DEFAULT_RETRY, type RetryOptions } from './retry.ts'
 // Not an export: loaded for its effect (./shapes.ts says why).
 import './shapes.ts'
 export { dump, httpHandler, keyText, type HttpHandlerOptions } from './inspect.ts'
 export { redactSecrets, markSensitive, SENSITIVE, type Redactor } from './redact.ts'
 export { httpGuard, guardedListener, bearerCheck, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'
+export type { InspectGraph, NamedGraph } from './inspectgraph.ts'

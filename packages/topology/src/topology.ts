@@ -14,9 +14,20 @@
 //   being processed (errors() names it); it keeps its node, loses that link, and is processed again
 //   with backoff.
 
-import { backoffDelay } from '@statewright/reconciler'
 import { ConfigError } from './errors.ts'
-import { DB, Table, defineIndex, waitAny, type ChangeIterator, type ReadTxn, type Watch, type WriteTxn } from '@statewright/statedb'
+import {
+  DB,
+  Table,
+  backoffDelay,
+  defineIndex,
+  resolveRetry,
+  waitAny,
+  type ChangeIterator,
+  type RetryOptions,
+  type ReadTxn,
+  type Watch,
+  type WriteTxn,
+} from '@statewright/statedb'
 import {
   targetRefLocators,
   type LinkDefinition,
@@ -43,8 +54,8 @@ export interface TopologyOptions {
   db: DB
   /** Prefix of the graph's table names (default "topology"). */
   name?: string
-  /** Backoff of failing objects (default 100 ms doubling to 30 s). */
-  retry?: { minMs?: number; maxMs?: number }
+  /** Backoff of failing objects (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
+  retry?: RetryOptions
 }
 
 type KindEntry = { def: TargetableKind | PolicyKind; table: Table<any>; policy: boolean }
@@ -59,13 +70,13 @@ export class Topology {
   private readonly kinds: KindEntry[]
   private iters: ChangeIterator<any>[] | undefined
   private readonly errs = new Map<string, TopologyError & { kind: number; key: unknown }>()
-  private readonly retry: { minMs: number; maxMs: number }
+  private readonly retry: Required<RetryOptions>
 
   constructor(def: TopologyDefinition, o: TopologyOptions) {
     this.def = def
     this.db = o.db
     this.name = o.name ?? 'topology'
-    this.retry = { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000 }
+    this.retry = resolveRetry(o.retry, `topology "${this.name}"`)
     this.kinds = []
     const entry = (policy: boolean) => (k: TargetableKind | PolicyKind) => {
       if (!k.table)

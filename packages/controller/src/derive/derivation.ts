@@ -36,7 +36,7 @@ export class Derivation<In, Out> {
   /** How many times fn ran (for tests and metrics). */
   runs = 0
   readonly errors: Table<DerivationError>
-  private readonly o: DeriveOptions<In, Out>
+  private readonly options: DeriveOptions<In, Out>
   private readonly from: ReadonlyArray<Table<In>>
   private readonly joins: ReadonlyArray<Table<any>>
   private readonly equals: (a: Out, b: Out) => boolean
@@ -66,7 +66,7 @@ export class Derivation<In, Out> {
   private wake = new AbortController()
 
   constructor(o: DeriveOptions<In, Out>) {
-    this.o = o
+    this.options = o
     this.from = Array.isArray(o.from) ? o.from : [o.from as Table<In>]
     if (this.from.length === 0) throw new ConfigError('derive: `from` needs at least one table')
     this.joins = o.joins ?? []
@@ -85,7 +85,7 @@ export class Derivation<In, Out> {
    */
   async start(): Promise<this> {
     if (this.loop) throw new UsageError(`derivation "${this.name}": already started`)
-    const { db, to } = this.o
+    const { db, to } = this.options
     if (this.ctrl.signal.aborted) {
       this.ctrl = new AbortController()
       this.everything = true
@@ -131,7 +131,7 @@ export class Derivation<In, Out> {
   }
 
   /** Inputs failing now (the rows of the errors table for this derivation). */
-  failures(txn: ReadTxn = this.o.db.readTxn()): DerivationError[] {
+  failures(txn: ReadTxn = this.options.db.readTxn()): DerivationError[] {
     return this.failing.list(txn)
   }
 
@@ -151,7 +151,7 @@ export class Derivation<In, Out> {
   // ---- the loop ----
 
   private async run(): Promise<void> {
-    const { db } = this.o
+    const { db } = this.options
     const signal = this.ctrl.signal
     while (!signal.aborted) {
       if (this.wake.signal.aborted) this.wake = new AbortController()
@@ -236,7 +236,7 @@ export class Derivation<In, Out> {
   }
 
   private async derive(dirty: Map<string, InputRef>, inputsReady: boolean): Promise<void> {
-    const { db, to } = this.o
+    const { db, to } = this.options
     const initialize = (w: WriteTxn) => {
       if (!inputsReady || this.initialized) return
       this.markInitialized?.(w)
@@ -273,7 +273,7 @@ export class Derivation<In, Out> {
   }
 
   private deriveOne(w: WriteTxn, id: string, ref: InputRef): void {
-    const { to, fn, validate } = this.o
+    const { to, fn, validate } = this.options
     const table = this.from[ref.table]!
     const input = table.get(w, table.primary.query(ref.key))
     this.deps.forget(id)
@@ -323,7 +323,7 @@ export class Derivation<In, Out> {
   }
 
   private setOutputs(w: WriteTxn, id: string, keys: Key[], outs: Out[]): void {
-    const { to } = this.o
+    const { to } = this.options
     const before = this.outputs.get(id) ?? []
     const now = new Set<string>()
     keys.forEach((k, i) => {

@@ -3,12 +3,20 @@
 // Invariants:
 // - A failed run writes the input's row (error, attempts, next try) and schedules its retry; a
 //   successful run, or the input's deletion, clears both.
-// - Backoff doubles from retry.minMs (default 100 ms) up to retry.maxMs (default 30 s), with ±20%
-//   jitter so that inputs failing together do not retry together.
+// - Backoff doubles from retry.minMs up to retry.maxMs, jittered so that inputs failing together do
+//   not retry together (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, ±20%).
 // - An input no longer known when its retry is due is dropped from the schedule, not retried.
-import { backoffDelay } from '@statewright/reconciler'
 import type { Logger } from '../logging.ts'
-import { Table, defineIndex, type DB, type ReadTxn, type WriteTxn } from '@statewright/statedb'
+import {
+  Table,
+  backoffDelay,
+  defineIndex,
+  resolveRetry,
+  type DB,
+  type RetryOptions,
+  type ReadTxn,
+  type WriteTxn,
+} from '@statewright/statedb'
 import type { Journal } from './journal.ts'
 import { describeInput, type InputRef } from './keys.ts'
 
@@ -49,7 +57,7 @@ export class Failures {
     private readonly errors: Table<DerivationError>,
     private readonly from: ReadonlyArray<Table<any>>,
     /** The derivation's options (read at each failure, as they were). */
-    private readonly o: { readonly retry?: { minMs?: number; maxMs?: number } },
+    private readonly options: { readonly retry?: RetryOptions },
     private readonly journal: Journal,
     private readonly log: Logger,
   ) {}
@@ -76,7 +84,7 @@ export class Failures {
   failed(w: WriteTxn, id: string, err: unknown): void {
     const prev = this.retries.get(id)
     const attempts = (prev?.attempts ?? 0) + 1
-    const delay = backoffDelay(attempts, { minMs: this.o.retry?.minMs ?? 100, maxMs: this.o.retry?.maxMs ?? 30_000, jitter: 0.2 })
+    const delay = backoffDelay(attempts, resolveRetry(this.options.retry))
     const at = Date.now() + delay
     this.journal.mapSet(this.retries, id, { attempts, at })
     const message = (err as Error)?.message ?? String(err)

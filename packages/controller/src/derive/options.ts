@@ -1,7 +1,8 @@
 // What a derivation is given (its options and the context its fn reads through) and what its health
 // reports.
 // Invariant: types only; the behaviour they describe is Derivation's (derivation.ts).
-import type { DB, Query, Table, Txn } from '@statewright/statedb'
+import type { DB, Query, RetryOptions, Table, Txn } from '@statewright/statedb'
+import type { Health } from '@statewright/reconciler'
 import type { Logger } from '../logging.ts'
 import type { DerivationError } from './failures.ts'
 
@@ -28,16 +29,15 @@ export interface DeriveOptions<In, Out> {
   validate?: (out: Out, input: In) => string | undefined
   /** Whether a stored output needs no rewrite (default: equal JSON). */
   equals?: (stored: Out, next: Out) => boolean
-  /** Backoff of failing inputs (default 100 ms doubling up to 30 s). */
-  retry?: { minMs?: number; maxMs?: number }
+  /** Backoff of failing inputs (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
+  retry?: RetryOptions
   logger?: Logger
 }
 
-export interface DerivationHealth {
-  level: 'ok' | 'degraded' | 'stopped'
-  message: string
+/** A derivation's health: the shared `Health` and its failing inputs. */
+export interface DerivationHealth extends Health {
   /** `to` is initialized (every input table initialized and derived from) and the loop runs. */
-  ready: boolean
+  readonly ready: boolean
   errors: number
   failing: DerivationError[]
 }

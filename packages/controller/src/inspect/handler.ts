@@ -1,20 +1,20 @@
 // The inspection surface, usable alone (`http.createServer(inspectHandler({ db }))`) or inside the
 // Manager's HTTP server:
-//   GET /ui/…                the web view (static files of this package; no data in them)
+//   GET /ui/…                the web view (static files of @statewright/cli when installed; no data in them)
 //   GET /statedb/…           statedb's read-only handler; entries of a reconciled table carry
 //                            `reconcile: { <reconciler>: { kind, updatedAt, error?, attempts?, retryAt? } }`
 //   GET /reconcilers         every reconciler: its table, health, objects by status, errors with
 //                            message, attempts and next retry time (?errors=N: at most N, default 100)
 //   GET /reconcilers/<name>  one of them
 //   GET /topology            { graphs: [{ component, graph }] } of every part that has a graph
-//   GET /topology?format=dot|svg|layout   Graphviz DOT, an SVG, or positions (dagre) for the web view
+//   GET /topology?format=dot|svg|layout   Graphviz DOT, an SVG, or positions (dagre) for the web view,
+//                            rendered by @statewright/cli (501 naming the install command without it)
 //   GET /statusz             (alone, when given `status`) the health the web view's panel shows
 // Invariants: every request passes statedb's gate first, once (httpGuard: GET and HEAD only, a Host
 // naming this server, a path in normal form, the token on every path but the static /ui files,
 // judged on the normalized path); every object passes through the redactor (statedb's by default)
 // before it leaves; /ui is served with a Content-Security-Policy that allows only this origin's
 // scripts and styles (no inline ones); nothing a route or a component throws escapes the listener.
-import { readFileSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   guardedListener,
@@ -28,7 +28,7 @@ import {
   type Table,
 } from '@statewright/statedb'
 import type { Reconciler, Status, StatusKind } from '@statewright/reconciler'
-import { layoutGraph, toDot, toSvg, type NamedGraph } from './graph.ts'
+import type { NamedGraph } from '@statewright/statedb'
 
 export interface InspectOptions {
   db: DB
@@ -71,17 +71,16 @@ export function isInspectPath(path: string): boolean {
 /** Whether a path is a static file of the web view (served without the token: it holds no data). */
 export const isUiPath = (path: string) => path === '/ui' || path.startsWith('/ui/')
 
-const UI_DIR = new URL('../../ui/', import.meta.url)
-const UI_FILES: Record<string, string> = {
-  'index.html': 'text/html; charset=utf-8',
-  'app.js': 'text/javascript; charset=utf-8',
-  'style.css': 'text/css; charset=utf-8',
-}
-let uiCache: Map<string, Buffer> | undefined
-function uiFile(name: string): Buffer | undefined {
-  uiCache ??= new Map(Object.keys(UI_FILES).map((f) => [f, readFileSync(new URL(f, UI_DIR))]))
-  return uiCache.get(name)
-}
+// The web view's files and the graph renderer come with @statewright/cli, an optional peer: loaded on
+// the first request that needs them, so a controller without it starts and serves everything else.
+type Cli = typeof import('@statewright/cli')
+let cli: Promise<Cli | undefined> | undefined
+const loadCli = () =>
+  (cli ??= import('@statewright/cli').then(
+    (m) => m,
+    () => undefined,
+  ))
+const NO_CLI = 'this needs @statewright/cli (the web view, DOT and SVG): npm install @statewright/cli'
 
 export interface ObjectReconcileStatus {
   kind: StatusKind
@@ -167,11 +166,11 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
       return reconcile && { reconcile }
     },
   })
-  return guardedListener((req, res) => {
+  return guardedListener(async (req, res) => {
     const url = guard(req, res)
     if (!url) return
     const path = url.pathname
-    if (isUiPath(path)) return serveUi(path, res)
+    if (isUiPath(path)) return serveUi(path, res, await loadCli())
     if (path === '/statedb' || path.startsWith('/statedb/')) return statedb(req, res)
     if (path === '/reconcilers' || path.startsWith('/reconcilers/')) {
       const n = Number(url.searchParams.get('errors') ?? 100)
@@ -208,35 +207,39 @@ export function inspectHandler(o: InspectOptions): (req: IncomingMessage, res: S
       }
       const format = url.searchParams.get('format') ?? 'json'
       if (format === 'json') return send(res, 200, { graphs })
-      if (format === 'dot') return raw(res, 200, 'text/vnd.graphviz; charset=utf-8', toDot(graphs))
-      if (format === 'svg') return raw(res, 200, 'image/svg+xml; charset=utf-8', toSvg(graphs))
-      if (format === 'layout')
-        return send(res, 200, { graphs: graphs.map((g) => ({ component: g.component, graph: g.graph, layout: layoutGraph(g.graph) })) })
-      return send(res, 400, { error: `unknown format "${format}": want json, dot, svg or layout` })
+      if (format !== 'dot' && format !== 'svg' && format !== 'layout')
+        return send(res, 400, { error: `unknown format "${format}": want json, dot, svg or layout` })
+      const render = await loadCli()
+      if (!render) return send(res, 501, { error: NO_CLI })
+      if (format === 'dot') return raw(res, 200, 'text/vnd.graphviz; charset=utf-8', render.toDot(graphs))
+      if (format === 'svg') return raw(res, 200, 'image/svg+xml; charset=utf-8', render.toSvg(graphs))
+      return send(res, 200, {
+        graphs: graphs.map((g) => ({ component: g.component, graph: g.graph, layout: render.layoutGraph(g.graph) })),
+      })
     }
     if (path === '/statusz' && o.status) return send(res, 200, o.status())
     return send(res, 404, { error: 'not found', paths: ['/ui/', '/statedb/tables', '/reconcilers', '/topology'] })
   }, o.onError)
 }
 
-function serveUi(path: string, res: ServerResponse): void {
+function serveUi(path: string, res: ServerResponse, cli: Cli | undefined): void {
   if (path === '/ui') {
     res.writeHead(308, { location: '/ui/' })
     res.end()
     return
   }
-  const name = path === '/ui/' ? 'index.html' : path.slice('/ui/'.length)
-  const body = Object.hasOwn(UI_FILES, name) ? uiFile(name) : undefined
-  if (!body) return send(res, 404, { error: 'not found' })
+  if (!cli) return send(res, 404, { error: NO_CLI })
+  const file = cli.uiFile(path === '/ui/' ? 'index.html' : path.slice('/ui/'.length))
+  if (!file) return send(res, 404, { error: 'not found' })
   res.writeHead(200, {
-    'content-type': UI_FILES[name]!,
+    'content-type': file.contentType,
     'content-security-policy': UI_CSP,
     'x-content-type-options': 'nosniff',
     'referrer-policy': 'no-referrer',
     'x-frame-options': 'DENY',
     'cache-control': 'no-cache',
   })
-  res.end(body)
+  res.end(file.body)
 }
 
 // The body is made before the head is written: a value that cannot be serialized is a 500, not a

@@ -34,7 +34,7 @@ export function managedFinalizer<T extends KubeObject>(
     stop: () => f.stop(),
     health: () => {
       const h = f.health()
-      return { ready: h.level !== 'stopped', level: h.level, message: h.message, failing: h.failing }
+      return { ready: h.ready, level: h.level, message: h.message, failing: h.failing }
     },
     idle: () => f.pending() === 0,
     converged: (signal) => f.waitIdle(signal),

@@ -3,7 +3,7 @@
 // - Readiness never depends on an object's error: only on the manager's state, initialization,
 //   stopped parts and lost watches. Object errors show in the status (health levels, counts, examples).
 // - Leader-only parts count toward readiness only while this replica leads (a standby is ready).
-import type { Health, Reconciler } from '@statewright/reconciler'
+import type { Reconciler, ReconcilerHealth } from '@statewright/reconciler'
 import type { DesiredObject, DriftWatcher, KubeObject, LeaderElector, Reflector, ShardedLeases } from '@statewright/k8s'
 import type { Derivation } from '../derive/derivation.ts'
 import type { Component } from './options.ts'
@@ -51,7 +51,7 @@ export function readinessOf(m: ManagerParts): { ready: boolean; reasons: string[
 
 /** Everything /statusz shows: each part's health, object errors with examples. */
 export function statusOf(m: ManagerParts, readiness: () => { ready: boolean; reasons: string[] }): Record<string, unknown> {
-  const rec: Health = m.reconciler.health
+  const rec: ReconcilerHealth = m.reconciler.health
   return {
     name: m.name,
     state: m.state,

@@ -47,7 +47,7 @@ export function newShardLeases(o: {
       o.held.delete(shard)
       changed('shard released', shard)
     },
-    onError: (err) => o.logger.warn({ err: err.message }, 'shard lease request failed'),
+    logger: o.logger, // failed requests at warn, with the lease group and cluster
   })
 }
 
@@ -88,7 +88,7 @@ export function newLeaderElector(o: {
       await parts.onStoppedLeading!(term, reason)
     },
     onNewLeader: (id) => o.logger.info({ leader: id }, 'new leader'),
-    onError: (err) => o.logger.warn({ err: err.message }, 'leader election request failed'),
+    logger: o.logger, // failed requests at warn, with the lease and cluster
   })
 }
 

@@ -14,7 +14,8 @@
 // This file: the Manager's registration of parts and its lifecycle; the parts' wiring is beside it.
 import { ConfigError, UsageError } from '../errors.ts'
 import { DB, Table } from '@statewright/statedb'
-import type { Reconciler, PromRegistry } from '@statewright/reconciler'
+import { loadOptionalPeer, type Reconciler, type PromRegistry } from '@statewright/reconciler'
+import type * as PromClient from 'prom-client'
 import {
   Cluster,
   DriftWatcher,
@@ -33,9 +34,9 @@ import {
 import { Derivation } from '../derive/derivation.ts'
 import type { Finalizer } from '../finalizers.ts'
 import { ManagerServer } from '../http.ts'
-import type { NamedGraph } from '../inspect/graph.ts'
+import type { NamedGraph } from '@statewright/statedb'
 import { createLogger, type Logger } from '../logging.ts'
-import { ControllerMetrics, loadPromClient } from '../metrics.ts'
+import { ControllerMetrics } from '../metrics.ts'
 import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
 import { managedFinalizer } from './finalizer.ts'
 import { readinessOf, statusOf, type ManagerParts, type ManagerState } from './health.ts'
@@ -73,7 +74,7 @@ export class Manager {
   readonly derivations: Derivation<any, DesiredObject>[] = []
   readonly drift: DriftWatcher[] = []
   readonly components: Component[] = []
-  private readonly o: ManagerOptions
+  private readonly options: ManagerOptions
   private readonly ownsCluster: boolean
   private readonly owned = new Map<string, KindRef>()
   private readonly metrics: ControllerMetrics | undefined
@@ -92,11 +93,14 @@ export class Manager {
 
   constructor(o: ManagerOptions) {
     validateOptions(o)
-    this.o = o
+    this.options = o
     this.name = o.name
     this.db = o.db ?? new DB()
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
-    const prom = o.registry ? undefined : loadPromClient()
+    // without prom-client installed the Manager runs without metrics
+    const prom = o.registry
+      ? undefined
+      : loadOptionalPeer<typeof PromClient>('prom-client', "the Manager's metrics", { from: import.meta.url })
     this.registry = o.registry ?? (prom ? new prom.Registry() : undefined)
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
@@ -125,7 +129,7 @@ export class Manager {
       desired: this.desired,
       target: this.target,
       logger: this.logger,
-      mine: (d) => !this.o.sharding || this.held.has(shardLabelOf(d.object)),
+      mine: (d) => !this.options.sharding || this.held.has(shardLabelOf(d.object)),
       options: o,
       ...(this.metrics ? { metrics: this.metrics } : {}),
     })
@@ -170,7 +174,7 @@ export class Manager {
       ...(o.name ? { name: o.name } : {}),
       ...(o.joins ? { joins: o.joins } : {}),
       fn: (input, ctx) => {
-        const shard = this.o.sharding ? shardOfInput(input, this.o.sharding.shards) : undefined
+        const shard = this.options.sharding ? shardOfInput(input, this.options.sharding.shards) : undefined
         if (shard !== undefined && !this.held.has(shard)) return [] // another replica's (or nobody's yet)
         return desiredOf(o.fn(input, ctx), this.cluster.name, shard, (name) => void this.clusterNamed(name))
       },
@@ -238,8 +242,8 @@ export class Manager {
         ...this.components.filter((c) => c.leaderOnly),
       ]
       for (const c of this.components.filter((c) => !c.leaderOnly)) await c.start()
-      const le = this.o.leaderElection
-      const sh = this.o.sharding
+      const le = this.options.leaderElection
+      const sh = this.options.sharding
       if (sh && this.components.some((c) => c.leaderOnly))
         throw new ConfigError(
           `Manager "${this.name}": leader-only components (${this.components
@@ -279,7 +283,7 @@ export class Manager {
         this.leading = true
         this.metrics?.leading(this.name, true)
       }
-      if (this.o.handleSignals !== false) this.offSignals.push(...trapSignals(this.logger, () => this.stop()))
+      if (this.options.handleSignals !== false) this.offSignals.push(...trapSignals(this.logger, () => this.stop()))
       this.state = 'running'
       this.logger.info({ url: this.url_, leaderElection: !!le }, 'manager started')
     } catch (err) {
@@ -307,7 +311,7 @@ export class Manager {
     for (const d of this.derivations) await d.stop()
     if (this.reconciler.isRunning) {
       const rev = this.desired.table.revision(this.db.readTxn())
-      const deadline = AbortSignal.timeout(this.o.shutdownTimeoutMs ?? 30_000)
+      const deadline = AbortSignal.timeout(this.options.shutdownTimeoutMs ?? 30_000)
       await this.reconciler
         .waitForRevision(rev, { signal: deadline })
         .catch(() => this.logger.warn({}, 'shutdown deadline passed with applies in flight'))
@@ -371,7 +375,7 @@ export class Manager {
         fieldManager: this.name,
         events: this.eventsFor(cluster.name),
         cluster: other,
-        pacing: this.o.drift,
+        pacing: this.options.drift,
         metrics: this.k8sMetrics,
         logger: this.logger.child({ drift: kind.kind, cluster: cluster.name }),
       }),
@@ -385,7 +389,7 @@ export class Manager {
       r = new EventRecorder({
         cluster: this.clusterNamed(cluster),
         component: this.name,
-        onError: (err) => this.logger.warn({ err, cluster }, 'event not recorded'),
+        logger: this.logger, // 'event not recorded' at warn, with the cluster, object and reason
       })
       this.recorders.set(cluster, r)
     }

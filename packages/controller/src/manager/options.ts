@@ -5,13 +5,13 @@
 //   the parts added (leader-only parts with sharding) is checked by start().
 // - Readiness never depends on an object's error: a Component reports object errors as `failing`
 //   and a degraded level, not as unready.
-import type { Reconciler, PromRegistry } from '@statewright/reconciler'
+import type { Health, Reconciler, PromRegistry } from '@statewright/reconciler'
 import type { Cluster, KindRef, KubeObject, RepairPacing, ReflectorOptions } from '@statewright/k8s'
-import type { DB, Table } from '@statewright/statedb'
+import type { DB, RetryOptions, Table } from '@statewright/statedb'
 import type { DeriveContext } from '../derive/options.ts'
 import type { CleanupContext, FinalizerOptions } from '../finalizers.ts'
 import type { HttpOptions } from '../http.ts'
-import type { InspectGraph } from '../inspect/graph.ts'
+import type { InspectGraph } from '@statewright/statedb'
 import { ConfigError } from '../errors.ts'
 import type { Logger } from '../logging.ts'
 import type { Placed } from './desired.ts'
@@ -35,10 +35,8 @@ export interface Component {
   reconcilers?(): ReadonlyArray<Reconciler<any>>
 }
 
-export interface ComponentHealth {
-  ready: boolean
-  level: 'ok' | 'degraded' | 'stopped'
-  message: string
+/** A component's health: the shared `Health` (level, message, ready) and its failing objects. */
+export interface ComponentHealth extends Health {
   /** Object errors, a few, with keys. */
   failing?: ReadonlyArray<{ key: string; error: string }>
 }
@@ -95,8 +93,8 @@ export interface ManagerOptions {
   handleSignals?: boolean
   /** How long stop() lets in-flight applies finish (default 30 000 ms). */
   shutdownTimeoutMs?: number
-  /** Backoff of failing applies (default 100 ms doubling up to 60 s). */
-  retry?: { minMs?: number; maxMs?: number }
+  /** Backoff of failing applies (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
+  retry?: RetryOptions
   /** Pacing of drift repairs and fight detection. */
   drift?: RepairPacing
   /** Full reconciliation (with prune) every this many ms (default 300 000; 0: never). */

@@ -64,9 +64,9 @@ export function newDesiredReconciler(o: DesiredReconcilerOptions): Reconciler<De
         logFailed('delete', entries)
       },
     },
-    retry: { minMs: o.options.retry?.minMs ?? 100, maxMs: o.options.retry?.maxMs ?? 60_000, jitter: 0.2 },
+    ...(o.options.retry ? { retry: o.options.retry } : {}),
     fullReconciliationIntervalMs: o.options.fullReconciliationIntervalMs ?? 300_000,
     ...(o.metrics ? { metrics: o.metrics } : {}),
-    onError: (err, what) => log.error({ err }, what),
+    logger: o.logger, // the reconciler adds its name
   })
 }

@@ -46,7 +46,6 @@ export function newReflector(o: {
   metrics: K8sMetrics | undefined
   logger: Logger
 }): Reflector<KubeObject> {
-  const log = o.logger.child({ reflector: o.name, cluster: o.cluster.name })
   const { name: _n, cluster: _c, ...ropts } = o.options
   return new Reflector({
     cluster: o.cluster,
@@ -56,7 +55,7 @@ export function newReflector(o: {
     name: o.name,
     ...ropts,
     ...(o.metrics ? { metrics: o.metrics } : {}),
-    onError: (err) => log.warn({ err: err.message }, 'list/watch failed; retrying with backoff'),
+    logger: o.logger, // failures at warn, with the reflector, cluster and kind
   })
 }
 

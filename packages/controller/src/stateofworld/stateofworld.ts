@@ -18,13 +18,22 @@
 // This file: the controller (its loop and its Component); what reconcile sees is reconcile.ts, the
 // watched kinds watched.ts, the derived groups desiredgroups.ts, events events.ts, statuses
 // statuswrites.ts.
-import { backoffDelay } from '@statewright/reconciler'
 import { nextProgress } from '../progress.ts'
 import { ConfigError, UsageError } from '../errors.ts'
-import { waitAny, type ChangeIterator, type DB, type ReadTxn, type Table, type Watch } from '@statewright/statedb'
+import {
+  backoffDelay,
+  resolveRetry,
+  waitAny,
+  type RetryOptions,
+  type ChangeIterator,
+  type DB,
+  type ReadTxn,
+  type Table,
+  type Watch,
+} from '@statewright/statedb'
 import type { Cluster, KubeObject } from '@statewright/k8s'
 import { StatusWrites } from './statuswrites.ts'
-import type { InspectGraph } from '../inspect/graph.ts'
+import type { InspectGraph } from '@statewright/statedb'
 import { PendingEvents } from './events.ts'
 import type { Logger } from '../logging.ts'
 import { Manager } from '../manager/manager.ts'
@@ -49,8 +58,8 @@ export interface StateOfWorldOptions {
   reconcile: ReconcileFn
   /** Run again every this many ms without events (default 0: never). */
   resyncIntervalMs?: number
-  /** Backoff after a failed run: minMs (100) doubling to maxMs (30 000), spread by `jitter` (0.2) either way. */
-  retry?: { minMs?: number; maxMs?: number; jitter?: number }
+  /** Backoff after a failed run, of status writes and of listing (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
+  retry?: RetryOptions
 }
 
 export class StateOfWorldController {
@@ -58,7 +67,7 @@ export class StateOfWorldController {
   readonly manager: Manager
   readonly topology: Topology
   private readonly own: boolean
-  private readonly o: StateOfWorldOptions
+  private readonly options: StateOfWorldOptions
   private readonly log: Logger
   private readonly tables = new Map<string, WatchedKind>()
   private readonly statusWrites: StatusWrites
@@ -82,7 +91,7 @@ export class StateOfWorldController {
     if (!o?.name) throw new ConfigError('StateOfWorldController: `name` is required')
     if (!o.manager && !o.clusters?.length)
       throw new ConfigError(`StateOfWorldController "${o.name}": give a manager, or clusters (and a db)`)
-    this.o = o
+    this.options = o
     this.name = o.name
     this.own = !o.manager
     this.manager =
@@ -253,7 +262,7 @@ export class StateOfWorldController {
         signal,
       ).catch(() => {})
     }
-    await relistUntilDone(m.db, this.tables, this.log, signal)
+    await relistUntilDone(m.db, this.tables, this.log, signal, this.options.retry)
     this.state.synced = true
     const first = m.db.readTxn()
     const iters = specs.map(([kind, t]) => ({
@@ -265,7 +274,7 @@ export class StateOfWorldController {
     const desiredIt = m.desired.table.changes(first)
     let failures = 0
     let retryAt = 0
-    let nextResync = this.o.resyncIntervalMs ? Date.now() + this.o.resyncIntervalMs : Infinity
+    let nextResync = this.options.resyncIntervalMs ? Date.now() + this.options.resyncIntervalMs : Infinity
     let dirty = true // the first run happens even without objects
     while (!signal.aborted) {
       const txn = m.db.readTxn()
@@ -280,7 +289,7 @@ export class StateOfWorldController {
       const now = Date.now()
       if (now >= nextResync) {
         dirty = true
-        nextResync = now + this.o.resyncIntervalMs!
+        nextResync = now + this.options.resyncIntervalMs!
       }
       if ((dirty || this.pending.size) && now >= retryAt) {
         this.state.idle = false
@@ -305,9 +314,7 @@ export class StateOfWorldController {
           // keep the events for the retry, older first
           this.pending.restore(events)
           // jittered, so that controllers failing together (an API server outage) do not retry in step
-          const r = this.o.retry
-          retryAt =
-            Date.now() + Math.round(backoffDelay(failures, { minMs: r?.minMs ?? 100, maxMs: r?.maxMs ?? 30_000, jitter: r?.jitter ?? 0.2 }))
+          retryAt = Date.now() + Math.round(backoffDelay(failures, resolveRetry(this.options.retry)))
         }
         continue
       }
@@ -338,7 +345,7 @@ export class StateOfWorldController {
     })
     this.state.runs++
     const t0 = performance.now()
-    await this.o.reconcile(ctx)
+    await this.options.reconcile(ctx)
     this.log.debug({ run: this.state.runs, events: events.length, ms: Math.round(performance.now() - t0) }, 'reconciled')
     if (signal.aborted) return
     if (want.size) await this.groups.replace(m.db, m.desired, want, () => this.writes++)

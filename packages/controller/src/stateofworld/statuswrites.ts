@@ -4,8 +4,8 @@
 // - a status equal to the object's current one (conditions by type, status, reason, message,
 //   observedGeneration; other fields by value) is not written: after convergence nothing is rewritten;
 // - a different patch replaces a pending one for the same object, so the last declared status wins.
-import { Table, defineIndex } from '@statewright/statedb'
-import { Reconciler, newStatusIndex, statusPending, type Health, type Status, type StatusIndex } from '@statewright/reconciler'
+import { Table, defineIndex, type RetryOptions } from '@statewright/statedb'
+import { Reconciler, newStatusIndex, statusPending, type ReconcilerHealth, type Status, type StatusIndex } from '@statewright/reconciler'
 import type { KubeObject } from '@statewright/k8s'
 import { StatusWriter, conditionsOf, type StatusPatch } from '../conditions.ts'
 import type { Logger } from '../logging.ts'
@@ -50,7 +50,7 @@ export class StatusWrites {
   readonly reconciler: Reconciler<StatusRow>
   private readonly manager: Manager
 
-  constructor(o: { manager: Manager; name: string; logger: Logger; retry?: { minMs?: number; maxMs?: number } }) {
+  constructor(o: { manager: Manager; name: string; logger: Logger; retry?: RetryOptions }) {
     const m = (this.manager = o.manager)
     this.index = newStatusIndex<StatusRow>((r) => r.status)
     this.table = new Table<StatusRow>({
@@ -82,8 +82,8 @@ export class StatusWrites {
         },
         delete: () => {},
       },
-      retry: { minMs: o.retry?.minMs ?? 100, maxMs: o.retry?.maxMs ?? 30_000, jitter: 0.2 },
-      onError: (err, what) => o.logger.error({ err }, what),
+      ...(o.retry ? { retry: o.retry } : {}),
+      logger: o.logger,
     })
   }
 
@@ -93,7 +93,7 @@ export class StatusWrites {
   stop(): Promise<void> {
     return this.reconciler.stop()
   }
-  get health(): Health {
+  get health(): ReconcilerHealth {
     return this.reconciler.health
   }
 

@@ -6,9 +6,8 @@
 //   deletes what is no longer listed.
 // - The first list is retried with backoff (100 ms doubling to 30 s) until it succeeds or the
 //   controller stops: nothing runs before every watched kind is synced.
-import { backoffDelay } from '@statewright/reconciler'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Table, defineIndex, type DB } from '@statewright/statedb'
+import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type RetryOptions } from '@statewright/statedb'
 import { listAll, namespacedName, resolveKind, type Cluster, type KindRef, type KubeObject } from '@statewright/k8s'
 import type { Logger } from '../logging.ts'
 import type { WatchOptions } from '../manager/options.ts'
@@ -66,7 +65,14 @@ export async function relist(db: DB, kinds: ReadonlyMap<string, WatchedKind>, si
 }
 
 /** relist until it succeeds (or the signal aborts), backing off between failures. */
-export async function relistUntilDone(db: DB, kinds: ReadonlyMap<string, WatchedKind>, log: Logger, signal: AbortSignal): Promise<void> {
+export async function relistUntilDone(
+  db: DB,
+  kinds: ReadonlyMap<string, WatchedKind>,
+  log: Logger,
+  signal: AbortSignal,
+  retry?: RetryOptions,
+): Promise<void> {
+  const r = resolveRetry(retry)
   for (let attempt = 0; !signal.aborted; attempt++) {
     try {
       await relist(db, kinds, signal)
@@ -74,7 +80,7 @@ export async function relistUntilDone(db: DB, kinds: ReadonlyMap<string, Watched
     } catch (err) {
       if (signal.aborted) return
       log.warn({ err: (err as Error).message }, 'listing state-of-world kinds failed; retrying')
-      await sleep(backoffDelay(attempt + 1, { minMs: 100, maxMs: 30_000 }), undefined, { signal }).catch(() => {})
+      await sleep(backoffDelay(attempt + 1, r), undefined, { signal }).catch(() => {})
     }
   }
 }

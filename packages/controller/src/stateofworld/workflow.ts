@@ -29,7 +29,7 @@ export function matches(m: EventMatcher, e: ResourceEvent): boolean {
 
 export class Subscription {
   constructor(
-    readonly o: {
+    readonly options: {
       events: EventMatcher[]
       reconcile: ReconcileFn
       /** Also run on runs without events (resyncs, startup). Default true. */ onEmpty?: boolean
@@ -38,11 +38,11 @@ export class Subscription {
 
   readonly reconcile: ReconcileFn = async (ctx) => {
     if (ctx.events.length === 0) {
-      if (this.o.onEmpty !== false) await this.o.reconcile(ctx)
+      if (this.options.onEmpty !== false) await this.options.reconcile(ctx)
       return
     }
-    const mine = ctx.events.filter((e) => this.o.events.some((m) => matches(m, e)))
-    if (mine.length) await this.o.reconcile({ ...ctx, events: mine })
+    const mine = ctx.events.filter((e) => this.options.events.some((m) => matches(m, e)))
+    if (mine.length) await this.options.reconcile({ ...ctx, events: mine })
   }
 }
 
@@ -55,12 +55,12 @@ export interface WorkflowOptions {
 }
 
 export class Workflow {
-  constructor(readonly o: WorkflowOptions) {}
+  constructor(readonly options: WorkflowOptions) {}
 
   readonly reconcile: ReconcileFn = async (ctx) => {
     try {
-      if (this.o.precondition) await this.o.precondition(ctx)
-      const tasks = this.o.tasks ?? []
+      if (this.options.precondition) await this.options.precondition(ctx)
+      const tasks = this.options.tasks ?? []
       if (tasks.length) {
         const ac = new AbortController()
         const signal = AbortSignal.any([ctx.signal, ac.signal])
@@ -75,10 +75,10 @@ export class Workflow {
           }),
         )
       }
-      if (this.o.postcondition) await this.o.postcondition(ctx)
+      if (this.options.postcondition) await this.options.postcondition(ctx)
     } catch (err) {
-      if (!this.o.errorHandler) throw err
-      await this.o.errorHandler(err, ctx)
+      if (!this.options.errorHandler) throw err
+      await this.options.errorHandler(err, ctx)
     }
   }
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // The `statewright` command.
 //   statewright gen-types <crd.yaml> [--version v1] [--kube-object-from <module>]   types for custom kinds
-//   statewright tables|show|watch|status|health|topology …   inspection of a running process (inspect/cli.ts)
+//   statewright tables|show|watch|status|health|topology …   inspection of a running process (inspect.ts)
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { INSPECT_COMMANDS, INSPECT_USAGE, runInspect } from './inspect/cli.ts'
+import { INSPECT_COMMANDS, INSPECT_USAGE, runInspect } from './inspect.ts'
 
 const USAGE = `usage: statewright <command>
   gen-types <crd.yaml|-> [--version V] [--kube-object-from MODULE]   TypeScript types for the CRDs' kinds (to stdout)
@@ -24,7 +24,7 @@ async function main(argv: string[]): Promise<number> {
       return 2
     }
     const text = readFileSync(file === '-' ? 0 : file, 'utf8')
-    // loaded here only: gentypes.ts imports errors.ts, which loads @statewright/k8s and client-node
+    // loaded here only: json-schema-to-typescript is large, and the inspection commands never need it
     const { genTypes } = await import('./gentypes.ts')
     process.stdout.write(
       await genTypes(text, {

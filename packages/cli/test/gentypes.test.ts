@@ -5,7 +5,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { readFileSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
-import { genTypes } from '@statewright/controller'
+import { genTypes } from '../src/index.ts'
 
 const root = new URL('../../../', import.meta.url).pathname
 const crd = readFileSync(`${root}examples/site-crd.yaml`, 'utf8')
@@ -21,14 +21,7 @@ test('examples/site-types.ts is the generated output of examples/site-crd.yaml',
 test('the statewright CLI prints the same', () => {
   const r = spawnSync(
     process.execPath,
-    [
-      '--conditions=@statewright/source',
-      '--import',
-      'tsx',
-      `${root}packages/controller/src/cli.ts`,
-      'gen-types',
-      `${root}examples/site-crd.yaml`,
-    ],
+    ['--conditions=@statewright/source', '--import', 'tsx', `${root}packages/cli/src/bin.ts`, 'gen-types', `${root}examples/site-crd.yaml`],
     { encoding: 'utf8' },
   )
   assert.is(r.status, 0, r.stderr)

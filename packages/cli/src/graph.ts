@@ -5,31 +5,10 @@
 // SVG is well-formed XML 1.0 and the DOT one string per field whatever the names hold; an edge to a
 // node the graph lacks is dropped from the layout (not an error: a policy may target what is gone).
 import dagre from '@dagrejs/dagre'
+import type { InspectGraph, NamedGraph } from '@statewright/statedb'
 import { visible } from './terminal.ts'
 
-/** A graph an inspectable part shows (the topology of gateways, routes, policies...). */
-export interface InspectGraph {
-  nodes: Array<{
-    /** A locator, e.g. "gateway.gateway.networking.k8s.io:ns/gw-1", "httproute.gateway.networking.k8s.io:ns/r#rule-1". */
-    id: string
-    kind: string
-    name: string
-    namespace?: string
-    /** True for policy nodes (RateLimitPolicy...). */
-    policy?: boolean
-    /** Policy status reason: 'Enforced' | 'PartiallyEnforced' | 'Overridden' | 'Accepted' | 'Invalid' | 'TargetNotFound' | 'Unknown'. */
-    status?: string
-    /** For targetables: their effective policy (JSON), shown on click. */
-    effective?: unknown
-  }>
-  edges: Array<{ from: string; to: string; /** A policy's targetRef edge. */ policy?: boolean }>
-}
-
-/** A component's graph, as GET /topology serves it. */
-export interface NamedGraph {
-  component: string
-  graph: InspectGraph
-}
+export type { InspectGraph, NamedGraph }
 
 export interface LaidOutNode {
   id: string
@@ -147,7 +126,7 @@ export function toDot(graphs: readonly NamedGraph[]): string {
   return lines.join('\n') + '\n'
 }
 
-/** Fill colours by policy status (the web view's stylesheet uses the same). */
+/** Fill colours by policy status, for DOT and the SVG (the web view shows that SVG: these are its only colours). */
 export const STATUS_COLORS: Readonly<Record<string, string>> = {
   Enforced: '#b7e4c7',
   PartiallyEnforced: '#d8f3dc',
@@ -166,24 +145,41 @@ const statusColor = (status: string | undefined) =>
 const esc = (s: string) =>
   visible(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;')
 
-/** A standalone SVG of the graphs, one under the other (every text escaped). */
+/** A status as a class name (`st-Enforced`): its letters only, so any status makes a safe class. */
+const statusClass = (status: string) => `st-${status.replace(/[^A-Za-z]/g, '')}`
+
+/**
+ * A standalone SVG of the graphs, one under the other (every text escaped). The web view shows it as
+ * it is: each graph is a `<g data-graph="i">` (i: its index in the list), each node a `<g data-id
+ * data-n class="node[ policy][ st-<Status>]">` (n: the node's index in its graph's nodes, which the
+ * id, shown escaped, cannot always tell apart) with a `<title>`, each edge a `class="edge[ policy]"`;
+ * colours are attributes (STATUS_COLORS), so no stylesheet is needed.
+ */
 export function toSvg(graphs: readonly NamedGraph[]): string {
   const parts: string[] = []
   let y = 0
   let width = 0
-  for (const { component, graph } of graphs) {
+  graphs.forEach(({ component, graph }, gi) => {
     const l = layoutGraph(graph)
+    const index = new Map<string, number>()
+    graph.nodes.forEach((n, i) => {
+      if (!index.has(n.id)) index.set(n.id, i)
+    })
     parts.push(`<text x="10" y="${y + 18}" font-weight="bold">${esc(component)}</text>`)
-    parts.push(`<g transform="translate(0 ${y + 26})">`)
+    parts.push(`<g data-graph="${gi}" transform="translate(0 ${y + 26})">`)
     for (const e of l.edges) {
       parts.push(
-        `<polyline fill="none" stroke="${e.policy ? '#9b59b6' : '#555'}"${e.policy ? ' stroke-dasharray="5 3"' : ''} marker-end="url(#arrow)" points="${e.points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"/>`,
+        `<polyline class="edge${e.policy ? ' policy' : ''}" fill="none" stroke="${e.policy ? '#9b59b6' : '#555'}"${e.policy ? ' stroke-dasharray="5 3"' : ''} marker-end="url(#arrow)" points="${e.points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"/>`,
       )
     }
     for (const n of l.nodes) {
       const fill = statusColor(n.status) ?? (n.policy ? '#f3e8ff' : '#eef2f7')
+      const cls = `node${n.policy ? ' policy' : ''}${n.status ? ` ${statusClass(n.status)}` : ''}`
+      const node = graph.nodes[index.get(n.id)!]!
+      const title = `${node.kind} ${node.namespace ? `${node.namespace}/` : ''}${node.name}${n.status ? ` (${n.status})` : ''}`
       parts.push(
-        `<g data-id="${esc(n.id)}"><rect x="${(n.x - n.width / 2).toFixed(1)}" y="${(n.y - n.height / 2).toFixed(1)}" width="${n.width}" height="${n.height}" rx="${n.policy ? 2 : 8}" fill="${fill}" stroke="#333"/>` +
+        `<g data-id="${esc(n.id)}" data-n="${index.get(n.id)}" class="${cls}"><title>${esc(title)}</title>` +
+          `<rect x="${(n.x - n.width / 2).toFixed(1)}" y="${(n.y - n.height / 2).toFixed(1)}" width="${n.width}" height="${n.height}" rx="${n.policy ? 2 : 8}" fill="${fill}" stroke="#333"${n.policy ? ' stroke-dasharray="4 2"' : ''}/>` +
           `<text x="${n.x.toFixed(1)}" y="${(n.y - 3).toFixed(1)}" text-anchor="middle">${esc(n.label)}</text>` +
           `<text x="${n.x.toFixed(1)}" y="${(n.y + 12).toFixed(1)}" text-anchor="middle" font-size="10" fill="#555">${esc(n.sublabel)}${n.status ? ` · ${esc(n.status)}` : ''}</text></g>`,
       )
@@ -191,9 +187,11 @@ export function toSvg(graphs: readonly NamedGraph[]): string {
     parts.push('</g>')
     y += l.height + 40
     width = Math.max(width, l.width)
-  }
+  })
+  const w = Math.ceil(width) + 20
+  const h = Math.ceil(y)
   return (
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${Math.ceil(width) + 20}" height="${Math.ceil(y)}" font-family="sans-serif" font-size="12">` +
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" font-family="sans-serif" font-size="12">` +
     '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>' +
     parts.join('') +
     '</svg>\n'

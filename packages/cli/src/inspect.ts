@@ -8,7 +8,7 @@
 // an InspectError (exit 1); both from modules that do not load @statewright/k8s (controllererror.ts).
 import { parseArgs } from 'node:util'
 import { UsageError } from '@statewright/statedb'
-import { InspectError } from '../controllererror.ts'
+import { InspectError } from './errors.ts'
 import { forTerminal, guarded, jsonText, visible, visibleLines, yamlText } from './terminal.ts'
 
 export const INSPECT_USAGE = `  tables                                   tables: objects, revision, initialized, graveyard

@@ -1,0 +1,61 @@
+// Optional peer dependencies (prom-client today), loaded on first use and never at import, so a
+// package works without them until the feature that needs one is used.
+//
+// Invariants:
+// - only a missing package is "not installed": an error thrown while loading an installed peer (a
+//   broken install, a failing module) propagates as it is;
+// - `requireOptionalPeer` throws a ConfigError that names the package, what needed it, and the
+//   install command; `loadOptionalPeer` returns undefined instead;
+// - a peer is resolved from the caller's package (`from`, its import.meta.url), the one whose
+//   package.json declares the peer; loaded modules are cached by Node's require.
+// It lives here, on the lowest floor that loads an optional peer (the reconciler's PrometheusMetrics).
+
+import { createRequire } from 'node:module'
+import { ConfigError } from './errors.ts'
+
+export interface OptionalPeerOptions {
+  /** The caller's `import.meta.url`: the peer is resolved from there (default: this package). */
+  from?: string | URL
+  /** The version range for the install command, e.g. "^15.1.3". */
+  range?: string
+  /** What to do instead, appended to the error in parentheses (e.g. "or leave `metrics` unset"). */
+  instead?: string
+}
+
+function isMissing(err: unknown, name: string): boolean {
+  return (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes(`'${name}'`)
+}
+
+/** The peer, or the error that says it is not installed. Other load errors propagate. */
+function load<T>(name: string, from: string | URL | undefined): { peer: T } | { missing: unknown } {
+  try {
+    return { peer: createRequire(from ?? import.meta.url)(name) as T }
+  } catch (err) {
+    if (isMissing(err, name)) return { missing: err }
+    throw err
+  }
+}
+
+/**
+ * The optional peer `name` (`require`d), or undefined when it is not installed. `forWhat` names what
+ * needs it (the same call shape as requireOptionalPeer, for the caller's own message).
+ */
+export function loadOptionalPeer<T>(name: string, forWhat: string, options: OptionalPeerOptions = {}): T | undefined {
+  void forWhat
+  const r = load<T>(name, options.from)
+  return 'peer' in r ? r.peer : undefined
+}
+
+/**
+ * The optional peer `name`; when it is not installed, a ConfigError: "<forWhat> needs <name>, an
+ * optional peer dependency that is not installed. Install it with: npm install <name>@<range>".
+ */
+export function requireOptionalPeer<T>(name: string, forWhat: string, options: OptionalPeerOptions = {}): T {
+  const r = load<T>(name, options.from)
+  if ('peer' in r) return r.peer
+  throw new ConfigError(
+    `${forWhat} needs ${name}, an optional peer dependency that is not installed. ` +
+      `Install it with: npm install ${name}${options.range ? `@${options.range}` : ''}${options.instead ? ` (${options.instead})` : ''}`,
+    { cause: r.missing },
+  )
+}

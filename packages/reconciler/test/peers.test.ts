@@ -1,0 +1,29 @@
+// The one optional-peer loader: undefined (or a ConfigError naming the package and the install
+// command) when the package is missing; the module when it is installed.
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import { ConfigError, loadOptionalPeer, requireOptionalPeer } from '@statewright/reconciler'
+
+const MISSING = 'statewright-no-such-peer'
+
+test('a missing peer: undefined from loadOptionalPeer, a ConfigError with the install command from requireOptionalPeer', () => {
+  assert.is(loadOptionalPeer(MISSING, 'Something'), undefined)
+  try {
+    requireOptionalPeer(MISSING, 'Something', { range: '^1.2.3', instead: 'or leave it unset' })
+    assert.unreachable('should throw')
+  } catch (err) {
+    assert.instance(err, ConfigError)
+    assert.is(
+      (err as Error).message,
+      `Something needs ${MISSING}, an optional peer dependency that is not installed. Install it with: npm install ${MISSING}@^1.2.3 (or leave it unset)`,
+    )
+  }
+})
+
+test('an installed peer is loaded, resolved from the caller', () => {
+  const prom = loadOptionalPeer<{ Registry: unknown }>('prom-client', 'test', { from: import.meta.url })
+  assert.type(prom?.Registry, 'function')
+  assert.is(requireOptionalPeer('prom-client', 'test'), prom)
+})
+
+test.run()
