@@ -38,9 +38,13 @@
 //   │  └─ StatusError           400, 404, 409...  what a handler answers: the HTTP status of its Status (a number); src/status.ts, not exported
 //   ├─ PrimaryError             primary: src/errors.ts
 //   │  └─ SyncError             'Sync'            a PrimaryController sync, or a write of its secondaries, failed (retried with backoff)
-//   └─ ControllerError          controller: src/controllererror.ts (src/errors.ts re-exports it)
-//      ├─ CleanupError          'Cleanup'         a finalizer's cleanup failed (retried with backoff)
-//      └─ InspectError          'Inspect'         the statewright CLI could not read the inspected process (unreachable, a token refused, an HTTP error)
+//   ├─ TopologyGraphError       topology: src/errors.ts
+//   │  └─ TopologyCycleError    'Cycle'           a read that needs an acyclic graph met a cycle (named in `cycle`)
+//   ├─ CliError                 cli: src/errors.ts
+//   │  ├─ InspectError          'Inspect'         the statewright CLI could not read the inspected process (unreachable, a token refused, an HTTP error)
+//   │  └─ InvalidInputError     'InvalidInput'    gen-types input without a usable CustomResourceDefinition
+//   └─ ControllerError          controller: src/errors.ts
+//      └─ CleanupError          'Cleanup'         a finalizer's cleanup failed (retried with backoff)
 // Codes are strings, but for the two classes that carry an HTTP status (ApiError, StatusError), as
 // Kubernetes' Status.code does. Object errors of reconcilers and derivations are statuses, not
 // thrown: an operation's own error is kept as it is.

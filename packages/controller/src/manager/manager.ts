@@ -38,7 +38,7 @@ import type { NamedGraph } from '@statewright/statedb'
 import { createLogger, type Logger } from '../logging.ts'
 import { ControllerMetrics } from '../metrics.ts'
 import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
-import { managedFinalizer } from './finalizer.ts'
+import { managedFinalizer } from './managedfinalizer.ts'
 import { readinessOf, statusOf, type ManagerParts, type ManagerState } from './health.ts'
 import { newLeaderElector, newShardLeases, type LeaderPart } from './leadership.ts'
 import {
