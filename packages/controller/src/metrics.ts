@@ -8,14 +8,7 @@
 // - leader_election_master_status{name}.
 // prom-client is an optional peer: loaded when a ControllerMetrics is built, never at import.
 import type * as PromClient from 'prom-client'
-import {
-  loadOptionalPeer,
-  requireOptionalPeer,
-  type Metrics,
-  type OperationName,
-  type OperationResult,
-  type PromRegistry,
-} from '@statewright/reconciler'
+import { requireOptionalPeer, type Metrics, type OperationName, type OperationResult, type PromRegistry } from '@statewright/reconciler'
 import type { RequestRecord } from '@statewright/k8s'
 
 export class ControllerMetrics implements Metrics {

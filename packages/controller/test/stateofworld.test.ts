@@ -16,6 +16,7 @@ import {
 } from '@statewright/controller'
 import { Topology, defineTopology, effectivePolicy, gatewayApiTopology, type PolicySpec } from '@statewright/topology'
 import { gatewayTables, gateway, route, policy } from '../../topology/test/topology-fixtures.ts'
+import { sameStatus } from '../src/stateofworld/statuswrites.ts'
 
 const spec = (mode: 'defaults' | 'overrides', strategy: 'atomic' | 'merge', ...names: string[]): PolicySpec<number> => ({
   mode,
@@ -325,5 +326,18 @@ async function waitForTable(
     await t.allWatch(txn)[1].wait(AbortSignal.timeout(5000))
   }
 }
+
+test('a status the server holds with its keys in another order is the same status; a changed value is not', () => {
+  // as an API server returns it: keys in its own order, no undefined fields
+  const obj = {
+    apiVersion: 'example.com/v1',
+    kind: 'Policy',
+    metadata: { name: 'p', namespace: 'ns', generation: 3 },
+    status: { observedGeneration: 3, summary: { routes: 2, gateways: 1 } },
+  } as KubeObject
+  assert.ok(sameStatus(obj, { observedGeneration: 3, summary: { gateways: 1, routes: 2, missing: undefined } }))
+  assert.not.ok(sameStatus(obj, { observedGeneration: 3, summary: { gateways: 1, routes: 3 } }))
+  assert.not.ok(sameStatus(obj, { observedGeneration: 4 }))
+})
 
 test.run()

@@ -36,12 +36,8 @@ function load<T>(name: string, from: string | URL | undefined): { peer: T } | { 
   }
 }
 
-/**
- * The optional peer `name` (`require`d), or undefined when it is not installed. `forWhat` names what
- * needs it (the same call shape as requireOptionalPeer, for the caller's own message).
- */
-export function loadOptionalPeer<T>(name: string, forWhat: string, options: OptionalPeerOptions = {}): T | undefined {
-  void forWhat
+/** The optional peer `name` (`require`d), or undefined when it is not installed. */
+export function loadOptionalPeer<T>(name: string, options: OptionalPeerOptions = {}): T | undefined {
   const r = load<T>(name, options.from)
   return 'peer' in r ? r.peer : undefined
 }

@@ -7,7 +7,7 @@ import { ConfigError, loadOptionalPeer, requireOptionalPeer } from '@statewright
 const MISSING = 'statewright-no-such-peer'
 
 test('a missing peer: undefined from loadOptionalPeer, a ConfigError with the install command from requireOptionalPeer', () => {
-  assert.is(loadOptionalPeer(MISSING, 'Something'), undefined)
+  assert.is(loadOptionalPeer(MISSING), undefined)
   try {
     requireOptionalPeer(MISSING, 'Something', { range: '^1.2.3', instead: 'or leave it unset' })
     assert.unreachable('should throw')
@@ -21,7 +21,7 @@ test('a missing peer: undefined from loadOptionalPeer, a ConfigError with the in
 })
 
 test('an installed peer is loaded, resolved from the caller', () => {
-  const prom = loadOptionalPeer<{ Registry: unknown }>('prom-client', 'test', { from: import.meta.url })
+  const prom = loadOptionalPeer<{ Registry: unknown }>('prom-client', { from: import.meta.url })
   assert.type(prom?.Registry, 'function')
   assert.is(requireOptionalPeer('prom-client', 'test'), prom)
 })

@@ -37,7 +37,7 @@ export interface HttpGuardOptions {
 const digest = (s: string) => createHash('sha256').update(s).digest()
 
 /** A constant-time check of `Authorization: Bearer <token>` (always true without a token). */
-export function bearerCheck(token: string | undefined): (req: IncomingMessage) => boolean {
+function bearerCheck(token: string | undefined): (req: IncomingMessage) => boolean {
   if (token === undefined) return () => true
   const want = digest(`Bearer ${token}`)
   return (req) => timingSafeEqual(digest(req.headers.authorization ?? ''), want)

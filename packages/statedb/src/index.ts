@@ -34,5 +34,5 @@ export { backoffDelay, resolveRetry, DEFAULT_RETRY, type RetryOptions } from './
 import './shapes.ts'
 export { dump, httpHandler, keyText, type HttpHandlerOptions } from './inspect.ts'
 export { redactSecrets, markSensitive, SENSITIVE, type Redactor } from './redact.ts'
-export { httpGuard, guardedListener, bearerCheck, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'
+export { httpGuard, guardedListener, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'
 export type { InspectGraph, NamedGraph } from './inspectgraph.ts'

@@ -98,9 +98,7 @@ export class Manager {
     this.db = o.db ?? new DB()
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
     // without prom-client installed the Manager runs without metrics
-    const prom = o.registry
-      ? undefined
-      : loadOptionalPeer<typeof PromClient>('prom-client', "the Manager's metrics", { from: import.meta.url })
+    const prom = o.registry ? undefined : loadOptionalPeer<typeof PromClient>('prom-client', { from: import.meta.url })
     this.registry = o.registry ?? (prom ? new prom.Registry() : undefined)
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined

@@ -8,6 +8,7 @@
 // - `has(key)` is true for every key some group holds: what the controller waits for and re-runs on.
 import type { DB } from '@statewright/statedb'
 import type { DesiredObject, DesiredTable } from '@statewright/k8s'
+import { desiredEquals } from '../manager/desired.ts'
 
 export class DesiredGroups {
   /** group -> the keys of its set. */
@@ -35,7 +36,7 @@ export class DesiredGroups {
         }
         for (const [key, d] of set) {
           const cur = desired.table.get(w, desired.byKey.query(key))
-          if (!cur || JSON.stringify(cur.object) !== JSON.stringify(d.object) || cur.cluster !== d.cluster) {
+          if (!cur || !desiredEquals(cur, d)) {
             desired.table.insert(w, d)
             wrote()
           }

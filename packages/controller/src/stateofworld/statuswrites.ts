@@ -4,6 +4,7 @@
 // - a status equal to the object's current one (conditions by type, status, reason, message,
 //   observedGeneration; other fields by value) is not written: after convergence nothing is rewritten;
 // - a different patch replaces a pending one for the same object, so the last declared status wins.
+import { isDeepStrictEqual } from 'node:util'
 import { Table, defineIndex, type RetryOptions } from '@statewright/statedb'
 import { Reconciler, newStatusIndex, statusPending, type ReconcilerHealth, type Status, type StatusIndex } from '@statewright/reconciler'
 import type { KubeObject } from '@statewright/k8s'
@@ -29,12 +30,16 @@ export interface StatusToWrite {
 
 const SAME_CONDITION = ['type', 'status', 'reason', 'message', 'observedGeneration'] as const
 
+/** The value as the API server would hold it (no undefined fields), for comparing with what it sent. */
+const asJson = (v: unknown): unknown => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)))
+
 /** Whether the object already has the status the patch sets. */
 export function sameStatus(obj: KubeObject, patch: StatusPatch): boolean {
   const cur = conditionsOf(obj)
   const { conditions, ...fields } = patch
   const curStatus = (obj as { status?: Record<string, unknown> }).status ?? {}
-  for (const [k, v] of Object.entries(fields)) if (JSON.stringify(curStatus[k]) !== JSON.stringify(v)) return false
+  // whatever the order of keys: the server's status need not list them in the order of our patch
+  for (const [k, v] of Object.entries(fields)) if (!isDeepStrictEqual(asJson(curStatus[k]), asJson(v))) return false
   for (const c of conditions ?? []) {
     const x = cur.find((y) => y.type === c.type) as Record<string, unknown> | undefined
     const want = { observedGeneration: obj.metadata.generation, ...c } as Record<string, unknown>
@@ -115,7 +120,7 @@ export class StatusWrites {
     await this.manager.db.write(this.table, (w) => {
       for (const s of list) {
         const cur = this.table.get(w, this.table.primary.query(s.key as never))
-        const samePatch = !!cur && JSON.stringify(cur.patch) === JSON.stringify(s.patch)
+        const samePatch = !!cur && isDeepStrictEqual(cur.patch, s.patch)
         // written already (or on its way); a different pending patch is replaced so the last one wins
         if (sameStatus(s.object, s.patch) ? !cur || samePatch : samePatch && cur!.status.kind === 'pending') continue
         this.table.insert(w, { key: s.key, cluster: s.cluster, object: s.object, patch: s.patch, status: statusPending() })
