@@ -155,7 +155,7 @@ export async function floorWorkload(n: number): Promise<DB> {
         const done = statusDone()
         for (let i = 0; i < objects.length; i++) {
           objects[i]!.status = done
-          if (table.compareAndSwap(txn, revisions[i]!, objects[i]!)) reconciled++
+          if (table.compareAndSwap(txn, revisions[i]!, objects[i]!).ok) reconciled++
         }
         txn.commit()
       }
@@ -334,7 +334,7 @@ function writeBack(n: number): { cas: number; batch: number; insert: number } {
     const txn = db.tryWriteTxn(table)!
     for (let i = b; i < Math.min(n, b + BATCH); i++) {
       const e = entries[i]!
-      if (!table.compareAndSwap(txn, e.revision, { id: e.object.id, status: done })) throw new Error('cas failed')
+      if (!table.compareAndSwap(txn, e.revision, { id: e.object.id, status: done }).ok) throw new Error('cas failed')
     }
     txn.commit()
   }

@@ -53,7 +53,8 @@ export async function tour(log: (line: string) => void = console.log): Promise<v
   await db.write(memos, (txn) => {
     const swapped = memos.compareAndSwap(txn, entry.revision, { ...entry.object, body: 'filed, refund due' })
     const stale = memos.compareAndSwap(txn, entry.revision, { ...entry.object, body: 'lost update' })
-    log(`compare-and-swap: first ${swapped}, second (stale revision) ${stale}`)
+    // a refusal says why: 'notFound', or 'revisionChanged' with the entry stored now
+    log(`compare-and-swap: first ${swapped.ok}, second (stale revision) ${stale.ok ? 'written' : stale.reason}`)
   })
   log(
     `written since revision 4: ${memos

@@ -13,7 +13,7 @@ test('the statedb tour (docs/statedb.md) runs and shows snapshots, watches, chan
     'watch fired; old snapshot still has 2 memos, new one 1',
     'change r3: upserted taxes',
     'change r4: deleted groceries',
-    'compare-and-swap: first true, second (stale revision) false',
+    'compare-and-swap: first true, second (stale revision) revisionChanged',
     'written since revision 4: taxes',
     'initialized: before false, after true',
   ])

@@ -5,12 +5,16 @@
 // - an iterator yields every live object first (in revision order from 0), then every later write
 //   and deletion in revision order, each once. An object deleted and inserted again before the
 //   iterator reached the deletion is seen as the later insert only (the net change); deleted,
-//   inserted and deleted again, as two deletions (consumers treat deletions idempotently).
+//   inserted and deleted again, as the last deletion only (as cilium's graveyard keeps one per key);
+// - `next` returns an open watch only when the batch it returns holds nothing: while changes up to
+//   the snapshot are unread (the first call, a batch read in part or not read at all), the watch is
+//   already fired, so a consumer that waits before it reads, or reads only part, never sleeps on
+//   changes it has (cilium's Test_Regression_Changes_Watch).
 
 import { treeGet, TreeIterator } from './btree.ts'
 import { TxnError } from './errors.ts'
 import type { Entry, TableView, Tombstone } from './state.ts'
-import { ReadTxn, type TxnHost } from './txn.ts'
+import { ReadTxn, WriteTxn, type TxnHost } from './txn.ts'
 import { Watch } from './watch.ts'
 import type { Graveyard, Tracker } from './graveyard.ts'
 
@@ -36,6 +40,8 @@ export class ChangeIterator<Obj> {
   private readonly tracker: Tracker
   private readonly graveyard: Graveyard<Obj>
   private closed = false
+  /** No batch handed out yet: the first `next` always returns a fired watch. */
+  private first = true
 
   /** @internal */
   constructor(
@@ -51,16 +57,17 @@ export class ChangeIterator<Obj> {
   }
 
   /**
-   * The changes up to the snapshot `txn`, not seen yet, and a watch that fires when the table
-   * changes after it. Consuming the iterable marks what it yielded as seen (a partial read resumes
-   * where it stopped).
+   * The changes up to the snapshot `txn`, not seen yet, and a watch. Consuming the iterable marks
+   * what it yielded as seen (a partial read resumes where it stopped). The watch is already fired
+   * while the batch holds changes (read them, then call `next` again); once everything up to the
+   * snapshot is read, it fires when the table changes after the snapshot. A write transaction reads
+   * as the snapshot it began from: only committed changes are seen.
    */
-  next(txn: ReadTxn): [Iterable<Change<Obj>>, Watch] {
+  next(txn: ReadTxn | WriteTxn): [Iterable<Change<Obj>>, Watch] {
     if (this.closed) throw new TxnError(`change iterator of table "${this.table.name}" is closed`)
-    if (!(txn instanceof ReadTxn))
-      throw new TxnError(
-        `change iterator of table "${this.table.name}": next() takes a read transaction (a snapshot), not a write transaction`,
-      )
+    if (txn instanceof WriteTxn) txn = new ReadTxn(txn.db, txn.base)
+    else if (!(txn instanceof ReadTxn))
+      throw new TxnError(`change iterator of table "${this.table.name}": next() takes a transaction, got ${typeof txn}`)
     if (txn.db !== this.db)
       throw new TxnError(
         `change iterator of table "${this.table.name}": next() got a snapshot of another database than the one it was made with`,
@@ -70,7 +77,9 @@ export class ChangeIterator<Obj> {
     // read from it could not be followed to their deletion. Nothing to read from it; the (fired)
     // watch sends the caller to a newer snapshot.
     if (view.revision < this.tracker.floor) return [NOTHING, Watch.closed()]
-    const watch = this.table.anyWatch(txn)
+    const unread = this.first || view.revision > this.tracker.seen
+    this.first = false
+    const watch = unread ? Watch.closed() : this.table.anyWatch(txn)
     return [{ [Symbol.iterator]: () => this.iterate(view) }, watch]
   }
 
@@ -136,6 +145,9 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
       }
       tracker.seen = dead!.revision
       this.dead = this.graveyard.at(++this.g)
+      // Deleted again later (up to the snapshot): that deletion is the net change.
+      const last = this.graveyard.lastDeletion(dead!.key)
+      if (last !== undefined && last > dead!.revision && last <= this.upTo) continue
       // Deleted, then inserted again before this iterator got here: the insert is the net change.
       if (this.view.primary.size > 0) {
         const again = treeGet(this.view.primary.root, dead!.key)

@@ -11,7 +11,7 @@
 // Commit builds the new root array and assigns it in one statement: readers see all of a
 // transaction's tables change at once, or none.
 
-import { DefinitionError, TxnError } from './errors.ts'
+import { DefinitionError, TxnError, UsageError } from './errors.ts'
 import { Graveyard } from './graveyard.ts'
 import type { TableState } from './state.ts'
 import type { Table } from './table.ts'
@@ -127,9 +127,13 @@ export class DB implements TxnHost {
     return (this.snapshot ??= new ReadTxn(this, this.root))
   }
 
-  /** Opens a write transaction on the given tables, waiting for their locks (FIFO, in table order). */
-  async writeTxn(...tables: Table<any>[]): Promise<WriteTxn> {
-    const sorted = this.lockOrder(tables)
+  /**
+   * Opens a write transaction on a table or an array of tables, waiting for their locks (FIFO, in
+   * table order). One form for every writer: `writeTxn(t)`, `writeTxn([a, b])`, as `write`.
+   */
+  async writeTxn(tables: TableArg, ...rest: never[]): Promise<WriteTxn> {
+    const list = tableList('writeTxn', tables, rest)
+    const sorted = this.lockOrder(list)
     const started = performance.now()
     let i = 0
     while (i < sorted.length && this.locks[sorted[i]!]!.tryAcquire()) i++
@@ -143,14 +147,14 @@ export class DB implements TxnHost {
   }
 
   /** Opens a write transaction at once, or returns undefined when any of the tables is locked. */
-  tryWriteTxn(...tables: Table<any>[]): WriteTxn | undefined {
-    if (tables.length === 1) {
+  tryWriteTxn(tables: TableArg, ...rest: never[]): WriteTxn | undefined {
+    if (!Array.isArray(tables) && rest.length === 0) {
       // The common case without the arrays of the general one (one transaction per write batch).
-      const id = this.tableId(tables[0]!)
+      const id = this.tableId(tables as Table<any>)
       if (!this.locks[id]!.tryAcquire()) return undefined
       return new WriteTxn(this, this.root, this.single[id]!, 0)
     }
-    const sorted = this.lockOrder(tables)
+    const sorted = this.lockOrder(tableList('tryWriteTxn', tables, rest))
     if (sorted.some((id) => this.locks[id]!.held)) return undefined
     for (const id of sorted) this.locks[id]!.tryAcquire()
     return new WriteTxn(
@@ -165,8 +169,9 @@ export class DB implements TxnHost {
    * Runs fn in a write transaction on the tables: commits when it returns, aborts when it throws
    * (then rethrows). Returns what fn returned.
    */
-  async write<T>(tables: Table<any> | ReadonlyArray<Table<any>>, fn: (txn: WriteTxn) => T | Promise<T>): Promise<T> {
-    const txn = await this.writeTxn(...(Array.isArray(tables) ? tables : [tables as Table<any>]))
+  async write<T>(tables: TableArg, fn: (txn: WriteTxn) => T | Promise<T>): Promise<T> {
+    if (typeof fn !== 'function') throw new UsageError('db.write(tables, fn): fn (the transaction body) is missing')
+    const txn = await this.writeTxn(tables)
     try {
       const result = await fn(txn)
       if (!txn.done) txn.commit()
@@ -206,6 +211,7 @@ export class DB implements TxnHost {
           validateState(w.schema, state)
         } catch (err) {
           this.release(txn) // nothing was published: the transaction ends as aborted
+          txn.dropped()
           throw err
         }
       }
@@ -256,4 +262,12 @@ export class DB implements TxnHost {
     const ids = [...new Set(tables.map((t) => this.tableId(t)))]
     return ids.sort((a, b) => a - b)
   }
+}
+
+/** The tables a write transaction declares: one table or an array of them. */
+export type TableArg = Table<any> | ReadonlyArray<Table<any>>
+
+function tableList(what: string, tables: TableArg, rest: readonly unknown[]): ReadonlyArray<Table<any>> {
+  if (rest.length > 0) throw new UsageError(`db.${what} takes one table or an array of tables: ${what}([a, b]), not ${what}(a, b)`)
+  return Array.isArray(tables) ? tables : [tables as Table<any>]
 }

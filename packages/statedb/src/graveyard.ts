@@ -5,7 +5,11 @@
 //   per database and table, shared by all snapshots; a snapshot reads only the entries at or below
 //   its revision;
 // - an entry is kept while some open iterator (a tracker) has not yet passed its revision and the
-//   deletion came after that iterator was created; with no open iterator nothing is kept at all.
+//   deletion came after that iterator was created; with no open iterator nothing is kept at all;
+// - `last` holds, for every key with an entry kept, the revision of its latest deletion (so an
+//   iterator can pass over a deletion that a later one of the same key supersedes, as cilium's
+//   graveyard, an index by primary key, keeps only the latest).
+import type { EncodedKey } from './encoding.ts'
 import type { Tombstone } from './state.ts'
 
 /** Where one iterator is: it has seen everything up to `seen`; deletions at or below `floor` predate it. */
@@ -18,15 +22,25 @@ export class Graveyard<Obj> {
   /** Absolute index of log[0]. */
   private base = 0
   private log: Tombstone<Obj>[] = []
+  private readonly last = new Map<EncodedKey, number>()
   readonly trackers = new Set<Tracker>()
 
+  /** The deleted objects kept (one per key: a key deleted twice counts once). */
   get size(): number {
-    return this.log.length
+    return this.last.size
   }
 
   append(deletes: readonly Tombstone<Obj>[]): void {
     if (this.trackers.size === 0) return
-    for (const e of deletes) this.log.push(e)
+    for (const e of deletes) {
+      this.log.push(e)
+      this.last.set(e.key, e.revision)
+    }
+  }
+
+  /** The revision of the latest deletion of `key` kept, if any. */
+  lastDeletion(key: EncodedKey): number | undefined {
+    return this.last.get(key)
   }
 
   /** Drops the entries no tracker needs. */
@@ -37,6 +51,10 @@ export class Graveyard<Obj> {
     let n = 0
     while (n < this.log.length && this.log[n]!.revision <= mark) n++
     if (n === 0) return
+    for (let i = 0; i < n; i++) {
+      const e = this.log[i]!
+      if (this.last.get(e.key) === e.revision) this.last.delete(e.key)
+    }
     if (n === this.log.length) this.log = []
     else this.log.splice(0, n)
     this.base += n

@@ -1,8 +1,8 @@
 // @statewright/statedb: an in-memory transactional database of immutable objects.
 // The one public face of the package.
 
-export { DB, type DBMetrics, type DBOptions, type TableStats } from './db.ts'
-export { Table, type TableOptions } from './table.ts'
+export { DB, type DBMetrics, type DBOptions, type TableArg, type TableStats } from './db.ts'
+export { Table, type SwapResult, type TableOptions } from './table.ts'
 export type { TableBatch } from './batch.ts'
 export { ReadTxn, WriteTxn, type Txn } from './txn.ts'
 export { defineIndex, byRevision, Index, Query, type IndexOptions } from './indexes.ts'

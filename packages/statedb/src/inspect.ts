@@ -27,6 +27,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { DB } from './db.ts'
 import { QueryError, UsageError } from './errors.ts'
+import { byRevision, REVISION_INDEX } from './indexes.ts'
 import { guardedListener, httpGuard, type HttpGuardOptions } from './httpguard.ts'
 import { jsonOrError, jsonSafe, PacedWriter, StreamClosed } from './httpstream.ts'
 import { redactSecrets, type Redactor } from './redact.ts'
@@ -219,9 +220,12 @@ function readPage(
     results = seek ? table.lowerBound(txn, table.primary.query(after!)) : table.all(txn)
   } else {
     const index = table.indexNamed(indexName)
-    if (!index) throw new UsageError(`table "${table.name}" has no index "${indexName}" (indexes: ${table.indexes.join(', ')})`)
+    if (!index && indexName !== REVISION_INDEX)
+      throw new UsageError(`table "${table.name}" has no index "${indexName}" (indexes: ${[...table.indexes, REVISION_INDEX].join(', ')})`)
     if (key === null) throw new UsageError('a query by index needs key=')
-    const q = index.fromString(key)
+    if (!index && !/^\d+$/.test(key))
+      throw new UsageError(`the revision index takes a revision (a whole number), got key=${JSON.stringify(key)}`)
+    const q = index ? index.fromString(key) : byRevision<any>(Number(key))
     const op = params.get('op') ?? 'list'
     if (op === 'get' || op === 'list') results = table.list(txn, q)
     else if (op === 'prefix') results = table.prefix(txn, q)

@@ -2,12 +2,22 @@
 //
 // Invariants:
 // - a registered watch is open; it is removed from the registry when it fires;
-// - a commit fires the table watch whenever the table changed, the key watch of every key it touched
-//   and every prefix watch whose prefix starts one of those keys; with nothing registered a commit
-//   only checks that the maps are empty (watches cost nothing until someone asks for one).
+// - a commit fires the table watch whenever the table changed; a key or prefix watch fires when the
+//   commit changed its result: `check` compares the result before and after the commit, for the
+//   keys the commit touched (and the prefixes they start with) or, where the commit has no record
+//   of the keys it touched (nobody watched that index when its writer began, or it deleted
+//   everything), for every watch of that index. So a watch never fires for a commit that left its
+//   result as it was (up to the limit of the check: a result of more than 64 entries fires);
+// - with nothing registered a commit only checks that the maps are empty (watches cost nothing
+//   until someone asks for one).
 
 import type { EncodedKey } from './encoding.ts'
 import { Watch } from './watch.ts'
+
+/** Compares a key's (or prefix's) result of index `pos` in two states (the table implements it). */
+export interface ResultCheck<View> {
+  resultChanged(before: View, after: View, pos: number, key: EncodedKey, prefix: boolean): boolean
+}
 
 export class WatchRegistry {
   /** Per index position (0 = primary, 1.. = secondary): encoded key -> watch. */
@@ -65,10 +75,15 @@ export class WatchRegistry {
   }
 
   /**
-   * Fires the watches of a commit: `changed` per index position, or everything when undefined;
-   * a position without a set (nobody watched it when the transaction began) fires all its watches.
+   * Fires the watches of a commit: `changed` per index position; a position without a record (or
+   * all, when `changed` is undefined) fires the watches `check` finds changed.
    */
-  fire(changed: ReadonlyArray<ReadonlySet<EncodedKey> | undefined> | undefined): void {
+  fire<View>(
+    changed: ReadonlyArray<ReadonlySet<EncodedKey> | undefined> | undefined,
+    results: ResultCheck<View>,
+    before: View,
+    after: View,
+  ): void {
     const t = this.table
     this.table = undefined
     t?.close()
@@ -78,14 +93,15 @@ export class WatchRegistry {
       if (keys.size === 0 && prefixes.size === 0) continue
       const touched = changed?.[pos]
       if (touched === undefined) {
-        fireAll(keys)
-        fireAll(prefixes)
+        fireChanged(keys, (k) => results.resultChanged(before, after, pos, k, false))
+        fireChanged(prefixes, (p) => results.resultChanged(before, after, pos, p, true))
         continue
       }
       if (keys.size > 0) {
         for (const k of touched) {
           const w = keys.get(k)
-          if (w) {
+          // touched, and (written and written back, say) not necessarily changed
+          if (w && results.resultChanged(before, after, pos, k, false)) {
             keys.delete(k)
             w.close()
           }
@@ -95,8 +111,10 @@ export class WatchRegistry {
         for (const [p, w] of prefixes) {
           for (const k of touched) {
             if (typeof k === 'string' && k.startsWith(p)) {
-              prefixes.delete(p)
-              w.close()
+              if (results.resultChanged(before, after, pos, p, true)) {
+                prefixes.delete(p)
+                w.close()
+              }
               break
             }
           }
@@ -106,8 +124,12 @@ export class WatchRegistry {
   }
 }
 
-function fireAll(m: Map<EncodedKey, Watch>): void {
-  const ws = [...m.values()]
-  m.clear()
-  for (const w of ws) w.close()
+function fireChanged<K extends EncodedKey>(m: Map<K, Watch>, changed: (key: K) => boolean): void {
+  const ws: Watch[] = []
+  for (const [k, w] of m) {
+    if (!changed(k)) continue
+    m.delete(k)
+    ws.push(w)
+  }
+  for (const w of ws) w.close() // after the scan: a listener may register new watches
 }

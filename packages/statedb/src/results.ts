@@ -1,4 +1,6 @@
-// Query results: lazy, re-iterable, in index key order.
+// Query results: lazy, re-iterable, in index key order (or in reverse: `reverse()`). What they
+// yield is fixed when the query is made (./table.ts: a query in a write transaction reads a frozen
+// copy of it).
 
 import type { Entry } from './state.ts'
 
@@ -9,6 +11,8 @@ export class Results<Obj> implements Iterable<Obj> {
    */
   constructor(
     private readonly source: () => Iterator<Entry<Obj>>,
+    /** The same entries, greatest key first, when the index can walk backwards (a unique index). */
+    private readonly backwards?: () => Iterator<Entry<Obj>>,
     private readonly walk?: (fn: (e: Entry<Obj>) => void) => void,
     /** Iterates the objects directly, when the source can (a full scan), instead of wrapping it. */
     private readonly objects?: () => Iterator<Obj>,
@@ -28,6 +32,21 @@ export class Results<Obj> implements Iterable<Obj> {
     if (this.walk !== undefined) return this.walk((e) => fn(e.object, e.revision))
     const it = this.source()
     for (let r = it.next(); !r.done; r = it.next()) fn(r.value.object, r.value.revision)
+  }
+
+  /**
+   * The same results in descending key order. Lazy on a unique index (the primary index, the
+   * revision index: newest write first); a non-unique index's results are collected first.
+   */
+  reverse(): Results<Obj> {
+    if (this.backwards !== undefined) return new Results(this.backwards, this.source)
+    return new Results(() => {
+      const all: Entry<Obj>[] = []
+      const it = this.source()
+      // entries are read before the next step (iterators may reuse their result object)
+      for (let r = it.next(); !r.done; r = it.next()) all.push(r.value)
+      return all.reverse()[Symbol.iterator]()
+    }, this.source)
   }
 
   toArray(): Obj[] {

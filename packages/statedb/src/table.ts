@@ -7,14 +7,14 @@
 // watch fires when the result may have changed after the snapshot.
 
 import { RevisionClock } from './clock.ts'
-import { treeEach, treeGet, TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { treeEach, treeGet, TreeIterator } from './btree.ts'
 import { TableBatch } from './batch.ts'
 import { ChangeIterator } from './changes.ts'
 import type { Graveyard } from './graveyard.ts'
-import type { Key } from './encoding.ts'
-import { bucketEntries, bucketFirst, BucketsIterator, type Bucket } from './buckets.ts'
+import type { EncodedKey, Key } from './encoding.ts'
 import { QueryError } from './errors.ts'
 import { REVISION_INDEX, type Index, type Query } from './indexes.ts'
+import { firstEntry, lowerBoundEntries, matchEntries, prefixEntries, reverseEntries, sameEntries, type IndexRef } from './queries.ts'
 import { WatchRegistry } from './registry.ts'
 import { Results } from './results.ts'
 import { TableSchema } from './schema.ts'
@@ -24,12 +24,13 @@ import { deepFreeze, validating } from './validate.ts'
 import { Watch } from './watch.ts'
 import { TableWriter } from './writer.ts'
 
-// What a lazy result iterates. A write transaction's trees change in place as it writes, so an
-// iterator over them would skip or repeat entries when the transaction writes while it runs (the
-// usual "for each match: delete it"): it iterates a frozen copy of them instead (what the
-// transaction holds when the iteration starts; later writes copy the nodes they change). A writer
-// that wrote nothing reads as its base state: its trees may still hold nodes it copied (a refused
-// compare-and-swap copies the path it searched), which its later writes change in place.
+// What a lazy result iterates: the table as it was when the query was made, always. A write
+// transaction's trees change in place as it writes, so an iterator over them would skip or repeat
+// entries when the transaction writes while it runs (the usual "for each match: delete it"), and
+// would see writes made after the query: a query in a write transaction takes a frozen copy of what
+// the transaction holds at query time (later writes copy the nodes they change), as cilium clones
+// at query time. A writer that wrote nothing reads as its base state: its trees may still hold nodes
+// it copied (a refused compare-and-swap copies the path it searched), which later writes change.
 function stable<Obj>(view: TableView<Obj>): TableView<Obj> {
   if (!(view instanceof TableWriter)) return view
   return view.dirty ? view.snapshot() : view.base
@@ -44,11 +45,14 @@ export interface TableOptions<Obj> {
   indexes?: ReadonlyArray<Index<Obj, any>>
 }
 
-/** How a query reaches an index: position 0 is the primary index, -1 the revision index. */
-interface IndexRef {
-  pos: number
-  unique: boolean
-}
+/** What a compare-and-swap or compare-and-delete did. */
+export type SwapResult<Obj> =
+  /** Written; `old` is the object it replaced or deleted. */
+  | { readonly ok: true; readonly old: Obj }
+  /** Nothing written: no object has this primary key. */
+  | { readonly ok: false; readonly reason: 'notFound' }
+  /** Nothing written: the object was written since `revision`; `current` is what is stored now. */
+  | { readonly ok: false; readonly reason: 'revisionChanged'; readonly current: Entry<Obj> }
 
 export class Table<Obj> {
   readonly name: string
@@ -70,15 +74,19 @@ export class Table<Obj> {
   home: object | undefined = undefined
   /** @internal */ homeId = -1
   private readonly refs = new Map<string, IndexRef>()
+  /** The refs by index position (0 primary, 1.. secondary). */
+  private readonly byPos: IndexRef[] = []
   private readonly primaryName: string
 
   constructor(opts: TableOptions<Obj>) {
     this.schema = new TableSchema(opts.name, opts.primary, opts.indexes ?? [])
     this.name = opts.name
     this.primaryName = opts.primary.name
-    this.refs.set(opts.primary.name, { pos: 0, unique: true })
-    this.schema.secondary.forEach((idx, i) => this.refs.set(idx.name, { pos: i + 1, unique: idx.unique }))
-    this.refs.set(REVISION_INDEX, { pos: -1, unique: true })
+    this.byPos.push({ pos: 0, unique: true, multi: false })
+    this.schema.secondary.forEach((idx, i) => this.byPos.push({ pos: i + 1, unique: idx.unique, multi: idx.multi !== undefined }))
+    this.refs.set(opts.primary.name, this.byPos[0]!)
+    this.schema.secondary.forEach((idx, i) => this.refs.set(idx.name, this.byPos[i + 1]!))
+    this.refs.set(REVISION_INDEX, { pos: -1, unique: true, multi: false })
     this.watches = new WatchRegistry(this.schema.secondary.length + 1)
     this.empty = emptyState(this.schema.secondary.length)
   }
@@ -104,32 +112,30 @@ export class Table<Obj> {
   get(txn: Txn, q: Query<Obj>): Obj | undefined {
     const view = txn.view(this)
     if (q.index === this.primaryName) return treeGet(view.primary.root, q.encoded())?.object // the hot path
-    return this.first(view, q)?.object
+    return this.firstOf(view, q)?.object
   }
 
   /** The first match with the revision of its last write. */
   getEntry(txn: Txn, q: Query<Obj>): Entry<Obj> | undefined {
-    return this.first(txn.view(this), q)
+    return this.firstOf(txn.view(this), q)
   }
 
   getWatch(txn: Txn, q: Query<Obj>): [Obj | undefined, Watch] {
     const view = txn.view(this)
-    return [this.first(view, q)?.object, this.keyWatch(txn, view, q)]
+    return [this.firstOf(view, q)?.object, this.keyWatch(txn, view, q)]
   }
 
   list(txn: Txn, q: Query<Obj>): Results<Obj> {
-    const view = txn.view(this)
-    return new Results(() => this.listIter(stable(view), q))
+    return this.listOf(stable(txn.view(this)), q)
   }
 
   listWatch(txn: Txn, q: Query<Obj>): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [new Results(() => this.listIter(stable(view), q)), this.keyWatch(txn, view, q)]
+    return [this.listOf(stable(view), q), this.keyWatch(txn, view, q)]
   }
 
   prefix(txn: Txn, q: Query<Obj>): Results<Obj> {
-    const view = txn.view(this)
-    return new Results(() => this.prefixIter(stable(view), q))
+    return this.prefixOf(stable(txn.view(this)), q)
   }
 
   prefixWatch(txn: Txn, q: Query<Obj>): [Results<Obj>, Watch] {
@@ -140,34 +146,58 @@ export class Table<Obj> {
     // A number is a prefix only of itself: its prefix query is a key query.
     const watch =
       typeof p === 'number' ? this.keyWatch(txn, view, q) : this.isCurrent(txn, view) ? this.watches.prefix(ref.pos, p) : Watch.closed()
-    return [new Results(() => this.prefixIter(stable(view), q)), watch]
+    return [this.prefixOf(stable(view), q), watch]
   }
 
   lowerBound(txn: Txn, q: Query<Obj>): Results<Obj> {
-    const view = txn.view(this)
-    return new Results(() => this.lowerBoundIter(stable(view), q))
+    return this.lowerBoundOf(stable(txn.view(this)), q)
   }
 
   lowerBoundWatch(txn: Txn, q: Query<Obj>): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [new Results(() => this.lowerBoundIter(stable(view), q)), this.anyWatchOf(txn, view)]
+    return [this.lowerBoundOf(stable(view), q), this.anyWatchOf(txn, view)]
   }
 
   all(txn: Txn): Results<Obj> {
-    return this.allOf(txn.view(this))
+    return this.allOf(stable(txn.view(this)))
   }
 
   allWatch(txn: Txn): [Results<Obj>, Watch] {
     const view = txn.view(this)
-    return [this.allOf(view), this.anyWatchOf(txn, view)]
+    return [this.allOf(stable(view)), this.anyWatchOf(txn, view)]
   }
 
   private allOf(view: TableView<Obj>): Results<Obj> {
+    const root = view.primary.root
     return new Results(
-      () => new TreeIterator(stable(view).primary.root, undefined),
-      (fn) => treeEach(stable(view).primary.root, fn),
-      () => new TreeIterator(stable(view).primary.root, undefined, undefined, true) as unknown as Iterator<Obj>,
+      () => new TreeIterator(root, undefined),
+      reverseEntries(view, this.byPos[0]!, {}),
+      (fn) => treeEach(root, fn),
+      () => new TreeIterator(root, undefined, undefined, true) as unknown as Iterator<Obj>,
     )
+  }
+
+  private listOf(view: TableView<Obj>, q: Query<Obj>): Results<Obj> {
+    const ref = this.ref(q)
+    if (ref.pos < 0) {
+      const key = this.revisionKey(q)
+      return new Results(() => matchEntries(view, ref, key))
+    }
+    const key = q.encoded()
+    return new Results(() => matchEntries(view, ref, key))
+  }
+
+  private prefixOf(view: TableView<Obj>, q: Query<Obj>): Results<Obj> {
+    const ref = this.ref(q)
+    if (ref.pos < 0) throw new QueryError(`table "${this.name}": prefix queries do not apply to the revision index`)
+    const p = q.encodedPrefix()
+    return new Results(() => prefixEntries(view, ref, p), reverseEntries(view, ref, { prefix: p }))
+  }
+
+  private lowerBoundOf(view: TableView<Obj>, q: Query<Obj>): Results<Obj> {
+    const ref = this.ref(q)
+    const from = ref.pos < 0 ? this.revisionKey(q) : q.encodedPrefix()
+    return new Results(() => lowerBoundEntries(view, ref, from), reverseEntries(view, ref, { from }))
   }
 
   /** The table's revision in this snapshot: grows with every insert and delete. */
@@ -213,14 +243,31 @@ export class Table<Obj> {
   }
 
   /**
-   * Replaces the object only if the stored one was last written at `revision`. Returns false (and
-   * changes nothing) when the object is gone or was written since.
+   * Inserts the object and returns what it replaced, with a watch that fires when the object
+   * inserted here is next written or deleted (cilium's InsertWatch). The watch never fires at this
+   * transaction's own commit; it fires at once if the transaction aborts (nothing was inserted) or
+   * writes the object again before it commits.
    */
-  compareAndSwap(txn: WriteTxn, revision: number, obj: Obj): boolean {
+  insertWatch(txn: WriteTxn, obj: Obj): [Obj | undefined, Watch] {
     const w = txn.writer(this)
     if (validating) deepFreeze(obj)
-    w.insert(obj, revision)
-    return !w.swapFailed
+    const old = w.insert(obj)?.object
+    const watch = new Watch()
+    ;(w.insertWatches ??= []).push({ key: this.schema.primaryKey(obj), revision: w.revision, watch })
+    return [old, watch]
+  }
+
+  /**
+   * Replaces the object only if the stored one was last written at `revision`. Says what happened:
+   * written (with the object replaced), not found, or written since (with the current entry); only
+   * a write changes anything. (A batch's compareAndSwap returns a boolean: the fast path.)
+   */
+  compareAndSwap(txn: WriteTxn, revision: number, obj: Obj): SwapResult<Obj> {
+    const w = txn.writer(this)
+    if (validating) deepFreeze(obj)
+    const old = w.insert(obj, revision)
+    if (!w.swapFailed) return { ok: true, old: old!.object }
+    return this.refused(w.primary.get(this.schema.primaryKey(obj)))
   }
 
   /** A handle for many writes to this table in `txn`, without the per-call lookups (./batch.ts). */
@@ -233,14 +280,18 @@ export class Table<Obj> {
     return txn.writer(this).delete(obj)?.object
   }
 
-  /** Deletes the object only if it was last written at `revision`. */
-  compareAndDelete(txn: WriteTxn, revision: number, obj: Obj): boolean {
+  /** Deletes the object only if it was last written at `revision`; says what happened, as compareAndSwap. */
+  compareAndDelete(txn: WriteTxn, revision: number, obj: Obj): SwapResult<Obj> {
     const w = txn.writer(this)
     const pk = this.schema.primaryKey(obj)
     const old = w.primary.get(pk)
-    if (old === undefined || old.revision !== revision) return false
+    if (old === undefined || old.revision !== revision) return this.refused(old)
     w.deleteKey(pk)
-    return true
+    return { ok: true, old: old.object }
+  }
+
+  private refused(current: Entry<Obj> | undefined): SwapResult<Obj> {
+    return current === undefined ? NOT_FOUND : { ok: false, reason: 'revisionChanged', current }
   }
 
   /** Deletes every object. */
@@ -273,13 +324,31 @@ export class Table<Obj> {
     graveyard.collect()
   }
 
-  /** @internal After the commit released its locks: fires the watches the write closed. */
+  /**
+   * @internal After the commit released its locks: fires the watches the write closed. Where the
+   * writer recorded no keys (nobody watched that index when it began, or deleteAll), each watch is
+   * checked against the results before and after: a watch fires only when its result changed.
+   */
   notify(w: TableWriter<Obj>): void {
     if (w.revision !== w.base.revision) {
-      const stale = w.changedAll || (w.changed === undefined && this.watches.hasKeyWatches())
-      this.watches.fire(stale ? undefined : w.changed)
+      this.watches.fire<TableView<Obj>>(w.changedAll ? undefined : w.changed, this, w.base, w)
     }
     if (w.pendingInit.length === 0 && w.base.pendingInit.length > 0) this.watches.fireInitialized()
+    const inserted = w.insertWatches
+    if (inserted !== undefined) {
+      // Registered after this commit's watches fired: they fire at the next write of the key.
+      for (const { key, revision, watch } of inserted) {
+        if (treeGet(w.primary.root, key)?.revision !== revision) watch.close()
+        else this.watches.key(0, key).onClose(() => watch.close())
+      }
+    }
+  }
+
+  /** @internal Whether the result of a key (or prefix) of index `pos` differs between two states. */
+  resultChanged(before: TableView<Obj>, after: TableView<Obj>, pos: number, key: EncodedKey, prefix: boolean): boolean {
+    const ref = this.byPos[pos]!
+    if (prefix) return !sameEntries(prefixEntries(before, ref, key), prefixEntries(after, ref, key))
+    return !sameEntries(matchEntries(before, ref, key), matchEntries(after, ref, key))
   }
 
   /**
@@ -331,74 +400,28 @@ export class Table<Obj> {
     return ref
   }
 
-  private treeOf(view: TableView<Obj>, pos: number): Tree<TreeKey, unknown> {
-    return (pos < 0 ? view.byRevision : pos === 0 ? view.primary : view.secondary[pos - 1]!) as Tree<TreeKey, unknown>
-  }
-
   private revisionKey(q: Query<Obj>): number {
     if (typeof q.key !== 'number') throw new QueryError(`table "${this.name}": the revision index takes a number, got ${typeof q.key}`)
     return q.key
   }
 
-  private first(view: TableView<Obj>, q: Query<Obj>): Entry<Obj> | undefined {
+  private firstOf(view: TableView<Obj>, q: Query<Obj>): Entry<Obj> | undefined {
     const ref = this.ref(q)
-    if (ref.pos < 0) return treeGet(view.byRevision.root, this.revisionKey(q))
-    const tree = this.treeOf(view, ref.pos)
-    if (ref.unique) return treeGet(tree.root, q.encoded()) as Entry<Obj> | undefined
-    return bucketFirst(treeGet(tree.root, q.encoded()) as Bucket | undefined, view.primary.root)
-  }
-
-  private listIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
-    const ref = this.ref(q)
-    if (ref.unique) {
-      const e = this.first(view, q)
-      return (e === undefined ? [] : [e])[Symbol.iterator]()
-    }
-    return bucketEntries(treeGet(this.treeOf(view, ref.pos).root, q.encoded()) as Bucket | undefined, view.primary.root)
-  }
-
-  private prefixIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
-    const ref = this.ref(q)
-    if (ref.pos < 0) throw new QueryError(`table "${this.name}": prefix queries do not apply to the revision index`)
-    const p = q.encodedPrefix()
-    if (typeof p === 'number') return this.listIter(view, q) // a number is a prefix only of itself
-    const root = this.treeOf(view, ref.pos).root
-    if (ref.unique) return new TreeIterator(root, p, p) as Iterator<Entry<Obj>>
-    return new BucketsIterator<Obj>(root as never, p, p, this.multiKey(ref.pos), view.primary.root)
-  }
-
-  private lowerBoundIter(view: TableView<Obj>, q: Query<Obj>): Iterator<Entry<Obj>> {
-    const ref = this.ref(q)
-    if (ref.pos < 0) return new TreeIterator(view.byRevision.root, this.revisionKey(q))
-    const root = this.treeOf(view, ref.pos).root
-    if (ref.unique) return new TreeIterator(root, q.encodedPrefix()) as Iterator<Entry<Obj>>
-    return new BucketsIterator<Obj>(root as never, q.encodedPrefix(), undefined, this.multiKey(ref.pos), view.primary.root)
-  }
-
-  /** Whether objects may have several keys in a secondary index (then scans skip repeats). */
-  private multiKey(pos: number): boolean {
-    return pos > 0 && this.schema.secondary[pos - 1]!.multi !== undefined
+    return firstEntry(view, ref, ref.pos < 0 ? this.revisionKey(q) : q.encoded())
   }
 
   private keyWatch(txn: Txn, view: TableView<Obj>, q: Query<Obj>): Watch {
     const ref = this.ref(q)
     if (ref.pos < 0) return this.anyWatchOf(txn, view)
-    if (!this.isCurrent(txn, view) && !this.sameResult(txn, view, q)) return Watch.closed()
+    // A stale snapshot: the watch may be registered only if the result is still what the latest
+    // state holds (else a change would be missed).
+    if (
+      !this.isCurrent(txn, view) &&
+      !sameEntries(matchEntries(view, ref, q.encoded()), matchEntries(this.currentView(txn), ref, q.encoded()))
+    )
+      return Watch.closed()
     return this.watches.key(ref.pos, q.encoded())
   }
-
-  // For a stale snapshot: whether the query's result is still what the latest state holds, so the
-  // watch may be registered without missing a change (checks up to 64 entries, else says no).
-  private sameResult(txn: Txn, view: TableView<Obj>, q: Query<Obj>): boolean {
-    const a = this.listIter(view, q)
-    const b = this.listIter(this.currentView(txn), q)
-    for (let i = 0; i < 64; i++) {
-      const x = a.next()
-      const xv = x.value
-      const y = b.next()
-      if (x.done || y.done) return !!x.done && !!y.done
-      if (xv !== y.value) return false
-    }
-    return false
-  }
 }
+
+const NOT_FOUND: SwapResult<never> = Object.freeze({ ok: false, reason: 'notFound' })

@@ -109,6 +109,12 @@ export class WriteTxn {
     if (this.finished) return
     this.finished = 'aborted'
     this.db.release(this)
+    this.dropped()
+  }
+
+  /** @internal Nothing of it was published: the watches insertWatch handed out fire now. */
+  dropped(): void {
+    for (const w of this.writers) if (w?.insertWatches) for (const i of w.insertWatches) i.watch.close()
   }
 
   private checkOpen(table?: TxnTable): void {

@@ -121,6 +121,22 @@ export class WatchSet {
     return this
   }
 
+  /** Adds every watch of `other` (which keeps them): a set of subsets, as cilium's Merge. */
+  merge(other: WatchSet): this {
+    for (const w of other.watches) this.watches.add(w)
+    return this
+  }
+
+  has(watch: Watch): boolean {
+    return this.watches.has(watch)
+  }
+
+  /** Whether any of `watches` is in the set (to tell which subset a fired watch belongs to). */
+  hasAny(watches: Iterable<Watch>): boolean {
+    for (const w of watches) if (this.watches.has(w)) return true
+    return false
+  }
+
   get size(): number {
     return this.watches.size
   }
@@ -129,10 +145,31 @@ export class WatchSet {
     this.watches.clear()
   }
 
-  /** Waits for any watch of the set to fire; returns and removes the ones that fired. */
-  async wait(signal?: AbortSignal): Promise<Watch[]> {
-    const fired = await waitAny(this.watches, signal)
+  /**
+   * Waits for any watch of the set to fire; returns and removes the ones that fired. With
+   * `settleMs`, waits that long after the first fires so that watches firing close together come
+   * back in one call. An abort during the settle time still returns (and removes) the ones that
+   * fired; an abort before any fired rejects with the signal's reason.
+   */
+  async wait(signal?: AbortSignal, settleMs = 0): Promise<Watch[]> {
+    signal?.throwIfAborted()
+    await waitAny(this.watches, signal)
+    if (settleMs > 0 && !signal?.aborted) await settle(settleMs, signal)
+    const fired: Watch[] = []
+    for (const w of this.watches) if (w.closed) fired.push(w)
     for (const w of fired) this.watches.delete(w)
     return fired
   }
+}
+
+function settle(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }

@@ -15,6 +15,7 @@ import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
 import { Entry, Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
+import type { Watch } from './watch.ts'
 
 const ascending = (a: number, b: number): number => a - b
 /** The largest stale-revision array a table keeps for its next writer (64 KB of numbers). */
@@ -56,6 +57,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
   changed: Array<Set<EncodedKey> | undefined> | undefined
   /** Every key may have changed (deleteAll). */
   changedAll = false
+  /** Watches handed out by insertWatch, registered at commit (fired at abort). */
+  insertWatches: Array<{ key: EncodedKey; revision: number; watch: Watch }> | undefined = undefined
   dirty = false
 
   constructor(

@@ -107,7 +107,10 @@ test('an iterator sees each insert, update and delete once, and its watch fires 
       ['b', 2, false],
     ],
   )
-  assert.not.ok(watch.closed)
+  assert.ok(watch.closed, 'the first batch comes with a fired watch (cilium: iterate or wait first)')
+  ;[changes, watch] = it.next(db.readTxn())
+  assert.equal([...changes], [])
+  assert.not.ok(watch.closed, 'everything read: the watch waits for the next change')
   await db.write(t, (x) => {
     t.insert(x, { id: 'a', v: 2 })
     t.delete(x, { id: 'b', v: 0 })
@@ -187,12 +190,27 @@ test('delete then re-insert before the iterator reads shows the net change', asy
   it.close()
 })
 
-test('next() needs a snapshot, not a write transaction', async () => {
+// follows cilium/statedb db_test.go TestDB_Changes (its last part: an iterator read with a WriteTxn)
+test('next() with a write transaction reads the snapshot it began from: its own writes are not seen', async () => {
   const { db, t } = setup()
-  const it = t.changes(db.readTxn())
+  const txn0 = await db.writeTxn(t)
+  const it = t.changes(txn0)
+  t.insert(txn0, { id: 'a', v: 1 })
+  txn0.commit()
   const txn = await db.writeTxn(t)
-  assert.throws(() => it.next(txn as never), /takes a read transaction/)
+  t.insert(txn, { id: 'b', v: 1 })
+  const [changes] = it.next(txn)
+  assert.equal(
+    [...changes].map((c) => c.object.id),
+    ['a'],
+  )
   txn.abort()
+  assert.equal(
+    [...it.next(db.readTxn())[0]].map((c) => c.object.id),
+    [],
+    'b was aborted',
+  )
+  assert.throws(() => it.next({} as never), /next\(\) takes a transaction/)
   it.close()
 })
 

@@ -212,9 +212,9 @@ function runSeed(seed: number, opsBudget: number): number {
           // CAS: a failing and a succeeding one
           const d = vals[pick(vals.length)]!.obj
           const cur = work.get(d.id)!
-          if (table.compareAndSwap(txn, cur.rev + 1000, { ...cur.obj, v: -1 })) fail(`${what}: CAS with a wrong revision succeeded`)
+          if (table.compareAndSwap(txn, cur.rev + 1000, { ...cur.obj, v: -1 }).ok) fail(`${what}: CAS with a wrong revision succeeded`)
           const obj2 = { ...cur.obj, v: cur.obj.v + 7 }
-          if (!table.compareAndSwap(txn, cur.rev, obj2)) fail(`${what}: CAS failed`)
+          if (!table.compareAndSwap(txn, cur.rev, obj2).ok) fail(`${what}: CAS failed`)
           work.set(d.id, { obj: obj2, rev: ++o.rev })
         }
         ops += 4

@@ -147,7 +147,7 @@ test('random transactions agree with a Map model; snapshots never change', () =>
       ]
       const snapshots: Array<{ txn: ReadTxn; models: TableModel[] }> = []
       for (const { ops, abort } of txns) {
-        const txn = db.tryWriteTxn(...tables)!
+        const txn = db.tryWriteTxn(tables)!
         const work = models.map(cloneModel)
         for (const op of ops) {
           const table = tables[op.table]
@@ -197,7 +197,7 @@ test('random transactions agree with a Map model; snapshots never change', () =>
                   (e: unknown) => e instanceof UniqueConflictError,
                 )
               } else {
-                assert.is(table.compareAndSwap(txn, rev, op.obj), should)
+                assert.is(table.compareAndSwap(txn, rev, op.obj).ok, should)
                 if (should) put(op.obj)
               }
               break
@@ -205,7 +205,7 @@ test('random transactions agree with a Map model; snapshots never change', () =>
             case 'cad': {
               const row = m.rows.get(op.id)
               const rev = row ? (op.stale ? row.rev + 1 : row.rev) : 1
-              assert.is(table.compareAndDelete(txn, rev, { id: op.id, tags: [], v: 0 }), !!row && !op.stale)
+              assert.is(table.compareAndDelete(txn, rev, { id: op.id, tags: [], v: 0 }).ok, !!row && !op.stale)
               if (row && !op.stale) del(op.id)
               break
             }
@@ -352,7 +352,7 @@ test('a commit publishes all tables at once; an abort publishes none', async () 
   const { db, tables } = setup()
   const [a, b] = tables
   const before = db.readTxn()
-  const txn = await db.writeTxn(a, b)
+  const txn = await db.writeTxn([a, b])
   a.insert(txn, { id: 'x', tags: [], v: 1 })
   b.insert(txn, { id: 'x', tags: [], v: 2 })
   // not visible to readers until commit

@@ -156,4 +156,27 @@ test('the revision clock keeps 4096 windows and forgets older revisions', async 
   assert.is(c.timeOf(10_001), 5_000_000, 'the same 100 ms window')
 })
 
+test('the revision index is queried like any other: get by revision, lowerBound in revision order, a bad key is 400', async () => {
+  const f = await fixture(5)
+  try {
+    await f.db.write(f.t, (w) => f.t.insert(w, { name: 'o001', color: 'green' })) // o001 is now the newest write
+    const newest = f.t.revision(f.db.readTxn())
+    let r = await fetch(`${f.base}/tables/objs?index=revision&key=${newest}&op=get`)
+    assert.is(r.status, 200)
+    assert.is(((await r.json()) as { object: Obj }).object.name, 'o001')
+    r = await fetch(`${f.base}/tables/objs?index=revision&key=0&op=lowerBound`)
+    assert.is(r.status, 200)
+    const text = await r.text()
+    const names = (JSON.parse(text) as Array<{ object: Obj }>).map((e) => e.object.name)
+    assert.equal(names, ['o000', 'o002', 'o003', 'o004', 'o001'], 'in revision order')
+    r = await fetch(`${f.base}/tables/objs?index=revision&key=abc`)
+    assert.is(r.status, 400)
+    assert.match(await r.text(), /the revision index takes a revision/)
+    r = await fetch(`${f.base}/tables/objs?index=nope&key=1`)
+    assert.match(await r.text(), /indexes: name, color, revision/)
+  } finally {
+    await f.close()
+  }
+})
+
 test.run()

@@ -145,7 +145,7 @@ test('an iteration started after a refused compare-and-swap yields what the tran
     for (let i = 0; i < 40; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: 'a', v: 0 })
   })
   const w = await db.writeTxn(t)
-  assert.not.ok(t.compareAndSwap(w, 999, { id: 'k000', tag: 'a', v: 1 }), 'refused: wrong revision')
+  assert.not.ok(t.compareAndSwap(w, 999, { id: 'k000', tag: 'a', v: 1 }).ok, 'refused: wrong revision')
   const it = t.all(w)[Symbol.iterator]()
   const first = it.next()
   for (let i = 40; i < 400; i++) t.insert(w, { id: `k${String(i).padStart(3, '0')}`, tag: 'a', v: 0 })

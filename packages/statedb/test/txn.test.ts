@@ -39,7 +39,7 @@ test('many async writers with random interleavings: no lost update, no deadlock'
         let inside = new Set<number>()
         await Promise.all(
           writers.map(async (w, i) => {
-            const txn = await db.writeTxn(...w.tables.map((t) => tables[t]!))
+            const txn = await db.writeTxn(w.tables.map((t) => tables[t]!))
             for (const t of w.tables) {
               assert.not.ok(inside.has(t), `two writers inside table t${t}`)
               inside.add(t)
