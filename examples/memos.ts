@@ -24,7 +24,7 @@ import {
   newStatusIndex,
   Reconciler,
   statusPending,
-  waitForReconciliation,
+  waitForSettled,
   type Operations,
   type Status,
 } from '@statewright/reconciler'
@@ -152,7 +152,7 @@ async function main(): Promise<number> {
       memos.delete(t, { name: 'groceries' } as Memo)
     })
     await reconciler.waitForRevision(rev, { signal })
-    const errors = await waitForReconciliation(db, memos, statusIndex, { signal })
+    const errors = await waitForSettled(db, memos, statusIndex, { signal })
     for (const m of errors) log(`   error: ${m.name}: ${m.status.error}`)
     for (const f of reconciler.failedDeletes()) log(`   failed delete: ${f.object.name}: ${f.error} (attempt ${f.attempts})`)
     await until(() => reconciler.failures().some((f) => f.attempts >= 3), signal)

@@ -2,14 +2,7 @@
 // where the packages come from their packed tarballs: what a user gets from npm.
 import assert from 'node:assert/strict'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import {
-  InMemoryMetrics,
-  PrometheusMetrics,
-  Reconciler,
-  newStatusIndex,
-  statusPending,
-  waitForReconciliation,
-} from '@statewright/reconciler'
+import { InMemoryMetrics, PrometheusMetrics, Reconciler, newStatusIndex, statusPending, waitForSettled } from '@statewright/reconciler'
 import { Cluster, K8sMetrics, Reflector, Target, desired, namespacedName, newDesiredTable, targetReconciler } from '@statewright/k8s'
 import { startTestServer } from '@statewright/testserver'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
@@ -47,7 +40,7 @@ const step = (what) => console.log(`  consumer: ${what}`)
   await db.write(memos, (txn) => {
     for (const name of ['a', 'b', 'c']) memos.insert(txn, { name, body: name.toUpperCase(), status: statusPending() })
   })
-  assert.deepEqual(await waitForReconciliation(db, memos, statusIndex), [])
+  assert.deepEqual(await waitForSettled(db, memos, statusIndex), [])
   assert.deepEqual([...target.entries()].sort(), [
     ['a', 'A'],
     ['b', 'B'],
@@ -55,7 +48,7 @@ const step = (what) => console.log(`  consumer: ${what}`)
   ])
   assert.equal(metrics.get(memos.name).operations['update/success'], 3)
   await reconciler.stop()
-  step('statedb objects reconciled into an in-memory target; waitForReconciliation returned no errors')
+  step('statedb objects reconciled into an in-memory target; waitForSettled returned no errors')
 }
 
 // prom-client, installed here, works through the optional peer
@@ -92,7 +85,7 @@ const step = (what) => console.log(`  consumer: ${what}`)
     assert.equal(observed.count(db.readTxn()), 1, 'the seeded ConfigMap is reflected')
     const cm = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'applied', namespace: 'default' }, data: { k: 'v' } }
     await db.write(want.table, (txn) => want.table.insert(txn, desired(cm)))
-    assert.deepEqual(await waitForReconciliation(db, want.table, want.statusIndex, { signal: AbortSignal.timeout(10_000) }), [])
+    assert.deepEqual(await waitForSettled(db, want.table, want.statusIndex, { signal: AbortSignal.timeout(10_000) }), [])
     const stored = server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'applied', 'default')
     assert.deepEqual(stored?.data, { k: 'v' }, 'the server holds the applied ConfigMap')
     for (;;) {

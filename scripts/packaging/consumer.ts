@@ -9,7 +9,7 @@ import {
   Reconciler,
   newStatusIndex,
   statusPending,
-  waitForReconciliation,
+  waitForSettled,
   type Metrics,
   type Status,
 } from '@statewright/reconciler'
@@ -52,7 +52,7 @@ export async function run(): Promise<Memo[]> {
     memos.insert(txn, { name: 'b', body: '' })
   })
   r.start()
-  const errors: Memo[] = await waitForReconciliation(db, memos, statusIndex)
+  const errors: Memo[] = await waitForSettled(db, memos, statusIndex)
   await r.stop()
   return errors
 }

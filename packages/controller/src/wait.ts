@@ -7,7 +7,7 @@
 // On timeout it throws, listing what is still pending per table with each object's last error.
 import { TimeoutError } from './errors.ts'
 import { listAll, resolveKind, namespacedName, type KubeObject } from '@statewright/k8s'
-import { waitForReconciliation } from '@statewright/reconciler'
+import { waitForSettled } from '@statewright/reconciler'
 import type { Manager } from './manager/manager.ts'
 
 export interface ConvergenceOptions {
@@ -107,7 +107,7 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
   state.phase = 'the reconciler'
   // every change (deletes included) acted on, then nothing pending (retries of failures are "acted on")
   if (m.reconciler.isRunning) await m.reconciler.waitForRevision(m.desired.table.revision(m.db.readTxn()), { signal })
-  const errors = await waitForReconciliation(m.db, m.desired.table, m.desired.statusIndex, { signal })
+  const errors = await waitForSettled(m.db, m.desired.table, m.desired.statusIndex, { signal })
   state.phase = 'components'
   for (const c of m.components) if (c.converged) await c.converged(signal)
   return {

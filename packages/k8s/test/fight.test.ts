@@ -5,7 +5,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB } from '@statewright/statedb'
-import { waitForReconciliation } from '@statewright/reconciler'
+import { waitForSettled } from '@statewright/reconciler'
 import {
   DriftWatcher,
   EventRecorder,
@@ -68,7 +68,7 @@ test('a reverting writer for 10 s: repairs back off, the fight is reported with 
     await db.write(d.table, (w) => {
       d.table.insert(w, desired(want))
     })
-    await waitForReconciliation(db, d.table, d.statusIndex, { signal: AbortSignal.timeout(10_000) })
+    await waitForSettled(db, d.table, d.statusIndex, { signal: AbortSignal.timeout(10_000) })
     assert.is(drift.health().level, 'ok')
 
     // the rival: on every change that is not its value, it writes its value back at once

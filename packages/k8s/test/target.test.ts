@@ -1,7 +1,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB } from '@statewright/statedb'
-import { waitForReconciliation } from '@statewright/reconciler'
+import { waitForSettled } from '@statewright/reconciler'
 import { DriftWatcher, Reflector, Target, desired, newDesiredTable, targetReconciler, type KubeObject } from '@statewright/k8s'
 import { clusterFor, objectTable, startServer, waitFor, waitTable } from './helpers.ts'
 
@@ -27,7 +27,7 @@ async function setup(targetOpts: Partial<ConstructorParameters<typeof Target>[0]
       for (const o of objs) d.table.delete(t, desired(o))
     })
   const settled = async () => {
-    const errs = await waitForReconciliation(db, d.table, d.statusIndex, { signal: AbortSignal.timeout(10_000) })
+    const errs = await waitForSettled(db, d.table, d.statusIndex, { signal: AbortSignal.timeout(10_000) })
     assert.equal(
       errs.map((e) => e.status.error),
       [],
@@ -163,7 +163,7 @@ test('conflicts without force fail with the object and field named; 5xx is retri
     })
     t.rec.start()
     await t.put(configMap('shared', { owned: 'by-us' }))
-    const errs = await waitForReconciliation(t.db, t.d.table, t.d.statusIndex, { signal: AbortSignal.timeout(5000) })
+    const errs = await waitForSettled(t.db, t.d.table, t.d.statusIndex, { signal: AbortSignal.timeout(5000) })
     assert.is(errs.length, 1)
     assert.match(errs[0].status.error!, /ConfigMap default\/shared: apply conflict/)
     assert.match(errs[0].status.error!, /data\.owned/)

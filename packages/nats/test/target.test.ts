@@ -5,7 +5,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { DB } from '@statewright/statedb'
-import { Reconciler, waitForReconciliation } from '@statewright/reconciler'
+import { Reconciler, waitForSettled } from '@statewright/reconciler'
 import { KvSecondaries, KvStatusWriter, NatsKvTarget, desiredKv, isCasConflict, newDesiredKvTable } from '@statewright/nats'
 import { bucketContents, natsClient, openBucket, startNatsServer, type RunningNatsServer } from './helpers.ts'
 
@@ -47,13 +47,13 @@ test('a reconciler drives a bucket: create, CAS update, delete; prune removes on
   await db.write(want.table, (t) => {
     for (let i = 0; i < 5; i++) want.table.insert(t, desiredKv(`k${i}`, { spec: i }))
   })
-  assert.equal(await waitForReconciliation(db, want.table, want.statusIndex), [])
+  assert.equal(await waitForSettled(db, want.table, want.statusIndex), [])
   assert.equal((await get(kv, 'k3')).metadata.labels, { 'statewright.io/owner': 'me' })
   await db.write(want.table, (t) => {
     want.table.insert(t, desiredKv('k3', { spec: 33 }))
     want.table.delete(t, { key: 'k4' } as never)
   })
-  assert.equal(await waitForReconciliation(db, want.table, want.statusIndex), [])
+  assert.equal(await waitForSettled(db, want.table, want.statusIndex), [])
   assert.is((await get(kv, 'k3')).spec, 33)
   assert.is(await get(kv, 'k4'), undefined)
   await r.triggerFullReconciliation()

@@ -84,8 +84,14 @@ export interface ReconcilerConfig<Obj> {
   roundSize?: number
   /** Backoff of failed objects (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
   retry?: RetryOptions
-  /** Full reconciliation every this many ms; 0 or absent: only on demand. */
+  /** Full reconciliation (prune, then Update of every object) every this many ms; 0 or absent: only on demand. */
   fullReconciliationIntervalMs?: number
+  /**
+   * Prune alone every this many ms (cilium's PruneInterval); 0 or absent: none besides the others.
+   * With `operations.prune`, a prune also runs as soon as the table is initialized, at each full
+   * reconciliation and on `triggerPrune()`.
+   */
+  pruneIntervalMs?: number
   refresh?: RefreshOptions
   /**
    * Token buckets (`{ qps, burst }`, owned and stopped by the reconciler): `rounds` is waited on
@@ -120,6 +126,7 @@ export interface Resolved<Obj> {
   roundSize: number
   retry: Required<RetryOptions>
   fullIntervalMs: number
+  pruneIntervalMs: number
   refreshIntervalMs: number
   refreshPerSecond: number
   rateLimit: { rounds?: RateLimitOptions; operations?: RateLimitOptions }
@@ -185,6 +192,8 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
   // the shared default (statedb's DEFAULT_RETRY: 100 ms doubling to 30 s, jitter 0.2)
   const retry = resolveRetry(cfg.retry, who)
   const fullIntervalMs = ms('fullReconciliationIntervalMs', cfg.fullReconciliationIntervalMs, 0, true)
+  const pruneIntervalMs = ms('pruneIntervalMs', cfg.pruneIntervalMs, 0, true)
+  if (pruneIntervalMs > 0 && ops.prune === undefined) throw new ConfigError(`${who}: pruneIntervalMs needs operations.prune`)
   let refreshIntervalMs = 0
   let refreshPerSecond = 0
   if (cfg.refresh !== undefined) {
@@ -197,6 +206,12 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
   }
   if (cfg.statusIndex.isSet && cfg.name === undefined) {
     throw new ConfigError(`${who}: the status index covers a status set: give config.name (this reconciler's name in the set)`)
+  }
+  const declared = cfg.statusIndex.names
+  if (declared !== undefined && !declared.includes(name)) {
+    throw new ConfigError(
+      `${who}: status index "${cfg.statusIndex.name}" declares the names ${declared.map((n) => `"${n}"`).join(', ')}, not "${name}": add it to newStatusSetIndex's names`,
+    )
   }
   return {
     db: cfg.db,
@@ -212,6 +227,7 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
     roundSize,
     retry,
     fullIntervalMs,
+    pruneIntervalMs,
     refreshIntervalMs,
     refreshPerSecond,
     rateLimit: {

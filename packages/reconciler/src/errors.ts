@@ -6,14 +6,15 @@
 //   ├─ StoppedError      'Stopped'   the reconciler was stopped (an operation's abort reason, a wait ended by stop)
 //   ├─ UsageError        'Usage'     a call at the wrong time (start() while stopping, a status set query without a name)
 //   └─ ReconcilerError   this file
-//      └─ PruneError     'Prune'     a target's prune could not remove some objects (all were tried)
+//      ├─ PruneError     'Prune'     a target's prune could not remove some objects (all were tried)
+//      └─ ReconciliationFailedError 'ReconciliationFailed'  waitForReconciliation({ onError: 'reject' }): objects in error
 // Operation failures are not wrapped: they are the operations' own errors, kept as statuses.
 // PruneError lives here because prune is a reconciler operation: the k8s and nats targets throw it.
 import { StatewrightError } from '@statewright/statedb'
 
 export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
 
-export type ReconcilerErrorCode = 'Prune'
+export type ReconcilerErrorCode = 'Prune' | 'ReconciliationFailed'
 
 /** The reconciler's own failures. */
 export class ReconcilerError extends StatewrightError {
@@ -36,5 +37,20 @@ export class PruneError extends ReconcilerError {
     options?: ErrorOptions,
   ) {
     super(message, 'Prune', options)
+  }
+}
+
+/**
+ * waitForReconciliation with `onError: 'reject'`: nothing is pending, and these objects are in
+ * error (the message names the first few, with their errors).
+ */
+export class ReconciliationFailedError extends ReconcilerError {
+  override name = 'ReconciliationFailedError'
+  constructor(
+    message: string,
+    readonly failed: readonly unknown[],
+    options?: ErrorOptions,
+  ) {
+    super(message, 'ReconciliationFailed', options)
   }
 }

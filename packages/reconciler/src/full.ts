@@ -8,14 +8,18 @@
 //
 // Invariants:
 // - a failed prune does not stop the updates; it is reported (health degraded, metrics) and tried
-//   again at the next full reconciliation;
+//   again at the next prune (./prune.ts);
 // - an Update that returns true counts the object as out of sync;
-// - successes write back only for objects that were in error (done objects stay as they are: a full
-//   reconciliation of a healthy table writes nothing); failures are marked error and queued for retry.
+// - a success writes back (done, and the clone as Update left it) an object that was in error, or
+//   whose clone Update changed (a property of the clone no longer the one of the stored object: what
+//   Update records is kept, as cilium's full reconciliation keeps it); a done object whose clone is
+//   unchanged stays as it is, so a full reconciliation of a healthy table writes nothing. Failures
+//   are marked error and queued for retry.
 
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import type { OperationRunner, Outcome } from './runner.ts'
-import { errorMessage, wantsReconcile } from './status.ts'
+import { prune } from './prune.ts'
+import { wantsReconcile } from './status.ts'
 
 export interface FullReport {
   /** Objects given to Update. */
@@ -33,20 +37,9 @@ export async function fullReconciliation<Obj>(runner: OperationRunner<Obj>): Pro
   const cfg = runner.cfg
   const { db, table, getObjectStatus, roundSize, operations, metrics } = cfg
   const started = performance.now()
+  const pruneError = operations.prune ? (await prune(runner)).error : undefined
   const txn = db.readTxn()
   const ctx = runner.context(txn, true)
-  let pruneError: string | undefined
-  if (operations.prune) {
-    const t0 = performance.now()
-    try {
-      const r = operations.prune(table.all(txn), ctx)
-      if (r !== undefined) await runner.race(Promise.resolve(r))
-    } catch (err) {
-      runner.signal.throwIfAborted()
-      pruneError = errorMessage(err)
-    }
-    metrics?.prune(cfg.name, (performance.now() - t0) / 1000, pruneError !== undefined)
-  }
 
   let updated = 0
   let outOfSync = 0
@@ -58,7 +51,7 @@ export async function fullReconciliation<Obj>(runner: OperationRunner<Obj>): Pro
       if (o.changed) outOfSync++
       if (o.error !== undefined) errors++
     }
-    await runner.commit(chunk, (o) => o.seenKind === 'error')
+    await runner.commit(chunk, (o) => o.seenKind === 'error' || o.rewrite)
     chunk = []
     await yieldToEventLoop() // a large table must not starve timers and I/O
   }
@@ -69,6 +62,7 @@ export async function fullReconciliation<Obj>(runner: OperationRunner<Obj>): Pro
     const o = runner.updateOutcome(e.object, e.revision, s, attempts)
     const p = runner.run(o, ctx)
     if (p !== undefined) await p
+    o.rewrite = o.error === undefined && changedByUpdate(o.object, e.object)
     updated++
     chunk.push(o)
     if (chunk.length >= roundSize) await flush()
@@ -77,4 +71,19 @@ export async function fullReconciliation<Obj>(runner: OperationRunner<Obj>): Pro
   const durationMs = performance.now() - started
   metrics?.fullReconciliation(cfg.name, durationMs / 1000, outOfSync)
   return pruneError === undefined ? { updated, outOfSync, errors, durationMs } : { updated, outOfSync, errors, pruneError, durationMs }
+}
+
+/** Whether Update changed its clone: an own property added, removed or set to another value. */
+function changedByUpdate(clone: unknown, stored: unknown): boolean {
+  if (clone === stored || typeof clone !== 'object' || clone === null) return false
+  const a = clone as Record<string, unknown>
+  const b = stored as Record<string, unknown>
+  let n = 0
+  for (const k in a) {
+    if (!Object.hasOwn(a, k)) continue
+    if (a[k] !== b[k] || !Object.hasOwn(b, k)) return true
+    n++
+  }
+  for (const k in b) if (Object.hasOwn(b, k)) n--
+  return n !== 0
 }

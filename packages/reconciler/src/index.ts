@@ -22,6 +22,8 @@ export {
   statusRefreshing,
   StatusIndex,
   StatusSet,
+  statusFromJSON,
+  type StatusSetIndexOptions,
   type Status,
   type StatusKind,
 } from './status.ts'
@@ -33,14 +35,16 @@ export {
   UsageError,
   ReconcilerError,
   PruneError,
+  ReconciliationFailedError,
   type StatewrightErrorCode,
   type ReconcilerErrorCode,
 } from './errors.ts'
 export type { FullReport } from './full.ts'
+export type { PruneReport } from './prune.ts'
 export { describeHealth, type Health, type HealthLevel, type ReconcilerHealth, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'
-export { waitForReconciliation, type WaitOptions } from './wait.ts'
+export { waitForReconciliation, waitForSettled, type WaitOptions, type WaitForReconciliationOptions } from './wait.ts'
 export { RateLimiter, checkRateLimit, type RateLimitOptions } from './ratelimit.ts'
 export { logTo, type Logger, type LogFn } from './logger.ts'
 export { loadOptionalPeer, requireOptionalPeer, type OptionalPeerOptions } from './peers.ts'

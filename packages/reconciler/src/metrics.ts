@@ -10,8 +10,10 @@ export type OperationResult = 'success' | 'error'
 export interface Metrics {
   /** Operations finished: `count` objects (a batch call reports its size) taking `seconds` in all. */
   operation(reconciler: string, op: OperationName, result: OperationResult, seconds: number, count: number): void
-  /** A prune ran (full reconciliation); `error` when it failed. */
+  /** A prune ran (alone or in a full reconciliation); `error` when it failed (the current prune error until the next prune). */
   prune(reconciler: string, seconds: number, error: boolean): void
+  /** An incremental round finished: its duration and the objects it acted on (optional for custom metrics). */
+  round?(reconciler: string, seconds: number, objects: number): void
   /** A full reconciliation finished: how many objects Update reported out of sync. */
   fullReconciliation(reconciler: string, seconds: number, outOfSync: number): void
   /** After each round: objects in error (updates and deletes) and retries queued. */
@@ -24,6 +26,12 @@ export interface ReconcilerCounters {
   seconds: Record<OperationName, number>
   pruneRuns: number
   pruneErrors: number
+  /** Whether the last prune failed. */
+  pruneCurrentError: boolean
+  /** Total seconds spent pruning. */
+  pruneSeconds: number
+  /** Incremental rounds. */
+  rounds: number
   fullRuns: number
   outOfSync: number
   currentErrors: number
@@ -36,6 +44,9 @@ function emptyCounters(): ReconcilerCounters {
     seconds: { update: 0, delete: 0 },
     pruneRuns: 0,
     pruneErrors: 0,
+    pruneCurrentError: false,
+    pruneSeconds: 0,
+    rounds: 0,
     fullRuns: 0,
     outOfSync: 0,
     currentErrors: 0,
@@ -59,10 +70,16 @@ export class InMemoryMetrics implements Metrics {
     c.seconds[op] += seconds
   }
 
-  prune(reconciler: string, _seconds: number, error: boolean): void {
+  prune(reconciler: string, seconds: number, error: boolean): void {
     const c = this.of(reconciler)
     c.pruneRuns++
+    c.pruneSeconds += seconds
+    c.pruneCurrentError = error
     if (error) c.pruneErrors++
+  }
+
+  round(reconciler: string): void {
+    this.of(reconciler).rounds++
   }
 
   fullReconciliation(reconciler: string, _seconds: number, outOfSync: number): void {

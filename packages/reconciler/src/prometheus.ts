@@ -6,8 +6,12 @@
 //   <prefix>_reconcile_time_seconds{reconciler, operation}      histogram, per call (a batch call is one)
 //   <prefix>_reconcile_current_errors{reconciler}               gauge, objects in error now
 //   <prefix>_reconcile_retry_queue_depth{reconciler}            gauge
+//   <prefix>_reconcile_rounds_total{reconciler}                 counter, incremental rounds
+//   <prefix>_reconcile_round_time_seconds{reconciler}           histogram, incremental rounds
 //   <prefix>_reconcile_prune_total{reconciler}                  counter, prune runs
 //   <prefix>_reconcile_prune_errors_total{reconciler}           counter
+//   <prefix>_reconcile_prune_current_error{reconciler}          gauge, 1 while the last prune failed
+//   <prefix>_reconcile_prune_time_seconds{reconciler}           histogram, prunes
 //   <prefix>_reconcile_out_of_sync_total{reconciler}            counter, objects found out of sync
 //   <prefix>_reconcile_full_time_seconds{reconciler}            histogram, full reconciliations
 //
@@ -48,6 +52,10 @@ export class PrometheusMetrics implements Metrics {
   private readonly retryQueueDepth: PromClient.Gauge<'reconciler'>
   private readonly pruneTotal: PromClient.Counter<'reconciler'>
   private readonly pruneErrors: PromClient.Counter<'reconciler'>
+  private readonly pruneCurrentError: PromClient.Gauge<'reconciler'>
+  private readonly pruneTime: PromClient.Histogram<'reconciler'>
+  private readonly roundsTotal: PromClient.Counter<'reconciler'>
+  private readonly roundTime: PromClient.Histogram<'reconciler'>
   private readonly outOfSync: PromClient.Counter<'reconciler'>
   private readonly fullTime: PromClient.Histogram<'reconciler'>
 
@@ -97,6 +105,32 @@ export class PrometheusMetrics implements Metrics {
       labelNames: ['reconciler'],
       registers,
     })
+    this.pruneCurrentError = new Gauge({
+      name: `${p}_reconcile_prune_current_error`,
+      help: '1 while the last prune failed, else 0.',
+      labelNames: ['reconciler'],
+      registers,
+    })
+    this.pruneTime = new Histogram({
+      name: `${p}_reconcile_prune_time_seconds`,
+      help: 'Duration of prunes (alone or in a full reconciliation).',
+      labelNames: ['reconciler'],
+      buckets,
+      registers,
+    })
+    this.roundsTotal = new Counter({
+      name: `${p}_reconcile_rounds_total`,
+      help: 'Incremental reconciliation rounds.',
+      labelNames: ['reconciler'],
+      registers,
+    })
+    this.roundTime = new Histogram({
+      name: `${p}_reconcile_round_time_seconds`,
+      help: 'Duration of incremental rounds (operations and the write-back).',
+      labelNames: ['reconciler'],
+      buckets,
+      registers,
+    })
     this.outOfSync = new Counter({
       name: `${p}_reconcile_out_of_sync_total`,
       help: 'Objects found out of sync by full reconciliation.',
@@ -118,9 +152,16 @@ export class PrometheusMetrics implements Metrics {
     this.reconcileTime.observe({ reconciler, operation: op }, seconds)
   }
 
-  prune(reconciler: string, _seconds: number, error: boolean): void {
+  prune(reconciler: string, seconds: number, error: boolean): void {
     this.pruneTotal.inc({ reconciler })
     if (error) this.pruneErrors.inc({ reconciler })
+    this.pruneCurrentError.set({ reconciler }, error ? 1 : 0)
+    this.pruneTime.observe({ reconciler }, seconds)
+  }
+
+  round(reconciler: string, seconds: number): void {
+    this.roundsTotal.inc({ reconciler })
+    this.roundTime.observe({ reconciler }, seconds)
   }
 
   fullReconciliation(reconciler: string, seconds: number, outOfSync: number): void {

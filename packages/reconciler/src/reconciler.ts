@@ -5,8 +5,12 @@
 //   incremental rounds with their retries) one step at a time, so no two steps ever act on the same
 //   object concurrently and the retry queue needs no locking;
 // - between steps the loop sleeps on exactly: the change iterator's watch, the table's
-//   initialization watch (when a full reconciliation waits for it), one timer (the earliest of: next
-//   retry, next full reconciliation, next refresh check), a trigger, and stop;
+//   initialization watch (when a full reconciliation or a prune waits for it), one timer (the
+//   earliest of: next retry, next full reconciliation, next prune, next refresh check), a trigger,
+//   and stop;
+// - with `operations.prune`, a prune runs as soon as the table is initialized (once per start),
+//   then at each full reconciliation, every `pruneIntervalMs` and on `triggerPrune()`; never before
+//   the table is initialized;
 // - stop() aborts the in-flight operations' signal, wakes the loop, waits for it to end, clears the
 //   timer, closes the change iterator and stops the limiters: nothing of it keeps the process alive.
 //   The retry queue survives a stop (failed deletes must still be retried after a restart).
@@ -20,6 +24,7 @@ import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts
 import { OperationRunner } from './runner.ts'
 import { showRetryKey, type RetryItem } from './retries.ts'
 import { fullReconciliation, type FullReport } from './full.ts'
+import { prune, type PruneReport } from './prune.ts'
 import { markForRefresh, RefreshBudget } from './refresh.ts'
 import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type ReconcilerHealth } from './health.ts'
 import { incrementalRound } from './incremental.ts'
@@ -43,12 +48,14 @@ export interface ReconcilerStats {
   objects: number
   dropped: number
   fullRuns: number
+  /** Prunes run on their own (not as part of a full reconciliation). */
+  pruneRuns: number
   processedRevision: number
   retryQueue: number
 }
 
-interface FullRequest {
-  resolve: (r: FullReport) => void
+interface Request<R> {
+  resolve: (r: R) => void
   reject: (e: unknown) => void
 }
 
@@ -66,14 +73,25 @@ export class Reconciler<Obj> {
   private stopping: Promise<void> | undefined
   private timer: NodeJS.Timeout | undefined
   private roundLimiter: RateLimiter | undefined
-  private fullRequests: FullRequest[] = []
+  private fullRequests: Request<FullReport>[] = []
+  private pruneRequests: Request<PruneReport>[] = []
   private nextFullAt = Infinity
+  /** When the next prune alone is due (Infinity: none scheduled; 0: as soon as the table is initialized). */
+  private nextPruneAt = Infinity
   /** A round has acted on the initialized table (readiness). */
   private initialRoundDone = false
   private nextRefreshAt = Infinity
   private lastPruneError: string | undefined
   private lastFull: FullReport | undefined
-  private readonly counters: ReconcilerStats = { rounds: 0, objects: 0, dropped: 0, fullRuns: 0, processedRevision: 0, retryQueue: 0 }
+  private readonly counters: ReconcilerStats = {
+    rounds: 0,
+    objects: 0,
+    dropped: 0,
+    fullRuns: 0,
+    pruneRuns: 0,
+    processedRevision: 0,
+    retryQueue: 0,
+  }
 
   private readonly reportError: (err: unknown, what: string) => void
 
@@ -106,6 +124,7 @@ export class Reconciler<Obj> {
     this.roundLimiter = rounds ? new RateLimiter(rounds) : undefined
     const now = Date.now()
     this.nextFullAt = this.config.fullIntervalMs > 0 ? now + this.config.fullIntervalMs : Infinity
+    this.nextPruneAt = this.config.operations.prune ? 0 : Infinity
     this.nextRefreshAt = this.config.refreshIntervalMs > 0 ? now : Infinity
     const { db, table } = this.config
     const txn = db.readTxn()
@@ -134,6 +153,7 @@ export class Reconciler<Obj> {
     if (l) l.stop().catch(() => {}) // not awaited: see OperationRunner.stop
     this.waiters.fail(stopped)
     for (const r of this.fullRequests.splice(0)) r.reject(stopped)
+    for (const r of this.pruneRequests.splice(0)) r.reject(stopped)
     this.healthReporter.stopped()
   }
 
@@ -207,6 +227,21 @@ export class Reconciler<Obj> {
     })
   }
 
+  /**
+   * Asks for a prune alone now (cilium's Prune): the target removes what the table does not hold,
+   * and no object is updated. It still waits for the table to be initialized. Resolves with the
+   * report of the next prune to start (a full reconciliation's prune counts); concurrent calls share
+   * one. Rejects when the reconciler has no `operations.prune`.
+   */
+  triggerPrune(): Promise<PruneReport> {
+    if (!this.running) return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
+    if (!this.config.operations.prune) return Promise.reject(new UsageError(`reconciler "${this.name}" has no operations.prune`))
+    return new Promise<PruneReport>((resolve, reject) => {
+      this.pruneRequests.push({ resolve, reject })
+      this.poke()
+    })
+  }
+
   // ---- the loop ----
 
   private async loop(iter: ChangeIterator<Obj>, startRevision: number): Promise<void> {
@@ -220,16 +255,22 @@ export class Reconciler<Obj> {
         const watches: Watch[] = []
         let fullAt = this.nextFullAt
 
-        // Full reconciliation, when due or asked for, once the table is initialized (until then the
-        // initialization watch wakes the loop, not the overdue timer).
-        if (this.fullRequests.length > 0 || Date.now() >= this.nextFullAt) {
+        // Full reconciliation and prune, when due or asked for, once the table is initialized (until
+        // then the initialization watch wakes the loop, not the overdue timer).
+        const fullDue = this.fullRequests.length > 0 || Date.now() >= this.nextFullAt
+        const pruneDue = this.pruneRequests.length > 0 || Date.now() >= this.nextPruneAt
+        let pruneAt = this.nextPruneAt
+        if (fullDue || pruneDue) {
           const [initialized, initWatch] = table.initialized(db.readTxn())
           if (initialized) {
-            await this.runFull()
+            if (fullDue) await this.runFull()
+            else await this.runPrune()
             fullAt = this.nextFullAt
+            pruneAt = this.nextPruneAt
           } else {
             watches.push(initWatch)
-            fullAt = Infinity
+            if (fullDue) fullAt = Infinity
+            if (pruneDue) pruneAt = Infinity
           }
         }
 
@@ -242,7 +283,9 @@ export class Reconciler<Obj> {
 
         // ready once a round has acted on a table that was initialized when the round began
         const initializedBefore = this.initialRoundDone || table.initialized(db.readTxn())[0]
+        const roundStarted = performance.now()
         const r = await incrementalRound(this.runner, iter, startRevision)
+        this.config.metrics?.round?.(this.name, (performance.now() - roundStarted) / 1000, r.objects)
         if (initializedBefore) this.initialRoundDone = true
         this.counters.rounds++
         this.counters.objects += r.objects
@@ -263,7 +306,7 @@ export class Reconciler<Obj> {
           if (initialized) continue
           watches.push(initWatch)
         }
-        await this.sleep(watches, Math.min(nextRetry ?? Infinity, fullAt, this.nextRefreshAt))
+        await this.sleep(watches, Math.min(nextRetry ?? Infinity, fullAt, pruneAt, this.nextRefreshAt))
       }
     } catch (err) {
       if (!(err instanceof StoppedError) && !this.runner.signal.aborted) {
@@ -278,18 +321,41 @@ export class Reconciler<Obj> {
 
   private async runFull(): Promise<void> {
     const requests = this.fullRequests.splice(0)
+    const pruneRequests = this.config.operations.prune ? this.pruneRequests.splice(0) : []
     try {
       const report = await fullReconciliation(this.runner)
       this.counters.fullRuns++
       this.lastFull = report
-      this.lastPruneError = report.pruneError
+      this.pruned(report.pruneError)
       for (const r of requests) r.resolve(report)
+      const pruneReport: PruneReport = { durationMs: report.durationMs }
+      for (const r of pruneRequests) r.resolve(report.pruneError === undefined ? pruneReport : { ...pruneReport, error: report.pruneError })
     } catch (err) {
-      for (const r of requests) r.reject(err)
+      for (const r of [...requests, ...pruneRequests]) r.reject(err)
       throw err
     } finally {
       if (this.config.fullIntervalMs > 0) this.nextFullAt = Date.now() + this.config.fullIntervalMs
     }
+  }
+
+  private async runPrune(): Promise<void> {
+    const requests = this.pruneRequests.splice(0)
+    try {
+      const report = await prune(this.runner)
+      this.counters.pruneRuns++
+      this.pruned(report.error)
+      for (const r of requests) r.resolve(report)
+    } catch (err) {
+      for (const r of requests) r.reject(err)
+      throw err
+    }
+  }
+
+  /** After any prune: its error is the health's until the next prune; the next prune alone is scheduled. */
+  private pruned(error: string | undefined): void {
+    if (this.config.operations.prune === undefined) return
+    this.lastPruneError = error
+    this.nextPruneAt = this.config.pruneIntervalMs > 0 ? Date.now() + this.config.pruneIntervalMs : Infinity
   }
 
   private report(): void {

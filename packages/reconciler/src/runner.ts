@@ -7,9 +7,10 @@
 //   write to the object is never overwritten. When the swap fails, the result is still written when
 //   the object's status (this reconciler's) still carries the id the operation saw: then only other
 //   writers' parts of the object changed (another reconciler's status in a status set); the status
-//   goes onto the current object and the operation's mutations of its clone are not kept (never for
-//   id 0, the status of a name absent from a status set, which every version carries). Otherwise
-//   the result is dropped and the newer version is reconciled next (it is pending, or deleted);
+//   goes onto the current object and the operation's mutations of its clone are not kept (a name a
+//   status set lacks reads with the set's own id, which a writer's new set or `pending()` changes).
+//   Otherwise the result is dropped and the newer version is reconciled next (it is pending, or
+//   deleted);
 // - every failure is queued for a retry (update: only if its error status was written, since a
 //   dropped result means a newer version supersedes it); every success clears the key's retry;
 // - one `done` status object is shared by every success of a round (fewer allocations, less retained
@@ -39,6 +40,8 @@ export interface Outcome<Obj> {
   error: string | undefined
   /** Update reported a change of the target (out of sync, in a full reconciliation). */
   changed: boolean
+  /** Full reconciliation: Update changed the clone, which is written back (./full.ts). */
+  rewrite: boolean
 }
 
 export class OperationRunner<Obj> {
@@ -124,7 +127,8 @@ export class OperationRunner<Obj> {
     attempts: number,
   ): Outcome<Obj> {
     const o = this.spare.pop()
-    if (o === undefined) return { deleted, object, revision, seenStatusId, seenKind, attempts, error: undefined, changed: false }
+    if (o === undefined)
+      return { deleted, object, revision, seenStatusId, seenKind, attempts, error: undefined, changed: false, rewrite: false }
     o.deleted = deleted
     o.object = object
     o.revision = revision
@@ -133,6 +137,7 @@ export class OperationRunner<Obj> {
     o.attempts = attempts
     o.error = undefined
     o.changed = false
+    o.rewrite = false
     return o
   }
 
@@ -353,9 +358,7 @@ export class OperationRunner<Obj> {
       }
       if (!written) {
         const cur = table.getEntry(txn!, this.primaryQuery(o.object))
-        // Id 0 is the status of a name absent from a status set: every write of the object has it,
-        // so it cannot tell versions apart.
-        if (cur !== undefined && o.seenStatusId !== 0 && getObjectStatus(cur.object).id === o.seenStatusId) {
+        if (cur !== undefined && getObjectStatus(cur.object).id === o.seenStatusId) {
           batch!.insert(setObjectStatus(this.cfg.cloneObject(cur.object), status))
           written = true
         }

@@ -70,39 +70,77 @@ export function showStatus(s: Status): string {
 // ---- status sets: several reconcilers on one table ----
 
 /**
- * The statuses of one object for several named reconcilers. Immutable: `set` and `pending` return a
- * new set. A name the set does not hold reads as pending (id 0), so a reconciler added later picks
- * up every object.
+ * The statuses of one object for several named reconcilers (cilium's StatusSet). Immutable: `set`
+ * and `pending` return a new set. A set has an id of its own: a name it does not hold reads as
+ * pending with that id, so a reconciler added later picks up every object, and a reconciler whose
+ * write-back lost a race to another reconciler's can still tell "the same version, another
+ * reconciler wrote" (the id unchanged) from "a newer version" (a writer made a new set or called
+ * `pending`, which give a new id).
  */
 export class StatusSet {
-  private constructor(private readonly statuses: Readonly<Record<string, Status>>) {
+  private constructor(
+    private readonly statuses: Readonly<Record<string, Status>>,
+    /**
+     * The status of a name the set lacks: pending, with the set's own id (the id of every name it
+     * marks pending too) and the time the set was made pending. One per set, shared by its copies.
+     */
+    private readonly absent: Status,
+  ) {
     Object.freeze(this)
   }
 
-  /** A set with every name pending (one fresh id shared by the names: they are distinct statuses). */
+  /** A set that holds no name yet: every reconciler reads it as pending (cilium's NewStatusSet). */
+  static empty(): StatusSet {
+    return new StatusSet(EMPTY, statusPending())
+  }
+
+  /** A set with every name pending, under one fresh id. */
   static pending(names: readonly string[]): StatusSet {
     const s = statusPending()
     const out: Record<string, Status> = {}
     for (const n of names) out[n] = s
-    return new StatusSet(out)
+    return new StatusSet(out, s)
   }
 
-  /** The status for `name` (pending with id 0 when absent). */
+  /**
+   * A set from its JSON (`toJSON`: name -> status, as cilium's StatusSet marshals). It gets a fresh
+   * id: ids only tell versions apart within one process.
+   */
+  static fromJSON(json: unknown): StatusSet {
+    if (json === null || typeof json !== 'object' || Array.isArray(json))
+      throw new UsageError(`StatusSet.fromJSON: want an object of name -> status, got ${Array.isArray(json) ? 'an array' : typeof json}`)
+    const out: Record<string, Status> = {}
+    for (const [name, v] of Object.entries(json as Record<string, unknown>)) out[name] = statusFromJSON(v, `StatusSet.fromJSON: "${name}"`)
+    return new StatusSet(out, statusPending())
+  }
+
+  /** The status for `name` (pending, with the set's id, when the set lacks the name). */
   get(name: string): Status {
-    return this.statuses[name] ?? ABSENT
+    return this.statuses[name] ?? this.absent
   }
 
-  /** A copy with `name` set to `status`. */
+  /** Whether the set holds a status for `name`. */
+  has(name: string): boolean {
+    return Object.hasOwn(this.statuses, name)
+  }
+
+  /** A copy with `name` set to `status` (the set keeps its id). */
   set(name: string, status: Status): StatusSet {
-    return new StatusSet({ ...this.statuses, [name]: status })
+    return new StatusSet({ ...this.statuses, [name]: status }, this.absent)
   }
 
-  /** A copy with every name marked pending again (a writer's change to the object). */
+  /** A copy with every name marked pending again under a new id (a writer's change to the object). */
   pending(): StatusSet {
     return StatusSet.pending(Object.keys(this.statuses))
   }
 
+  /** The names the set holds, sorted. */
   names(): string[] {
+    return Object.keys(this.statuses).sort()
+  }
+
+  /** @internal The names the set holds, in no particular order (the index's key function). */
+  heldNames(): string[] {
     return Object.keys(this.statuses)
   }
 
@@ -111,13 +149,28 @@ export class StatusSet {
   }
 
   toString(): string {
-    return Object.entries(this.statuses)
-      .map(([n, s]) => `${n}: ${showStatus(s)}`)
-      .join(', ')
+    const names = this.names()
+    if (names.length === 0) return 'pending'
+    return names.map((n) => `${n}: ${showStatus(this.statuses[n]!)}`).join(', ')
   }
 }
 
-const ABSENT: Status = Object.freeze({ kind: 'pending', updatedAt: 0, id: 0 })
+const EMPTY: Readonly<Record<string, Status>> = Object.freeze({})
+const KINDS: readonly StatusKind[] = ['pending', 'refreshing', 'done', 'error']
+
+/** A status from its JSON; a bad one is a UsageError naming `where` and the field. */
+export function statusFromJSON(v: unknown, where = 'status'): Status {
+  const o = v as Partial<Status> | null
+  if (o === null || typeof o !== 'object') throw new UsageError(`${where}: want a status object, got ${o === null ? 'null' : typeof o}`)
+  if (!KINDS.includes(o.kind as StatusKind))
+    throw new UsageError(`${where}: kind must be one of ${KINDS.join(', ')}, got ${JSON.stringify(o.kind)}`)
+  if (typeof o.updatedAt !== 'number' || !Number.isFinite(o.updatedAt))
+    throw new UsageError(`${where}: updatedAt must be epoch ms (a number), got ${JSON.stringify(o.updatedAt)}`)
+  if (o.error !== undefined && typeof o.error !== 'string') throw new UsageError(`${where}: error must be a string`)
+  // A fresh id: an id read back from elsewhere could collide with one this process handed out.
+  const s: Status = { kind: o.kind!, updatedAt: o.updatedAt, id: nextStatusId() }
+  return o.error === undefined ? s : { ...s, error: o.error }
+}
 
 // ---- the status index ----
 
@@ -131,10 +184,31 @@ const KIND_SEPARATOR = ':'
 export class StatusIndex<Obj> extends Index<Obj, string> {
   /** Set when the index covers a status set. */
   readonly isSet: boolean
+  /**
+   * For a status set: the reconciler names the index keys every object under, whether its set
+   * holds them or not (a name a set lacks reads as pending). Undefined: only the names a set holds.
+   */
+  readonly names: readonly string[] | undefined
+  /** For a status set: how to read an object's set (for names the index does not key). */
+  readonly getSet: ((obj: Obj) => StatusSet) | undefined
+  /** For a single status: how to read it. */
+  readonly getStatus: ((obj: Obj) => Status) | undefined
 
-  constructor(opts: IndexOptions<Obj, string>, isSet: boolean) {
+  constructor(
+    opts: IndexOptions<Obj, string>,
+    isSet: boolean,
+    read: { getStatus: (obj: Obj) => Status } | { names?: readonly string[]; getSet: (obj: Obj) => StatusSet },
+  ) {
     super(opts)
     this.isSet = isSet
+    this.names = 'getSet' in read ? read.names : undefined
+    this.getSet = 'getSet' in read ? read.getSet : undefined
+    this.getStatus = 'getStatus' in read ? read.getStatus : undefined
+  }
+
+  /** The status of `obj` this index keys (for a status set: of the reconciler `name`). */
+  statusOf(obj: Obj, name?: string): Status {
+    return this.getSet !== undefined ? this.getSet(obj).get(name!) : this.getStatus!(obj)
   }
 
   /** The objects with status `kind` (for a status set: of the reconciler `name`). */
@@ -145,23 +219,50 @@ export class StatusIndex<Obj> extends Index<Obj, string> {
     }
     return this.query(kind)
   }
+
+  /** Whether `kind(k, name)` finds every object whose status for `name` is k (see `names`). */
+  covers(name: string | undefined): boolean {
+    return !this.isSet || (this.names !== undefined && this.names.includes(name!))
+  }
 }
 
 /** The status index of a table whose objects carry one status. Default index name: "status". */
 export function newStatusIndex<Obj>(getStatus: (obj: Obj) => Status, name = 'status'): StatusIndex<Obj> {
-  return new StatusIndex<Obj>({ name, key: (obj) => getStatus(obj).kind }, false)
+  return new StatusIndex<Obj>({ name, key: (obj) => getStatus(obj).kind }, false, { getStatus })
 }
 
-/** The status index of a table whose objects carry a StatusSet. Default index name: "status". */
-export function newStatusSetIndex<Obj>(getSet: (obj: Obj) => StatusSet, name = 'status'): StatusIndex<Obj> {
+export interface StatusSetIndexOptions {
+  /** Index name (default "status"). */
+  name?: string
+  /**
+   * The reconcilers on the table. Every object is keyed under each of them, held in its set or not
+   * (a lacking name reads as pending), so waiting on one reconciler is one query. Without it, an
+   * object whose set lacks a name is found by a scan (waitForReconciliation still sees it).
+   */
+  names?: readonly string[]
+}
+
+/** The status index of a table whose objects carry a StatusSet. */
+export function newStatusSetIndex<Obj>(getSet: (obj: Obj) => StatusSet, opts: string | StatusSetIndexOptions = {}): StatusIndex<Obj> {
+  const { name = 'status', names } = typeof opts === 'string' ? { name: opts } : opts
+  if (names !== undefined) {
+    for (const n of names)
+      if (typeof n !== 'string' || n === '')
+        throw new UsageError(`newStatusSetIndex "${name}": names must be non-empty strings, got ${JSON.stringify(n)}`)
+  }
+  const declared = names === undefined ? undefined : [...new Set(names)]
   return new StatusIndex<Obj>(
     {
       name,
       keys: (obj) => {
         const set = getSet(obj)
-        return set.names().map((n) => n + KIND_SEPARATOR + set.get(n).kind)
+        const held = set.heldNames()
+        const keys = held.map((n) => n + KIND_SEPARATOR + set.get(n).kind)
+        if (declared !== undefined) for (const n of declared) if (!set.has(n)) keys.push(n + KIND_SEPARATOR + set.get(n).kind)
+        return keys
       },
     },
     true,
+    { names: declared, getSet },
   )
 }

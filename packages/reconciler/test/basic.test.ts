@@ -1,6 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { waitForReconciliation } from '@statewright/reconciler'
+import { waitForSettled } from '@statewright/reconciler'
 import { byId, setup, within } from './helpers.ts'
 
 test('inserts reach the target and are marked done; deletes remove them', async () => {
@@ -17,7 +17,7 @@ test('inserts reach the target and are marked done; deletes remove them', async 
         ['b', 2],
       ],
     )
-    const errs = await waitForReconciliation(s.db, s.table, s.statusIndex, { signal: within(2000) })
+    const errs = await waitForSettled(s.db, s.table, s.statusIndex, { signal: within(2000) })
     assert.equal(errs, [])
     const a = s.table.get(s.db.readTxn(), byId.query('a'))
     assert.is(a?.status.kind, 'done')

@@ -9,7 +9,7 @@ import {
   Reconciler,
   StoppedError,
   statusPending,
-  waitForReconciliation,
+  waitForSettled,
   type Health,
 } from '@statewright/reconciler'
 import { collectingLogger } from '../../../test/lib/logger.ts'
@@ -91,12 +91,12 @@ test('readiness: not before the table is initialized; never lost to object error
   assert.equal(readiness, [false, true, false], 'unready -> ready -> stopped, no flapping')
 })
 
-test('waitForReconciliation resolves when nothing is pending and reports objects in error', async () => {
+test('waitForSettled resolves when nothing is pending and reports objects in error', async () => {
   const s = setup({ retry: { minMs: 60_000, maxMs: 60_000 } })
   s.target.failUpdate = (o) => (o.id === 'bad' ? new Error('rejected') : undefined)
   await s.insert('good', 1)
   await s.insert('bad', 1)
-  const waiting = waitForReconciliation(s.db, s.table, s.statusIndex, { signal: within(2000) })
+  const waiting = waitForSettled(s.db, s.table, s.statusIndex, { signal: within(2000) })
   s.rec.start() // the wait began before the reconciler: it waits for it
   try {
     const errors = await waiting
@@ -107,7 +107,7 @@ test('waitForReconciliation resolves when nothing is pending and reports objects
     const aborted = new AbortController()
     aborted.abort(new Error('gave up'))
     await s.insert('x', 1)
-    await waitForReconciliation(s.db, s.table, s.statusIndex, { signal: aborted.signal }).then(
+    await waitForSettled(s.db, s.table, s.statusIndex, { signal: aborted.signal }).then(
       () => assert.unreachable('should reject'),
       (e) => assert.is((e as Error).message, 'gave up'),
     )
@@ -171,7 +171,7 @@ test('stop cancels in-flight operations (even ones that ignore the signal) and l
   s.target.hold = () => undefined
   s.rec.start()
   try {
-    await waitForReconciliation(s.db, s.table, s.statusIndex, { signal: within(2000) })
+    await waitForSettled(s.db, s.table, s.statusIndex, { signal: within(2000) })
     assert.is(s.target.state.get('stuck'), 1)
   } finally {
     await s.rec.stop()
@@ -258,6 +258,7 @@ test('metrics: in-memory counters and prometheus names', async () => {
       prom.fullReconciliation(...a)
     ),
     state: (...a: Parameters<InMemoryMetrics['state']>) => (mem.state(...a), prom.state(...a)),
+    round: (...a: Parameters<PrometheusMetrics['round']>) => (mem.round(a[0]), prom.round(...a)),
   }
   const s = setup({ metrics: both, retry: { minMs: 60_000, maxMs: 60_000 } })
   s.target.failUpdate = (o) => (o.id === 'bad' ? new Error('x') : undefined)
@@ -272,7 +273,9 @@ test('metrics: in-memory counters and prometheus names', async () => {
     assert.is(c.operations['update/success'] >= 1, true)
     assert.is(c.operations['update/error'] >= 1, true)
     assert.is(c.operations['delete/success'], 1)
-    assert.is(c.pruneRuns, 1)
+    assert.is(c.pruneRuns, 2, 'one as the table was initialized, one in the full reconciliation')
+    assert.is(c.pruneCurrentError, false)
+    assert.ok(c.rounds >= 1, 'rounds are counted')
     assert.is(c.currentErrors, 1)
     assert.is(c.retryQueueDepth, 1)
     const text = await registry.metrics()
@@ -283,7 +286,10 @@ test('metrics: in-memory counters and prometheus names', async () => {
       'statewright_reconcile_time_seconds_bucket',
       'statewright_reconcile_current_errors{reconciler="objs"} 1',
       'statewright_reconcile_retry_queue_depth{reconciler="objs"} 1',
-      'statewright_reconcile_prune_total{reconciler="objs"} 1',
+      'statewright_reconcile_prune_total{reconciler="objs"} 2',
+      'statewright_reconcile_prune_current_error{reconciler="objs"} 0',
+      'statewright_reconcile_prune_time_seconds_count{reconciler="objs"} 2',
+      'statewright_reconcile_rounds_total{reconciler="objs"}',
       'statewright_reconcile_full_time_seconds_count{reconciler="objs"} 1',
     ]) {
       assert.ok(text.includes(name), `missing ${name}`)

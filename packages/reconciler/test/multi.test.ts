@@ -1,7 +1,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { newStatusSetIndex, Reconciler, StatusSet, waitForReconciliation, type Status } from '@statewright/reconciler'
+import { newStatusSetIndex, Reconciler, StatusSet, waitForSettled, type Status } from '@statewright/reconciler'
 import { deferred, FakeTarget, within } from './helpers.ts'
 
 interface Route {
@@ -50,11 +50,11 @@ test('several reconcilers serve one table, each with its own status in a status 
     routes.delete(del, { dest: '10.0.0.0/24' } as Route)
     const rev = routes.revision(del.commit())
     await recs[0]!.waitForRevision(rev, { signal: within(3000) })
-    await waitForReconciliation(db, routes, statusIndex, { name: 'kernel', signal: within(3000) })
+    await waitForSettled(db, routes, statusIndex, { name: 'kernel', signal: within(3000) })
     kernelDone.resolve()
     for (const r of recs) await r.waitForRevision(rev, { signal: within(3000) })
     for (const name of names) {
-      const errors = await waitForReconciliation(db, routes, statusIndex, { name, signal: within(3000) })
+      const errors = await waitForSettled(db, routes, statusIndex, { name, signal: within(3000) })
       assert.equal(errors, [])
       const want = new Map<string, number>()
       for (const r of routes.all(db.readTxn())) want.set(r.dest, r.via)
@@ -82,13 +82,15 @@ test('StatusSet: absent names read as pending; set and pending copy', () => {
   const s = StatusSet.pending(['a'])
   assert.is(s.get('a').kind, 'pending')
   assert.is(s.get('zzz').kind, 'pending')
-  assert.is(s.get('zzz').id, 0)
+  assert.is(s.get('zzz').id, s.get('a').id, 'an absent name reads with the set id')
   const d = s.set('a', { kind: 'done', updatedAt: 1, id: 7 })
   assert.is(s.get('a').kind, 'pending', 'immutable')
   assert.is(d.get('a').kind, 'done')
+  assert.is(d.get('zzz').id, s.get('zzz').id, 'set() keeps the set id')
   const p = d.pending()
   assert.is(p.get('a').kind, 'pending')
   assert.ok(p.get('a').id > s.get('a').id, 'a new pending mark has a new id')
+  assert.is(p.get('zzz').id, p.get('a').id, 'and the absent names follow it')
 })
 
 test.run()

@@ -5,7 +5,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import fc from 'fast-check'
-import { waitForReconciliation, type BatchOperations } from '@statewright/reconciler'
+import { waitForSettled, type BatchOperations } from '@statewright/reconciler'
 import { FakeTarget, setup, sleep, until, within, type Obj } from './helpers.ts'
 import { rng } from '../../../bench/lib/rng.ts'
 
@@ -65,7 +65,7 @@ async function scenario(
     faulty = false
     // Converged: nothing pending and nothing failing (retries back off 8 ms at most).
     await until(() => s.rec.failures().length === 0, 5000, 'no failures left')
-    const errors = await waitForReconciliation(s.db, s.table, s.statusIndex, { signal: within(5000) })
+    const errors = await waitForSettled(s.db, s.table, s.statusIndex, { signal: within(5000) })
     assert.equal(errors, [])
 
     const desired = new Map<string, number>()

@@ -3,7 +3,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { Reconciler, newStatusIndex, statusPending, waitForReconciliation, type Status } from '@statewright/reconciler'
+import { Reconciler, newStatusIndex, statusPending, waitForSettled, type Status } from '@statewright/reconciler'
 import { until, within } from './helpers.ts'
 
 interface Slot {
