@@ -85,7 +85,17 @@ export class PrimaryController<P> {
     this.specOf = opts.spec ?? defaultSpec
     this.stampKeys = ownerStampKeys(opts.stampPrefix)
     this.concurrency = Math.max(1, opts.concurrency ?? 2)
-    this.secondaries = new Secondaries(opts, (target, s) => this.ownerKeyOf(target, s), this.stats)
+    this.secondaries = new Secondaries(
+      opts,
+      (target, s) => this.ownerKeyOf(target, s),
+      this.stats,
+      (owner) =>
+        void this.options.db
+          .write(this.work, (w) => {
+            this.stats.repairs += markPending(w, this.work, [owner])
+          })
+          .catch((e) => this.report(e, 'marking a primary for repair failed', owner)),
+    )
     const { table, statusIndex } = newWorkTable(opts.name)
     this.statusIndex = statusIndex
     this.work = table

@@ -28,6 +28,12 @@ export class Secondaries {
   private readonly deletedByUs = new Set<string>()
   /** foreign id -> primary keys waiting for it to go. */
   private readonly blockedBy = new Map<string, Set<string>>()
+  /**
+   * id -> the versions observed while our write of it was on its way: the observed table may show
+   * our own write before the target's answer says which version it made. Judged when the answer
+   * comes (`settleWrite`): any version but ours is another writer's, and its owner is repaired.
+   */
+  private readonly writing = new Map<string, Set<string | undefined>>()
   /** key -> what its last sync applied (kept here too: a row's write-back can lose a CAS race). */
   private readonly ownedByKey = new Map<string, readonly OwnedRef[]>()
 
@@ -37,6 +43,8 @@ export class Secondaries {
     private readonly ownerKeyOf: (target: SecondaryTarget<any>, s: unknown) => string | undefined,
     /** The controller's stats (created, updated, deleted, garbage, foreign are counted here). */
     private readonly stats: PrimaryControllerStats,
+    /** Marks an owner pending again (a change that was not ours, found after our write returned). */
+    private readonly repairLater: (owner: string) => void = () => {},
   ) {}
 
   /**
@@ -91,9 +99,27 @@ export class Secondaries {
       m.set(id, { spec, object: c.object })
       this.ownerOfId.set(id, owner)
       const v = target.versionOf(c.object)
-      if (v === undefined || this.lastWritten.get(id) !== v) repair.add(owner)
+      const inFlight = this.writing.get(id)
+      if (inFlight !== undefined)
+        inFlight.add(v) // judged when our write returns
+      else if (v === undefined || this.lastWritten.get(id) !== v) repair.add(owner)
     }
     return { repair, orphans }
+  }
+
+  /** Awaits our write of `id`; then the versions observed meanwhile that are not ours repair `owner`. */
+  private async settleWrite<R extends { version?: string }>(id: string, owner: string, apply: Promise<R>): Promise<R> {
+    let version: string | undefined
+    try {
+      const r = await apply
+      version = r.version
+      if (version !== undefined) this.lastWritten.set(id, version)
+      return r
+    } finally {
+      const seen = this.writing.get(id)
+      this.writing.delete(id)
+      if (seen !== undefined) for (const v of seen) if (v === undefined || v !== version) this.repairLater(owner)
+    }
   }
 
   /**
@@ -129,8 +155,9 @@ export class Secondaries {
       const id = target.id(stamped)
       const what = target.describe(stamped)
       appliedIds.add(id)
+      this.writing.set(id, new Set())
       try {
-        const r = await target.apply(stamped, this.ownedBy(key, target), signal)
+        const r = await this.settleWrite(id, key, target.apply(stamped, this.ownedBy(key, target), signal))
         if (r.result === 'foreign') {
           this.stats.foreign++
           const msg = `Resource "${what}" already exists and is not managed by this controller`
@@ -141,7 +168,6 @@ export class Secondaries {
           failures.push(msg)
           continue
         }
-        if (r.version !== undefined) this.lastWritten.set(id, r.version)
         this.deletedByUs.delete(id) // a delete of ours whose event never came (already gone) is no longer pending
         applied.push({ spec, object: stamped })
         if (r.result === 'created' || r.result === 'updated') {

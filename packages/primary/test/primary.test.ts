@@ -144,7 +144,7 @@ function setup(over: Partial<PrimaryControllerOptions<Prim>> = {}) {
     ...over,
   })
   // both tables start uninitialized, as a reflector's do until its first list
-  const t0 = db.tryWriteTxn(prims, observed)!
+  const t0 = db.tryWriteTxn([prims, observed])!
   const done = [prims.registerInitializer(t0, 'x'), observed.registerInitializer(t0, 'y')]
   t0.commit()
   const initialize = () =>
