@@ -33,7 +33,7 @@ import {
 } from '@statewright/statedb'
 import type { Cluster, KubeObject } from '@statewright/k8s'
 import { StatusWrites } from './statuswrites.ts'
-import type { InspectGraph } from '@statewright/statedb'
+import type { InspectGraph, WriteTxn } from '@statewright/statedb'
 import { PendingEvents } from './events.ts'
 import type { Logger } from '../logging.ts'
 import { Manager } from '../manager/manager.ts'
@@ -87,6 +87,9 @@ export class StateOfWorldController {
     idle: false,
   }
 
+  /** Marks the desired table initialized from this controller's side (after its first complete pass). */
+  private markInitialized: ((w: WriteTxn) => void) | undefined
+
   constructor(o: StateOfWorldOptions) {
     if (!o?.name) throw new ConfigError('StateOfWorldController: `name` is required')
     if (!o.manager && !o.clusters?.length)
@@ -126,6 +129,16 @@ export class StateOfWorldController {
       { db: m.db, name: `${o.name}-topology` },
     )
     this.statusWrites = new StatusWrites({ manager: m, name: o.name, logger: this.log, ...(o.retry ? { retry: o.retry } : {}) })
+    // The desired table is not complete until this controller has written its groups: the reconciler
+    // prunes only an initialized table (at once when it becomes initialized), so until the first pass
+    // is done the objects it owns in the cluster must not look unwanted.
+    const w = m.db.tryWriteTxn(m.desired.table)
+    if (!w)
+      throw new UsageError(
+        `StateOfWorldController "${o.name}": the desired table is being written; declare controllers before the manager starts`,
+      )
+    this.markInitialized = m.desired.table.registerInitializer(w, `state-of-world:${o.name}`)
+    w.commit()
     m.add(this.component())
   }
 
@@ -319,6 +332,11 @@ export class StateOfWorldController {
         continue
       }
       this.state.idle = !this.pending.size && !dirty
+      if (this.state.idle && this.markInitialized) {
+        const mark = this.markInitialized
+        this.markInitialized = undefined
+        await m.db.write(m.desired.table, (w) => mark(w))
+      }
       if (this.state.idle) for (const w of this.idleWaiters.splice(0)) w()
       const wakeAt = Math.min(retryAt > now ? retryAt : Infinity, nextResync, topo.nextRetryAt ?? Infinity)
       const woke = new AbortController()
