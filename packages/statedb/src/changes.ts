@@ -146,8 +146,8 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
       tracker.seen = dead!.revision
       this.dead = this.graveyard.at(++this.g)
       // Deleted again later (up to the snapshot): that deletion is the net change.
-      const last = this.graveyard.lastDeletion(dead!.key)
-      if (last !== undefined && last > dead!.revision && last <= this.upTo) continue
+      const later = dead!.supersededAt
+      if (later !== 0 && later <= this.upTo) continue
       // Deleted, then inserted again before this iterator got here: the insert is the net change.
       if (this.view.primary.size > 0) {
         const again = treeGet(this.view.primary.root, dead!.key)

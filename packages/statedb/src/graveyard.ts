@@ -6,9 +6,10 @@
 //   its revision;
 // - an entry is kept while some open iterator (a tracker) has not yet passed its revision and the
 //   deletion came after that iterator was created; with no open iterator nothing is kept at all;
-// - `last` holds, for every key with an entry kept, the revision of its latest deletion (so an
-//   iterator can pass over a deletion that a later one of the same key supersedes, as cilium's
-//   graveyard, an index by primary key, keeps only the latest).
+// - `last` holds, for every key with an entry kept, its latest deletion, and an earlier deletion of
+//   the key kept has `supersededAt` set to the revision of the next one (so an iterator passes over
+//   a deletion that a later one of the same key supersedes, as cilium's graveyard, an index by
+//   primary key, keeps only the latest).
 import type { EncodedKey } from './encoding.ts'
 import type { Tombstone } from './state.ts'
 
@@ -22,7 +23,7 @@ export class Graveyard<Obj> {
   /** Absolute index of log[0]. */
   private base = 0
   private log: Tombstone<Obj>[] = []
-  private readonly last = new Map<EncodedKey, number>()
+  private readonly last = new Map<EncodedKey, Tombstone<Obj>>()
   readonly trackers = new Set<Tracker>()
 
   /** The deleted objects kept (one per key: a key deleted twice counts once). */
@@ -32,15 +33,13 @@ export class Graveyard<Obj> {
 
   append(deletes: readonly Tombstone<Obj>[]): void {
     if (this.trackers.size === 0) return
+    const last = this.last
     for (const e of deletes) {
       this.log.push(e)
-      this.last.set(e.key, e.revision)
+      const prev = last.get(e.key)
+      if (prev !== undefined) prev.supersededAt = e.revision
+      last.set(e.key, e)
     }
-  }
-
-  /** The revision of the latest deletion of `key` kept, if any. */
-  lastDeletion(key: EncodedKey): number | undefined {
-    return this.last.get(key)
   }
 
   /** Drops the entries no tracker needs. */
@@ -51,12 +50,18 @@ export class Graveyard<Obj> {
     let n = 0
     while (n < this.log.length && this.log[n]!.revision <= mark) n++
     if (n === 0) return
+    if (n === this.log.length) {
+      // everything seen: the common case, one clear instead of a delete per entry
+      this.last.clear()
+      this.log = []
+      this.base += n
+      return
+    }
     for (let i = 0; i < n; i++) {
       const e = this.log[i]!
-      if (this.last.get(e.key) === e.revision) this.last.delete(e.key)
+      if (this.last.get(e.key) === e) this.last.delete(e.key)
     }
-    if (n === this.log.length) this.log = []
-    else this.log.splice(0, n)
+    this.log.splice(0, n)
     this.base += n
   }
 

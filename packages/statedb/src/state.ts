@@ -44,6 +44,8 @@ Object.defineProperty(Entry.prototype, 'deleted', { value: false })
  */
 export class Tombstone<Obj> extends Entry<Obj> {
   declare readonly deleted: boolean
+  /** @internal The revision of a later deletion of the same key kept in the graveyard (0: none). */
+  supersededAt = 0
 
   constructor(
     object: Obj,
