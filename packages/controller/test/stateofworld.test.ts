@@ -48,7 +48,7 @@ test('effective policy: atomic/merge defaults/overrides reduced from the most sp
   const eff = async () => {
     await top.sync()
     const v = top.view()
-    const [path] = v.paths('gateway.gateway.networking.k8s.io:default/gw', 'httprouterule.gateway.networking.k8s.io:default/r#rule-1')
+    const [path] = v.paths('gateway.gateway.networking.k8s.io:default/gw', 'httproute.gateway.networking.k8s.io:default/r#rule-1')
     return effectivePolicy(v, path!, (p) => specs.get(p.name)).rules.map((r) => `${r.name}@${r.source.split('/').pop()}`)
   }
   await put('route', 'HTTPRoute', 'r', spec('defaults', 'atomic', 'a', 'b'))

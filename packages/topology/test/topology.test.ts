@@ -21,9 +21,10 @@ function topo(t: ReturnType<typeof gatewayTables>, name = 'topology', extra: Par
   )
 }
 const locs = (ns: { locator: string }[]) => ns.map((n) => n.locator)
-const L = (gw: string, l: string) => `listener.gateway.networking.k8s.io:default/${gw}#${l}`
+const L = (gw: string, l: string) => `gateway.gateway.networking.k8s.io:default/${gw}#${l}`
 const R = (r: string) => `httproute.gateway.networking.k8s.io:default/${r}`
 const G = (g: string) => `gateway.gateway.networking.k8s.io:default/${g}`
+const GATEWAY_API = 'gateway.networking.k8s.io'
 
 test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> service; policies by targetRef', async () => {
   const t = gatewayTables()
@@ -57,9 +58,9 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   assert.equal(locs(v.children(L('gw-1', 'http'))), [R('route-1')])
   assert.equal(locs(v.children(L('gw-1', 'other'))), [R('route-2')])
   assert.equal(locs(v.parents(R('route-1'))), [L('gw-1', 'http')])
-  assert.equal(locs(v.children(R('route-1'))), [`httprouterule.gateway.networking.k8s.io:default/route-1#rule-1`])
-  assert.equal(locs(v.children(`httprouterule.gateway.networking.k8s.io:default/route-1#rule-1`)), ['service:default/route-1-svc'])
-  assert.equal(locs(v.children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), [], 'an absent service is no child')
+  assert.equal(locs(v.children(R('route-1'))), [`httproute.gateway.networking.k8s.io:default/route-1#rule-1`])
+  assert.equal(locs(v.children(`httproute.gateway.networking.k8s.io:default/route-1#rule-1`)), ['service:default/route-1-svc'])
+  assert.equal(locs(v.children(`httproute.gateway.networking.k8s.io:default/route-2#rule-1`)), [], 'an absent service is no child')
   assert.equal(locs(v.policiesOf(G('gw-1'))), ['ratelimitpolicy.kuadrant.io:default/rlp-1'])
   // a targetRef with sectionName finds the listener
   assert.equal(locs(v.policiesOf(L('gw-1', 'http'))), ['ratelimitpolicy.kuadrant.io:default/rlp-3'])
@@ -78,9 +79,9 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
     t.services.insert(w, service('default', 'route-2-svc'))
   })
   await top.sync()
-  assert.equal(locs(top.view().children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), ['service:default/route-2-svc'])
+  assert.equal(locs(top.view().children(`httproute.gateway.networking.k8s.io:default/route-2#rule-1`)), ['service:default/route-2-svc'])
   // the old view still shows the old snapshot (immutable per read txn)
-  assert.equal(locs(v.children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), [])
+  assert.equal(locs(v.children(`httproute.gateway.networking.k8s.io:default/route-2#rule-1`)), [])
   // a listener's hostname change re-links routes with no work on them
   await t.db.write(t.gateways, (w) => {
     t.gateways.insert(
@@ -95,10 +96,18 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   assert.equal(locs(top.view().children(L('gw-1', 'http'))), [R('route-3')])
 })
 
-test('expandServicePorts: a rule links to the Service port its backendRef names', async () => {
+test('expandServicePorts: a backendRef with a port links its rule to that port, one without to the Service (issue 26, cause 2)', async () => {
   const t = gatewayTables()
-  const top = topo(t, 'ports', { expandServicePorts: true })
-  await t.db.write([t.gateways, t.routes, t.services], (w) => {
+  const top = new Topology(
+    gatewayApiTopology({
+      tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
+      expandServicePorts: true,
+      policies: [{ kind: 'BackendTLSPolicy', group: GATEWAY_API, table: t.policies }],
+    }),
+    { db: t.db, name: 'ports' },
+  )
+  await t.db.write([t.classes, t.gateways, t.routes, t.services, t.policies], (w) => {
+    t.classes.insert(w, gatewayClass('istio'))
     t.gateways.insert(w, gateway('default', 'gw-1'))
     t.routes.insert(
       w,
@@ -115,15 +124,25 @@ test('expandServicePorts: a rule links to the Service port its backendRef names'
         ],
       },
     })
+    // a BackendTLSPolicy targets the Service
+    t.policies.insert(w, { ...policy('default', 'tls', { kind: 'Service', name: 'web', group: '' }, {}), kind: 'BackendTLSPolicy' })
   })
   await top.sync()
   const v = top.view()
-  assert.equal(locs(v.children('service:default/web')), ['serviceport:default/web#alt', 'serviceport:default/web#http'])
-  assert.equal(locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-1')), ['serviceport:default/web#alt'])
+  const rule = (i: number) => `httproute.gateway.networking.k8s.io:default/r#rule-${i}`
+  assert.equal(locs(v.children('service:default/web')), ['service:default/web#alt', 'service:default/web#http'])
+  assert.equal(locs(v.children(rule(1))), ['service:default/web#alt'], 'port 8080: the port of that number only')
+  assert.equal(locs(v.children(rule(2))), ['service:default/web'], 'no port: the Service, not its ports')
+  assert.not.ok(locs(v.roots()).includes('service:default/web'), 'a Service some rule names without a port is no root')
+  const paths = v.paths(G('gw-1'), 'service:default/web')
   assert.equal(
-    locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-2')),
-    ['serviceport:default/web#alt', 'serviceport:default/web#http'],
-    'no port: every port',
+    paths.map((p) => p.map((n) => n.kind)),
+    [['Gateway', 'Listener', 'HTTPRoute', 'HTTPRouteRule', 'Service']],
+  )
+  assert.equal(
+    paths[0]!.flatMap((n) => locs(v.policiesOf(n))),
+    ['backendtlspolicy.gateway.networking.k8s.io:default/tls'],
+    'the policy on the Service lies on the gateway-to-backend path',
   )
 })
 
@@ -266,13 +285,16 @@ function snapshot(v: TopologyView): Snap {
   return {
     nodes: v.nodes().map((n) => `${n.locator} ${JSON.stringify(n.object)}`),
     edges: v.edges().map((e) => `${e.from} -> ${e.to}${e.policy ? ' (policy)' : ''}`),
-    policies: v.targetables().map(
-      (n) =>
-        `${n.locator}: ${v
-          .policiesOf(n)
-          .map((p) => p.locator)
-          .join(',')}`,
-    ),
+    policies: v
+      .targetables()
+      .items()
+      .map(
+        (n) =>
+          `${n.locator}: ${v
+            .policiesOf(n)
+            .map((p) => p.locator)
+            .join(',')}`,
+      ),
     unattached: v.unattached().map((u) => u.policy.locator),
   }
 }
@@ -370,7 +392,7 @@ test('randomized: the incremental graph equals one built from scratch and a naiv
       await scratch.sync()
       const a = snapshot(inc.view())
       assert.equal(a, snapshot(scratch.view()))
-      const listenerEdges = a.edges.filter((e) => e.startsWith('listener.')).sort()
+      const listenerEdges = a.edges.filter((e) => e.startsWith('gateway.') && e.split(' -> ')[0]!.includes('#')).sort()
       assert.equal(listenerEdges, naiveListenerEdges(gws, routes))
     }),
     { numRuns: 120 },
