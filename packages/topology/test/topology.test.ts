@@ -5,7 +5,14 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
-import { Topology, TopologyCycleError, defineTopology, gatewayApiTopology, type TopologyView } from '@statewright/topology'
+import {
+  Topology,
+  TopologyCycleError,
+  defineTopology,
+  gatewayApiTopology,
+  type TopologyNode,
+  type TopologyView,
+} from '@statewright/topology'
 import { gatewayTables, gatewayClass, gateway, route, service, policy } from './topology-fixtures.ts'
 
 setValidation(true)
@@ -129,10 +136,12 @@ test('expandServicePorts: a backendRef with a port links its rule to that port, 
   })
   await top.sync()
   const v = top.view()
-  const rule = (i: number) => `httproute.gateway.networking.k8s.io:default/r#rule-${i}`
-  assert.equal(locs(v.children('service:default/web')), ['service:default/web#alt', 'service:default/web#http'])
-  assert.equal(locs(v.children(rule(1))), ['service:default/web#alt'], 'port 8080: the port of that number only')
-  assert.equal(locs(v.children(rule(2))), ['service:default/web'], 'no port: the Service, not its ports')
+  // read by kind and section, whatever the locators' form
+  const rule = (i: number) => v.nodes('HTTPRouteRule').find((n) => n.section === `rule-${i}`)!
+  const named = (ns: TopologyNode[]) => ns.map((n) => `${n.kind} ${n.name}${n.section ? `#${n.section}` : ''}`)
+  assert.equal(named(v.children(rule(2))), ['Service web'], 'no port: the Service, not its ports')
+  assert.equal(named(v.children(rule(1))), ['ServicePort web#alt'], 'port 8080: the port of that number only')
+  assert.equal(named(v.children('service:default/web')), ['ServicePort web#alt', 'ServicePort web#http'])
   assert.not.ok(locs(v.roots()).includes('service:default/web'), 'a Service some rule names without a port is no root')
   const paths = v.paths(G('gw-1'), 'service:default/web')
   assert.equal(
