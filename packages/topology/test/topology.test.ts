@@ -408,4 +408,100 @@ test('randomized: the incremental graph equals one built from scratch and a naiv
   )
 })
 
+test('randomized, ports expanded: rules link to the port a backendRef numbers, or to the Service without one; incremental == scratch == model', async () => {
+  const PORTS = [
+    { name: 'http', port: 80 },
+    { name: 'alt', port: 8080 },
+  ]
+  const op = fc.oneof(
+    fc.record({ t: fc.constant('svc' as const), i: fc.nat(2), ports: fc.subarray(PORTS) }),
+    fc.record({
+      t: fc.constant('route' as const),
+      i: fc.nat(3),
+      rules: fc.array(fc.array(fc.record({ s: fc.nat(2), port: fc.constantFrom(80, 8080, 443, undefined) }), { maxLength: 3 }), {
+        minLength: 1,
+        maxLength: 2,
+      }),
+    }),
+    fc.record({ t: fc.constant('del' as const), what: fc.constantFrom('svc', 'route'), i: fc.nat(3) }),
+  )
+  const def = (t: ReturnType<typeof gatewayTables>, name: string) =>
+    new Topology(
+      gatewayApiTopology({
+        tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
+        expandServicePorts: true,
+      }),
+      { db: t.db, name },
+    )
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 6 }), async (batches) => {
+      const t = gatewayTables()
+      const inc = def(t, 'inc')
+      const svcs = new Map<string, Array<{ name: string; port: number }>>()
+      const routes = new Map<string, Array<Array<{ name: string; port?: number }>>>()
+      await t.db.write(t.gateways, (w) => {
+        t.gateways.insert(w, gateway('default', 'gw-1'))
+      })
+      for (const batch of batches) {
+        await t.db.write([t.routes, t.services], (w) => {
+          for (const o of batch) {
+            if (o.t === 'svc') {
+              svcs.set(`svc-${o.i}`, o.ports)
+              t.services.insert(w, {
+                apiVersion: 'v1',
+                kind: 'Service',
+                metadata: { name: `svc-${o.i}`, namespace: 'default' },
+                spec: { ports: o.ports },
+              })
+            } else if (o.t === 'route') {
+              const rules = o.rules.map((refs) =>
+                refs.map((b) => ({ name: `svc-${b.s}`, ...(b.port !== undefined ? { port: b.port } : {}) })),
+              )
+              routes.set(`r-${o.i}`, rules)
+              t.routes.insert(w, route('default', `r-${o.i}`, ['gw-1'], { rules: rules.map((backendRefs) => ({ backendRefs })) }))
+            } else {
+              const name = `${o.what === 'svc' ? 'svc' : 'r'}-${o.i}`
+              const tab = (o.what === 'svc' ? t.services : t.routes) as Table<any>
+              const cur = tab.get(w, tab.primary.query(`default/${name}` as never))
+              if (cur) tab.delete(w, cur)
+              if (o.what === 'svc') svcs.delete(name)
+              else routes.delete(name)
+            }
+          }
+        })
+        await inc.sync()
+      }
+      const scratchDb = new DB()
+      const s = gatewayTables(scratchDb)
+      const rtxn = t.db.readTxn()
+      await scratchDb.write([s.gateways, s.routes, s.services], (w) => {
+        for (const x of t.gateways.all(rtxn)) s.gateways.insert(w, x)
+        for (const x of t.routes.all(rtxn)) s.routes.insert(w, x)
+        for (const x of t.services.all(rtxn)) s.services.insert(w, x)
+      })
+      const scratch = def(s, 'scratch')
+      await scratch.sync()
+      const a = snapshot(inc.view())
+      assert.equal(a, snapshot(scratch.view()))
+      // the model: a rule's backends, in plain Maps
+      const want = new Set<string>()
+      for (const [r, rules] of routes)
+        rules.forEach((refs, i) => {
+          for (const b of refs) {
+            const ports = svcs.get(b.name)
+            if (!ports) continue
+            const svc = `service:default/${b.name}`
+            if (b.port === undefined) want.add(`${R(r)}#rule-${i + 1} -> ${svc}`)
+            else for (const p of ports) if (p.port === b.port) want.add(`${R(r)}#rule-${i + 1} -> ${svc}#${p.name}`)
+          }
+        })
+      assert.equal(
+        a.edges.filter((e) => e.split(' -> ')[0]!.includes('#rule-')),
+        [...want].sort(),
+      )
+    }),
+    { numRuns: 100 },
+  )
+})
+
 test.run()
