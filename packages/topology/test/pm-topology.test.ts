@@ -36,9 +36,9 @@ test('TestTopologyRoots: the apples are the roots', async () => {
   assert.equal(v.cycle(), undefined)
 })
 
-// follows policy-machinery machinery/topology_test.go TestTopologyParents
-test('TestTopologyParents: orange-1 has two apples, orange-2 one', async () => {
-  const v = await fruitTopology({
+/** TestTopologyParents' and TestTopologyChildren's fruits: orange-1 below both apples, orange-2 below apple-2. */
+const twoApplesTwoOranges = () =>
+  fruitTopology({
     apples: [fruit('apple-1'), fruit('apple-2')],
     oranges: [
       fruit('orange-1', { namespace: 'my-namespace', appleParents: ['apple-1', 'apple-2'] }),
@@ -47,6 +47,10 @@ test('TestTopologyParents: orange-1 has two apples, orange-2 one', async () => {
     links: [linkApplesToOranges],
     policies: [fruitPolicy('policy-2', { kind: 'Orange', name: 'orange-1' })],
   })
+
+// follows policy-machinery machinery/topology_test.go TestTopologyParents
+test('TestTopologyParents: orange-1 has two apples, orange-2 one', async () => {
+  const v = await twoApplesTwoOranges()
   const t = v.targetables()
   assert.equal(names(t.parents('orange.example.test:my-namespace/orange-1')), ['apple-1', 'apple-2'])
   assert.equal(names(t.parents('orange.example.test:my-namespace/orange-2')), ['apple-2'])
@@ -56,15 +60,7 @@ test('TestTopologyParents: orange-1 has two apples, orange-2 one', async () => {
 
 // follows policy-machinery machinery/topology_test.go TestTopologyChildren
 test('TestTopologyChildren: apple-1 has one orange, apple-2 two', async () => {
-  const v = await fruitTopology({
-    apples: [fruit('apple-1'), fruit('apple-2')],
-    oranges: [
-      fruit('orange-1', { namespace: 'my-namespace', appleParents: ['apple-1', 'apple-2'] }),
-      fruit('orange-2', { namespace: 'my-namespace', appleParents: ['apple-2'] }),
-    ],
-    links: [linkApplesToOranges],
-    policies: [fruitPolicy('policy-2', { kind: 'Orange', name: 'orange-1' })],
-  })
+  const v = await twoApplesTwoOranges()
   const t = v.targetables()
   assert.equal(names(t.children('apple.example.test:apple-1')), ['orange-1'])
   assert.equal(names(t.children('apple.example.test:apple-2')), ['orange-1', 'orange-2'])

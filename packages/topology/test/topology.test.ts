@@ -289,6 +289,26 @@ test('a change costs O(its links): one route changed among 2 000 calls its link 
 
 // ---- randomized: incremental == from scratch == a naive model ----
 
+/** The Gateway API tables' objects, copied into a new DB (to build a topology from scratch). */
+async function copyOf(t: ReturnType<typeof gatewayTables>): Promise<ReturnType<typeof gatewayTables>> {
+  const s = gatewayTables(new DB())
+  const rtxn = t.db.readTxn()
+  const pairs = [
+    [t.classes, s.classes],
+    [t.gateways, s.gateways],
+    [t.routes, s.routes],
+    [t.services, s.services],
+    [t.policies, s.policies],
+  ] as Array<[Table<any>, Table<any>]>
+  await s.db.write(
+    pairs.map(([, to]) => to),
+    (w) => {
+      for (const [from, to] of pairs) for (const x of from.all(rtxn)) to.insert(w, x)
+    },
+  )
+  return s
+}
+
 type Snap = { nodes: string[]; edges: string[]; policies: string[]; unattached: string[] }
 function snapshot(v: TopologyView): Snap {
   return {
@@ -388,16 +408,7 @@ test('randomized: the incremental graph equals one built from scratch and a naiv
         })
         await inc.sync()
       }
-      const scratchDb = new DB()
-      const s = gatewayTables(scratchDb)
-      const rtxn = t.db.readTxn()
-      await scratchDb.write([s.classes, s.gateways, s.routes, s.policies], (w) => {
-        for (const x of t.classes.all(rtxn)) s.classes.insert(w, x)
-        for (const x of t.gateways.all(rtxn)) s.gateways.insert(w, x)
-        for (const x of t.routes.all(rtxn)) s.routes.insert(w, x)
-        for (const x of t.policies.all(rtxn)) s.policies.insert(w, x)
-      })
-      const scratch = topo(s, 'scratch')
+      const scratch = topo(await copyOf(t), 'scratch')
       await scratch.sync()
       const a = snapshot(inc.view())
       assert.equal(a, snapshot(scratch.view()))
@@ -471,15 +482,7 @@ test('randomized, ports expanded: rules link to the port a backendRef numbers, o
         })
         await inc.sync()
       }
-      const scratchDb = new DB()
-      const s = gatewayTables(scratchDb)
-      const rtxn = t.db.readTxn()
-      await scratchDb.write([s.gateways, s.routes, s.services], (w) => {
-        for (const x of t.gateways.all(rtxn)) s.gateways.insert(w, x)
-        for (const x of t.routes.all(rtxn)) s.routes.insert(w, x)
-        for (const x of t.services.all(rtxn)) s.services.insert(w, x)
-      })
-      const scratch = def(s, 'scratch')
+      const scratch = def(await copyOf(t), 'scratch')
       await scratch.sync()
       const a = snapshot(inc.view())
       assert.equal(a, snapshot(scratch.view()))
