@@ -106,6 +106,15 @@ const cond = (s: RunningTestServer, name: string, type: string) => {
   return c && `${c.status} ${c.reason}: ${c.message}`
 }
 const converge = (m: Manager) => waitForConvergence(m, { timeout: 20_000 })
+/** The policy's status.observedGeneration and each condition's, with its metadata.generation. */
+const generations = (s: RunningTestServer, name: string) => {
+  const p = s.control.get({ apiVersion: 'kuadrant.io/v1', kind: 'RateLimitPolicy' }, name, 'default')
+  return {
+    generation: p.metadata.generation,
+    status: p.status?.observedGeneration,
+    conditions: (p.status?.conditions ?? []).map((c: any) => c.observedGeneration),
+  }
+}
 
 test('seed 001: policies on gateways and routes become limits and per-gateway configs, with Kuadrant conditions', async () => {
   const { server, cluster } = await setup()
@@ -166,6 +175,11 @@ test('seed 001: policies on gateways and routes become limits and per-gateway co
     assert.is(cm(server, 'default', 'kuadrant-gw-1').metadata.labels['statewright.io/owner'], 'kuadrant-ratelimit')
     assert.is(cond(server, 'rlp-1', 'Accepted'), 'True Accepted: RateLimitPolicy has been accepted')
     assert.is(cond(server, 'rlp-1', 'Enforced'), 'True Enforced: RateLimitPolicy has been successfully enforced')
+    assert.equal(
+      generations(server, 'rlp-1'),
+      { generation: 1, status: 1, conditions: [1, 1] },
+      'status.observedGeneration as in Kuadrant, beside each condition',
+    )
     assert.is(cm(server, 'default', 'kuadrant-gw-2'), undefined, 'no policy reaches gw-2')
 
     // rlp-2 on route-1 narrows rlp-1 there
@@ -241,6 +255,7 @@ test('seed 001: policies on gateways and routes become limits and per-gateway co
         .map((l: any) => `${l.maxValue}/${l.seconds}`),
       ['200/3600', '200/3600'],
     )
+    assert.equal(generations(server, 'rlp-1'), { generation: 2, status: 2, conditions: [2, 2] }, 'the edit is observed')
 
     // stable: after convergence nothing is rewritten, also across a restart
     const rvs = () =>

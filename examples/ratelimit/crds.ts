@@ -37,7 +37,7 @@ function crd(group: string, kind: string, plural: string, scope: 'Namespaced' | 
               type: 'object',
               properties: {
                 spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-                status: { type: 'object', properties: { conditions } },
+                status: { type: 'object', properties: { observedGeneration: { type: 'integer' }, conditions } },
               },
             },
           },

@@ -213,18 +213,14 @@ export function conditionsFor(
   const v = run.specOf(policy)
   if (!v.ok) return { conditions: [{ type: 'Accepted', status: 'False', reason: v.reason, message: v.message }], inspect: 'Invalid' }
   const ref = policy.object.spec.targetRef
-  const targetLoc =
-    ref.kind === 'Gateway'
-      ? ref.sectionName
-        ? locator({ kind: 'Listener', group: GATEWAY_API_GROUP, namespace: policy.namespace!, name: ref.name, section: ref.sectionName })
-        : locator({ kind: 'Gateway', group: GATEWAY_API_GROUP, namespace: policy.namespace!, name: ref.name })
-      : locator({
-          kind: ref.sectionName ? 'HTTPRouteRule' : 'HTTPRoute',
-          group: GATEWAY_API_GROUP,
-          namespace: policy.namespace!,
-          name: ref.name,
-          ...(ref.sectionName ? { section: ref.sectionName } : {}),
-        })
+  // policy-machinery's locators: a section is its object's locator and #section (a listener, a rule)
+  const targetLoc = locator({
+    kind: ref.kind,
+    group: GATEWAY_API_GROUP,
+    namespace: policy.namespace!,
+    name: ref.name,
+    ...(ref.sectionName ? { section: ref.sectionName } : {}),
+  })
   if (!view.node(targetLoc)) {
     return {
       conditions: [
@@ -312,7 +308,8 @@ export function rateLimitReconcile(o: RateLimitOptions) {
       ctx.inspect(p.route.locator, { effective: p.effective.rules.map((r) => ({ name: r.name, source: r.source, rule: r.rule })) })
     for (const policy of view.nodes('RateLimitPolicy') as TopologyNode<RateLimitPolicy>[]) {
       const { conditions, inspect } = conditionsFor(view, policy, run, (obj) => ctx.observed(obj))
-      ctx.status(policy.object, { conditions })
+      // as Kuadrant's policy status: the generation observed, beside each condition's
+      ctx.status(policy.object, { observedGeneration: policy.object.metadata.generation, conditions })
       ctx.inspect(policy.locator, { status: inspect })
     }
   }

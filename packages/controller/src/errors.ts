@@ -9,14 +9,15 @@
 //   ├─ K8sError             k8s
 //   │  └─ InvalidObjectError 'InvalidObject' an object or condition lacking what the operation needs
 //   └─ ControllerError      below
-//      └─ CleanupError      'Cleanup'        a finalizer's cleanup failed (retried with backoff)
+//      ├─ CleanupError      'Cleanup'        a finalizer's cleanup failed (retried with backoff)
+//      └─ WorkflowError     'Workflow'       a Workflow step's error joined with the error it was given (`errors`)
 // Errors of the layers below keep their classes (statedb's StateDBError, k8s's ApiError...); object
 // errors of derivations and reconcilers are kept as statuses and in health, not thrown.
 export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
 export { InvalidObjectError } from '@statewright/k8s'
 import { StatewrightError } from '@statewright/statedb'
 
-export type ControllerErrorCode = 'Cleanup'
+export type ControllerErrorCode = 'Cleanup' | 'Workflow'
 
 /** The controller's own failures: finalizer cleanups. */
 export class ControllerError extends StatewrightError {
@@ -31,5 +32,16 @@ export class CleanupError extends ControllerError {
   override name = 'CleanupError'
   constructor(message: string, options?: ErrorOptions) {
     super(message, 'Cleanup', options)
+  }
+}
+
+/**
+ * A Workflow step's error joined with the error the workflow was given (policy-machinery's
+ * errors.Join): `errors` holds both, the given one first; the message is theirs, one per line.
+ */
+export class WorkflowError extends ControllerError {
+  override name = 'WorkflowError'
+  constructor(readonly errors: readonly unknown[]) {
+    super(errors.map((e) => (e instanceof Error ? e.message : String(e))).join('\n'), 'Workflow', { cause: errors.at(-1) })
   }
 }

@@ -41,6 +41,7 @@ export { StateOfWorldController, type StateOfWorldOptions } from './stateofworld
 export type { ReconcileContext, ReconcileFn, ResourceEvent } from './stateofworld/reconcile.ts'
 export type { WatchSpec } from './stateofworld/watched.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './stateofworld/workflow.ts'
+export { traceReconcile, type TracerLike, type SpanLike } from './stateofworld/tracing.ts'
 export {
   StatewrightError,
   ConfigError,
@@ -50,6 +51,7 @@ export {
   InvalidObjectError,
   ControllerError,
   CleanupError,
+  WorkflowError,
   type StatewrightErrorCode,
   type ControllerErrorCode,
 } from './errors.ts'

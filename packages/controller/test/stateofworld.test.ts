@@ -1,19 +1,10 @@
-// State-of-world reconciliation: effective-policy strategies, Workflow and Subscription, and the
-// controller's contract on the test server: no run before sync, one run at a time, events coalesced
+// State-of-world reconciliation: effective-policy strategies, and the controller's contract on the test server: no run before sync, one run at a time, events coalesced
 // while a run is busy, a failing run retried with backoff keeping its events, health naming the error.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startTestServer } from '@statewright/testserver'
 import { Cluster, type KubeObject } from '@statewright/k8s'
-import {
-  StateOfWorldController,
-  Subscription,
-  Workflow,
-  createLogger,
-  waitForConvergence,
-  type ReconcileContext,
-  type ResourceEvent,
-} from '@statewright/controller'
+import { StateOfWorldController, createLogger, waitForConvergence } from '@statewright/controller'
 import { Topology, defineTopology, effectivePolicy, gatewayApiTopology, type PolicySpec } from '@statewright/topology'
 import { gatewayTables, gateway, route, policy } from '../../topology/test/topology-fixtures.ts'
 import { sameStatus } from '../src/stateofworld/statuswrites.ts'
@@ -48,7 +39,7 @@ test('effective policy: atomic/merge defaults/overrides reduced from the most sp
   const eff = async () => {
     await top.sync()
     const v = top.view()
-    const [path] = v.paths('gateway.gateway.networking.k8s.io:default/gw', 'httprouterule.gateway.networking.k8s.io:default/r#rule-1')
+    const [path] = v.paths('gateway.gateway.networking.k8s.io:default/gw', 'httproute.gateway.networking.k8s.io:default/r#rule-1')
     return effectivePolicy(v, path!, (p) => specs.get(p.name)).rules.map((r) => `${r.name}@${r.source.split('/').pop()}`)
   }
   await put('route', 'HTTPRoute', 'r', spec('defaults', 'atomic', 'a', 'b'))
@@ -67,93 +58,6 @@ test('effective policy: atomic/merge defaults/overrides reduced from the most sp
   assert.equal(await eff(), ['z@route-new'])
   await put('route-new', 'HTTPRoute', 'r', spec('defaults', 'atomic', 'z'), '2025-01-01T00:00:00Z')
   assert.equal(await eff(), ['a@route', 'b@route'], 'now older: less specific')
-})
-
-const ctxOf = (events: ResourceEvent[] = []): ReconcileContext =>
-  ({ events, signal: new AbortController().signal, state: new Map() }) as unknown as ReconcileContext
-
-test('Workflow: precondition, concurrent tasks, the first error aborts the others and reaches the handler', async () => {
-  const seen: string[] = []
-  let otherAborted = false
-  const wf = new Workflow({
-    precondition: () => {
-      seen.push('pre')
-    },
-    tasks: [
-      async (ctx) => {
-        await new Promise<void>((resolve) =>
-          ctx.signal.addEventListener('abort', () => {
-            otherAborted = true
-            resolve()
-          }),
-        )
-        seen.push('slow done')
-      },
-      async () => {
-        seen.push('failing')
-        throw new Error('task failed')
-      },
-    ],
-    postcondition: () => {
-      seen.push('post')
-    },
-    errorHandler: (err) => {
-      seen.push(`handled: ${(err as Error).message}`)
-    },
-  })
-  await wf.reconcile(ctxOf())
-  assert.ok(otherAborted, 'the other task saw its signal abort')
-  assert.equal(
-    seen.filter((s) => s !== 'slow done'),
-    ['pre', 'failing', 'handled: task failed'],
-    'no postcondition after a failure',
-  )
-  const ok = new Workflow({
-    tasks: [
-      () => {
-        seen.push('t1')
-      },
-      () => {
-        seen.push('t2')
-      },
-    ],
-    postcondition: () => {
-      seen.push('post2')
-    },
-  })
-  await ok.reconcile(ctxOf())
-  assert.equal(seen.slice(-3), ['t1', 't2', 'post2'])
-  const bare = new Workflow({
-    tasks: [
-      () => {
-        throw new Error('x')
-      },
-    ],
-  })
-  let propagated: unknown
-  try {
-    await bare.reconcile(ctxOf())
-  } catch (err) {
-    propagated = err
-  }
-  assert.is((propagated as Error)?.message, 'x', 'without a handler the error propagates')
-})
-
-test('Subscription: runs only on matching events and passes those', async () => {
-  const got: ResourceEvent[][] = []
-  const sub = new Subscription({
-    events: [{ kind: 'Gateway', type: 'create' }],
-    reconcile: (ctx) => {
-      got.push([...ctx.events])
-    },
-    onEmpty: false,
-  })
-  const gw = { kind: 'Gateway', group: 'g', type: 'create', new: { metadata: { name: 'a' } } } as ResourceEvent
-  const rt = { kind: 'HTTPRoute', group: 'g', type: 'create', new: { metadata: { name: 'b' } } } as ResourceEvent
-  await sub.reconcile(ctxOf([rt]))
-  await sub.reconcile(ctxOf([])) // onEmpty false
-  await sub.reconcile(ctxOf([gw, rt]))
-  assert.equal(got, [[gw]])
 })
 
 test('controller: no run before sync, one run at a time, events coalesced, a failing run retried with its events', async () => {

@@ -5,12 +5,17 @@
 // kind stands for all of them (a route's parentRef without sectionName names every listener);
 // `accepts(parent, child)` then narrows (hostnames that intersect). Links are stored by those
 // locators, so a change costs O(its links) and reads use indexes, never scans.
+// Any kind may be either end of a link, policies included (policy-machinery links all nodes alike).
 import { ConfigError } from './errors.ts'
 import type { Table } from '@statewright/statedb'
 import { locator } from './locator.ts'
 
+/** What a node is, as policy-machinery sorts them: targetables (policies attach to them), policies, other objects. */
+export type NodeRole = 'targetable' | 'policy' | 'object'
+
 /** A node of the topology: an object, a section of one, or a policy. Immutable. */
 export interface TopologyNode<O = any> {
+  /** `<kind>[.<group>]:[<namespace>/]<name>`; a section: its object's locator, then `#<section>`. */
   readonly locator: string
   /** The node's kind as the definition names it ("Gateway", "Listener", "HTTPRouteRule"). */
   readonly kind: string
@@ -22,7 +27,9 @@ export interface TopologyNode<O = any> {
   readonly object: O
   /** A section: the locator of the object it belongs to. */
   readonly owner?: string
-  /** A policy (attached to targets by targetRef). */
+  /** Targetable, policy or object (a section has its object's role). */
+  readonly role: NodeRole
+  /** A policy (attached to targets by targetRef): `role === 'policy'`. */
   readonly policy: boolean
   /** A policy: the locators it targets. */
   readonly targets?: readonly string[]
@@ -30,7 +37,7 @@ export interface TopologyNode<O = any> {
   readonly source: string
 }
 
-/** A section of an object: becomes a node `<kind>:<ns>/<name>#<name>` linked below the object. */
+/** A section of an object: becomes a node `<object's locator>#<name>` of its own kind, linked below the object. */
 export interface Section {
   kind: string
   group?: string
@@ -58,7 +65,19 @@ export interface PolicyKind<P = any> extends KindBase<P> {
    * namespace, `sectionName` as the section).
    */
   targetRefs?(policy: P): string[]
+  /**
+   * How a policy of this kind merges into what the more specific policies of a path made
+   * (policy-machinery's `GetMergeStrategy`): `reducePolicies` calls it with this policy's spec (the
+   * source, less specific), the result so far (the target; undefined before the first) and the policy.
+   */
+  merge?: MergeFunction<any, P>
 }
+
+/**
+ * A merge strategy: the result of merging `source` (a less specific policy's spec) into `target`
+ * (the reduction of the more specific ones, undefined when there is none yet).
+ */
+export type MergeFunction<S, P = any> = (source: S, target: S | undefined, policy: TopologyNode<P>) => S
 
 export interface LinkDefinition<C = any, P = any> {
   /** The parent's node kind. */
@@ -94,7 +113,11 @@ export function defineTopology<D extends TopologyDefinition>(def: D): D {
     kinds.set(k.kind, what)
   }
   for (const t of def.targetables ?? []) add('targetable', t)
-  for (const p of def.policies ?? []) add('policy', p)
+  for (const p of def.policies ?? []) {
+    add('policy', p)
+    if (p.merge !== undefined && typeof p.merge !== 'function')
+      throw new ConfigError(`topology: policy kind "${p.kind}": merge must be a function (source, target, policy) => result`)
+  }
   for (const o of def.objects ?? []) add('object', o)
   const sectionKinds = new Set<string>()
   for (const [i, l] of (def.links ?? []).entries()) {

@@ -9,7 +9,10 @@
 //   merge overrides: its rules win, other rules stay.
 // - Every rule keeps the policy it came from; the result is sorted by rule name (a stable output is
 //   what keeps a controller from rewriting the same objects in another order: Kuadrant #1934).
-import type { TopologyNode } from './define.ts'
+// reducePolicies is the general form, policy-machinery's `lo.ReduceRight(policies, Merge)`: the same
+// order, each policy merged in by a merge function of its kind (PolicyKind.merge), or one given.
+import { ConfigError } from './errors.ts'
+import type { MergeFunction, TopologyNode } from './define.ts'
 import type { TopologyView } from './view.ts'
 
 export type MergeStrategy = 'atomic' | 'merge'
@@ -78,15 +81,58 @@ export function effectivePolicy<R>(
   path: readonly TopologyNode[],
   specOf: (policy: TopologyNode) => PolicySpec<R> | undefined,
 ): EffectivePolicy<R> {
-  const ordered: Array<{ node: TopologyNode; spec: PolicySpec<R> }> = []
-  for (const n of path) {
-    for (const p of sortPolicies(view.policiesOf(n))) {
-      const spec = specOf(p)
-      if (spec) ordered.push({ node: p, spec })
-    }
-  }
+  const ordered = policiesOnPath(view, path, specOf)
   let result: Map<string, EffectiveRule<R>> | undefined
   for (let i = ordered.length - 1; i >= 0; i--) result = mergeInto({ spec: ordered[i]!.spec, source: ordered[i]!.node.locator }, result)
   const rules = [...(result ?? new Map()).values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   return { rules, policies: ordered.map((o) => o.node.locator) }
+}
+
+/** The policies on a path with their specs, least specific first (those whose spec is undefined left out). */
+function policiesOnPath<S>(
+  view: TopologyView,
+  path: readonly TopologyNode[],
+  specOf: (policy: TopologyNode) => S | undefined,
+): Array<{ node: TopologyNode; spec: S }> {
+  const ordered: Array<{ node: TopologyNode; spec: S }> = []
+  for (const n of path) {
+    for (const p of sortPolicies(view.policiesOf(n))) {
+      const spec = specOf(p)
+      if (spec !== undefined) ordered.push({ node: p, spec })
+    }
+  }
+  return ordered
+}
+
+/** The reduction of a path's policies by merge functions, and the policies it took in. */
+export interface ReducedPolicy<S> {
+  /** The merged spec; undefined when no policy is on the path. */
+  spec: S | undefined
+  /** Locators of the policies on the path, least to most specific. */
+  policies: string[]
+}
+
+/**
+ * The effective spec of a path by merge functions: the policies of every node on it (least specific
+ * first, as effectivePolicy orders them) reduced from the most specific, each merged into the result
+ * by `merge` when given, else by its kind's `PolicyKind.merge` (a ConfigError names a kind without one).
+ */
+export function reducePolicies<S>(
+  view: TopologyView,
+  path: readonly TopologyNode[],
+  specOf: (policy: TopologyNode) => S | undefined,
+  merge?: MergeFunction<S>,
+): ReducedPolicy<S> {
+  const ordered = policiesOnPath(view, path, specOf)
+  let result: S | undefined
+  for (let i = ordered.length - 1; i >= 0; i--) {
+    const { node, spec } = ordered[i]!
+    const fn = merge ?? view.definition.policies?.find((k) => k.kind === node.kind)?.merge
+    if (!fn)
+      throw new ConfigError(
+        `reducePolicies: policy kind "${node.kind}" (${node.locator}) has no merge function: give PolicyKind.merge, or reducePolicies' merge`,
+      )
+    result = fn(spec, result, node)
+  }
+  return { spec: result, policies: ordered.map((o) => o.node.locator) }
 }

@@ -1,13 +1,17 @@
-// The Gateway API topology: GatewayClass -> Gateway -> Listener -> HTTPRoute/GRPCRoute -> rule ->
-// Service (-> port), as Kuadrant's policy-machinery builds it, with three lessons applied:
-// - parentRefs default group gateway.networking.k8s.io, kind Gateway and the route's namespace;
-// - a route attaches to a listener only when a parentRef names the listener (sectionName) or its
-//   whole Gateway, the listener admits the route's namespace (allowedRoutes: Same by default, All),
-//   and their hostnames intersect. Linking every route to every listener makes dead paths, and
-//   walking them cost Kuadrant 30 minutes at 63 listeners (kuadrant-operator#1085);
-// - a rule is named by `rule.name`, else `rule-<i+1>`.
-// allowedRoutes.namespaces `from: Selector` is treated as All (namespace labels are not watched).
+// The Gateway API topology, as Kuadrant's policy-machinery builds it:
+//   GatewayClass -> Gateway -> Listener -> HTTPRoute/GRPCRoute/TCPRoute/TLSRoute/UDPRoute -> rule
+//     -> Service -> ServicePort (a backendRef without a port)
+//     -> ServicePort              (a backendRef with a port: the Service's port of that number)
+// Listeners, each route kind's rules and Service ports are expanded or not, each on its own; what is
+// not expanded links its object instead (Gateway -> route, route -> Service).
+// One lesson applied that policy-machinery does not: a route attaches to a listener only when a
+// parentRef names the listener (sectionName) or its whole Gateway, the listener admits the route's
+// namespace (allowedRoutes: Same by default, All), and their hostnames intersect. Linking every route
+// to every listener makes dead paths, and walking them cost Kuadrant 30 minutes at 63 listeners
+// (kuadrant-operator#1085). allowedRoutes.namespaces `from: Selector` is treated as All (namespace
+// labels are not watched).
 import type { Table } from '@statewright/statedb'
+import { ConfigError } from './errors.ts'
 import {
   defineTopology,
   type LinkDefinition,
@@ -17,112 +21,21 @@ import {
   type TopologyDefinition,
   type TopologyNode,
 } from './define.ts'
+import {
+  GATEWAY_API_GROUP,
+  ROUTE_KINDS,
+  intersectHostnames,
+  parentRefsOf,
+  ruleName,
+  type BackendRef,
+  type Gateway,
+  type Listener,
+  type Route,
+  type RouteKind,
+  type RouteRule,
+  type Service,
+} from './gatewayapi-types.ts'
 import { locator } from './locator.ts'
-
-export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io'
-
-type Meta = { name: string; namespace?: string; creationTimestamp?: string; generation?: number }
-export interface ParentRef {
-  group?: string
-  kind?: string
-  namespace?: string
-  name: string
-  sectionName?: string
-  port?: number
-}
-export interface BackendRef {
-  group?: string
-  kind?: string
-  namespace?: string
-  name: string
-  port?: number
-  weight?: number
-}
-export interface Listener {
-  name: string
-  hostname?: string
-  port?: number
-  protocol?: string
-  allowedRoutes?: { namespaces?: { from?: 'Same' | 'All' | 'Selector' } }
-}
-export interface GatewayClass {
-  apiVersion: string
-  kind: 'GatewayClass'
-  metadata: Meta
-  spec?: { controllerName?: string }
-}
-export interface Gateway {
-  apiVersion: string
-  kind: 'Gateway'
-  metadata: Meta
-  spec?: { gatewayClassName?: string; listeners?: Listener[] }
-}
-export interface RouteRule {
-  name?: string
-  matches?: Array<{ path?: { type?: string; value?: string }; method?: string; headers?: unknown[] }>
-  backendRefs?: BackendRef[]
-}
-export interface Route {
-  apiVersion: string
-  kind: 'HTTPRoute' | 'GRPCRoute'
-  metadata: Meta
-  spec?: { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: RouteRule[] }
-}
-export interface Service {
-  apiVersion: string
-  kind: 'Service'
-  metadata: Meta
-  spec?: { ports?: Array<{ name?: string; port: number; protocol?: string }> }
-}
-
-/** A rule's name: `rule.name`, else `rule-<i+1>`. */
-export const ruleName = (rule: RouteRule | undefined, i: number): string => rule?.name || `rule-${i + 1}`
-
-/** Whether a hostname (a pattern, `*.example.com`) covers another. */
-function covers(pattern: string, host: string): boolean {
-  if (pattern === '*' || pattern === host) return true
-  if (pattern.startsWith('*.')) {
-    const suffix = pattern.slice(1) // ".example.com"
-    return host.endsWith(suffix) && host.length > suffix.length
-  }
-  return false
-}
-
-/** The hostname a listener and a route hostname share (the more specific), or undefined. */
-export function intersectHostnames(listener: string | undefined, route: string | undefined): string | undefined {
-  const l = listener || '*'
-  const r = route || '*'
-  if (covers(l, r)) return r
-  if (covers(r, l)) return l
-  return undefined
-}
-
-/** The hostnames of a route on a listener: its own within the listener's; none given: the listener's ("*" if absent). */
-export function routeHostnames(listener: Listener | undefined, route: Route): string[] {
-  const hs = route.spec?.hostnames ?? []
-  if (hs.length === 0) return [listener?.hostname || '*']
-  const out = new Set<string>()
-  for (const h of hs) {
-    const x = intersectHostnames(listener?.hostname, h)
-    if (x) out.add(x)
-  }
-  return [...out].sort()
-}
-
-/** The parentRefs of a route, defaults filled in. */
-export function parentRefsOf(
-  route: Route,
-): Array<Required<Pick<ParentRef, 'group' | 'kind' | 'namespace' | 'name'>> & { sectionName?: string }> {
-  return (route.spec?.parentRefs ?? [])
-    .filter((r) => r && typeof r.name === 'string')
-    .map((r) => ({
-      group: r.group ?? GATEWAY_API_GROUP,
-      kind: r.kind ?? 'Gateway',
-      namespace: r.namespace ?? route.metadata.namespace ?? '',
-      name: r.name,
-      ...(r.sectionName ? { sectionName: r.sectionName } : {}),
-    }))
-}
 
 function admits(gatewayNs: string | undefined, l: Listener, routeNs: string | undefined): boolean {
   const from = l.allowedRoutes?.namespaces?.from ?? 'Same'
@@ -132,29 +45,58 @@ function admits(gatewayNs: string | undefined, l: Listener, routeNs: string | un
 export interface GatewayApiTopologyOptions {
   /** Listener nodes between Gateway and routes (default true). */
   expandListeners?: boolean
-  /** Rule nodes below routes (default true). */
-  expandRules?: boolean
+  /** Rule nodes below routes: true for every route kind (default), or the route kinds whose rules to expand. */
+  expandRules?: boolean | readonly RouteKind[]
   /** Port nodes below Services (default false). */
   expandServicePorts?: boolean
   /** Tables of the kinds (a StateOfWorldController fills in those it watches). */
-  tables?: { gatewayClasses?: Table<any>; gateways?: Table<any>; httpRoutes?: Table<any>; grpcRoutes?: Table<any>; services?: Table<any> }
+  tables?: {
+    gatewayClasses?: Table<any>
+    gateways?: Table<any>
+    httpRoutes?: Table<any>
+    grpcRoutes?: Table<any>
+    tcpRoutes?: Table<any>
+    tlsRoutes?: Table<any>
+    udpRoutes?: Table<any>
+    services?: Table<any>
+  }
   /** Route kinds (default HTTPRoute only). */
-  routeKinds?: Array<'HTTPRoute' | 'GRPCRoute'>
+  routeKinds?: readonly RouteKind[]
   /** Include Services (default true). */
   services?: boolean
   /** Policy kinds to attach (RateLimitPolicy...). */
   policies?: PolicyKind[]
+  /** Other kinds of nodes (policy-machinery's `WithGatewayAPITopologyObjects`). */
+  objects?: TargetableKind[]
+  /** More links, between any kinds (policy-machinery's `WithGatewayAPITopologyLinks`). */
+  links?: LinkDefinition[]
+  /** Cycles are allowed (policy-machinery's `AllowTopologyLoops`). */
+  allowLoops?: boolean
 }
+
+const ROUTE_TABLES: Record<RouteKind, keyof NonNullable<GatewayApiTopologyOptions['tables']>> = {
+  HTTPRoute: 'httpRoutes',
+  GRPCRoute: 'grpcRoutes',
+  TCPRoute: 'tcpRoutes',
+  TLSRoute: 'tlsRoutes',
+  UDPRoute: 'udpRoutes',
+}
+
+const isServiceRef = (b: BackendRef | undefined): b is BackendRef =>
+  !!b && typeof b.name === 'string' && (b.kind ?? 'Service') === 'Service' && (b.group ?? '') === ''
 
 /** A topology definition of the Gateway API. */
 export function gatewayApiTopology(o: GatewayApiTopologyOptions = {}): TopologyDefinition {
   const listeners = o.expandListeners ?? true
-  const rules = o.expandRules ?? true
   const ports = o.expandServicePorts ?? false
   const withServices = o.services ?? true
   const routeKinds = o.routeKinds ?? ['HTTPRoute']
+  for (const rk of routeKinds)
+    if (!ROUTE_KINDS.includes(rk)) throw new ConfigError(`gatewayApiTopology: routeKinds: "${rk}" is not one of ${ROUTE_KINDS.join(', ')}`)
+  const expand = (rk: RouteKind) => (Array.isArray(o.expandRules) ? o.expandRules.includes(rk) : (o.expandRules ?? true) !== false)
   const t = o.tables ?? {}
-  const gwLoc = (ns: string, name: string) => locator({ kind: 'Gateway', group: GATEWAY_API_GROUP, namespace: ns, name })
+  const gwLoc = (ns: string, name: string, section?: string) =>
+    locator({ kind: 'Gateway', group: GATEWAY_API_GROUP, namespace: ns, name, ...(section ? { section } : {}) })
   const targetables: TargetableKind[] = [
     { kind: 'GatewayClass', group: GATEWAY_API_GROUP, ...(t.gatewayClasses ? { table: t.gatewayClasses } : {}) },
     {
@@ -176,12 +118,15 @@ export function gatewayApiTopology(o: GatewayApiTopologyOptions = {}): TopologyD
           : [],
     },
   ]
+  const gatewayRefs = (r: Route) => parentRefsOf(r).filter((p) => p.group === GATEWAY_API_GROUP && p.kind === 'Gateway')
   for (const rk of routeKinds) {
+    const rules = expand(rk)
     const ruleKind = `${rk}Rule`
+    const table = t[ROUTE_TABLES[rk]]
     targetables.push({
       kind: rk,
       group: GATEWAY_API_GROUP,
-      ...((rk === 'HTTPRoute' ? t.httpRoutes : t.grpcRoutes) ? { table: rk === 'HTTPRoute' ? t.httpRoutes : t.grpcRoutes } : {}),
+      ...(table ? { table } : {}),
       ...(rules
         ? {
             sections: (r: Route): Section[] =>
@@ -189,18 +134,12 @@ export function gatewayApiTopology(o: GatewayApiTopologyOptions = {}): TopologyD
           }
         : {}),
     })
-    const gatewayRefs = (r: Route) => parentRefsOf(r).filter((p) => p.group === GATEWAY_API_GROUP && p.kind === 'Gateway')
     if (listeners) {
       links.push({
         from: 'Listener',
         to: rk,
         // a parentRef with sectionName names one listener; without, the Gateway (all its listeners)
-        parents: (route: TopologyNode<Route>) =>
-          gatewayRefs(route.object).map((p) =>
-            p.sectionName
-              ? locator({ kind: 'Listener', group: GATEWAY_API_GROUP, namespace: p.namespace, name: p.name, section: p.sectionName })
-              : gwLoc(p.namespace, p.name),
-          ),
+        parents: (route: TopologyNode<Route>) => gatewayRefs(route.object).map((p) => gwLoc(p.namespace, p.name, p.sectionName)),
         accepts: (l: TopologyNode<Listener>, route: TopologyNode<Route>) => {
           if (!admits(l.namespace, l.object, route.namespace)) return false
           if (
@@ -220,35 +159,7 @@ export function gatewayApiTopology(o: GatewayApiTopologyOptions = {}): TopologyD
         parents: (route: TopologyNode<Route>) => [...new Set(gatewayRefs(route.object).map((p) => gwLoc(p.namespace, p.name)))],
       })
     }
-    if (withServices) {
-      const backendRefs = (rule: RouteRule | undefined, ns: string | undefined) =>
-        (rule?.backendRefs ?? [])
-          .filter((b) => b && (b.kind ?? 'Service') === 'Service' && (b.group ?? '') === '')
-          .map((b) => locator({ kind: 'Service', group: '', namespace: b.namespace ?? ns ?? '', name: b.name }))
-      const portOk = (from: TopologyNode, svcPort: TopologyNode<{ port: number; name?: string }>) => {
-        const rs = rules ? [from.object as RouteRule] : ((from.object as Route).spec?.rules ?? [])
-        return rs.some((rule) =>
-          (rule?.backendRefs ?? []).some(
-            (b) =>
-              b.name === svcPort.name &&
-              (b.namespace ?? from.namespace) === svcPort.namespace &&
-              (b.port === undefined || b.port === svcPort.object.port),
-          ),
-        )
-      }
-      links.push({
-        from: rules ? ruleKind : rk,
-        to: ports ? 'ServicePort' : 'Service',
-        children: (n: TopologyNode) => [
-          ...new Set(
-            rules
-              ? backendRefs(n.object as RouteRule, n.namespace)
-              : ((n.object as Route).spec?.rules ?? []).flatMap((rule) => backendRefs(rule, n.namespace)),
-          ),
-        ],
-        ...(ports ? { accepts: portOk } : {}),
-      })
-    }
+    if (withServices) links.push(...serviceLinks(rules ? ruleKind : rk, rules, ports))
   }
   if (withServices) {
     targetables.push({
@@ -263,5 +174,42 @@ export function gatewayApiTopology(o: GatewayApiTopologyOptions = {}): TopologyD
         : {}),
     })
   }
-  return defineTopology({ targetables, policies: o.policies ?? [], links })
+  return defineTopology({
+    targetables,
+    policies: o.policies ?? [],
+    ...(o.objects ? { objects: o.objects } : {}),
+    links: [...links, ...(o.links ?? [])],
+    ...(o.allowLoops ? { allowLoops: true } : {}),
+  })
+}
+
+/**
+ * The links from a route (or a rule) to its backends, as policy-machinery's: without ports expanded,
+ * to every Service a backendRef names; with ports expanded, to the port a backendRef names by number,
+ * and to the Service for a backendRef without a port.
+ */
+function serviceLinks(from: string, rules: boolean, ports: boolean): LinkDefinition[] {
+  const rulesOf = (n: TopologyNode): RouteRule[] => (rules ? [n.object as RouteRule] : ((n.object as Route).spec?.rules ?? []))
+  const refs = (n: TopologyNode, withPort: boolean | undefined) =>
+    rulesOf(n)
+      .flatMap((rule) => rule?.backendRefs ?? [])
+      .filter(isServiceRef)
+      .filter((b) => withPort === undefined || (b.port !== undefined) === withPort)
+  const serviceLocs = (n: TopologyNode, withPort: boolean | undefined) => [
+    ...new Set(
+      refs(n, withPort).map((b) => locator({ kind: 'Service', group: '', namespace: b.namespace ?? n.namespace ?? '', name: b.name })),
+    ),
+  ]
+  if (!ports) return [{ from, to: 'Service', children: (n: TopologyNode) => serviceLocs(n, undefined) }]
+  return [
+    { from, to: 'Service', children: (n: TopologyNode) => serviceLocs(n, false) },
+    {
+      from,
+      to: 'ServicePort',
+      // the Service's locator stands for its ports; accepts keeps the one of the backendRef's number
+      children: (n: TopologyNode) => serviceLocs(n, true),
+      accepts: (n: TopologyNode, port: TopologyNode<{ port: number }>) =>
+        refs(n, true).some((b) => b.name === port.name && (b.namespace ?? n.namespace) === port.namespace && b.port === port.object.port),
+    },
+  ]
 }

@@ -8,32 +8,39 @@ export {
   targetRefLocators,
   type TopologyDefinition,
   type TopologyNode,
+  type NodeRole,
   type TargetableKind,
   type PolicyKind,
   type LinkDefinition,
   type Section,
+  type MergeFunction,
 } from './define.ts'
 export { locator, locatorOf, withoutSection, groupOfApiVersion, type LocatorParts } from './locator.ts'
 export { Topology, type TopologyOptions, type TopologyError } from './topology.ts'
 export type { GraphTables, StoredLink, Attachment } from './rows.ts'
 export { TopologyView } from './view.ts'
+export { TopologyCollection, type NodeFilter } from './collection.ts'
 export {
   effectivePolicy,
+  reducePolicies,
   mergeInto,
   sortPolicies,
   type EffectivePolicy,
   type EffectiveRule,
   type PolicySpec,
   type MergeStrategy,
+  type ReducedPolicy,
 } from './effective.ts'
+export { mergePatch, jsonMergeDefaults, jsonMergeOverrides } from './jsonmerge.ts'
+export { gatewayApiTopology, type GatewayApiTopologyOptions } from './gatewayapi.ts'
 export {
-  gatewayApiTopology,
   intersectHostnames,
   routeHostnames,
   parentRefsOf,
   ruleName,
   GATEWAY_API_GROUP,
-  type GatewayApiTopologyOptions,
+  ROUTE_KINDS,
+  type RouteKind,
   type Gateway,
   type GatewayClass,
   type Listener,
@@ -42,7 +49,7 @@ export {
   type Service,
   type ParentRef,
   type BackendRef,
-} from './gatewayapi.ts'
+} from './gatewayapi-types.ts'
 export {
   StatewrightError,
   ConfigError,

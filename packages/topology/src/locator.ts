@@ -1,10 +1,14 @@
 // Locators: the string identity of a topology node, as Kuadrant's policy-machinery writes them.
 //   <lower(kind)>[.<group>]:<namespace>/<name>[#<section>]     namespaced
 //   <lower(kind)>[.<group>]:<name>[#<section>]                 cluster-scoped
-// Core kinds have no group: `service:ns/web`; `gateway.gateway.networking.k8s.io:ns/gw#http`.
+// Core kinds have no group: `service:ns/web`. A section is named by its object's kind and locator:
+// a Gateway's listener `gateway.gateway.networking.k8s.io:ns/gw#http`, a route's rule
+// `httproute.gateway.networking.k8s.io:ns/r#rule-1`, a Service's port `service:ns/web#http`, which is
+// also what a policy's targetRef with sectionName names.
 
 /** What a locator names. */
 export interface LocatorParts {
+  /** The object's kind (for a section too: "Gateway" for a listener). */
   kind: string
   /** API group ("" for core). */
   group: string

@@ -5,14 +5,20 @@
 // - sync() applies the changes of the input tables since the last sync in one write txn. An input
 //   object's nodes, the link declarations its nodes make (parents(child) / children(parent), by
 //   locator) and its policy attachments carry its source id and are replaced together.
+// - A node's locator is policy-machinery's: a section's is its object's locator and `#<section>`
+//   (`gateway.gateway.networking.k8s.io:ns/gw#http`), whatever the section's kind.
+// - Every node may declare links, policies too (policy-machinery links all nodes alike); a policy is
+//   also attached to its targets (attachments), which are not links.
 // - A declaration is resolved when it is written: the locator it names becomes links to the node, or
 //   to those of the named object's sections of the link's kind that `accepts` admits. When a node
 //   appears, changes or goes, the declarations of other objects naming it are resolved again (an
 //   index finds them). So a change costs O(its links), never a rebuild, and reads follow stored links
 //   only (no candidate filtering at read time: a Gateway's 64 listeners do not each test its routes).
-// - A throwing `sections`, `parents`, `children`, `accepts` or `targetRefs` is an error of the object
-//   being processed (errors() names it); it keeps its node, loses that link, and is processed again
-//   with backoff.
+// - A throwing `sections`, `parents`, `children`, `accepts` or `targetRefs`, and two sections of one
+//   object with one name, are an error of the object being processed (errors() names it); it keeps
+//   its node, loses that link (or the second section), and is processed again with backoff.
+// - The kinds' graph (links, and each object kind to the section kinds it has shown) only grows;
+//   while it has no cycle the nodes' graph cannot have one, so a view's cycle() costs nothing then.
 
 import { ConfigError } from './errors.ts'
 import {
@@ -31,6 +37,7 @@ import {
 import {
   targetRefLocators,
   type LinkDefinition,
+  type NodeRole,
   type PolicyKind,
   type Section,
   type TargetableKind,
@@ -58,7 +65,7 @@ export interface TopologyOptions {
   retry?: RetryOptions
 }
 
-type KindEntry = { def: TargetableKind | PolicyKind; table: Table<any>; policy: boolean }
+type KindEntry = { def: TargetableKind | PolicyKind; table: Table<any>; role: NodeRole }
 
 const str = (k: unknown) => (typeof k === 'string' ? k : JSON.stringify(k))
 
@@ -71,6 +78,10 @@ export class Topology {
   private iters: ChangeIterator<any>[] | undefined
   private readonly errs = new Map<string, TopologyError & { kind: number; key: unknown }>()
   private readonly retry: Required<RetryOptions>
+  /** kind -> the kinds it links to or has sections of (grows only); and whether it had a cycle when last counted. */
+  private readonly kindEdges = new Map<string, Set<string>>()
+  private kindEdgeCount = 0
+  private kindCycle: { edges: number; cyclic: boolean } | undefined
 
   constructor(def: TopologyDefinition, o: TopologyOptions) {
     this.def = def
@@ -78,24 +89,23 @@ export class Topology {
     this.name = o.name ?? 'topology'
     this.retry = resolveRetry(o.retry, `topology "${this.name}"`)
     this.kinds = []
-    const entry = (policy: boolean) => (k: TargetableKind | PolicyKind) => {
+    const entry = (role: NodeRole) => (k: TargetableKind | PolicyKind) => {
       if (!k.table)
         throw new ConfigError(
           `topology "${this.name}": kind "${k.kind}" has no table (give one, or watch the kind in the StateOfWorldController)`,
         )
-      this.kinds.push({ def: k, table: k.table, policy })
+      this.kinds.push({ def: k, table: k.table, role })
     }
-    def.targetables.forEach(entry(false))
-    ;(def.objects ?? []).forEach(entry(false))
-    ;(def.policies ?? []).forEach(entry(true))
+    def.targetables.forEach(entry('targetable'))
+    ;(def.objects ?? []).forEach(entry('object'))
+    ;(def.policies ?? []).forEach(entry('policy'))
+    for (const l of def.links) this.addKindEdge(l.from, l.to)
     const nodes = new Table<TopologyNode>({
       name: `${this.name}-nodes`,
       primary: defineIndex({ name: 'locator', key: (n: TopologyNode) => n.locator, unique: true }),
       indexes: [
         defineIndex({ name: 'source', key: (n: TopologyNode) => n.source }),
         defineIndex({ name: 'owner', keys: (n: TopologyNode) => (n.owner ? [n.owner] : []) }),
-        // a section is also found by "<owner>#<section>" (a policy's targetRef with sectionName)
-        defineIndex({ name: 'alias', keys: (n: TopologyNode) => (n.owner && n.section ? [`${n.owner}#${n.section}`] : []) }),
         defineIndex({ name: 'kind', key: (n: TopologyNode) => n.kind }),
       ],
     })
@@ -131,7 +141,35 @@ export class Topology {
 
   /** The graph at a snapshot (default: now). */
   view(txn: ReadTxn = this.db.readTxn()): TopologyView {
-    return new TopologyView(this.def, this.tables, txn)
+    return new TopologyView(this.def, this.tables, txn, this.kindsMayCycle())
+  }
+
+  private addKindEdge(from: string, to: string): void {
+    let tos = this.kindEdges.get(from)
+    if (!tos) this.kindEdges.set(from, (tos = new Set()))
+    if (!tos.has(to)) {
+      tos.add(to)
+      this.kindEdgeCount++
+    }
+  }
+
+  /** Whether the kinds' graph has a cycle (recounted only when it grew): without one, no node cycle can exist. */
+  private kindsMayCycle(): boolean {
+    if (this.def.allowLoops) return false
+    if (this.kindCycle?.edges === this.kindEdgeCount) return this.kindCycle.cyclic
+    const state = new Map<string, 1 | 2>() // 1: on the stack, 2: done
+    const visit = (k: string): boolean => {
+      const st = state.get(k)
+      if (st) return st === 1
+      state.set(k, 1)
+      for (const to of this.kindEdges.get(k) ?? []) if (visit(to)) return true
+      state.set(k, 2)
+      return false
+    }
+    let cyclic = false
+    for (const k of this.kindEdges.keys()) if (visit(k)) cyclic = true
+    this.kindCycle = { edges: this.kindEdgeCount, cyclic }
+    return cyclic
   }
 
   /** Input tables (their changes are what sync() applies). */
@@ -193,7 +231,7 @@ export class Topology {
   /** The nodes a declared locator stands for, of a kind: the node, or the object's sections of that kind. */
   private resolveKey(w: WriteTxn, key: string, kind: string): TopologyNode[] {
     const { nodes } = this.tables
-    const n = nodes.get(w, nodes.primary.query(key as never)) ?? this.q(w, nodes, 'alias', key)[0]
+    const n = nodes.get(w, nodes.primary.query(key as never))
     if (n && n.kind === kind) return [n]
     return this.q(w, nodes, 'owner', key).filter((x) => x.kind === kind)
   }
@@ -253,18 +291,20 @@ export class Topology {
       const o = obj as { apiVersion?: string; metadata?: { name?: string; namespace?: string } }
       const group = entry.def.group ?? groupOfApiVersion(o.apiVersion)
       const ns = o.metadata?.namespace
+      const name = o.metadata?.name ?? str(key)
       const main: TopologyNode = {
-        locator: locator({ kind: entry.def.kind, group, name: o.metadata?.name ?? str(key), ...(ns ? { namespace: ns } : {}) }),
+        locator: locator({ kind: entry.def.kind, group, name, ...(ns ? { namespace: ns } : {}) }),
         kind: entry.def.kind,
         group,
-        name: o.metadata?.name ?? str(key),
+        name,
         ...(ns ? { namespace: ns } : {}),
         object: obj,
-        policy: entry.policy,
+        role: entry.role,
+        policy: entry.role === 'policy',
         source,
       }
       made.push(main)
-      if (entry.policy) {
+      if (entry.role === 'policy') {
         const def = entry.def as PolicyKind
         const targets = guard('targetRefs', () => (def.targetRefs ? def.targetRefs(obj) : targetRefLocators(obj as never)), [] as string[])
         made[0] = { ...main, targets }
@@ -273,17 +313,26 @@ export class Topology {
       } else {
         const def = entry.def as TargetableKind
         const sections = def.sections ? guard('sections', () => def.sections!(obj), [] as Section[]) : []
+        const seen = new Map<string, string>()
         for (const s of sections) {
-          const sg = s.group ?? group
+          // policy-machinery's locator: the object's, then #section (so one name per object)
+          const other = seen.get(s.name)
+          if (other !== undefined) {
+            errors.push(`sections: two sections are named "${s.name}" (kinds ${other} and ${s.kind}); the second is left out`)
+            continue
+          }
+          seen.set(s.name, s.kind)
+          this.addKindEdge(entry.def.kind, s.kind)
           made.push({
-            locator: locator({ kind: s.kind, group: sg, name: main.name, ...(ns ? { namespace: ns } : {}), section: s.name }),
+            locator: `${main.locator}#${s.name}`,
             kind: s.kind,
-            group: sg,
-            name: main.name,
+            group: s.group ?? group,
+            name,
             ...(ns ? { namespace: ns } : {}),
             section: s.name,
             object: s.object,
             owner: main.locator,
+            role: entry.role,
             policy: false,
             source,
           })
@@ -298,7 +347,6 @@ export class Topology {
       for (const n of made) {
         if (n.owner)
           links.insert(w, { id: `\u0000${n.owner}\u0000${n.locator}`, link: -1, parent: n.owner, child: n.locator, source, via: '' })
-        if (n.policy) continue
         this.def.links.forEach((l: LinkDefinition, i) => {
           if (l.to === n.kind && l.parents)
             for (const p of guard(`link ${l.from} -> ${l.to} (parents of ${n.locator})`, () => l.parents!(n), []))
@@ -311,10 +359,7 @@ export class Topology {
     }
     // declarations of other objects that name a node of this one (or the object) resolve again
     const names = new Set<string>()
-    for (const n of [...oldNodes, ...made]) {
-      names.add(n.locator)
-      if (n.owner && n.section) names.add(`${n.owner}#${n.section}`)
-    }
+    for (const n of [...oldNodes, ...made]) names.add(n.locator)
     for (const name of names) for (const d of this.q(w, declarations, 'target', name)) if (d.source !== source) this.resolve(w, d, errors)
     if (obj === undefined) {
       this.errs.delete(source)

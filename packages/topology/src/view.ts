@@ -1,12 +1,17 @@
 // A read-only view of a topology at one snapshot: nodes, parents, children, roots, paths, policies.
 // Every method reads through indexes of the graph's tables; the view never changes (its read txn).
+// The view's own parents/children/paths follow links (declared links and object -> section), policy
+// nodes' links included; a policy's attachment to its targets is read with policiesOf() and shown
+// by edges() and toDot(). The collections (all(), targetables(), policies(), objects()) are
+// policy-machinery's: there a policy is also a parent of its targets.
 // Cycles: a traversal that meets a node already on its path throws TopologyCycleError naming the
 // cycle, unless the definition allows loops (then the closing edge is skipped).
 import type { ReadTxn, Table } from '@statewright/statedb'
 import { TopologyCycleError, type TopologyDefinition, type TopologyNode } from './define.ts'
 import type { Attachment, GraphTables } from './rows.ts'
-
-const byLocator = (a: TopologyNode, b: TopologyNode) => (a.locator < b.locator ? -1 : a.locator > b.locator ? 1 : 0)
+import { TopologyCollection } from './collection.ts'
+import { dotOf } from './dot.ts'
+import { byLocator, pathsBetween, walk } from './walk.ts'
 
 export class TopologyView {
   // a view never changes, so what it computed once holds (a state-of-world run asks the same
@@ -16,20 +21,24 @@ export class TopologyView {
     children: new Map<string, TopologyNode[]>(),
     policies: new Map<string, TopologyNode[]>(),
   }
+  private cycleMemo: { error: TopologyCycleError | undefined } | undefined
 
   constructor(
-    private readonly def: TopologyDefinition,
+    /** The topology's definition (its kinds, links and policy kinds' merge functions). */
+    readonly definition: TopologyDefinition,
     private readonly t: GraphTables,
     readonly txn: ReadTxn,
+    /** False when the kinds' graph has no cycle: then the nodes' graph has none either. */
+    private readonly mayCycle = true,
   ) {}
 
   private q<T>(table: Table<T>, index: string, key: string): T[] {
     return table.list(this.txn, table.indexNamed(index)!.query(key as never)).toArray()
   }
 
-  /** The node at a locator (a section also by `<owner locator>#<section>`). */
+  /** The node at a locator (a section: `<its object's locator>#<section>`). */
   node(loc: string): TopologyNode | undefined {
-    return this.t.nodes.get(this.txn, this.t.nodes.primary.query(loc as never)) ?? this.q(this.t.nodes, 'alias', loc)[0]
+    return this.t.nodes.get(this.txn, this.t.nodes.primary.query(loc as never))
   }
 
   /** Every node, or those of a kind, sorted by locator. */
@@ -38,21 +47,29 @@ export class TopologyView {
     return all.sort(byLocator)
   }
 
-  /** Targetable and object nodes (no policies). */
-  targetables(): TopologyNode[] {
-    return this.nodes().filter((n) => !n.policy)
+  /** Every node, where a policy is also the parent of its targets (policy-machinery's `All()`). */
+  all(): TopologyCollection {
+    return new TopologyCollection(this, undefined)
   }
-  /** Policy nodes. */
-  policies(): TopologyNode[] {
-    return this.nodes().filter((n) => n.policy)
+  /** Targetable nodes, sections included (policy-machinery's `Targetables()`). */
+  targetables(): TopologyCollection {
+    return new TopologyCollection(this, 'targetable')
+  }
+  /** Policy nodes (policy-machinery's `Policies()`). */
+  policies(): TopologyCollection {
+    return new TopologyCollection(this, 'policy')
+  }
+  /** Nodes of the definition's `objects` kinds (policy-machinery's `Objects()`). */
+  objects(): TopologyCollection {
+    return new TopologyCollection(this, 'object')
   }
 
-  /** The parents of a node, sorted by locator. */
+  /** The parents of a node by links, sorted by locator. */
   parents(child: TopologyNode | string): TopologyNode[] {
     return this.linked(child, 'parents')
   }
 
-  /** The children of a node, sorted by locator. */
+  /** The children of a node by links, sorted by locator. */
   children(parent: TopologyNode | string): TopologyNode[] {
     return this.linked(parent, 'children')
   }
@@ -60,7 +77,7 @@ export class TopologyView {
   /** A node's parents or children, from the stored links (computed once per view). */
   private linked(node: TopologyNode | string, side: 'parents' | 'children'): TopologyNode[] {
     const n = typeof node === 'string' ? this.node(node) : node
-    if (!n || n.policy) return []
+    if (!n) return []
     const memo = this.memo[side]
     let r = memo.get(n.locator)
     if (!r) {
@@ -74,35 +91,42 @@ export class TopologyView {
     return [...r]
   }
 
-  /** Nodes without parents (policies excluded), sorted. */
+  /** Nodes without parents by links (policies excluded), sorted. */
   roots(): TopologyNode[] {
-    return this.targetables().filter((n) => this.parents(n).length === 0)
+    return this.nodes().filter((n) => !n.policy && this.parents(n).length === 0)
   }
 
-  /** Policies attached to a node (by its locator, or `<owner>#<section>` for a section). */
+  /** Policies attached to a node (by its locator). */
   policiesOf(target: TopologyNode | string): TopologyNode[] {
     const n = typeof target === 'string' ? this.node(target) : target
     if (!n) return []
     let r = this.memo.policies.get(n.locator)
-    if (!r) this.memo.policies.set(n.locator, (r = this.policiesOfNode(n)))
-    return [...r]
-  }
-
-  private policiesOfNode(n: TopologyNode): TopologyNode[] {
-    const names = n.owner && n.section ? [n.locator, `${n.owner}#${n.section}`] : [n.locator]
-    const out = new Map<string, TopologyNode>()
-    for (const name of names)
-      for (const a of this.q<Attachment>(this.t.attachments, 'target', name)) {
+    if (!r) {
+      const out = new Map<string, TopologyNode>()
+      for (const a of this.q<Attachment>(this.t.attachments, 'target', n.locator)) {
         const p = this.node(a.policy)
         if (p) out.set(p.locator, p)
       }
+      this.memo.policies.set(n.locator, (r = [...out.values()].sort(byLocator)))
+    }
+    return [...r]
+  }
+
+  /** The existing targets of a policy, sorted. */
+  targetsOf(policy: TopologyNode | string): TopologyNode[] {
+    const p = typeof policy === 'string' ? this.node(policy) : policy
+    const out = new Map<string, TopologyNode>()
+    for (const t of p?.targets ?? []) {
+      const n = this.node(t)
+      if (n) out.set(n.locator, n)
+    }
     return [...out.values()].sort(byLocator)
   }
 
   /** Policies with a target that does not exist, with the missing targets. */
   unattached(): Array<{ policy: TopologyNode; missing: string[] }> {
     const out: Array<{ policy: TopologyNode; missing: string[] }> = []
-    for (const p of this.policies()) {
+    for (const p of this.nodes().filter((n) => n.policy)) {
       const missing = (p.targets ?? []).filter((t) => !this.node(t))
       if (missing.length || (p.targets ?? []).length === 0) out.push({ policy: p, missing })
     }
@@ -110,60 +134,37 @@ export class TopologyView {
   }
 
   /**
-   * Every path from `from` down to `to` (node lists, from first). Depth-first over children; a cycle
-   * throws TopologyCycleError unless allowed.
+   * Every path from `from` down to `to` by links (node lists, from first). Depth-first over children;
+   * a cycle throws TopologyCycleError unless allowed.
    */
   paths(from: TopologyNode | string, to: TopologyNode | string): TopologyNode[][] {
     const a = typeof from === 'string' ? this.node(from) : from
     const b = typeof to === 'string' ? this.node(to) : to
     if (!a || !b) return []
-    const out: TopologyNode[][] = []
-    this.walk(a, (path, n) => {
-      if (n.locator !== b.locator) return true
-      out.push([...path])
-      return false
-    })
-    return out
+    return pathsBetween(a, b, (n) => this.children(n), !!this.definition.allowLoops)
   }
 
   /** Every path from any root to any node without children (leaves), or to a node of the given kinds. */
   allPaths(opts: { leafKinds?: string[] } = {}): TopologyNode[][] {
     const out: TopologyNode[][] = []
     for (const r of this.roots()) {
-      this.walk(r, (path, n) => {
-        const leaf = opts.leafKinds ? opts.leafKinds.includes(n.kind) : this.children(n).length === 0
-        if (leaf) out.push([...path])
-        return !leaf
-      })
+      walk(
+        r,
+        (n) => this.children(n),
+        (path, n) => {
+          const leaf = opts.leafKinds ? opts.leafKinds.includes(n.kind) : this.children(n).length === 0
+          if (leaf) out.push([...path])
+          return !leaf
+        },
+        !!this.definition.allowLoops,
+      )
     }
     return out
   }
 
-  /**
-   * Depth-first from `start`; `visit` sees each path (ending at its node) and says whether to go on
-   * below it. Meeting a node already on the path is a cycle: TopologyCycleError, or skipped with allowLoops.
-   */
-  private walk(start: TopologyNode, visit: (path: readonly TopologyNode[], n: TopologyNode) => boolean): void {
-    const path: TopologyNode[] = []
-    const onPath = new Set<string>()
-    const step = (n: TopologyNode) => {
-      if (onPath.has(n.locator)) {
-        if (this.def.allowLoops) return
-        const i = path.findIndex((x) => x.locator === n.locator)
-        throw new TopologyCycleError([...path.slice(i).map((x) => x.locator), n.locator])
-      }
-      path.push(n)
-      onPath.add(n.locator)
-      if (visit(path, n)) for (const c of this.children(n)) step(c)
-      path.pop()
-      onPath.delete(n.locator)
-    }
-    step(start)
-  }
-
-  /** Throws TopologyCycleError when the graph has a cycle (and loops are not allowed). */
+  /** Throws TopologyCycleError when the links make a cycle (and loops are not allowed). */
   check(): void {
-    if (this.def.allowLoops) return
+    if (this.definition.allowLoops) return
     const done = new Set<string>()
     const stack: string[] = []
     const onStack = new Set<string>()
@@ -177,33 +178,38 @@ export class TopologyView {
       onStack.delete(n.locator)
       done.add(n.locator)
     }
-    for (const n of this.targetables()) visit(n)
+    for (const n of this.nodes()) visit(n)
   }
 
-  /** Every edge (parent -> child), policy edges (policy -> target) included, sorted. */
+  /**
+   * The cycle the links make, as the error check() throws, or undefined (always when loops are
+   * allowed). Free while the kinds' graph has no cycle; else one walk of the graph, once per view.
+   */
+  cycle(): TopologyCycleError | undefined {
+    if (!this.mayCycle || this.definition.allowLoops) return undefined
+    if (!this.cycleMemo) {
+      try {
+        this.check()
+        this.cycleMemo = { error: undefined }
+      } catch (err) {
+        if (!(err instanceof TopologyCycleError)) throw err
+        this.cycleMemo = { error: err }
+      }
+    }
+    return this.cycleMemo.error
+  }
+
+  /** Every edge, sorted by node: links (parent -> child), then attachments (policy -> target, `policy: true`). */
   edges(): Array<{ from: string; to: string; policy?: boolean }> {
     const out: Array<{ from: string; to: string; policy?: boolean }> = []
-    for (const n of this.targetables()) for (const c of this.children(n)) out.push({ from: n.locator, to: c.locator })
-    for (const p of this.policies())
-      for (const t of p.targets ?? []) {
-        const target = this.node(t)
-        if (target) out.push({ from: p.locator, to: target.locator, policy: true })
-      }
+    const nodes = this.nodes()
+    for (const n of nodes) for (const c of this.children(n)) out.push({ from: n.locator, to: c.locator })
+    for (const p of nodes) if (p.policy) for (const t of this.targetsOf(p)) out.push({ from: p.locator, to: t.locator, policy: true })
     return out
   }
 
-  /** Graphviz DOT: targetables as boxes, policies as notes with dashed edges to their targets. */
+  /** Graphviz DOT, as policy-machinery draws it: targetables filled boxes, objects ellipses, policies dashed notes with dashed edges to their targets. */
   toDot(opts: { name?: string; label?: (n: TopologyNode) => string } = {}): string {
-    const id = (s: string) => JSON.stringify(s)
-    const lines = [`digraph ${id(opts.name ?? 'topology')} {`, '  rankdir=TB;', '  node [shape=box, fontname="sans-serif"];']
-    for (const n of this.nodes()) {
-      const label = opts.label
-        ? opts.label(n)
-        : `${n.kind}\\n${n.namespace ? `${n.namespace}/` : ''}${n.name}${n.section ? `#${n.section}` : ''}`
-      lines.push(`  ${id(n.locator)} [label=${JSON.stringify(label).replace(/\\\\n/g, '\\n')}${n.policy ? ', shape=note' : ''}];`)
-    }
-    for (const e of this.edges()) lines.push(`  ${id(e.from)} -> ${id(e.to)}${e.policy ? ' [style=dashed]' : ''};`)
-    lines.push('}')
-    return `${lines.join('\n')}\n`
+    return dotOf(this.nodes(), this.edges(), opts)
   }
 }

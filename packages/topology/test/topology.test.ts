@@ -5,7 +5,14 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
-import { Topology, TopologyCycleError, defineTopology, gatewayApiTopology, type TopologyView } from '@statewright/topology'
+import {
+  Topology,
+  TopologyCycleError,
+  defineTopology,
+  gatewayApiTopology,
+  type TopologyNode,
+  type TopologyView,
+} from '@statewright/topology'
 import { gatewayTables, gatewayClass, gateway, route, service, policy } from './topology-fixtures.ts'
 
 setValidation(true)
@@ -21,9 +28,10 @@ function topo(t: ReturnType<typeof gatewayTables>, name = 'topology', extra: Par
   )
 }
 const locs = (ns: { locator: string }[]) => ns.map((n) => n.locator)
-const L = (gw: string, l: string) => `listener.gateway.networking.k8s.io:default/${gw}#${l}`
+const L = (gw: string, l: string) => `gateway.gateway.networking.k8s.io:default/${gw}#${l}`
 const R = (r: string) => `httproute.gateway.networking.k8s.io:default/${r}`
 const G = (g: string) => `gateway.gateway.networking.k8s.io:default/${g}`
+const GATEWAY_API = 'gateway.networking.k8s.io'
 
 test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> service; policies by targetRef', async () => {
   const t = gatewayTables()
@@ -57,9 +65,9 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   assert.equal(locs(v.children(L('gw-1', 'http'))), [R('route-1')])
   assert.equal(locs(v.children(L('gw-1', 'other'))), [R('route-2')])
   assert.equal(locs(v.parents(R('route-1'))), [L('gw-1', 'http')])
-  assert.equal(locs(v.children(R('route-1'))), [`httprouterule.gateway.networking.k8s.io:default/route-1#rule-1`])
-  assert.equal(locs(v.children(`httprouterule.gateway.networking.k8s.io:default/route-1#rule-1`)), ['service:default/route-1-svc'])
-  assert.equal(locs(v.children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), [], 'an absent service is no child')
+  assert.equal(locs(v.children(R('route-1'))), [`httproute.gateway.networking.k8s.io:default/route-1#rule-1`])
+  assert.equal(locs(v.children(`httproute.gateway.networking.k8s.io:default/route-1#rule-1`)), ['service:default/route-1-svc'])
+  assert.equal(locs(v.children(`httproute.gateway.networking.k8s.io:default/route-2#rule-1`)), [], 'an absent service is no child')
   assert.equal(locs(v.policiesOf(G('gw-1'))), ['ratelimitpolicy.kuadrant.io:default/rlp-1'])
   // a targetRef with sectionName finds the listener
   assert.equal(locs(v.policiesOf(L('gw-1', 'http'))), ['ratelimitpolicy.kuadrant.io:default/rlp-3'])
@@ -78,9 +86,9 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
     t.services.insert(w, service('default', 'route-2-svc'))
   })
   await top.sync()
-  assert.equal(locs(top.view().children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), ['service:default/route-2-svc'])
+  assert.equal(locs(top.view().children(`httproute.gateway.networking.k8s.io:default/route-2#rule-1`)), ['service:default/route-2-svc'])
   // the old view still shows the old snapshot (immutable per read txn)
-  assert.equal(locs(v.children(`httprouterule.gateway.networking.k8s.io:default/route-2#rule-1`)), [])
+  assert.equal(locs(v.children(`httproute.gateway.networking.k8s.io:default/route-2#rule-1`)), [])
   // a listener's hostname change re-links routes with no work on them
   await t.db.write(t.gateways, (w) => {
     t.gateways.insert(
@@ -95,10 +103,18 @@ test('the Gateway API graph: class -> gateway -> listener -> route -> rule -> se
   assert.equal(locs(top.view().children(L('gw-1', 'http'))), [R('route-3')])
 })
 
-test('expandServicePorts: a rule links to the Service port its backendRef names', async () => {
+test('expandServicePorts: a backendRef with a port links its rule to that port, one without to the Service (issue 26, cause 2)', async () => {
   const t = gatewayTables()
-  const top = topo(t, 'ports', { expandServicePorts: true })
-  await t.db.write([t.gateways, t.routes, t.services], (w) => {
+  const top = new Topology(
+    gatewayApiTopology({
+      tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
+      expandServicePorts: true,
+      policies: [{ kind: 'BackendTLSPolicy', group: GATEWAY_API, table: t.policies }],
+    }),
+    { db: t.db, name: 'ports' },
+  )
+  await t.db.write([t.classes, t.gateways, t.routes, t.services, t.policies], (w) => {
+    t.classes.insert(w, gatewayClass('istio'))
     t.gateways.insert(w, gateway('default', 'gw-1'))
     t.routes.insert(
       w,
@@ -115,15 +131,27 @@ test('expandServicePorts: a rule links to the Service port its backendRef names'
         ],
       },
     })
+    // a BackendTLSPolicy targets the Service
+    t.policies.insert(w, { ...policy('default', 'tls', { kind: 'Service', name: 'web', group: '' }, {}), kind: 'BackendTLSPolicy' })
   })
   await top.sync()
   const v = top.view()
-  assert.equal(locs(v.children('service:default/web')), ['serviceport:default/web#alt', 'serviceport:default/web#http'])
-  assert.equal(locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-1')), ['serviceport:default/web#alt'])
+  // read by kind and section, whatever the locators' form
+  const rule = (i: number) => v.nodes('HTTPRouteRule').find((n) => n.section === `rule-${i}`)!
+  const named = (ns: TopologyNode[]) => ns.map((n) => `${n.kind} ${n.name}${n.section ? `#${n.section}` : ''}`)
+  assert.equal(named(v.children(rule(2))), ['Service web'], 'no port: the Service, not its ports')
+  assert.equal(named(v.children(rule(1))), ['ServicePort web#alt'], 'port 8080: the port of that number only')
+  assert.equal(named(v.children('service:default/web')), ['ServicePort web#alt', 'ServicePort web#http'])
+  assert.not.ok(locs(v.roots()).includes('service:default/web'), 'a Service some rule names without a port is no root')
+  const paths = v.paths(G('gw-1'), 'service:default/web')
   assert.equal(
-    locs(v.children('httprouterule.gateway.networking.k8s.io:default/r#rule-2')),
-    ['serviceport:default/web#alt', 'serviceport:default/web#http'],
-    'no port: every port',
+    paths.map((p) => p.map((n) => n.kind)),
+    [['Gateway', 'Listener', 'HTTPRoute', 'HTTPRouteRule', 'Service']],
+  )
+  assert.equal(
+    paths[0]!.flatMap((n) => locs(v.policiesOf(n))),
+    ['backendtlspolicy.gateway.networking.k8s.io:default/tls'],
+    'the policy on the Service lies on the gateway-to-backend path',
   )
 })
 
@@ -261,18 +289,41 @@ test('a change costs O(its links): one route changed among 2 000 calls its link 
 
 // ---- randomized: incremental == from scratch == a naive model ----
 
+/** The Gateway API tables' objects, copied into a new DB (to build a topology from scratch). */
+async function copyOf(t: ReturnType<typeof gatewayTables>): Promise<ReturnType<typeof gatewayTables>> {
+  const s = gatewayTables(new DB())
+  const rtxn = t.db.readTxn()
+  const pairs = [
+    [t.classes, s.classes],
+    [t.gateways, s.gateways],
+    [t.routes, s.routes],
+    [t.services, s.services],
+    [t.policies, s.policies],
+  ] as Array<[Table<any>, Table<any>]>
+  await s.db.write(
+    pairs.map(([, to]) => to),
+    (w) => {
+      for (const [from, to] of pairs) for (const x of from.all(rtxn)) to.insert(w, x)
+    },
+  )
+  return s
+}
+
 type Snap = { nodes: string[]; edges: string[]; policies: string[]; unattached: string[] }
 function snapshot(v: TopologyView): Snap {
   return {
     nodes: v.nodes().map((n) => `${n.locator} ${JSON.stringify(n.object)}`),
     edges: v.edges().map((e) => `${e.from} -> ${e.to}${e.policy ? ' (policy)' : ''}`),
-    policies: v.targetables().map(
-      (n) =>
-        `${n.locator}: ${v
-          .policiesOf(n)
-          .map((p) => p.locator)
-          .join(',')}`,
-    ),
+    policies: v
+      .targetables()
+      .items()
+      .map(
+        (n) =>
+          `${n.locator}: ${v
+            .policiesOf(n)
+            .map((p) => p.locator)
+            .join(',')}`,
+      ),
     unattached: v.unattached().map((u) => u.policy.locator),
   }
 }
@@ -357,23 +408,102 @@ test('randomized: the incremental graph equals one built from scratch and a naiv
         })
         await inc.sync()
       }
-      const scratchDb = new DB()
-      const s = gatewayTables(scratchDb)
-      const rtxn = t.db.readTxn()
-      await scratchDb.write([s.classes, s.gateways, s.routes, s.policies], (w) => {
-        for (const x of t.classes.all(rtxn)) s.classes.insert(w, x)
-        for (const x of t.gateways.all(rtxn)) s.gateways.insert(w, x)
-        for (const x of t.routes.all(rtxn)) s.routes.insert(w, x)
-        for (const x of t.policies.all(rtxn)) s.policies.insert(w, x)
-      })
-      const scratch = topo(s, 'scratch')
+      const scratch = topo(await copyOf(t), 'scratch')
       await scratch.sync()
       const a = snapshot(inc.view())
       assert.equal(a, snapshot(scratch.view()))
-      const listenerEdges = a.edges.filter((e) => e.startsWith('listener.')).sort()
+      const listenerEdges = a.edges.filter((e) => e.startsWith('gateway.') && e.split(' -> ')[0]!.includes('#')).sort()
       assert.equal(listenerEdges, naiveListenerEdges(gws, routes))
     }),
     { numRuns: 120 },
+  )
+})
+
+test('randomized, ports expanded: rules link to the port a backendRef numbers, or to the Service without one; incremental == scratch == model', async () => {
+  const PORTS = [
+    { name: 'http', port: 80 },
+    { name: 'alt', port: 8080 },
+  ]
+  const op = fc.oneof(
+    fc.record({ t: fc.constant('svc' as const), i: fc.nat(2), ports: fc.subarray(PORTS) }),
+    fc.record({
+      t: fc.constant('route' as const),
+      i: fc.nat(3),
+      rules: fc.array(fc.array(fc.record({ s: fc.nat(2), port: fc.constantFrom(80, 8080, 443, undefined) }), { maxLength: 3 }), {
+        minLength: 1,
+        maxLength: 2,
+      }),
+    }),
+    fc.record({ t: fc.constant('del' as const), what: fc.constantFrom('svc', 'route'), i: fc.nat(3) }),
+  )
+  const def = (t: ReturnType<typeof gatewayTables>, name: string) =>
+    new Topology(
+      gatewayApiTopology({
+        tables: { gatewayClasses: t.classes, gateways: t.gateways, httpRoutes: t.routes, services: t.services },
+        expandServicePorts: true,
+      }),
+      { db: t.db, name },
+    )
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 6 }), async (batches) => {
+      const t = gatewayTables()
+      const inc = def(t, 'inc')
+      const svcs = new Map<string, Array<{ name: string; port: number }>>()
+      const routes = new Map<string, Array<Array<{ name: string; port?: number }>>>()
+      await t.db.write(t.gateways, (w) => {
+        t.gateways.insert(w, gateway('default', 'gw-1'))
+      })
+      for (const batch of batches) {
+        await t.db.write([t.routes, t.services], (w) => {
+          for (const o of batch) {
+            if (o.t === 'svc') {
+              svcs.set(`svc-${o.i}`, o.ports)
+              t.services.insert(w, {
+                apiVersion: 'v1',
+                kind: 'Service',
+                metadata: { name: `svc-${o.i}`, namespace: 'default' },
+                spec: { ports: o.ports },
+              })
+            } else if (o.t === 'route') {
+              const rules = o.rules.map((refs) =>
+                refs.map((b) => ({ name: `svc-${b.s}`, ...(b.port !== undefined ? { port: b.port } : {}) })),
+              )
+              routes.set(`r-${o.i}`, rules)
+              t.routes.insert(w, route('default', `r-${o.i}`, ['gw-1'], { rules: rules.map((backendRefs) => ({ backendRefs })) }))
+            } else {
+              const name = `${o.what === 'svc' ? 'svc' : 'r'}-${o.i}`
+              const tab = (o.what === 'svc' ? t.services : t.routes) as Table<any>
+              const cur = tab.get(w, tab.primary.query(`default/${name}` as never))
+              if (cur) tab.delete(w, cur)
+              if (o.what === 'svc') svcs.delete(name)
+              else routes.delete(name)
+            }
+          }
+        })
+        await inc.sync()
+      }
+      const scratch = def(await copyOf(t), 'scratch')
+      await scratch.sync()
+      const a = snapshot(inc.view())
+      assert.equal(a, snapshot(scratch.view()))
+      // the model: a rule's backends, in plain Maps
+      const want = new Set<string>()
+      for (const [r, rules] of routes)
+        rules.forEach((refs, i) => {
+          for (const b of refs) {
+            const ports = svcs.get(b.name)
+            if (!ports) continue
+            const svc = `service:default/${b.name}`
+            if (b.port === undefined) want.add(`${R(r)}#rule-${i + 1} -> ${svc}`)
+            else for (const p of ports) if (p.port === b.port) want.add(`${R(r)}#rule-${i + 1} -> ${svc}#${p.name}`)
+          }
+        })
+      assert.equal(
+        a.edges.filter((e) => e.split(' -> ')[0]!.includes('#rule-')),
+        [...want].sort(),
+      )
+    }),
+    { numRuns: 100 },
   )
 })
 

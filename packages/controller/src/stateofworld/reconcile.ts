@@ -7,6 +7,8 @@
 //   apply may finish during the run.
 // - A derived object placed in the default cluster is stored without a cluster name, as the
 //   Manager stores it (one desired object, whether or not placed with inCluster).
+// - `error` is what the run carries in, as policy-machinery's reconcile functions get it: the
+//   topology's cycle (when loops are not allowed); a Workflow hands its steps what it was given.
 import type { ReadTxn, Table } from '@statewright/statedb'
 import { desired, holds, namespacedName, objectKey, type DesiredObject, type KubeObject } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
@@ -16,6 +18,7 @@ import { isPlaced, type Placed } from '../manager/desired.ts'
 import type { Manager } from '../manager/manager.ts'
 import { ownedTableName } from '../manager/watch.ts'
 import type { StatusToWrite } from './statuswrites.ts'
+import type { TracerLike } from './tracing.ts'
 import type { TopologyView } from '@statewright/topology'
 
 /** A change of a watched object, coalesced since the last run. */
@@ -30,6 +33,14 @@ export interface ResourceEvent<T extends KubeObject = KubeObject> {
 export interface ReconcileContext {
   readonly events: readonly ResourceEvent[]
   readonly topology: TopologyView
+  /**
+   * The error this run carries in (policy-machinery's `err`): the topology's cycle, a
+   * TopologyCycleError, when its definition does not allow loops; in a Workflow's steps, the error
+   * the workflow was given. Undefined when there is none.
+   */
+  readonly error?: unknown
+  /** The controller's tracer (StateOfWorldOptions.tracer, or @opentelemetry/api's when installed), for traceReconcile. */
+  readonly tracer?: TracerLike
   /** The snapshot every table is read at (the topology's too). */
   readonly txn: ReadTxn
   /** Scratch space shared by the functions of one run (a Workflow's tasks). */
@@ -77,6 +88,8 @@ export function newReconcileContext(o: {
   topology: TopologyView
   signal: AbortSignal
   logger: Logger
+  error?: unknown
+  tracer?: TracerLike
 }): { ctx: ReconcileContext } & RunDeclarations {
   const m = o.manager
   const want = new Map<string, Map<string, DesiredObject>>()
@@ -89,6 +102,8 @@ export function newReconcileContext(o: {
     state: new Map(),
     logger: o.logger,
     topology: o.topology,
+    ...(o.error !== undefined ? { error: o.error } : {}),
+    ...(o.tracer ? { tracer: o.tracer } : {}),
     table: <T extends KubeObject>(kind: string) => {
       const t = o.tables.get(kind)
       if (!t)

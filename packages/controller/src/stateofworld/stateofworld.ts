@@ -4,7 +4,9 @@
 // table, and declares what it wants: derived objects (applied by the k8s Target, retried per object,
 // pruned by owner label) and statuses (server-side apply on /status).
 // Invariants:
-// - Nothing runs before every watched kind is synced (its table initialized).
+// - Nothing runs before every watched kind is synced (its table initialized), and nothing runs
+//   without a reason: an event, a change of the topology, a derived object's apply status, a resync.
+//   An empty world at startup is no run (policy-machinery makes no call either).
 // - One run at a time. Events are coalesced per object (create+update = create with the newest,
 //   create+delete = nothing, update+delete = delete with the oldest); a failed run keeps its events
 //   for the retry, which backs off (100 ms doubling to 30 s); events arriving meanwhile join them.
@@ -15,6 +17,8 @@
 //   operations: retried per object with backoff, never dropped.
 // - A change of a derived object's apply status (applied, failed) runs reconcile again without
 //   events, so a status that waits for "applied" is written once it is.
+// - A run is given the topology's cycle as `ctx.error` (policy-machinery hands its reconcile
+//   function the topology build error) and is traced (tracing.ts) when a tracer is at hand.
 // This file: the controller (its loop and its Component); what reconcile sees is reconcile.ts, the
 // watched kinds watched.ts, the derived groups desiredgroups.ts, events events.ts, statuses
 // statuswrites.ts.
@@ -42,6 +46,7 @@ import { plural } from '../manager/watch.ts'
 import { Topology, groupOfApiVersion, type TopologyDefinition } from '@statewright/topology'
 import { DesiredGroups } from './desiredgroups.ts'
 import { newReconcileContext, type ReconcileFn, type ResourceEvent } from './reconcile.ts'
+import { inSpan, recordError, resolveTracer, type TracerLike } from './tracing.ts'
 import { newListedTable, relist, relistUntilDone, type WatchSpec, type WatchedKind } from './watched.ts'
 
 export interface StateOfWorldOptions {
@@ -60,6 +65,11 @@ export interface StateOfWorldOptions {
   resyncIntervalMs?: number
   /** Backoff after a failed run, of status writes and of listing (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
   retry?: RetryOptions
+  /**
+   * Traces runs (spans `controller.reconcile` and `topology.build`): an OpenTelemetry Tracer; by
+   * default @opentelemetry/api's global tracer when that optional peer is installed; false: none.
+   */
+  tracer?: TracerLike | false
 }
 
 export class StateOfWorldController {
@@ -74,6 +84,9 @@ export class StateOfWorldController {
   private readonly groups = new DesiredGroups()
   private readonly inspectInfo = new Map<string, { status?: string; effective?: unknown }>()
   private readonly pending = new PendingEvents()
+  private readonly tracer: TracerLike | undefined
+  /** Objects the topology processed since the last run (an attribute of the run's span). */
+  private topologyChanges = 0
   private ac: AbortController | undefined
   private loop: Promise<void> | undefined
   private wake: (() => void) | undefined
@@ -139,6 +152,7 @@ export class StateOfWorldController {
       )
     this.markInitialized = m.desired.table.registerInitializer(w, `state-of-world:${o.name}`)
     w.commit()
+    this.tracer = resolveTracer(o.tracer, '@statewright/controller')
     m.add(this.component())
   }
 
@@ -186,7 +200,8 @@ export class StateOfWorldController {
         ]
         const h = this.statusWrites.health
         return {
-          ready: this.state.synced && this.state.runs > 0,
+          // ready once synced and past the first pass (a run, or nothing to run)
+          ready: this.state.synced && (this.state.runs > 0 || this.state.idle),
           level: failing.length || h.level !== 'ok' ? 'degraded' : 'ok',
           message: !this.state.synced
             ? 'waiting for watched kinds to sync'
@@ -288,7 +303,7 @@ export class StateOfWorldController {
     let failures = 0
     let retryAt = 0
     let nextResync = this.options.resyncIntervalMs ? Date.now() + this.options.resyncIntervalMs : Infinity
-    let dirty = true // the first run happens even without objects
+    let dirty = false // runs have reasons: events, topology changes, apply statuses, resyncs
     while (!signal.aborted) {
       const txn = m.db.readTxn()
       const watches: Watch[] = []
@@ -298,6 +313,7 @@ export class StateOfWorldController {
       for (const c of dchanges) if (this.groups.has(m.desired.primaryKey(c.object))) dirty = true
       const topo = await this.topology.sync()
       watches.push(...topo.watches)
+      this.topologyChanges += topo.processed
       if (topo.processed) dirty = true
       const now = Date.now()
       if (now >= nextResync) {
@@ -313,7 +329,7 @@ export class StateOfWorldController {
             await relist(m.db, this.tables, signal)
             this.collect(iters, m.db.readTxn(), [])
             events.push(...this.pending.take())
-            await this.topology.sync()
+            this.topologyChanges += (await this.topology.sync()).processed
           }
           await this.once(events, signal)
           failures = 0
@@ -350,25 +366,46 @@ export class StateOfWorldController {
   /** One run of reconcile; on success its desired groups and statuses are written. */
   private async once(events: ResourceEvent[], signal: AbortSignal): Promise<void> {
     const m = this.manager
-    const txn = m.db.readTxn()
-    const { ctx, want, statuses, info } = newReconcileContext({
-      name: this.name,
-      manager: m,
-      tables: this.tables,
-      events,
-      txn,
-      topology: this.topology.view(txn),
-      signal,
-      logger: this.log,
+    await inSpan(this.tracer, 'controller.reconcile', async (span) => {
+      span?.setAttribute('controller.name', this.name)
+      span?.setAttribute('events.count', events.length)
+      const txn = m.db.readTxn()
+      // the graph is kept incrementally (sync() above); "building" it is taking the run's view
+      const { view, error } = inSpan(this.tracer, 'topology.build', (s) => {
+        const view = this.topology.view(txn)
+        const error = view.cycle()
+        if (s?.isRecording()) {
+          s.setAttribute('topology.changes', this.topologyChanges)
+          s.setAttribute('topology.policies', view.policies().items().length)
+          s.setAttribute('topology.targetables', view.targetables().items().length)
+          s.setAttribute('topology.objects', view.objects().items().length)
+        }
+        if (error) recordError(s, error)
+        return { view, error }
+      })
+      this.topologyChanges = 0
+      if (error) this.log.warn({ err: error }, 'the topology has a cycle; reconcile gets it as ctx.error')
+      const { ctx, want, statuses, info } = newReconcileContext({
+        name: this.name,
+        manager: m,
+        tables: this.tables,
+        events,
+        txn,
+        topology: view,
+        signal,
+        logger: this.log,
+        ...(error ? { error } : {}),
+        ...(this.tracer ? { tracer: this.tracer } : {}),
+      })
+      this.state.runs++
+      const t0 = performance.now()
+      await this.options.reconcile(ctx)
+      this.log.debug({ run: this.state.runs, events: events.length, ms: Math.round(performance.now() - t0) }, 'reconciled')
+      if (signal.aborted) return
+      if (want.size) await this.groups.replace(m.db, m.desired, want, () => this.writes++)
+      this.writes += await this.statusWrites.queue(statuses.values())
+      this.inspectInfo.clear()
+      for (const [k, v] of info) this.inspectInfo.set(k, v)
     })
-    this.state.runs++
-    const t0 = performance.now()
-    await this.options.reconcile(ctx)
-    this.log.debug({ run: this.state.runs, events: events.length, ms: Math.round(performance.now() - t0) }, 'reconciled')
-    if (signal.aborted) return
-    if (want.size) await this.groups.replace(m.db, m.desired, want, () => this.writes++)
-    this.writes += await this.statusWrites.queue(statuses.values())
-    this.inspectInfo.clear()
-    for (const [k, v] of info) this.inspectInfo.set(k, v)
   }
 }

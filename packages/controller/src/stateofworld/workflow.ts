@@ -1,10 +1,13 @@
 // Composing reconcile functions, as Kuadrant's policy-machinery does:
 // - Subscription: runs its function only when an event matches one of its matchers, and passes it
-//   the matching events.
+//   the matching events; a run without events (a resync, a change of a derived object's apply
+//   status) runs it only with `onEmpty: true`.
 // - Workflow: precondition, then tasks concurrently, then postcondition. The first task error aborts
-//   the other tasks (their signal) and skips the postcondition; the error handler sees the error and
-//   decides (rethrow to have the run retried with backoff, return to swallow it). Without a handler
-//   the error propagates.
+//   the other tasks (their signal); every task is waited for. A step's error goes to the error
+//   handler joined with the error the workflow was given (`ctx.error`): a handler that returns
+//   suppresses it and the workflow goes on to its next step; one that throws stops the workflow with
+//   what it throws. Without a handler a step's error stops the workflow as it is.
+import { WorkflowError } from '../errors.ts'
 import type { ReconcileContext, ReconcileFn, ResourceEvent } from './reconcile.ts'
 
 /** Matches events by kind (and group), type, namespace, name; absent fields match anything. */
@@ -32,13 +35,14 @@ export class Subscription {
     readonly options: {
       events: EventMatcher[]
       reconcile: ReconcileFn
-      /** Also run on runs without events (resyncs, startup). Default true. */ onEmpty?: boolean
+      /** Also run on runs without events (a resync, a derived object's apply status changed). Default false. */
+      onEmpty?: boolean
     },
   ) {}
 
   readonly reconcile: ReconcileFn = async (ctx) => {
     if (ctx.events.length === 0) {
-      if (this.options.onEmpty !== false) await this.options.reconcile(ctx)
+      if (this.options.onEmpty === true) await this.options.reconcile(ctx)
       return
     }
     const mine = ctx.events.filter((e) => this.options.events.some((m) => matches(m, e)))
@@ -50,35 +54,56 @@ export interface WorkflowOptions {
   precondition?: ReconcileFn
   tasks?: ReconcileFn[]
   postcondition?: ReconcileFn
-  /** Sees the error of any step; rethrow to fail the run (retried with backoff). */
+  /**
+   * Sees a step's error, joined with the error the workflow was given (a WorkflowError listing both;
+   * the step's error as it is when there was none). Return to suppress it: the workflow goes on.
+   * Throw to stop the workflow (the run fails and is retried with backoff).
+   */
   errorHandler?: (err: unknown, ctx: ReconcileContext) => void | Promise<void>
+}
+
+/** policy-machinery's errors.Join(carried over, step error): the step's error alone when nothing was carried over. */
+export function joinErrors(carried: unknown, err: unknown): unknown {
+  return carried === undefined ? err : new WorkflowError([carried, err])
 }
 
 export class Workflow {
   constructor(readonly options: WorkflowOptions) {}
 
   readonly reconcile: ReconcileFn = async (ctx) => {
+    const { precondition, postcondition, tasks = [] } = this.options
+    if (precondition) await this.step(ctx, () => precondition(ctx))
+    if (tasks.length) await this.step(ctx, () => this.runTasks(tasks, ctx))
+    if (postcondition) await this.step(ctx, () => postcondition(ctx))
+  }
+
+  /** Runs one step; its error goes to the handler (which may suppress it) or stops the workflow. */
+  private async step(ctx: ReconcileContext, run: () => void | Promise<void>): Promise<void> {
     try {
-      if (this.options.precondition) await this.options.precondition(ctx)
-      const tasks = this.options.tasks ?? []
-      if (tasks.length) {
-        const ac = new AbortController()
-        const signal = AbortSignal.any([ctx.signal, ac.signal])
-        await Promise.all(
-          tasks.map(async (task) => {
-            try {
-              await task({ ...ctx, signal })
-            } catch (err) {
-              if (!ac.signal.aborted) ac.abort(err)
-              throw err
-            }
-          }),
-        )
-      }
-      if (this.options.postcondition) await this.options.postcondition(ctx)
+      await run()
     } catch (err) {
       if (!this.options.errorHandler) throw err
-      await this.options.errorHandler(err, ctx)
+      await this.options.errorHandler(joinErrors(ctx.error, err), ctx)
     }
+  }
+
+  /** The tasks concurrently; the first error aborts the others' signal, and is thrown once all are done. */
+  private async runTasks(tasks: ReconcileFn[], ctx: ReconcileContext): Promise<void> {
+    const ac = new AbortController()
+    const signal = AbortSignal.any([ctx.signal, ac.signal])
+    let first: { err: unknown } | undefined
+    await Promise.all(
+      tasks.map(async (task) => {
+        try {
+          await task({ ...ctx, signal })
+        } catch (err) {
+          if (!first) {
+            first = { err }
+            ac.abort(err)
+          }
+        }
+      }),
+    )
+    if (first) throw first.err
   }
 }

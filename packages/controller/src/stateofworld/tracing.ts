@@ -1,0 +1,99 @@
+// Tracing of a state-of-world controller's runs with OpenTelemetry, as policy-machinery traces its
+// controller: a span `controller.reconcile` per run (attribute `events.count`), a child span
+// `topology.build` (the topology's counts, and its cycle as the span's error), and the run's error
+// recorded on the run's span. `traceReconcile(name, fn)` gives a reconcile function a span of its own.
+// Invariants:
+// - @opentelemetry/api is an optional peer: loaded (through the reconciler's loadOptionalPeer) only
+//   when no tracer is given, never required; without it, and with `tracer: false`, nothing is traced
+//   and nothing is loaded. The API's global tracer is a no-op until an SDK registers one.
+// - A span ends whatever its function does; an error is recorded on it (exception and status
+//   ERROR) and rethrown unchanged.
+// - Counting the topology's nodes costs a walk, done only for a span that records.
+import { loadOptionalPeer } from '@statewright/reconciler'
+import type { ReconcileFn } from './reconcile.ts'
+
+/** The part of an OpenTelemetry Span this package uses. */
+export interface SpanLike {
+  setAttribute(key: string, value: string | number | boolean): unknown
+  recordException(exception: Error | string): unknown
+  setStatus(status: { code: number; message?: string }): unknown
+  isRecording(): boolean
+  end(): void
+}
+
+/** The part of an OpenTelemetry Tracer this package uses (an `@opentelemetry/api` Tracer is one). */
+export interface TracerLike {
+  startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, fn: F): ReturnType<F>
+}
+
+/** OpenTelemetry's SpanStatusCode (OK, ERROR), without importing the API. */
+export const SPAN_OK = 1
+export const SPAN_ERROR = 2
+
+/** The tracer to use: the one given, none (`false`), or @opentelemetry/api's global tracer when the API is installed. */
+export function resolveTracer(tracer: TracerLike | false | undefined, name: string): TracerLike | undefined {
+  if (tracer === false) return undefined
+  if (tracer) return tracer
+  const api = loadOptionalPeer<{ trace: { getTracer(name: string): TracerLike } }>('@opentelemetry/api', { from: import.meta.url })
+  return api?.trace.getTracer(name)
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err))
+
+/** Records an error on a span: the exception, and status ERROR with its message. */
+export function recordError(span: SpanLike | undefined, err: unknown): void {
+  if (!span) return
+  span.recordException(err instanceof Error ? err : String(err))
+  span.setStatus({ code: SPAN_ERROR, message: messageOf(err) })
+}
+
+/**
+ * Runs `fn` in an active span of `tracer` (or without one): the span ends after it, with its error
+ * recorded and rethrown. `fn` may be async; the span then ends when its promise settles.
+ */
+export function inSpan<T>(tracer: TracerLike | undefined, name: string, fn: (span: SpanLike | undefined) => T): T {
+  if (!tracer) return fn(undefined)
+  return tracer.startActiveSpan(name, (span: SpanLike) => {
+    let async = false
+    try {
+      const r = fn(span)
+      if (r instanceof Promise) {
+        async = true
+        return r.then(
+          (v) => {
+            span.end()
+            return v
+          },
+          (err: unknown) => {
+            recordError(span, err)
+            span.end()
+            throw err
+          },
+        ) as T
+      }
+      return r
+    } catch (err) {
+      recordError(span, err)
+      throw err
+    } finally {
+      if (!async) span.end()
+    }
+  })
+}
+
+/**
+ * A reconcile function with a span of its own (policy-machinery's TraceReconcileFunc), from the
+ * run's tracer (`ctx.tracer`): the carried-over error (`ctx.error`) is recorded with attribute
+ * `error.carryover`; the function's error is recorded and rethrown; success is status OK.
+ */
+export function traceReconcile(spanName: string, fn: ReconcileFn): ReconcileFn {
+  return (ctx) =>
+    inSpan(ctx.tracer, spanName, async (span) => {
+      if (span && ctx.error !== undefined) {
+        span.recordException(ctx.error instanceof Error ? ctx.error : String(ctx.error))
+        span.setAttribute('error.carryover', true)
+      }
+      await fn(ctx)
+      span?.setStatus({ code: SPAN_OK })
+    })
+}

@@ -1,0 +1,47 @@
+// A tracer that keeps its spans in memory, of the OpenTelemetry API's shape (startActiveSpan, and the
+// Span methods statewright calls): what the tests read spans from, with no SDK. A span's parent is
+// the span active where it started (AsyncLocalStorage, as the SDK's context manager does).
+import { AsyncLocalStorage } from 'node:async_hooks'
+import type { SpanLike, TracerLike } from '@statewright/controller'
+
+export interface RecordedSpan {
+  name: string
+  parent: string | undefined
+  attributes: Record<string, string | number | boolean>
+  exceptions: string[]
+  status: { code: number; message?: string } | undefined
+  ended: boolean
+}
+
+export class RecordingTracer implements TracerLike {
+  readonly spans: RecordedSpan[] = []
+  private readonly active = new AsyncLocalStorage<RecordedSpan>()
+
+  startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, fn: F): ReturnType<F> {
+    const rec: RecordedSpan = {
+      name,
+      parent: this.active.getStore()?.name,
+      attributes: {},
+      exceptions: [],
+      status: undefined,
+      ended: false,
+    }
+    this.spans.push(rec)
+    const span: SpanLike = {
+      setAttribute: (k, v) => {
+        rec.attributes[k] = v
+      },
+      recordException: (e) => {
+        rec.exceptions.push(typeof e === 'string' ? e : e.message)
+      },
+      setStatus: (s) => {
+        rec.status = s
+      },
+      isRecording: () => !rec.ended,
+      end: () => {
+        rec.ended = true
+      },
+    }
+    return this.active.run(rec, () => fn(span)) as ReturnType<F>
+  }
+}
