@@ -153,9 +153,10 @@ export async function floorWorkload(n: number): Promise<DB> {
       if (objects.length > 0) {
         const txn = db.tryWriteTxn(table) ?? (await db.writeTxn(table))
         const done = statusDone()
+        const batch = table.batch(txn) // as the reconciler's write-back (a boolean per swap, no result object)
         for (let i = 0; i < objects.length; i++) {
           objects[i]!.status = done
-          if (table.compareAndSwap(txn, revisions[i]!, objects[i]!).ok) reconciled++
+          if (batch.compareAndSwap(revisions[i]!, objects[i]!)) reconciled++
         }
         txn.commit()
       }

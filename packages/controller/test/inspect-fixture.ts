@@ -45,7 +45,7 @@ export const TOPOLOGY: InspectGraph = {
       effective: { rateLimit: { limits: { global: { rates: [{ limit: 100, window: '1m' }] } } } },
     },
     {
-      id: 'listener.gateway.networking.k8s.io:ns/gw-1#http',
+      id: 'gateway.gateway.networking.k8s.io:ns/gw-1#http',
       kind: 'Listener',
       name: 'gw-1#http',
       namespace: 'ns',
@@ -84,8 +84,8 @@ export const TOPOLOGY: InspectGraph = {
   ],
   edges: [
     { from: 'gatewayclass.gateway.networking.k8s.io:eg', to: 'gateway.gateway.networking.k8s.io:ns/gw-1' },
-    { from: 'gateway.gateway.networking.k8s.io:ns/gw-1', to: 'listener.gateway.networking.k8s.io:ns/gw-1#http' },
-    { from: 'listener.gateway.networking.k8s.io:ns/gw-1#http', to: 'httproute.gateway.networking.k8s.io:ns/r' },
+    { from: 'gateway.gateway.networking.k8s.io:ns/gw-1', to: 'gateway.gateway.networking.k8s.io:ns/gw-1#http' },
+    { from: 'gateway.gateway.networking.k8s.io:ns/gw-1#http', to: 'httproute.gateway.networking.k8s.io:ns/r' },
     { from: 'httproute.gateway.networking.k8s.io:ns/r', to: 'httproute.gateway.networking.k8s.io:ns/r#rule-1' },
     { from: 'ratelimitpolicy.kuadrant.io:ns/gw-rlp', to: 'gateway.gateway.networking.k8s.io:ns/gw-1', policy: true },
     { from: 'ratelimitpolicy.kuadrant.io:ns/route-rlp', to: 'httproute.gateway.networking.k8s.io:ns/r', policy: true },

@@ -19,7 +19,8 @@
 //   │  ├─ TxnError              'Txn'             a transaction used after commit or abort, or for an undeclared table
 //   │  └─ InternalError         'Internal'        a broken invariant (a bug; validation mode finds them early)
 //   ├─ ReconcilerError          reconciler: src/errors.ts
-//   │  └─ PruneError            'Prune'           a target's prune could not remove some objects (all were tried; `failures`)
+//   │  ├─ PruneError            'Prune'           a target's prune could not remove some objects (all were tried; `failures`)
+//   │  └─ ReconciliationFailedError 'ReconciliationFailed'  waitForReconciliation({ onError: 'reject' }) found objects in error (`failed`)
 //   ├─ K8sError                 k8s: src/errors.ts
 //   │  ├─ ApiError              404, 409, 410...  the API server refused or failed a request: the HTTP status, a number (0: transport); src/cluster.ts
 //   │  ├─ UnknownKindError      'UnknownKind'     the server serves no such kind (discovery)
@@ -44,7 +45,8 @@
 //   │  ├─ InspectError          'Inspect'         the statewright CLI could not read the inspected process (unreachable, a token refused, an HTTP error)
 //   │  └─ InvalidInputError     'InvalidInput'    gen-types input without a usable CustomResourceDefinition
 //   └─ ControllerError          controller: src/errors.ts
-//      └─ CleanupError          'Cleanup'         a finalizer's cleanup failed (retried with backoff)
+//      ├─ CleanupError          'Cleanup'         a finalizer's cleanup failed (retried with backoff)
+//      └─ WorkflowError         'Workflow'        what a Workflow's error handler gets: a step's error joined with the carried-over one
 // Codes are strings, but for the two classes that carry an HTTP status (ApiError, StatusError), as
 // Kubernetes' Status.code does. Object errors of reconcilers and derivations are statuses, not
 // thrown: an operation's own error is kept as it is.
