@@ -10,7 +10,16 @@
 //   other types (other managers') are left alone, because conditions are a map list keyed by `type`
 //   (the CRD must say so: x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [type]).
 import { ConfigError, InvalidObjectError } from './errors.ts'
-import { objectPath, resolveKind, describe, type Cluster, type KubeObject, type KindRef, type ResourceRef } from '@statewright/k8s'
+import {
+  objectPath,
+  resolveKind,
+  describe,
+  type Cluster,
+  type KubeObject,
+  type KindRef,
+  type ResourceRef,
+  type WriteFence,
+} from '@statewright/k8s'
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown'
 
@@ -114,6 +123,11 @@ export interface StatusWriterOptions {
   fieldManager: string
   /** Take fields over from other managers (default true, as controllers do for their own status). */
   force?: boolean
+  /**
+   * The lease term each write is made under (a leader-elected Manager passes its term): asked right
+   * before each write, which is sent only while the term is valid (k8s's WriteFence).
+   */
+  fence?: () => WriteFence | null | undefined
 }
 
 export interface StatusPatch {
@@ -139,7 +153,10 @@ export class StatusWriter {
     this.cluster = opts.cluster
     this.fieldManager = opts.fieldManager
     this.force = opts.force ?? true
+    this.fence = opts.fence
   }
+
+  private readonly fence: (() => WriteFence | null | undefined) | undefined
 
   /**
    * Applies `status` to `obj` (the freshest copy you have: lastTransitionTime is kept from its
@@ -182,6 +199,13 @@ export class StatusWriter {
       contentType: 'application/apply-patch+yaml',
       what,
       ...(opts.signal ? { signal: opts.signal } : {}),
+      ...fenceOption(this.fence),
     })
   }
+}
+
+/** The `fence` of a request from a fence provider (none: the cluster's own). */
+export function fenceOption(fence: (() => WriteFence | null | undefined) | undefined): { fence?: WriteFence | null } {
+  const f = fence?.()
+  return f === undefined ? {} : { fence: f }
 }

@@ -41,8 +41,9 @@ import {
   type KubeObject,
   type KindRef,
   type ResourceRef,
+  type WriteFence,
 } from '@statewright/k8s'
-import { StatusWriter, findCondition, conditionsOf } from './conditions.ts'
+import { StatusWriter, fenceOption, findCondition, conditionsOf } from './conditions.ts'
 import type { Logger } from './logging.ts'
 
 export interface CleanupContext {
@@ -73,6 +74,8 @@ export interface FinalizerOptions {
   retry?: RetryOptions
   /** Logs each failed cleanup (warn, will retry) and each cleanup done (info). */
   logger?: Logger
+  /** The lease term the finalizer's writes are made under (a leader-elected Manager passes its term). */
+  fence?: () => WriteFence | null | undefined
 }
 
 export interface FailingCleanup {
@@ -127,7 +130,11 @@ export class Finalizer {
     this.key = opts.key ?? namespacedName
     this.conditionType = opts.condition ?? 'FinalizerCleanup'
     if (this.conditionType !== false)
-      this.status = new StatusWriter({ cluster: opts.cluster, fieldManager: opts.fieldManager ?? 'statewright-finalizer' })
+      this.status = new StatusWriter({
+        cluster: opts.cluster,
+        fieldManager: opts.fieldManager ?? 'statewright-finalizer',
+        ...(opts.fence ? { fence: opts.fence } : {}),
+      })
     const statusIndex = newStatusIndex<Work>((w) => w.status)
     const byKey = defineIndex<Work, string>({ name: 'key', key: (w) => w.key, unique: true })
     this.work = new Table<Work>({
@@ -352,6 +359,7 @@ export class Finalizer {
           what,
           signal,
           body: { metadata: { finalizers: next.length ? next : null, resourceVersion: cur.metadata.resourceVersion } },
+          ...fenceOption(this.opts.fence),
         })
       } catch (err) {
         if (isNotFound(err)) return undefined // gone already: nothing left to finalize

@@ -66,7 +66,8 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
       const opts = w.options
       const { items, resourceVersion } = await listAll(w.cluster, r, {
         namespace: opts.namespace,
-        labelSelector: opts.labelSelector,
+        // a per-shard cache selects the shards held now
+        labelSelector: m.reflectors.get(name)?.currentLabelSelector ?? opts.labelSelector,
         fieldSelector: opts.fieldSelector,
         signal,
       })

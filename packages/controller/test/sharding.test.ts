@@ -4,7 +4,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startTestServer } from '@statewright/testserver'
-import { Cluster, type KubeObject } from '@statewright/k8s'
+import { Cluster, type KubeObject, type RequestOptions } from '@statewright/k8s'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 
 const SITE = { apiVersion: 'demo.statewright.io/v1', kind: 'Site' }
@@ -123,6 +123,117 @@ test('bad input: sharding with leaderElection, or with a finalizer, is refused w
     await m.stop()
   } finally {
     await cluster.close()
+    await server.stop()
+  }
+})
+
+/** A Cluster whose requests (not its watches) can be held: a replica cut off from the API server. */
+class FreezableCluster extends Cluster {
+  private gate: Promise<void> | undefined
+  private open: (() => void) | undefined
+  freeze(): void {
+    this.gate ??= new Promise((r) => (this.open = r))
+  }
+  thaw(): void {
+    const open = this.open
+    this.gate = undefined
+    open?.()
+  }
+  override async request<T = any>(o: RequestOptions): Promise<T> {
+    while (this.gate) await this.gate
+    return super.request<T>(o)
+  }
+}
+
+// issue 31: per-shard caches; an acquired shard is pruned at once; nothing written after a term
+test('sharded replicas cache only their shards, prune a shard they acquire at once, and write nothing after a term', async () => {
+  const server = await startTestServer({ kinds: [{ group: 'demo.statewright.io', version: 'v1', resource: 'sites', kind: 'Site' }] })
+  const clusters: FreezableCluster[] = []
+  const TIMING = { retryPeriodMs: 50, leaseDurationMs: 800, renewDeadlineMs: 500 }
+  const replica = (identity: string) => {
+    const cluster = new FreezableCluster({ kubeconfig: server.kubeconfig, qps: 0, userAgent: identity })
+    clusters.push(cluster)
+    const m = new Manager({
+      name: 'sharded',
+      cluster,
+      http: false,
+      handleSignals: false,
+      logger: createLogger({ level: 'silent' }),
+      sharding: { namespace: 'default', shards: SHARDS, identity, ...TIMING },
+    })
+    const sites = m.watch(SITE)
+    m.derive({
+      from: sites,
+      owns: [CM],
+      fn: (s: KubeObject) => ({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `site-${s.metadata.name}`, namespace: 'default' },
+        data: { site: String(s.metadata.name) },
+      }),
+    })
+    return m
+  }
+  const until = async (cond: () => boolean, what: string, ms = 15_000) => {
+    const end = Date.now() + ms
+    while (!cond()) {
+      if (Date.now() > end) throw new Error(`timed out: ${what}`)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  }
+  const a = replica('r-a')
+  const b = replica('r-b')
+  try {
+    for (let i = 0; i < 16; i++)
+      await clusters[0]!.request({
+        method: 'POST',
+        path: '/apis/demo.statewright.io/v1/namespaces/default/sites',
+        body: { ...SITE, metadata: { name: `s${i}` } },
+      })
+    await a.start()
+    await b.start()
+    await until(() => a.shards().length === SHARDS / 2 && b.shards().length === SHARDS / 2, 'shared out evenly')
+    await waitForConvergence(a, { timeout: 15_000 })
+    await waitForConvergence(b, { timeout: 15_000 })
+    // each replica's cache of owned ConfigMaps holds its own shards' only (the selector follows the
+    // shards held, so after a move it catches up with a relist)
+    for (const m of [a, b]) {
+      const cached = () => m.watched.get('owned-configmaps')!.table.all(m.db.readTxn()).toArray()
+      await until(
+        () => cached().length > 0 && cached().every((o) => m.shards().includes(Number(o.metadata.labels?.['statewright.io/shard']))),
+        'a cache of the shards it holds only',
+      )
+      assert.ok(cached().length < 16, `${cached().length} cached`)
+    }
+
+    // r-a is cut off from the API server; meanwhile a Site of one of its shards is deleted
+    const aShards = a.shards()
+    const victim = [...Array(16).keys()]
+      .map((i) => `s${i}`)
+      .find((n) => aShards.includes(Number(server.control.get(CM, `site-${n}`, 'default')?.metadata.labels?.['statewright.io/shard'])))!
+    assert.ok(victim, "a Site in one of r-a's shards")
+    clusters[0]!.freeze()
+    const frozenAt = Date.now()
+    await clusters[1]!.request({ method: 'DELETE', path: `/apis/demo.statewright.io/v1/namespaces/default/sites/${victim}` })
+    // r-b takes r-a's shards once their leases expire, and prunes them at once: the deleted Site's
+    // ConfigMap goes without waiting for a full reconciliation (every 300 s by default)
+    await until(() => b.shards().length === SHARDS, 'r-b holds every shard')
+    await until(() => server.control.get(CM, `site-${victim}`, 'default') === undefined, 'the orphaned ConfigMap pruned', 10_000)
+    assert.ok(Date.now() - frozenAt < 10_000)
+    // r-a, thawed, finds its terms over: it writes nothing more (fenced), and hands over cleanly
+    const log = () =>
+      server.control.requestLog().filter((e) => e.userAgent === 'r-a' && e.path.includes('/configmaps') && e.method !== 'GET')
+    const before = log().length
+    clusters[0]!.thaw()
+    await a.stop()
+    assert.is(log().length, before, 'no ConfigMap write by r-a after its terms ended')
+    await waitForConvergence(b, { timeout: 15_000 })
+    assert.is([...Array(16).keys()].filter((i) => server.control.get(CM, `site-s${i}`, 'default')).length, 15)
+  } finally {
+    for (const c of clusters) c.thaw()
+    await a.stop()
+    await b.stop()
+    for (const c of clusters) await c.close()
     await server.stop()
   }
 })

@@ -6,7 +6,9 @@
 // - a pause shared by every request when the server answers 429/503 with Retry-After.
 // Invariants: every request has a timeout (watches: a client-side deadline past their server-side
 // timeoutSeconds); every failed request rejects with an ApiError naming the method, path and object;
-// close() destroys the agent's sockets and stops the limiter so a process can exit.
+// close() destroys the agent's sockets and stops the limiter so a process can exit; a fenced write
+// (RequestOptions.fence, or the cluster's write fence for every request that is not a GET) is
+// checked right before it is handed to the HTTP client and cut off at its term's end (./fence.ts).
 import { ConfigError, K8sError, TimeoutError } from './errors.ts'
 import http from 'node:http'
 import https from 'node:https'
@@ -14,6 +16,7 @@ import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RateLimiter, type RateLimitOptions } from '@statewright/reconciler'
 import { KubeConfig } from './clientnode.ts'
+import { checkFence, FencedError, fencedTimeout, NOT_VALID, type WriteFence } from './fence.ts'
 
 /** `qps` and `burst` are the shared `RateLimitOptions` (client-go's names), each optional here. */
 export interface ClusterOptions extends Partial<RateLimitOptions> {
@@ -60,6 +63,13 @@ export interface RequestOptions {
   signal?: AbortSignal
   /** What the request is about, for error messages: "ConfigMap default/web". */
   what?: string
+  /**
+   * The lease term this write is made under (./fence.ts): checked right before the request is sent,
+   * its timeout ends at the term's deadline, aborted when the term ends. `null`: not fenced, even by
+   * the cluster's write fence (lease renewals, Events). Default: the cluster's write fence for
+   * anything but a GET.
+   */
+  fence?: WriteFence | null
 }
 
 /** A failed request: the HTTP status (0 for a transport error), the Status reason and message. */
@@ -113,8 +123,10 @@ export class Cluster {
   private pausedUntil = 0
   private readonly signals = new WeakSet<AbortSignal>()
   private closed = false
-  /** Counters for health and metrics. */
-  readonly stats = { requests: 0, errors: 0, throttled: 0 }
+  /** Counters for health and metrics (`fenced`: writes refused or cut off because their term was over). */
+  readonly stats = { requests: 0, errors: 0, throttled: 0, fenced: 0 }
+  /** The fence of every request that names none and is not a GET (setWriteFence). */
+  private writeFence: ((o: RequestOptions) => WriteFence | null | undefined) | undefined
   /** Per-cluster cache used by gvk.ts (discovery). */
   readonly discoveryCache = new Map<string, Promise<any>>()
 
@@ -242,6 +254,19 @@ export class Cluster {
     }
   }
 
+  /**
+   * Fences every write that names no fence of its own (`fence` undefined; GETs are never fenced):
+   * `fence(o)` is asked right before each such request is sent. A leader-elected Manager sets its
+   * term here, so every write of its parts and of your code through this cluster stops with the
+   * term. Returns a function that removes it.
+   */
+  setWriteFence(fence: (o: RequestOptions) => WriteFence | null | undefined): () => void {
+    this.writeFence = fence
+    return () => {
+      if (this.writeFence === fence) this.writeFence = undefined
+    }
+  }
+
   /** Everyone waits until `ms` from now before sending anything (a 429 is about the whole client). */
   pauseFor(ms: number): void {
     this.pausedUntil = Math.max(this.pausedUntil, Date.now() + ms)
@@ -299,6 +324,12 @@ export class Cluster {
     const auth = await this.authHeaders()
     const u = this.url(o.path, o.query)
     const method = o.method ?? 'GET'
+    // The last moment before the request is handed to the HTTP client: nothing is awaited from here on.
+    const fence = (o.fence !== undefined ? o.fence : method === 'GET' ? undefined : this.writeFence?.(o)) ?? undefined
+    if (fence && !fence.valid()) {
+      this.stats.fenced++
+      checkFence(NOT_VALID, `${o.what ? `${o.what}: ` : ''}${method} ${u.pathname}`, fence)
+    }
     const payload = o.body === undefined ? undefined : Buffer.from(typeof o.body === 'string' ? o.body : JSON.stringify(o.body))
     const headers: Record<string, string | number> = { ...auth, Accept: 'application/json', 'User-Agent': this.userAgent }
     if (payload) {
@@ -307,14 +338,36 @@ export class Cluster {
     }
     this.stats.requests++
     const started = performance.now()
-    const timeoutMs = o.timeoutMs ?? this.requestTimeoutMs
+    const requestedMs = o.timeoutMs ?? this.requestTimeoutMs
+    const timeoutMs = fence ? fencedTimeout(fence, requestedMs) : requestedMs
+    const cutAtTerm = fence !== undefined && timeoutMs < requestedMs // the timer is the term's deadline
+    const signal = fence ? (o.signal ? AbortSignal.any([o.signal, fence.signal]) : fence.signal) : o.signal
     return new Promise((resolve, reject) => {
-      const req = (this.isHttps ? https : http).request(u, { method, agent: this.agent, headers, signal: o.signal })
-      const timer = setTimeout(() => req.destroy(new TimeoutError(`no answer after ${timeoutMs} ms`)), timeoutMs)
+      const req = (this.isHttps ? https : http).request(u, { method, agent: this.agent, headers, signal })
+      const timer = setTimeout(
+        () =>
+          req.destroy(
+            cutAtTerm
+              ? new FencedError(`${method} ${u.pathname}: cut off at the end of the term of lease ${fence.lease} (${fence.transitions})`)
+              : new TimeoutError(`no answer after ${timeoutMs} ms`),
+          ),
+        timeoutMs,
+      )
       timer.unref()
       req.on('error', (e) => {
         clearTimeout(timer)
         this.record(method, 0, started, false)
+        if (fence && (e instanceof FencedError || (fence.signal.aborted && !o.signal?.aborted))) {
+          this.stats.fenced++
+          reject(
+            e instanceof FencedError
+              ? e
+              : new FencedError(
+                  `${o.what ? `${o.what}: ` : ''}${method} ${u.pathname}: cut off: the term of lease ${fence.lease} (${fence.transitions}) ended`,
+                ),
+          )
+          return
+        }
         reject(transportError(method, u.pathname, o.what, e))
       })
       req.on('response', (res) => {

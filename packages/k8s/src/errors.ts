@@ -15,13 +15,14 @@
 //      ├─ InvalidObjectError  'InvalidObject'  an object lacks what the operation needs (name, namespace); the controller's too
 //      ├─ WatchError          'Watch'          a watch stream line that is not a watch event
 //      ├─ ReflectorError      'Reflector'      a list, transform or table write of a reflector failed
-//      └─ ForeignObjectError  'Foreign'        an object of the desired name is not ours (Target with adopt: false)
+//      ├─ ForeignObjectError  'Foreign'        an object of the desired name is not ours (Target with adopt: false)
+//      └─ FencedError         'Fenced'         a write whose lease term is over: not sent, or not awaited past the term (src/fence.ts)
 import { StatewrightError } from '@statewright/statedb'
 
 export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
 export { PruneError } from '@statewright/reconciler'
 
-export type K8sErrorCode = 'UnknownKind' | 'InvalidObject' | 'Watch' | 'Reflector' | 'Foreign'
+export type K8sErrorCode = 'UnknownKind' | 'InvalidObject' | 'Watch' | 'Reflector' | 'Foreign' | 'Fenced'
 
 /** The failures of Kubernetes itself: what the server answered, and objects it cannot take. */
 export class K8sError extends StatewrightError {

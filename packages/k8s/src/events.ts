@@ -312,6 +312,7 @@ export class EventRecorder implements EventSink {
     }
     await this.options.cluster.request({
       method: 'POST',
+      fence: null, // an Event is not a write of the term's work
       path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events`,
       body,
       what: `Event ${e.namespace}/${name}`,
@@ -326,6 +327,7 @@ export class EventRecorder implements EventSink {
     try {
       await this.options.cluster.request({
         method: 'PATCH',
+        fence: null, // an Event is not a write of the term's work
         path: `/api/v1/namespaces/${encodeURIComponent(e.namespace)}/events/${encodeURIComponent(e.name!)}`,
         body: { count, lastTimestamp: kubeTime(e.last) },
         contentType: 'application/merge-patch+json',

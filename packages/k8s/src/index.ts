@@ -10,6 +10,7 @@ export {
   type RequestOptions,
   type RequestRecord,
 } from './cluster.ts'
+export { FencedError, NOT_LEADING, checkFence, type WriteFence } from './fence.ts'
 export {
   resolveKind,
   collectionPath,

@@ -3,6 +3,9 @@
 // built on it is ./leader.ts, which states the protocol's invariants.
 import { ConfigError, StoppedError } from './errors.ts'
 import { isConflict, isNotFound, type Cluster } from './cluster.ts'
+import { wallNow } from './wallclock.ts'
+
+export { wallNow }
 
 export const LEASE_DURATION_ANNOTATION = 'coordination.statewright.dev/lease-duration-ms'
 
@@ -27,11 +30,6 @@ export interface LeaseObject {
     [k: string]: unknown
   }
   spec: LeaseSpec
-}
-
-/** Wall-clock milliseconds with sub-millisecond precision, monotonic within the process. */
-export function wallNow(): number {
-  return performance.timeOrigin + performance.now()
 }
 
 /** A Kubernetes MicroTime: RFC 3339 in UTC with exactly six fractional digits. */
@@ -244,6 +242,7 @@ export class LeaseLock {
       try {
         const res = await this.cluster.request<LeaseObject>({
           method: 'POST',
+          fence: null, // a lease's own writes are not fenced by a term
           path: leasePath(this.namespace),
           body: this.body(this.spec(0, at, at)),
           signal,
@@ -302,6 +301,7 @@ export class LeaseLock {
   private put(spec: LeaseSpec, rv: string, signal?: AbortSignal): Promise<LeaseObject> {
     return this.cluster.request<LeaseObject>({
       method: 'PUT',
+      fence: null, // a lease's own writes are not fenced by a term
       path: leasePath(this.namespace, this.name),
       body: this.body(spec, rv),
       signal,
@@ -331,6 +331,7 @@ export class LeaseLock {
       try {
         const res = await this.cluster.request<LeaseObject>({
           method: 'PUT',
+          fence: null, // a lease's own writes are not fenced by a term
           path: leasePath(this.namespace, this.name),
           body: this.body(spec, rv),
           signal,

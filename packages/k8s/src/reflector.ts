@@ -169,6 +169,7 @@ export class Reflector<Obj = KubeObject> {
 
   constructor(opts: ReflectorOptions<Obj>) {
     this.options = opts
+    this.labelSelector = opts.labelSelector
     this.name = opts.name ?? `${opts.cluster.name}/${opts.kind.kind}`
     this.retry = resolveRetry(opts.retry, `reflector ${this.name}`)
     this.keyOf = opts.key ?? ((obj: Obj) => namespacedName(obj as unknown as KubeObject))
@@ -197,6 +198,26 @@ export class Reflector<Obj = KubeObject> {
   }
 
   /** Stops watching, writes what is buffered and resolves when nothing is left running. */
+  /** The label selector of the next list and watch (options.labelSelector until setLabelSelector). */
+  private labelSelector: string | undefined
+
+  /** The label selector the reflector lists and watches with now. */
+  get currentLabelSelector(): string | undefined {
+    return this.labelSelector
+  }
+
+  /**
+   * Reflects the objects `selector` selects from now on (a sharded replica narrowing its cache to the
+   * shards it holds): the running watch ends and the next list replaces the table's objects with the
+   * ones selected. Nothing happens when the selector is the current one.
+   */
+  setLabelSelector(selector: string | undefined): void {
+    if (selector === this.labelSelector) return
+    this.labelSelector = selector
+    this.needList = true
+    this.endWatch?.()
+  }
+
   async stop(): Promise<void> {
     this.ctrl.abort(new StoppedError(`reflector ${this.name} stopped`))
     await this.loop
@@ -306,9 +327,10 @@ export class Reflector<Obj = KubeObject> {
   private async listAndReplace(): Promise<void> {
     const r = this.resource!
     this.h.state = 'listing'
+    const selector = this.labelSelector
     const { items, resourceVersion: rv } = await listAll(this.options.cluster, r, {
       namespace: this.options.namespace,
-      labelSelector: this.options.labelSelector,
+      labelSelector: selector,
       fieldSelector: this.options.fieldSelector,
       pageSize: this.options.pageSize,
       signal: this.ctrl.signal,
@@ -316,7 +338,7 @@ export class Reflector<Obj = KubeObject> {
     await this.batcher.discard() // the list supersedes every buffered event
     await this.replace(items)
     this.rv = rv
-    this.needList = false
+    this.needList = selector !== this.labelSelector // the selector changed during the list: list again
     this.h.lists++
     this.h.lastSyncAt = Date.now()
     this.count('lists')
@@ -412,7 +434,7 @@ export class Reflector<Obj = KubeObject> {
         resourceVersion: this.rv,
         allowWatchBookmarks: true,
         timeoutSeconds,
-        labelSelector: this.options.labelSelector,
+        labelSelector: this.labelSelector,
         fieldSelector: this.options.fieldSelector,
       },
       signal,

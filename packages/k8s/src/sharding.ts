@@ -7,6 +7,12 @@
 // - Members sorted by identity; the one at rank r gets floor(S/M) shards, plus one when r < S % M.
 //   A replica over its share releases shards (callbacks first, then the lease is cleared so the next
 //   replica takes it at once); a replica under its share takes free or expired shard leases.
+// - A round never lets a held term lapse: renewals go first, all at once; acquisitions and releases
+//   then run concurrently, each bounded by the renew deadline, and their callbacks run beside the
+//   round rather than inside it (a callback that awaits a re-derivation or a prune never delays the
+//   next renewal). A shard being released is neither renewed nor taken again until its lease is clear.
+// - Member leases of identities gone for `memberGcMs` (default 4 lease durations) are deleted by
+//   whoever sees them (with their resourceVersion as precondition: a member that came back keeps its).
 // - Each shard held is a term with LeaderElector's guarantees: a fencing token (leaseTransitions),
 //   a renew deadline after which the replica stops acting on it, never two owners acting at once.
 // - A replica that dies stops renewing: after a lease duration its member lease is no longer live
@@ -15,6 +21,7 @@ import { ConfigError, StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, Term, leasePath, wallNow, type LeaseObject, type LeaseTerm } from './lease.ts'
+import { isConflict, isNotFound } from './cluster.ts'
 import { noteFailure } from './callbacks.ts'
 import type { Logger } from '@statewright/reconciler'
 
@@ -59,6 +66,8 @@ export interface ShardedLeasesOptions {
   onShardReleased?: (shard: number, term: LeaseTerm, reason: string) => void | Promise<void>
   /** Logs every failed API request at warn, with `err` and the lease group and cluster (the group retries anyway). */
   logger?: Logger
+  /** Delete member leases unchanged for this long (default 4 × leaseDurationMs). */
+  memberGcMs?: number
 }
 
 export interface ShardedLeasesStatus {
@@ -68,6 +77,8 @@ export interface ShardedLeasesStatus {
   owned: number[]
   errors: number
   lastError: string | undefined
+  /** Member leases of departed identities deleted by this replica. */
+  membersCollected: number
 }
 
 export class ShardedLeases {
@@ -80,13 +91,17 @@ export class ShardedLeases {
   private readonly locks: LeaseLock[]
   private readonly held = new Map<number, Term>()
   private readonly releasing = new Set<Promise<void>>()
+  /** Shards whose release is under way (callbacks, then the lease cleared): not taken again meanwhile. */
+  private readonly releasingShards = new Set<number>()
+  /** Callbacks of acquired shards still running (awaited by stop). */
+  private readonly beginning = new Set<Promise<void>>()
   /** Observers of other members' leases (identity is ours: heldByOther = alive). */
   private readonly memberObs = new Map<string, LeaseLock>()
   private readonly ctrl = new AbortController()
   private loop: Promise<void> | undefined
   private live: string[] = []
   private target = 0
-  private readonly st = { errors: 0, lastError: undefined as string | undefined }
+  private readonly st = { errors: 0, lastError: undefined as string | undefined, membersCollected: 0 }
 
   constructor(o: ShardedLeasesOptions) {
     if (!(o.shards >= 1) || !Number.isInteger(o.shards)) throw new ConfigError('sharding: shards must be a positive integer')
@@ -121,6 +136,11 @@ export class ShardedLeases {
   /** This replica may act on the key now (its shard's term is valid). */
   owns(key: string): boolean {
     return this.held.get(this.shardOf(key))?.valid() ?? false
+  }
+
+  /** The term this replica holds for a shard (valid or just ended), if any: a write fence. */
+  termOfShard(shard: number): LeaseTerm | undefined {
+    return this.held.get(shard)
   }
 
   /** The term of the key's shard when held. */
@@ -168,6 +188,7 @@ export class ShardedLeases {
       if (signal.aborted) break
       await sleep(this.retryMs * (1 + Math.random() * 0.2), undefined, { signal }).catch(() => {})
     }
+    await Promise.all([...this.beginning])
     await Promise.all([...this.held.keys()].map((i) => this.release(i, 'stopped')))
     await Promise.all([...this.releasing])
     await this.member.release()
@@ -233,39 +254,87 @@ export class ShardedLeases {
     const rank = this.live.indexOf(this.identity)
     this.target = this.member.isHolding() ? fairShare(this.shards, this.live.length, rank) : 0
 
-    // 3. rebalance: give back what is over the share, take free shards up to it
+    // 3. member leases of identities long gone
+    await this.collectMembers(list.items, now, signal)
+
+    // 4. rebalance: give back what is over the share, take free shards up to it, all at once; the
+    // callbacks run beside the round (see the top of the file)
     const mine = [...this.held.keys()].sort((a, b) => b - a)
-    while (mine.length > this.target) await this.release(mine.shift()!, `over the fair share of ${this.target}`)
+    while (mine.length > this.target) this.track(this.release(mine.shift()!, `over the fair share of ${this.target}`))
     let need = this.target - this.held.size
     if (need <= 0) return
     const start = Math.floor((rank * this.shards) / Math.max(1, this.live.length))
-    for (let k = 0; k < this.shards && need > 0 && !signal.aborted; k++) {
+    const candidates: number[] = []
+    for (let k = 0; k < this.shards && candidates.length < need; k++) {
       const i = (start + k) % this.shards
-      if (this.held.has(i)) continue
-      const lock = this.locks[i]
-      if (lock.heldByOther(wallNow())) continue
+      if (this.held.has(i) || this.releasingShards.has(i) || this.locks[i]!.heldByOther(wallNow())) continue
+      candidates.push(i)
+    }
+    // bounded: an acquisition still waiting when the next renewals are due is given up
+    const bound = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, this.member.renewDeadlineMs - this.retryMs))])
+    await Promise.all(
+      candidates.map(async (i) => {
+        const lock = this.locks[i]!
+        try {
+          const r = await lock.tryAcquireOrRenew(bound)
+          if (r === 'acquired' && lock.isHolding() && !signal.aborted && need > 0) {
+            need--
+            this.begin(i)
+          } else if (r === 'acquired') await lock.release()
+        } catch (err) {
+          if (!signal.aborted && !bound.aborted) this.failed(err as Error)
+        }
+      }),
+    )
+  }
+
+  /** Deletes member leases unchanged for memberGcMs (not ours; with their resourceVersion as precondition). */
+  private async collectMembers(items: LeaseObject[], now: number, signal: AbortSignal): Promise<void> {
+    const gcMs = this.options.memberGcMs ?? 4 * this.leaseMs
+    const memberPrefix = `${this.options.name}-member-`
+    for (const lease of items) {
+      const n = lease.metadata.name
+      if (!n.startsWith(memberPrefix) || n === this.member.name) continue
+      const seen = this.memberObs.get(n)?.observedLease()
+      if (!seen || now - seen.changedAt < gcMs) continue
       try {
-        const r = await lock.tryAcquireOrRenew(signal)
-        if (r === 'acquired' && lock.isHolding()) {
-          need--
-          await this.begin(i)
-        } else if (r === 'acquired') lock.drop()
+        await this.options.cluster.request({
+          method: 'DELETE',
+          path: leasePath(this.options.namespace, n),
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: lease.metadata.resourceVersion } },
+          signal,
+          fence: null,
+          what: `member Lease ${this.options.namespace}/${n} (gone for ${Math.round((now - seen.changedAt) / 1000)} s)`,
+        })
+        this.memberObs.delete(n)
+        this.st.membersCollected++
       } catch (err) {
-        if (!signal.aborted) this.failed(err as Error)
+        if (!signal.aborted && !isConflict(err) && !isNotFound(err)) this.failed(err as Error)
       }
     }
   }
 
-  private async begin(i: number): Promise<void> {
-    const term = new Term(this.locks[i], (t) => {
+  /** Runs a callback chain beside the round; stop() awaits it. */
+  private track(p: Promise<void>): void {
+    this.beginning.add(p)
+    void p.finally(() => this.beginning.delete(p))
+  }
+
+  /** A term began: held at once (renewed from the next round on); its callback runs beside the round. */
+  private begin(i: number): void {
+    const term = new Term(this.locks[i]!, (t) => {
       void this.end(i, t, 'renew deadline passed')
     })
     this.held.set(i, term)
-    try {
-      await this.options.onShardAcquired?.(i, term)
-    } catch (err) {
-      this.failed(err as Error)
-    }
+    this.track(
+      (async () => {
+        try {
+          await this.options.onShardAcquired?.(i, term)
+        } catch (err) {
+          this.failed(err as Error)
+        }
+      })(),
+    )
   }
 
   /** Ends a term (callbacks) and forgets the holding without releasing (lost or expired). */
@@ -285,6 +354,7 @@ export class ShardedLeases {
     const term = this.held.get(i)
     if (!term) return
     this.held.delete(i)
+    this.releasingShards.add(i)
     const p = (async () => {
       if (term.end(reason)) {
         try {
@@ -293,9 +363,12 @@ export class ShardedLeases {
           this.failed(err as Error)
         }
       }
-      await this.locks[i].release()
+      await this.locks[i]!.release()
     })()
     this.releasing.add(p)
-    await p.finally(() => this.releasing.delete(p))
+    await p.finally(() => {
+      this.releasing.delete(p)
+      this.releasingShards.delete(i)
+    })
   }
 }

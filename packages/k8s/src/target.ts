@@ -8,6 +8,13 @@
 // - Batches run with bounded concurrency; every request goes through its cluster's shared limiter
 //   (QPS/burst) and pause (429 Retry-After).
 // - Errors name the object ("ConfigMap default/web: ...") and never carry object contents.
+// - With `fence`, every apply and delete is made under the term `fence` names for its object: sent
+//   only while that term is valid, cut off when it ends (./fence.ts); an object whose fence is
+//   `null` is not this replica's to write (FencedError, nothing sent).
+// - With `preconditions`, an apply of an object we know (our last write's resourceVersion, else
+//   `observedVersion`) carries that resourceVersion: a write made late (its process stalled past its
+//   term) fails with 409 instead of overwriting a newer value. A 409 of the precondition while the
+//   term is valid reads the object once and applies again on its current version.
 import { ConfigError, ForeignObjectError, InvalidObjectError, PruneError } from './errors.ts'
 import {
   Reconciler,
@@ -22,7 +29,8 @@ import {
   type StatusIndex,
 } from '@statewright/reconciler'
 import { Table, defineIndex, type DB, type Index } from '@statewright/statedb'
-import { ApiError, isNotFound, type Cluster } from './cluster.ts'
+import { ApiError, isConflict, isNotFound, type Cluster } from './cluster.ts'
+import { FencedError, type WriteFence } from './fence.ts'
 import { collectionPath, describe, groupKind, groupOf, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
 import { listAll } from './list.ts'
 import type { K8sMetrics } from './metrics.ts'
@@ -87,6 +95,16 @@ export interface TargetOptions {
   prunable?: (obj: KubeObject, cluster: string) => boolean
   /** Concurrent requests of one batch (default 16). */
   concurrency?: number
+  /**
+   * The lease term a write of `obj` in `cluster` is made under (leader election: the leader's term;
+   * sharding: the term of the object's shard). `null`: not ours to write (refused). Undefined: the
+   * cluster's own write fence, if any.
+   */
+  fence?: (obj: KubeObject, cluster: string) => WriteFence | null | undefined
+  /** Apply with the resourceVersion we last knew as a precondition (see the top of the file; default false). */
+  preconditions?: boolean
+  /** The resourceVersion of an object as observed (a reflector's cache), for preconditions after a restart. */
+  observedVersion?: (obj: KubeObject, cluster: string) => string | undefined
   name?: string
   metrics?: K8sMetrics
 }
@@ -98,6 +116,8 @@ export interface TargetStats {
   pruned: number
   conflicts: number
   errors: number
+  /** Applies whose precondition failed and that were made again on the current version (their term still valid). */
+  preconditionRetries: number
 }
 
 export class Target {
@@ -105,7 +125,7 @@ export class Target {
   readonly fieldManager: string
   readonly ownerLabel: string
   readonly owner: string
-  readonly stats: TargetStats = { applies: 0, changed: 0, deletes: 0, pruned: 0, conflicts: 0, errors: 0 }
+  readonly stats: TargetStats = { applies: 0, changed: 0, deletes: 0, pruned: 0, conflicts: 0, errors: 0, preconditionRetries: 0 }
   private readonly clusters = new Map<string, Cluster>()
   private readonly defaultCluster: Cluster
   private readonly force: boolean
@@ -194,23 +214,44 @@ export class Target {
         if (!isNotFound(err)) throw err
       }
     }
-    const body = this.applyBody(obj)
+    const fence = this.fenceOf(obj, cluster)
+    const path = objectPath(r, obj.metadata.name, obj.metadata.namespace)
+    let known = this.options.preconditions ? (this.lastApplied.get(key) ?? this.options.observedVersion?.(obj, cluster.name)) : undefined
     this.stats.applies++
     let res: KubeObject
     try {
-      res = await cluster.request({
-        method: 'PATCH',
-        path: objectPath(r, obj.metadata.name, obj.metadata.namespace),
-        query: { fieldManager: this.fieldManager, force: this.force },
-        body,
-        contentType: 'application/apply-patch+yaml',
-        signal: ctx?.signal,
-        what,
-      })
+      const send = () =>
+        cluster.request<KubeObject>({
+          method: 'PATCH',
+          path,
+          query: { fieldManager: this.fieldManager, force: this.force },
+          body: this.applyBody(obj, known),
+          contentType: 'application/apply-patch+yaml',
+          signal: ctx?.signal,
+          what,
+          ...(fence !== undefined ? { fence } : {}),
+        })
+      try {
+        res = await this.tracked(fence, send())
+      } catch (err) {
+        if (known === undefined || !(isConflict(err) || isNotFound(err)) || fieldConflict(err as ApiError)) throw err
+        // The precondition failed: written (or deleted) since we last knew it. While our term holds,
+        // the write is still ours to make: on the version there is now (a late one is refused by its fence).
+        if (fence && !fence.valid()) throw err
+        let cur: KubeObject | undefined
+        try {
+          cur = await cluster.request<KubeObject>({ path, signal: ctx?.signal, what })
+        } catch (e) {
+          if (!isNotFound(e)) throw e
+        }
+        known = cur?.metadata?.resourceVersion
+        this.stats.preconditionRetries++
+        res = await this.tracked(fence, send())
+      }
     } catch (err) {
       this.stats.errors++
       this.count(cluster, 'apply', 'error')
-      if (err instanceof ApiError && err.code === 409) {
+      if (err instanceof ApiError && err.code === 409 && fieldConflict(err)) {
         this.stats.conflicts++
         throw new ApiError(
           `${what}: apply conflict (field manager "${this.fieldManager}", force ${this.force}): ${conflictFields(err)}`,
@@ -229,10 +270,46 @@ export class Target {
     return changed
   }
 
-  /** What we apply: the object without server-owned metadata, with our ownership label. */
-  private applyBody(obj: KubeObject): KubeObject {
+  /** What we apply: the object without server-owned metadata, with our ownership label (and the precondition). */
+  private applyBody(obj: KubeObject, resourceVersion?: string): KubeObject {
     const { resourceVersion: _rv, uid: _uid, managedFields: _mf, creationTimestamp: _ct, generation: _g, ...meta } = obj.metadata
-    return { ...obj, metadata: { ...meta, labels: { ...(meta.labels ?? {}), [this.ownerLabel]: this.owner } } }
+    const labels = { ...(meta.labels ?? {}), [this.ownerLabel]: this.owner }
+    return { ...obj, metadata: resourceVersion === undefined ? { ...meta, labels } : { ...meta, labels, resourceVersion } }
+  }
+
+  /** Writes in flight, by the fence they were made under (see settled). */
+  private readonly inflight = new Map<WriteFence, Set<Promise<unknown>>>()
+
+  /**
+   * Resolves once every write made under `fence` has settled (answered, refused or cut off: a term
+   * that ended aborts them). A shard's writes are settled before its Lease is released.
+   */
+  async settled(fence: WriteFence): Promise<void> {
+    const set = this.inflight.get(fence)
+    if (set) await Promise.allSettled([...set])
+  }
+
+  private tracked<T>(fence: WriteFence | undefined, p: Promise<T>): Promise<T> {
+    if (fence === undefined) return p
+    let set = this.inflight.get(fence)
+    if (!set) this.inflight.set(fence, (set = new Set()))
+    set.add(p)
+    const forget = () => {
+      set!.delete(p)
+      if (set!.size === 0 && this.inflight.get(fence) === set) this.inflight.delete(fence)
+    }
+    p.then(forget, forget)
+    return p
+  }
+
+  /** The fence of a write of `obj` (undefined: the cluster's own); null (not ours) refuses at once. */
+  private fenceOf(obj: KubeObject, cluster: Cluster): WriteFence | undefined {
+    const f = this.options.fence?.(obj, cluster.name)
+    if (f === null) {
+      this.stats.errors++
+      throw new FencedError(`${describe(obj)}: not written: this replica holds no term for it`)
+    }
+    return f
   }
 
   async delete(d: DesiredObject, ctx?: OpContext): Promise<void> {
@@ -244,15 +321,20 @@ export class Target {
   private async deleteOne(cluster: Cluster, obj: KubeObject, signal?: AbortSignal): Promise<boolean> {
     const what = describe(obj)
     const r = await resolveKind(cluster, obj as KindRef)
+    const fence = this.fenceOf(obj, cluster)
     this.stats.deletes++
     try {
-      await cluster.request({
-        method: 'DELETE',
-        path: objectPath(r, String(obj.metadata.name), obj.metadata.namespace),
-        query: { propagationPolicy: 'Background' },
-        signal,
-        what,
-      })
+      await this.tracked(
+        fence,
+        cluster.request({
+          method: 'DELETE',
+          path: objectPath(r, String(obj.metadata.name), obj.metadata.namespace),
+          query: { propagationPolicy: 'Background' },
+          signal,
+          what,
+          ...(fence !== undefined ? { fence } : {}),
+        }),
+      )
       this.count(cluster, 'delete', 'deleted')
       return true
     } catch (err) {
@@ -267,10 +349,11 @@ export class Target {
   }
 
   /**
-   * Deletes, in every cluster and managed kind, the objects labelled as ours that are not desired.
-   * Throws after trying everything when some failed, naming them.
+   * Deletes, in every cluster and managed kind, the objects labelled as ours that are not desired
+   * (and that `only` picks, when given: a sharded replica prunes a shard it just acquired). Throws
+   * after trying everything when some failed, naming them.
    */
-  async prune(all: Iterable<DesiredObject>, ctx?: OpContext): Promise<void> {
+  async prune(all: Iterable<DesiredObject>, ctx?: OpContext, only?: (obj: KubeObject, cluster: string) => boolean): Promise<void> {
     const want = new Set<string>()
     for (const d of all) {
       const c = this.clusterOf(d)
@@ -290,7 +373,11 @@ export class Target {
             ...(ctx?.signal ? { signal: ctx.signal } : {}),
           })
           for (const obj of items) {
-            if (!want.has(objectKey(cluster.name, obj)) && (this.options.prunable?.(obj, cluster.name) ?? true))
+            if (
+              !want.has(objectKey(cluster.name, obj)) &&
+              (this.options.prunable?.(obj, cluster.name) ?? true) &&
+              (only?.(obj, cluster.name) ?? true)
+            )
               stale.push({ cluster, obj })
           }
         } catch (err) {
@@ -326,6 +413,12 @@ export class Target {
   private count(cluster: Cluster, op: string, result: string): void {
     this.options.metrics?.targetOps.inc({ target: this.name, cluster: cluster.name, op, result })
   }
+}
+
+/** Whether a 409 is server-side apply's field-manager conflict (else: a failed precondition). */
+function fieldConflict(err: ApiError): boolean {
+  const causes: any[] = err.status?.details?.causes ?? []
+  return causes.some((c) => c?.reason === 'FieldManagerConflict')
 }
 
 /** The conflicting fields and their managers, from a 409's Status causes. */

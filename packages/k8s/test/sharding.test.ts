@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert'
 import { ShardedLeases, shardOf, type LeaseTerm } from '@statewright/k8s'
 import { fairShare, fnv1a } from '../src/sharding.ts'
 import { wallNow } from '../src/lease.ts'
-import { startServer } from './helpers.ts'
+import { clusterFor, startServer } from './helpers.ts'
 import { FreezableCluster, checkFencing, periodOf, waitUntil, type Period } from './leader-fixtures.ts'
 
 const FAST = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 100 }
@@ -174,6 +174,75 @@ test('a new replica joins: the others give shards back; a clean stop releases ev
   assert.is(leases.length, 4 + 3)
   for (const l of leases) assert.is(l.spec.holderIdentity, '', l.metadata.name)
   assert.equal(checkFencing(periods), [])
+})
+
+// issue 31: a round moving many shards must not outlast a held term
+test('callbacks that take longer than the renew deadline never let a held term lapse; acquisitions run at once', async () => {
+  const server = await startServer({ seed: 7 })
+  const cluster = clusterFor(server)
+  const SHARDS = 16
+  const ended: string[] = []
+  const slow = new ShardedLeases({
+    cluster,
+    namespace: 'default',
+    name: 'slow',
+    shards: SHARDS,
+    identity: 'only',
+    ...FAST,
+    // each acquisition's work (a re-derivation, a prune) takes longer than the renew deadline
+    onShardAcquired: () => new Promise((r) => setTimeout(r, FAST.renewDeadlineMs * 2)),
+    onShardReleased: (shard, _term, reason) => {
+      ended.push(`${shard}: ${reason}`)
+    },
+  })
+  try {
+    slow.start()
+    await waitUntil(() => slow.ownedShards().length === SHARDS, 'a lone replica holds every shard', 10_000)
+    // a few more rounds with the callbacks still running: nothing lapses
+    await new Promise((r) => setTimeout(r, FAST.leaseDurationMs * 2))
+    assert.is(slow.ownedShards().length, SHARDS)
+    assert.equal(ended, [], 'no term ended while the callbacks ran (the old step awaited each callback in turn)')
+  } finally {
+    await slow.stop()
+    await cluster.close()
+    await server.stop()
+  }
+})
+
+test('member leases of replicas gone longer than memberGcMs are deleted; live ones stay', async () => {
+  const server = await startServer({ seed: 9 })
+  const clusters = [0, 1].map(() => new FreezableCluster({ kubeconfig: server.kubeconfig, qps: 0 }))
+  const [a, b] = clusters.map(
+    (cluster, i) =>
+      new ShardedLeases({ cluster, namespace: 'default', name: 'gc', shards: 2, identity: `m-${i}`, ...FAST, memberGcMs: 1500 }),
+  )
+  const members = async () =>
+    (await clusters[0]!.request({ path: '/apis/coordination.k8s.io/v1/namespaces/default/leases' })).items
+      .map((l: { metadata: { name: string } }) => l.metadata.name)
+      .filter((n: string) => n.startsWith('gc-member-'))
+      .sort()
+  try {
+    a!.start()
+    b!.start()
+    await waitUntil(() => a!.status().members.length === 2, 'two members', 10_000)
+    assert.equal(await members(), ['gc-member-m-0', 'gc-member-m-1'])
+    clusters[1]!.freeze() // m-1 is gone: it never renews nor releases
+    let left: string[] = []
+    const end = Date.now() + 10_000
+    while (Date.now() < end) {
+      left = await members()
+      if (left.length === 1) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.equal(left, ['gc-member-m-0'], 'the departed member lease is deleted')
+    assert.ok(a!.status().membersCollected >= 1)
+  } finally {
+    clusters[1]!.thaw()
+    await a!.stop()
+    await b!.stop()
+    for (const c of clusters) await c.close()
+    await server.stop()
+  }
 })
 
 test.run()

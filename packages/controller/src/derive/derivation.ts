@@ -63,6 +63,8 @@ export class Derivation<In, Out> {
   private readonly journal = new Journal()
   /** rederive() asked for every input to be derived again. */
   private everything = false
+  /** rederive(filter) calls not yet derived: resolved once a round derived their inputs (or on stop). */
+  private requests: Array<{ filter: ((input: In) => boolean) | undefined; done: () => void }> = []
   private wake = new AbortController()
 
   constructor(o: DeriveOptions<In, Out>) {
@@ -108,6 +110,7 @@ export class Derivation<In, Out> {
     await this.loop
     this.loop = undefined
     this.wakeWaiters()
+    for (const r of this.requests.splice(0)) r.done()
   }
 
   get running(): boolean {
@@ -124,10 +127,17 @@ export class Derivation<In, Out> {
     }
   }
 
-  /** Derives every input again (what fn decides changed outside the tables: a shard acquired or released). */
-  rederive(): void {
-    this.everything = true
-    this.wake.abort()
+  /**
+   * Derives again every input, or those `filter` picks (what fn decides changed outside the tables: a
+   * shard acquired or released). Resolves once a round has derived them and written its outputs (or
+   * when the derivation stops): fn runs for the picked inputs only.
+   */
+  rederive(filter?: (input: In) => boolean): Promise<void> {
+    return new Promise<void>((done) => {
+      if (!this.running) return done()
+      this.requests.push({ filter, done })
+      this.wake.abort()
+    })
   }
 
   /** Inputs failing now (the rows of the errors table for this derivation). */
@@ -158,6 +168,9 @@ export class Derivation<In, Out> {
       const txn = db.readTxn()
       const dirty = new Map<string, InputRef>()
       const watches: Watch[] = []
+      const requests = this.requests.splice(0)
+      const filters = requests.map((r) => r.filter)
+      if (filters.some((f) => f === undefined)) this.everything = true
       if (this.everything) {
         this.everything = false
         this.from.forEach((t, i) => {
@@ -167,6 +180,14 @@ export class Derivation<In, Out> {
           }
         })
         for (const [id, ref] of this.refs) dirty.set(id, ref) // inputs already gone stay dirty too
+      } else if (filters.length) {
+        this.from.forEach((t, i) => {
+          for (const o of t.all(txn)) {
+            if (!filters.some((f) => f!(o as In))) continue
+            const key = t.primary.keyOf(o)
+            dirty.set(inputId(i, key), { table: i, key })
+          }
+        })
       }
       this.iters.forEach((it, i) => {
         const [changes, w] = it.next(txn)
@@ -203,12 +224,14 @@ export class Derivation<In, Out> {
         try {
           await this.derive(dirty, inputsReady)
         } catch (err) {
-          // a statedb failure (not fn's): log, back off, and go on
+          // a statedb failure (not fn's): log, back off, and go on (the requests wait for the next round)
+          this.requests.unshift(...requests)
           this.log.error({ err }, 'derivation round failed')
           await sleep(1000, undefined, { signal }).catch(() => {})
           continue
         }
       }
+      for (const r of requests) r.done()
       // derived up to this snapshot, unless inputs sharing a given-up output still have to run again
       if (this.again.size === 0) {
         for (const t of [...this.from, ...this.joins]) this.consumed.set(t, t.revision(txn))

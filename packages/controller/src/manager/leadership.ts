@@ -3,9 +3,11 @@
 // Invariants:
 // - With leader election, the leader-only parts start when a term starts and are stopped (awaited)
 //   when it ends; a part that fails to start is logged, not fatal to the term.
-// - With sharding, every acquired or released shard rederives every derivation: inputs of a shard
-//   this replica no longer holds derive nothing, so it stops applying them (and never deletes them).
-import { LeaderElector, ShardedLeases, leaderOnly, type Cluster } from '@statewright/k8s'
+// - With sharding, an acquired or released shard derives its own inputs again (./shards.ts): inputs
+//   of a shard this replica no longer holds derive nothing, so it stops applying them (and never
+//   deletes them); a released shard's work is done before its Lease is released.
+import { LeaderElector, ShardedLeases, leaderOnly, type Cluster, type LeaseTerm } from '@statewright/k8s'
+import type { ShardWork } from './shards.ts'
 import type { Logger } from '../logging.ts'
 import type { ManagerOptions } from './options.ts'
 
@@ -22,14 +24,9 @@ export function newShardLeases(o: {
   name: string
   sharding: NonNullable<ManagerOptions['sharding']>
   logger: Logger
-  held: Set<number>
-  rederive: () => void
+  work: ShardWork
 }): ShardedLeases {
   const sh = o.sharding
-  const changed = (why: string, shard: number) => {
-    o.logger.info({ shard, held: [...o.held].sort((a, b) => a - b) }, why)
-    o.rederive()
-  }
   return new ShardedLeases({
     cluster: o.cluster,
     namespace: sh.namespace,
@@ -39,14 +36,9 @@ export function newShardLeases(o: {
     ...(sh.leaseDurationMs ? { leaseDurationMs: sh.leaseDurationMs } : {}),
     ...(sh.renewDeadlineMs ? { renewDeadlineMs: sh.renewDeadlineMs } : {}),
     ...(sh.retryPeriodMs ? { retryPeriodMs: sh.retryPeriodMs } : {}),
-    onShardAcquired: (shard) => {
-      o.held.add(shard)
-      changed('shard acquired', shard)
-    },
-    onShardReleased: (shard) => {
-      o.held.delete(shard)
-      changed('shard released', shard)
-    },
+    ...(sh.memberGcMs ? { memberGcMs: sh.memberGcMs } : {}),
+    onShardAcquired: (shard, term) => o.work.acquired(shard, term),
+    onShardReleased: (shard, term, reason) => o.work.released(shard, term, reason),
     logger: o.logger, // failed requests at warn, with the lease group and cluster
   })
 }
@@ -58,7 +50,8 @@ export function newLeaderElector(o: {
   leaderElection: NonNullable<ManagerOptions['leaderElection']>
   logger: Logger
   parts: readonly LeaderPart[]
-  leading: (leading: boolean) => void
+  /** The term while leading, undefined between terms. */
+  leading: (term: LeaseTerm | undefined) => void
 }): LeaderElector {
   const le = o.leaderElection
   const parts = leaderOnly(
@@ -78,12 +71,12 @@ export function newLeaderElector(o: {
     ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
     ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
     onStartedLeading: (term) => {
-      o.leading(true)
+      o.leading(term)
       o.logger.info({}, 'started leading')
       return parts.onStartedLeading!(term)
     },
     onStoppedLeading: async (term, reason) => {
-      o.leading(false)
+      o.leading(undefined)
       o.logger.info({ reason }, 'stopped leading')
       await parts.onStoppedLeading!(term, reason)
     },

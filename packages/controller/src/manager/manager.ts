@@ -11,6 +11,10 @@
 //   watches. Object errors show as degraded health with counts and examples (/statusz).
 // - stop() is graceful and idempotent: intake stops first, in-flight applies get until the deadline,
 //   then everything stops and the Lease is released. SIGTERM and SIGINT call it.
+// - Every write of the Manager's work is fenced by the term it is made under (k8s's WriteFence):
+//   with leader election the leader's term (applies, deletes, prunes, finalizers, status writes),
+//   with sharding the term of the object's shard; a write goes on the wire only while its term is
+//   valid and is cut off when it ends.
 // This file: the Manager's registration of parts and its lifecycle; the parts' wiring is beside it.
 import { ConfigError, UsageError } from '../errors.ts'
 import { DB, Table } from '@statewright/statedb'
@@ -22,10 +26,13 @@ import {
   EventRecorder,
   K8sMetrics,
   LeaderElector,
+  NOT_LEADING,
   Reflector,
   ShardedLeases,
   Target,
   newDesiredTable,
+  type LeaseTerm,
+  type WriteFence,
   type DesiredObject,
   type DesiredTable,
   type KindRef,
@@ -37,7 +44,7 @@ import { ManagerServer } from '../http.ts'
 import type { NamedGraph } from '@statewright/statedb'
 import { createLogger, type Logger } from '../logging.ts'
 import { ControllerMetrics } from '../metrics.ts'
-import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
+import { SHARD_LABEL, desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
 import { managedFinalizer } from './managedfinalizer.ts'
 import { readinessOf, statusOf, type ManagerParts, type ManagerState } from './health.ts'
 import { newLeaderElector, newShardLeases, type LeaderPart } from './leadership.ts'
@@ -50,6 +57,7 @@ import {
   type WatchOptions,
 } from './options.ts'
 import { newDesiredReconciler } from './reconciler.ts'
+import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
 import { byName, newDriftWatcher, newReflector, ownedTableName, plural } from './watch.ts'
 
@@ -84,6 +92,10 @@ export class Manager {
   private shardLeases: ShardedLeases | undefined
   /** Shards this replica holds now (sharded managers). */
   private readonly held = new Set<number>()
+  /** The leader's term while leading (leader election). */
+  private term: LeaseTerm | undefined
+  /** Reflectors whose cache follows the held shards (sharded managers), with their selector's fixed part. */
+  private readonly shardedCaches: Array<{ reflector: Reflector<KubeObject>; base: string | undefined }> = []
   private state: ManagerState = 'new'
   private stopping: Promise<void> | undefined
   private leading = false
@@ -116,6 +128,10 @@ export class Manager {
       clusters: [...this.clusters.values()],
       fieldManager: o.name,
       ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}),
+      ...(o.sharding || o.leaderElection ? { fence: (obj: KubeObject) => this.fenceOf(obj) } : {}),
+      ...((o.sharding && o.sharding.preconditions !== false) || o.leaderElection?.preconditions
+        ? { preconditions: true, observedVersion: (obj: KubeObject, cluster: string) => this.observedVersion(obj, cluster) }
+        : {}),
       ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}),
       ...(o.adopt === false ? { adopt: false } : {}),
       ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
@@ -153,10 +169,21 @@ export class Manager {
     const table = new Table<KubeObject>({ name, primary: byName })
     this.db.register(table)
     this.watched.set(name, { kind, table, options: opts, cluster })
-    this.reflectors.set(
+    const sh = this.options.sharding
+    const perShard = !!sh && sh.cachePerShard !== false && !!opts.sharded
+    const reflector = newReflector({
+      cluster,
+      db: this.db,
+      table,
+      kind,
       name,
-      newReflector({ cluster, db: this.db, table, kind, name, options: opts, metrics: this.k8sMetrics, logger: this.logger }),
-    )
+      // a per-shard cache holds no shard until this replica holds one
+      options: perShard ? { ...opts, labelSelector: withShards(opts.labelSelector, []) } : opts,
+      metrics: this.k8sMetrics,
+      logger: this.logger,
+    })
+    if (perShard) this.shardedCaches.push({ reflector, base: opts.labelSelector })
+    this.reflectors.set(name, reflector)
     return table as unknown as Table<T>
   }
 
@@ -210,6 +237,7 @@ export class Manager {
       db: this.db,
       fieldManager: this.name,
       logger: this.logger,
+      fence: () => this.writeFence(),
     })
     this.add(component)
     return finalizer
@@ -257,10 +285,16 @@ export class Manager {
           name: this.name,
           sharding: sh,
           logger: this.logger,
-          held: this.held,
-          rederive: () => {
-            for (const d of this.derivations) d.rederive()
-          },
+          work: new ShardWork({
+            shards: sh.shards,
+            held: this.held,
+            db: this.db,
+            desired: this.desired,
+            target: this.target,
+            derivations: this.derivations,
+            shardedCaches: () => this.shardedCaches,
+            logger: this.logger,
+          }),
         }).start()
       } else if (le) {
         this.metrics?.leading(this.name, false)
@@ -270,9 +304,10 @@ export class Manager {
           leaderElection: le,
           logger: this.logger,
           parts: leaderParts,
-          leading: (leading) => {
-            this.leading = leading
-            this.metrics?.leading(this.name, leading)
+          leading: (term) => {
+            this.term = term
+            this.leading = term !== undefined
+            this.metrics?.leading(this.name, this.leading)
           },
         })
         this.elector.start()
@@ -364,6 +399,7 @@ export class Manager {
       labelSelector: `statewright.io/owner=${this.name}`,
       keepManagedFields: true,
       cluster: cluster.name,
+      sharded: true, // the Manager labels what it applies with its shard
     })
     this.drift.push(
       newDriftWatcher({
@@ -394,6 +430,32 @@ export class Manager {
     return r
   }
 
+  /**
+   * The lease term the Manager's writes are made under now: the leader's term with leader election
+   * (a never-valid fence between terms), undefined without leader election (writes are not fenced).
+   * Pass it to writes of your own that belong to the leader's work (RequestOptions.fence).
+   */
+  writeFence(): WriteFence | undefined {
+    if (!this.options.leaderElection) return undefined
+    return this.term ?? NOT_LEADING
+  }
+
+  /** The fence of a write of `obj`: its shard's term (sharding), the leader's (leader election); null: not ours. */
+  private fenceOf(obj: KubeObject): WriteFence | null | undefined {
+    if (!this.options.sharding) return this.writeFence()
+    const shard = shardLabelOf(obj)
+    const term = this.held.has(shard) ? this.shardLeases?.termOfShard(shard) : undefined
+    return term ?? null
+  }
+
+  /** The resourceVersion an owned object was last observed with (its owned-kind table), for preconditions. */
+  private observedVersion(obj: KubeObject, cluster: string): string | undefined {
+    if (!obj.kind) return undefined
+    const name = ownedTableName({ kind: obj.kind }, cluster === this.cluster.name ? undefined : cluster)
+    const w = this.watched.get(name)
+    return w?.table.get(this.db.readTxn(), byName.queryOf(obj))?.metadata.resourceVersion
+  }
+
   /** Shards this replica holds now (sharded managers). */
   shards(): number[] {
     return [...this.held].sort((a, b) => a - b)
@@ -409,4 +471,10 @@ export class Manager {
   private notStarted(what: string): void {
     if (this.state !== 'new') throw new UsageError(`Manager "${this.name}": ${what}() must be called before start()`)
   }
+}
+
+/** A label selector narrowed to some shards (none: a shard that does not exist). */
+function withShards(base: string | undefined, shards: readonly number[]): string {
+  const sel = `${SHARD_LABEL} in (${shards.length ? shards.join(',') : 'none'})`
+  return base ? `${base},${sel}` : sel
 }

@@ -74,6 +74,8 @@ export interface ManagerOptions {
     leaseDurationMs?: number
     renewDeadlineMs?: number
     retryPeriodMs?: number
+    /** Apply with our last known resourceVersion as a precondition (default false; see `sharding.preconditions`). */
+    preconditions?: boolean
   }
   /**
    * Share the work among replicas by shard (instead of one leader): each input of a derivation
@@ -88,6 +90,18 @@ export interface ManagerOptions {
     leaseDurationMs?: number
     renewDeadlineMs?: number
     retryPeriodMs?: number
+    /**
+     * Apply with the resourceVersion we last wrote (or observed) as a precondition, so that a write a
+     * stalled former holder sends late fails with 409 instead of overwriting a newer value (default true).
+     */
+    preconditions?: boolean
+    /**
+     * Cache only the held shards' objects: the owned kinds are watched with a selector on the shard
+     * label (which the Manager sets), and so are inputs watched with `sharded: true` (default true).
+     */
+    cachePerShard?: boolean
+    /** Delete member Leases of replicas gone this long (default 4 lease durations). */
+    memberGcMs?: number
   }
   /** Stop gracefully on SIGTERM/SIGINT, then exit (default true). */
   handleSignals?: boolean
@@ -115,6 +129,11 @@ export interface WatchOptions extends Pick<
 > {
   /** The table's name (default: the kind, lower case, plural-ish: "sites"; "<cluster>-sites" for another cluster). */
   name?: string
+  /**
+   * Sharded managers: the objects carry the shard label (`statewright.io/shard`, set by whoever
+   * creates them, e.g. a mutating webhook), so this replica watches only the shards it holds.
+   */
+  sharded?: boolean
   /** The cluster to reflect from, by name (default: the manager's `cluster`). */
   cluster?: string
 }

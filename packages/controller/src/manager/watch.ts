@@ -46,7 +46,7 @@ export function newReflector(o: {
   metrics: K8sMetrics | undefined
   logger: Logger
 }): Reflector<KubeObject> {
-  const { name: _n, cluster: _c, ...ropts } = o.options
+  const { name: _n, cluster: _c, sharded: _s, ...ropts } = o.options
   return new Reflector({
     cluster: o.cluster,
     db: o.db,

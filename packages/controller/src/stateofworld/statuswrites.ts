@@ -68,7 +68,7 @@ export class StatusWrites {
     const writerOf = (cluster: string) => {
       let w = writers.get(cluster)
       if (!w) {
-        w = new StatusWriter({ cluster: m.clusters.get(cluster)!, fieldManager: m.name })
+        w = new StatusWriter({ cluster: m.clusters.get(cluster)!, fieldManager: m.name, fence: () => m.writeFence() })
         writers.set(cluster, w)
       }
       return w

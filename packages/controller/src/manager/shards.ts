@@ -1,0 +1,105 @@
+// What a sharded Manager does when a shard changes hands (the ShardedLeases callbacks).
+// Invariants:
+// - `held` is this replica's view of the shards it may write: a shard enters it when its term
+//   begins and leaves it first thing when the term ends, so a derivation stops producing the
+//   shard's objects and the Target refuses their writes (their fence is the shard's term);
+// - a released or lost shard is done before its Lease is released: its inputs are derived again
+//   (their desired objects leave the table, deleting nothing in the cluster: deletes are gated on
+//   `held`), and every write made under its term has settled (the term's end aborted them);
+// - an acquired shard is derived again (only its inputs: fn runs for them, not for every input),
+//   then pruned against the cluster once the desired table is initialized, so what an input deleted
+//   while the shard had no holder left behind goes at once, not at the next full reconciliation;
+// - prunes of shards acquired together run as one (one LIST per owned kind and cluster);
+// - with per-shard caches, the owned kinds (and inputs watched `sharded`) select the held shards
+//   by label; the selector follows `held`, coalesced per event-loop turn.
+import type { Reflector, KubeObject, LeaseTerm, Target, DesiredTable } from '@statewright/k8s'
+import type { DB } from '@statewright/statedb'
+import type { Derivation } from '../derive/derivation.ts'
+import type { Logger } from '../logging.ts'
+import { SHARD_LABEL, shardLabelOf, shardOfInput } from './desired.ts'
+
+export interface ShardWorkOptions {
+  shards: number
+  held: Set<number>
+  db: DB
+  desired: DesiredTable
+  target: Target
+  derivations: ReadonlyArray<Derivation<any, any>>
+  /** Reflectors whose selector follows the held shards, each with its selector's fixed part. */
+  shardedCaches: () => ReadonlyArray<{ reflector: Reflector<KubeObject>; base: string | undefined }>
+  logger: Logger
+}
+
+export class ShardWork {
+  private readonly options: ShardWorkOptions
+  private pendingPrune = new Set<number>()
+  private pruning: Promise<void> | undefined
+  private selectorsQueued = false
+
+  constructor(o: ShardWorkOptions) {
+    this.options = o
+  }
+
+  async acquired(shard: number, term: LeaseTerm): Promise<void> {
+    const o = this.options
+    o.held.add(shard)
+    o.logger.info({ shard, held: this.heldList() }, 'shard acquired')
+    this.followSelectors()
+    await this.rederive(shard)
+    if (!term.valid()) return
+    this.pendingPrune.add(shard)
+    await this.prune()
+  }
+
+  async released(shard: number, term: LeaseTerm, reason: string): Promise<void> {
+    const o = this.options
+    o.held.delete(shard)
+    o.logger.info({ shard, reason, held: this.heldList() }, 'shard released')
+    this.pendingPrune.delete(shard)
+    this.followSelectors()
+    await Promise.all([this.rederive(shard), o.target.settled(term)])
+  }
+
+  /** Derives again the inputs of one shard (the held set says whether they produce anything). */
+  private async rederive(shard: number): Promise<void> {
+    const shards = this.options.shards
+    await Promise.all(this.options.derivations.map((d) => d.rederive((input: unknown) => shardOfInput(input, shards) === shard)))
+  }
+
+  /** Prunes the shards acquired since the last prune, in one pass, once the desired table is complete. */
+  private prune(): Promise<void> {
+    this.pruning ??= (async () => {
+      await new Promise((r) => setImmediate(r)) // the shards of one round together
+      const shards = this.pendingPrune
+      this.pendingPrune = new Set()
+      this.pruning = undefined
+      const { db, desired, target, held } = this.options
+      const txn = db.readTxn()
+      // Before the table is initialized the reconciler's own first prune covers every held shard.
+      if (shards.size === 0 || !desired.table.initialized(txn)[0]) return
+      const only = (obj: KubeObject) => shards.has(shardLabelOf(obj)) && held.has(shardLabelOf(obj))
+      try {
+        await target.prune(desired.table.all(txn), { signal: AbortSignal.timeout(60_000), txn, full: true }, only)
+      } catch (err) {
+        this.options.logger.warn({ err, shards: [...shards] }, 'prune of acquired shards failed; the next full reconciliation prunes them')
+      }
+    })()
+    return this.pruning
+  }
+
+  /** The selector of per-shard caches: the held shards (none: a shard that does not exist). */
+  private followSelectors(): void {
+    if (this.selectorsQueued) return
+    this.selectorsQueued = true
+    setImmediate(() => {
+      this.selectorsQueued = false
+      const held = this.heldList()
+      const shardSel = `${SHARD_LABEL} in (${held.length ? held.join(',') : 'none'})`
+      for (const { reflector, base } of this.options.shardedCaches()) reflector.setLabelSelector(base ? `${base},${shardSel}` : shardSel)
+    })
+  }
+
+  private heldList(): number[] {
+    return [...this.options.held].sort((a, b) => a - b)
+  }
+}
