@@ -341,6 +341,10 @@ export class Cluster {
     const requestedMs = o.timeoutMs ?? this.requestTimeoutMs
     const timeoutMs = fence ? fencedTimeout(fence, requestedMs) : requestedMs
     const cutAtTerm = fence !== undefined && timeoutMs < requestedMs // the timer is the term's deadline
+    // The server keeps the deadline too (kube-apiserver's `timeout` parameter): a write it holds (a
+    // busy server, a queue) past the term is not carried out, even if this process is too starved
+    // to cut the request off itself.
+    if (fence) u.searchParams.set('timeout', `${timeoutMs}ms`)
     const signal = fence ? (o.signal ? AbortSignal.any([o.signal, fence.signal]) : fence.signal) : o.signal
     return new Promise((resolve, reject) => {
       const req = (this.isHttps ? https : http).request(u, { method, agent: this.agent, headers, signal })

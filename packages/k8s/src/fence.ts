@@ -6,7 +6,9 @@
 //   every wait (the cluster's rate limiter, a Retry-After pause, the auth headers): a request whose
 //   term is over is refused (FencedError) and nothing is sent;
 // - a fenced request carries a timeout that ends at the term's deadline and is aborted when the term
-//   ends, so no answer is awaited past the term;
+//   ends, so no answer is awaited past the term; the server is given the same deadline (the `timeout`
+//   parameter), so a write it holds past the term is not carried out even when this process is too
+//   starved to cut the request off;
 // - what remains is the window between the check and the bytes reaching the socket (one event-loop
 //   turn with a pooled connection; a TLS handshake without): a process stopped exactly there sends
 //   its write late. The server-side guard for it is a resourceVersion precondition (Target's

@@ -248,12 +248,23 @@ export class TestServer {
     const fail = this.faults.failureFor(info)
     const delay = this.faults.delayFor(info)
     const go = () => {
+      // a client that gave up while its request was held is not served (as a real server drops a
+      // queued request whose context is cancelled): a write cut off by its lease term never lands late
+      if (req.socket.destroyed) return
       if (fail) return this.sendError(res, failureError(fail))
       if (this.token !== null && token !== this.token && !/^\/(healthz|livez|readyz)$/.test(u.pathname))
         return this.sendError(res, unauthorized())
       this.handle(req, res, method, u.pathname, query, watch).catch((e) => this.sendError(res, toApiError(e)))
     }
-    if (delay > 0) setTimeout(go, delay)
+    // A request given a `timeout` that it spent waiting (a held request) is not carried out: 504, as
+    // kube-apiserver answers a request whose deadline passed in its queue.
+    const deadline = !watch && query.timeout !== undefined ? parseDuration(query.timeout) : undefined
+    if (delay > 0 && deadline !== undefined && delay >= deadline)
+      setTimeout(() => {
+        if (!req.socket.destroyed)
+          this.sendError(res, new StatusError(504, 'Timeout', 'Timeout: request did not complete within the allotted timeout'))
+      }, deadline)
+    else if (delay > 0) setTimeout(go, delay)
     else go()
   }
 
@@ -449,4 +460,19 @@ function readJson(req: IncomingMessage, optional = false): Promise<any> {
       }
     })
   })
+}
+
+/** A Go duration ("1500ms", "2s", "1.5m") in ms; undefined when it is not one. */
+function parseDuration(text: string): number | undefined {
+  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+  let total = 0
+  let rest = text
+  if (!rest) return undefined
+  while (rest.length) {
+    const m = /^(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/.exec(rest)
+    if (!m) return undefined
+    total += Number(m[1]) * units[m[2]!]!
+    rest = rest.slice(m[0].length)
+  }
+  return total
 }
