@@ -12,7 +12,8 @@
 //   deleting a namespace empties it first (namespaces.ts).
 // - With a garbage collector (gc.ts), every write and every removal from storage is shown to it
 //   after its commit, so ownerReferences cascades happen within the request that causes them.
-import type { Store, Snapshot } from './store.ts'
+import type { Store } from './store.ts'
+import { Lists, type ListOpts } from './lists.ts'
 import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
 import { apiVersionOf, typesFromCrd } from './resources.ts'
@@ -25,14 +26,13 @@ import {
   notFound,
   success,
   unsupportedMediaType,
-  expired,
   type Status,
 } from './status.ts'
 import { deepEqual, clone, mergePatch, jsonPatch, strategicMerge, type PatchKind } from './patch.ts'
 import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
 import { fieldSchemaOf } from './schema.ts'
-import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
+import { objectJson } from './watch.ts'
 import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
@@ -42,18 +42,11 @@ export interface WriteOpts {
   subresource?: string
   dryRun?: boolean
 }
-export interface ListOpts {
-  matcher?: Matcher
-  limit?: number
-  continue?: string
-  resourceVersion?: string
-  resourceVersionMatch?: string
-  /** remainingItemCount is only reported without selectors, as on a real server. */
-  selected?: boolean
-}
 export interface DeleteOpts {
   preconditions?: { uid?: string; resourceVersion?: string }
   propagationPolicy?: string
+  /** Checked and answered as if carried out, nothing written (`dryRun=All`). */
+  dryRun?: boolean
 }
 
 /** The finalizers that carry a deletion's propagation policy until the garbage collector acts (gc.ts). */
@@ -67,8 +60,7 @@ export interface StorageObserver {
 }
 
 export class Objects {
-  private readonly snapshots = new Map<number, Snapshot>()
-  private readonly maxSnapshots = 64
+  private readonly lists: Lists
   /** Set by the server unless `gc: false`. */
   gc: StorageObserver | undefined
   private readonly namespaces: Namespaces
@@ -79,6 +71,7 @@ export class Objects {
     private readonly rand: () => number,
   ) {
     this.namespaces = new Namespaces(store, registry)
+    this.lists = new Lists(store)
     registry.onChange((change, t) => {
       if (change === 'added') store.ensure(t.storageKey)
     })
@@ -103,85 +96,13 @@ export class Objects {
     return this.out(t, o)
   }
 
-  /** The list as JSON text (items are serialized once and cached, which keeps 100k-item lists fast). */
+  /** The list as JSON text (see lists.ts). */
   listJson(t: ResourceType, ns: string | undefined, o: ListOpts): string {
-    let snap: Snapshot
-    let after: string | undefined
-    // The continue token carries the list's total (counted once, on the first page) and how many
-    // items earlier pages returned, so later pages stop at their limit instead of scanning the rest
-    // of the collection to count remainingItemCount (which made a paginated list quadratic).
-    let total: number | undefined
-    let seen = 0
-    if (o.continue) {
-      let tok: { rv: number; start: string; total?: number; seen?: number }
-      try {
-        tok = JSON.parse(Buffer.from(o.continue, 'base64').toString())
-      } catch {
-        throw badRequest('continue key is not valid: illegal base64 data')
-      }
-      const s = this.snapshots.get(tok.rv)
-      if (!s)
-        throw expired(
-          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.',
-        )
-      snap = s
-      after = tok.start
-      total = tok.total
-      seen = tok.seen ?? 0
-    } else snap = this.readAt(o.resourceVersion, o.resourceVersionMatch)
-    const items: string[] = []
-    const apiVersion = apiVersionOf(t)
-    let last: string | undefined
-    let more = false
-    let remaining = 0
-    for (const [key, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, after, snap)) {
-      if (o.matcher && !o.matcher(obj)) continue
-      if (o.limit && items.length >= o.limit) {
-        more = true
-        if (o.selected || total !== undefined) break
-        remaining++
-        continue
-      }
-      items.push(objectJson(obj, apiVersion, t.kind))
-      last = key
-    }
-    const meta: Record<string, unknown> = { resourceVersion: String(snap.rv) }
-    if (more && last !== undefined) {
-      this.keepSnapshot(snap)
-      if (total === undefined && !o.selected) total = seen + items.length + remaining
-      const tok = o.selected ? { rv: snap.rv, start: last } : { rv: snap.rv, start: last, total, seen: seen + items.length }
-      meta.continue = Buffer.from(JSON.stringify(tok)).toString('base64')
-      if (!o.selected) meta.remainingItemCount = total! - seen - items.length
-    }
-    return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[${items.join(',')}]}`
+    return this.lists.listJson(t, ns, o)
   }
-
-  private readAt(rv: string | undefined, match: string | undefined): Snapshot {
-    const cur = this.store.snapshot()
-    if (rv === undefined || rv === '' || rv === '0') return cur
-    if (!/^\d+$/.test(rv)) throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`)
-    const n = Number(rv)
-    if (n > cur.rv) {
-      throw new StatusError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, {
-        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-        retryAfterSeconds: 1,
-      })
-    }
-    if (match === 'Exact' && n !== cur.rv) {
-      const s = this.snapshots.get(n)
-      if (!s) throw expired(`too old resource version: ${n} (${cur.rv})`)
-      return s
-    }
-    return cur
-  }
-  private keepSnapshot(s: Snapshot): void {
-    this.snapshots.delete(s.rv)
-    this.snapshots.set(s.rv, s)
-    if (this.snapshots.size > this.maxSnapshots) this.snapshots.delete(this.snapshots.keys().next().value!)
-  }
-  /** Forget every kept snapshot: outstanding continue tokens expire (410), like after an etcd compaction. */
+  /** Forget every kept list view: outstanding continue tokens expire (410), like after an etcd compaction. */
   expireSnapshots(): void {
-    this.snapshots.clear()
+    this.lists.compact()
   }
 
   /** Sets apiVersion/kind for the version being served (storage is shared across versions). */
@@ -368,6 +289,9 @@ export class Objects {
   private commitUpdate(t: ResourceType, cur: any, next: any, o: WriteOpts & { keepManagedFields?: boolean }, _op: 'Update' | 'Apply'): any {
     const meta = { ...(next.metadata ?? {}) }
     const cm = cur.metadata
+    // a uid in the body is a precondition (rest.Update): another object's uid must not overwrite this one
+    if (meta.uid !== undefined && meta.uid !== '' && meta.uid !== cm.uid)
+      throw conflict(t, cm.name, `Precondition failed: UID in precondition: ${meta.uid}, UID in object meta: ${cm.uid}`)
     if (o.subresource === 'status') {
       next = { ...cur, status: next.status }
       if (next.status === undefined) delete next.status
@@ -431,6 +355,12 @@ export class Objects {
   }
 
   delete(t: ResourceType, ns: string, name: string, d: DeleteOpts): any {
+    const { object, removed } = this.deleteObject(t, ns, name, d)
+    return removed && !returnsObject(t) ? success(t, name, object.metadata.uid) : this.out(t, object)
+  }
+
+  /** Deletes (or, dry-run, pretends to): the object as removed, or as it now is with its deletionTimestamp. */
+  private deleteObject(t: ResourceType, ns: string, name: string, d: DeleteOpts): { object: any; removed: boolean } {
     const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
     if (!cur) throw notFound(t, name)
     const p = d.preconditions ?? {}
@@ -447,44 +377,53 @@ export class Objects {
     // as the apiserver: these policies become finalizers that the garbage collector acts on and removes
     if (d.propagationPolicy === 'Foreground' && !finalizers.includes(FOREGROUND)) finalizers = [...finalizers, FOREGROUND]
     if (d.propagationPolicy === 'Orphan' && !finalizers.includes(ORPHAN)) finalizers = [...finalizers, ORPHAN]
-    if (t.storageKey === NS_TYPE_KEY)
-      return this.out(
-        t,
-        this.namespaces.terminate(t, cur, (rt, ns, name) => {
-          this.delete(rt, ns, name, {})
-        }),
-      )
+    const terminating = (extra: Record<string, unknown> = {}) => ({
+      ...cur,
+      ...extra,
+      metadata: {
+        ...cur.metadata,
+        finalizers,
+        deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(),
+        deletionGracePeriodSeconds: 0,
+      },
+    })
+    if (t.storageKey === NS_TYPE_KEY) {
+      if (d.dryRun) return { object: terminating({ status: { ...(cur.status ?? {}), phase: 'Terminating' } }), removed: false }
+      const now = this.namespaces.terminate(t, cur, (rt, ns, name) => {
+        this.delete(rt, ns, name, {})
+      })
+      return { object: now, removed: false } // a Namespace DELETE answers the Namespace, removed or not
+    }
     if (finalizers.length > 0) {
-      if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return this.out(t, cur)
-      const next = {
-        ...cur,
-        metadata: {
-          ...cur.metadata,
-          finalizers,
-          deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(),
-          deletionGracePeriodSeconds: 0,
-        },
-      }
+      if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return { object: cur, removed: false }
+      const next = terminating()
+      if (d.dryRun) return { object: next, removed: false }
       const [stored] = this.store.write(t.storageKey, (put) => put(next))
       this.afterWrite(t, stored)
-      return this.out(t, stored)
+      return { object: stored, removed: false }
     }
+    if (d.dryRun) return { object: cur, removed: true }
     const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
     this.afterDelete(t, gone)
-    return returnsObject(t) ? this.out(t, gone) : success(t, name, cur.metadata.uid)
+    return { object: gone, removed: true }
   }
 
-  deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined): string {
+  /** DELETE on a collection: answers the list of what it deleted (as a real server does), as JSON. */
+  deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined, dryRun = false): string {
     const snap = this.store.snapshot()
+    const apiVersion = apiVersionOf(t)
+    const items: string[] = []
     for (const [, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)) {
       if (matcher && !matcher(obj)) continue
       try {
-        this.delete(t, obj.metadata.namespace ?? '', obj.metadata.name, {})
+        const { object } = this.deleteObject(t, obj.metadata.namespace ?? '', obj.metadata.name, { dryRun })
+        items.push(objectJson(object, apiVersion, t.kind))
       } catch (e) {
         if (!(e instanceof StatusError && e.code === 404)) throw e
       }
     }
-    return JSON.stringify(success(t, ''))
+    const meta = JSON.stringify({ resourceVersion: String(this.store.rv) })
+    return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta},"items":[${items.join(',')}]}`
   }
 
   private afterWrite(t: ResourceType, stored: any): void {

@@ -31,6 +31,7 @@ import {
   serviceUnavailable,
 } from './status.ts'
 import { makeMatcher } from './selectors.ts'
+import { checkDryRun, checkListOptions, type OptionsKind } from './options.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
@@ -319,12 +320,13 @@ export class TestServer {
       throw pathNotFound()
     }
     const manager = q.fieldManager ?? defaultManager(req.headers['user-agent'])
-    const dryRun = q.dryRun === 'All'
+    const dryRun = checkDryRun(OPTIONS_KIND[method] ?? 'ListOptions', q.dryRun)
     const allowedFields = t.selectableFields
     switch (method) {
       case 'GET': {
         await drain(req)
         if (r.name !== undefined) return ok(this.objects.get(t, ns, r.name))
+        checkListOptions(q, watch)
         const matcher = makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)
         if (watch) {
           const w: Parameters<WatchHub['serve']>[2] = {
@@ -335,12 +337,7 @@ export class TestServer {
           if (matcher) w.matcher = matcher
           if (q.resourceVersion !== undefined) w.resourceVersion = q.resourceVersion
           if (q.timeoutSeconds) w.timeoutSeconds = Number(q.timeoutSeconds)
-          if (q.sendInitialEvents !== undefined) {
-            w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
-            if (w.sendInitialEvents && (q.resourceVersionMatch !== 'NotOlderThan' || !w.bookmarks)) {
-              throw badRequest('sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true')
-            }
-          }
+          if (q.sendInitialEvents !== undefined) w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
           this.watches.serve(req, res, w)
           return
         }
@@ -381,10 +378,11 @@ export class TestServer {
       case 'DELETE': {
         const body = await readJson(req, true)
         if (r.name === undefined)
-          return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)))
+          return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields), dryRun))
         const pre = { ...(body?.preconditions ?? {}) }
         const prop = body?.propagationPolicy ?? q.propagationPolicy
-        return ok(this.objects.delete(t, ns, r.name, { preconditions: pre, ...(prop ? { propagationPolicy: prop } : {}) }))
+        const dry = dryRun || checkDryRun('DeleteOptions', Array.isArray(body?.dryRun) ? body.dryRun[0] : undefined)
+        return ok(this.objects.delete(t, ns, r.name, { preconditions: pre, dryRun: dry, ...(prop ? { propagationPolicy: prop } : {}) }))
       }
       default:
         await drain(req)
@@ -402,6 +400,14 @@ export class TestServer {
   kind(ref: KindRef | ResourceType): ResourceType {
     return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind)
   }
+}
+
+/** The options kind a verb's query parameters are validated as (dryRun's 422 names it). */
+const OPTIONS_KIND: Record<string, OptionsKind> = {
+  POST: 'CreateOptions',
+  PUT: 'UpdateOptions',
+  PATCH: 'PatchOptions',
+  DELETE: 'DeleteOptions',
 }
 
 function checkOptions(o: TestServerOptions): void {

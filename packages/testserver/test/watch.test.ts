@@ -136,7 +136,7 @@ test('sendInitialEvents: ADDED for current objects, then the initial-events-end 
       if (r.status !== 200) throw { code: r.status, body: null }
       return r
     }),
-    400,
+    422, // ListOptions Invalid, as ValidateListOptions answers
   )
   const count = (await e.core.listNamespacedConfigMap({ namespace: 'default' })).items.length
   const w = await watchAll(e.kc, PATH, { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true })
