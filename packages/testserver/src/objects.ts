@@ -14,6 +14,7 @@
 //   after its commit, so ownerReferences cascades happen within the request that causes them.
 import type { Store } from './store.ts'
 import { Lists, type ListOpts } from './lists.ts'
+import { WritePipeline, type AdmissionRequest, type FieldValidation, type Operation } from './admission.ts'
 import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
 import { apiVersionOf, typesFromCrd } from './resources.ts'
@@ -41,6 +42,18 @@ export interface WriteOpts {
   manager: string
   subresource?: string
   dryRun?: boolean
+  /** `fieldValidation` of the request (default Warn, as on a real server). */
+  fieldValidation?: FieldValidation
+  /**
+   * false: skip the admission pipeline (the garbage collector's metadata-only patches, which stay
+   * synchronous so cascades finish within the request that causes them).
+   */
+  admit?: boolean
+}
+/** What a write answers: the object and the warnings for the client's `Warning` headers. */
+export interface Written {
+  object: any
+  warnings: string[]
 }
 export interface DeleteOpts {
   preconditions?: { uid?: string; resourceVersion?: string }
@@ -61,6 +74,8 @@ export interface StorageObserver {
 
 export class Objects {
   private readonly lists: Lists
+  /** Every create and update goes through it (admission.ts); the server adds the schema steps. */
+  readonly pipeline = new WritePipeline()
   /** Set by the server unless `gc: false`. */
   gc: StorageObserver | undefined
   private readonly namespaces: Namespaces
@@ -165,7 +180,7 @@ export class Objects {
 
   // ---------- writes ----------
   /** Creates an object; takes ownership of `body` (callers pass freshly parsed objects). */
-  create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): any {
+  create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): Written | Promise<Written> {
     this.checkBody(t, ns, body)
     const meta = { ...(body.metadata ?? {}) }
     if (!meta.name && meta.generateName) {
@@ -187,14 +202,37 @@ export class Objects {
     else delete meta.generation
     if (t.status) delete obj.status
     obj = this.defaults(t, obj)
-    meta.managedFields =
-      o.managedFields ??
-      recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
-    if (meta.managedFields.length === 0) delete meta.managedFields
-    if (o.dryRun) return obj
-    const [stored] = this.store.write(t.storageKey, (put) => put(obj))
-    this.afterWrite(t, stored)
-    return this.out(t, stored)
+    const req = this.admissionRequest(t, 'CREATE', obj, undefined, o)
+    const finish = (): Written => {
+      const obj = req.object
+      const meta = obj.metadata
+      meta.managedFields =
+        o.managedFields ??
+        recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
+      if (meta.managedFields.length === 0) delete meta.managedFields
+      if (o.dryRun) return { object: obj, warnings: req.warnings }
+      // an async admission step let other writes run: the name may be taken by now
+      if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
+      const [stored] = this.store.write(t.storageKey, (put) => put(obj))
+      this.afterWrite(t, stored)
+      return { object: this.out(t, stored), warnings: req.warnings }
+    }
+    const pending = o.admit === false ? undefined : this.pipeline.run(req)
+    return pending ? pending.then(finish) : finish()
+  }
+
+  private admissionRequest(t: ResourceType, operation: Operation, object: any, oldObject: any, o: WriteOpts): AdmissionRequest {
+    const req: AdmissionRequest = {
+      type: t,
+      operation,
+      object,
+      dryRun: !!o.dryRun,
+      fieldValidation: o.fieldValidation ?? 'Warn',
+      warnings: [],
+    }
+    if (oldObject !== undefined) req.oldObject = oldObject
+    if (o.subresource) req.subresource = o.subresource
+    return req
   }
 
   private defaults(t: ResourceType, obj: any): any {
@@ -204,7 +242,7 @@ export class Objects {
     return obj
   }
 
-  update(t: ResourceType, ns: string, name: string, body: any, o: WriteOpts): any {
+  update(t: ResourceType, ns: string, name: string, body: any, o: WriteOpts): Written | Promise<Written> {
     this.checkBody(t, ns, body, name)
     const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
     if (!cur) throw notFound(t, name)
@@ -226,7 +264,7 @@ export class Objects {
     kind: PatchKind | undefined,
     patch: any,
     o: WriteOpts & { force?: boolean; contentType: string },
-  ): any {
+  ): Written | Promise<Written> {
     if (kind === undefined || (kind === 'strategic' && !t.builtin)) throw unsupportedMediaType(o.contentType)
     const key = t.namespaced ? ns : ''
     const cur = this.store.get(t.storageKey, key, name)
@@ -252,7 +290,14 @@ export class Objects {
     return this.commitUpdate(t, cur, next, o, 'Update')
   }
 
-  private apply(t: ResourceType, ns: string, name: string, cur: any, applied: any, o: WriteOpts & { force?: boolean }): any {
+  private apply(
+    t: ResourceType,
+    ns: string,
+    name: string,
+    cur: any,
+    applied: any,
+    o: WriteOpts & { force?: boolean },
+  ): Written | Promise<Written> {
     if (!o.manager || o.manager === '__default__') {
       throw invalid('PatchOptions', 'meta.k8s.io', '', [
         { reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' },
@@ -286,7 +331,13 @@ export class Objects {
     return this.commitUpdate(t, cur, object, { ...o, keepManagedFields: true }, 'Apply')
   }
   /** The shared tail of update/patch/apply: status scoping, immutables, generation, no-op detection. */
-  private commitUpdate(t: ResourceType, cur: any, next: any, o: WriteOpts & { keepManagedFields?: boolean }, _op: 'Update' | 'Apply'): any {
+  private commitUpdate(
+    t: ResourceType,
+    cur: any,
+    next: any,
+    o: WriteOpts & { keepManagedFields?: boolean },
+    _op: 'Update' | 'Apply',
+  ): Written | Promise<Written> {
     const meta = { ...(next.metadata ?? {}) }
     const cm = cur.metadata
     // a uid in the body is a precondition (rest.Update): another object's uid must not overwrite this one
@@ -329,6 +380,20 @@ export class Objects {
     next = { ...next, apiVersion: cur.apiVersion, kind: t.kind, metadata: meta }
     if (t.storageKey === NS_TYPE_KEY) next.spec = cur.spec
     this.validate(t, next)
+    const req = this.admissionRequest(t, 'UPDATE', next, cur, o)
+    const pending = o.admit === false ? undefined : this.pipeline.run(req)
+    return pending ? pending.then(() => this.finishUpdate(t, cur, req, o)) : this.finishUpdate(t, cur, req, o)
+  }
+
+  /** After admission: generation, managedFields, no-op detection, then the write. */
+  private finishUpdate(t: ResourceType, cur: any, req: AdmissionRequest, o: WriteOpts & { keepManagedFields?: boolean }): Written {
+    const next = req.object
+    const meta = next.metadata
+    const cm = cur.metadata
+    const done = (object: any): Written => ({ object, warnings: req.warnings })
+    // an async admission step let other writes run: this write was computed from a version now gone
+    if (this.store.get(t.storageKey, t.namespaced ? (cm.namespace ?? '') : '', cm.name)?.metadata.resourceVersion !== cm.resourceVersion)
+      throw conflict(t, cm.name)
     if (t.generation && specChanged(cur, next)) meta.generation = (cm.generation ?? 0) + 1
     if (!o.keepManagedFields) {
       const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
@@ -342,16 +407,16 @@ export class Objects {
       if (mf.length) meta.managedFields = mf
       else delete meta.managedFields
     } else if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields
-    if (sameIgnoringTimes(cur, next)) return this.out(t, cur)
-    if (o.dryRun) return this.out(t, next)
+    if (sameIgnoringTimes(cur, next)) return done(this.out(t, cur))
+    if (o.dryRun) return done(this.out(t, next))
     if (cm.deletionTimestamp && (meta.finalizers ?? []).length === 0) {
       const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
       this.afterDelete(t, gone)
-      return this.out(t, { ...next, metadata: { ...meta, resourceVersion: gone.metadata.resourceVersion } })
+      return done(this.out(t, { ...next, metadata: { ...meta, resourceVersion: gone.metadata.resourceVersion } }))
     }
     const [stored] = this.store.write(t.storageKey, (put) => put(next))
     this.afterWrite(t, stored)
-    return this.out(t, stored)
+    return done(this.out(t, stored))
   }
 
   delete(t: ResourceType, ns: string, name: string, d: DeleteOpts): any {

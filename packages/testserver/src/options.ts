@@ -2,7 +2,8 @@
 // apimachinery/pkg/apis/meta/internalversion/validation does before a handler runs.
 // Invariant: an option a real server refuses is refused here with the same 422 Invalid shape
 // (kind `ListOptions`, `CreateOptions`, ... in group meta.k8s.io, one cause per field), never ignored.
-import { invalid, type StatusCause } from './status.ts'
+import { badRequest, invalid, type StatusCause } from './status.ts'
+import type { FieldValidation } from './admission.ts'
 
 export type OptionsKind = 'ListOptions' | 'CreateOptions' | 'UpdateOptions' | 'PatchOptions' | 'DeleteOptions'
 
@@ -59,4 +60,11 @@ export function checkListOptions(q: Record<string, string | undefined>, watch: b
   }
   if (q.sendInitialEvents !== undefined) causes.push(forbidden('sendInitialEvents', 'sendInitialEvents is forbidden for list'))
   refuse('ListOptions', causes)
+}
+
+/** `fieldValidation`: Ignore, Warn (the default) or Strict; anything else is 400 as on a real server. */
+export function checkFieldValidation(v: string | undefined): FieldValidation {
+  if (v === undefined || v === '') return 'Warn'
+  if (v === 'Ignore' || v === 'Warn' || v === 'Strict') return v
+  throw badRequest(`fieldValidation must be one of "Ignore", "Warn", "Strict", got "${v}"`)
 }

@@ -31,7 +31,10 @@ import {
   serviceUnavailable,
 } from './status.ts'
 import { makeMatcher } from './selectors.ts'
-import { checkDryRun, checkListOptions, type OptionsKind } from './options.ts'
+import { checkDryRun, checkFieldValidation, checkListOptions, type OptionsKind } from './options.ts'
+import { warningHeader } from './admission.ts'
+import { installCrdAdmission } from './crd-admission.ts'
+import type { Written } from './objects.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
@@ -115,6 +118,7 @@ export class TestServer {
     this.store = new Store(opts.historySize ?? 10_000)
     this.objects = new Objects(this.store, this.registry, prng(seed ^ 0x5eed))
     if (opts.gc !== false) this.objects.gc = new GarbageCollector(this.objects)
+    installCrdAdmission(this.objects.pipeline)
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)
@@ -291,6 +295,8 @@ export class TestServer {
   ): Promise<void> {
     const r = route(this.registry, path)
     const ok = (v: unknown, code = 200) => this.sendJson(res, code, typeof v === 'string' ? v : JSON.stringify(v))
+    const written = (w: Written, code = 200) =>
+      this.sendJson(res, code, JSON.stringify(w.object), w.warnings.length ? { Warning: w.warnings.map(warningHeader).join(', ') } : {})
     if (r.kind === 'unknown') {
       await drain(req)
       throw pathNotFound()
@@ -322,6 +328,7 @@ export class TestServer {
     const manager = q.fieldManager ?? defaultManager(req.headers['user-agent'])
     const dryRun = checkDryRun(OPTIONS_KIND[method] ?? 'ListOptions', q.dryRun)
     const allowedFields = t.selectableFields
+    const fieldValidation = checkFieldValidation(q.fieldValidation)
     switch (method) {
       case 'GET': {
         await drain(req)
@@ -352,12 +359,19 @@ export class TestServer {
       case 'POST': {
         const body = await readJson(req)
         if (r.name !== undefined) throw methodNotAllowed()
-        return ok(this.objects.create(t, ns, body, { manager, dryRun }), 201)
+        return written(await this.objects.create(t, ns, body, { manager, dryRun, fieldValidation }), 201)
       }
       case 'PUT': {
         const body = await readJson(req)
         if (r.name === undefined) throw methodNotAllowed()
-        return ok(this.objects.update(t, ns, r.name, body, { manager, dryRun, ...(r.subresource ? { subresource: r.subresource } : {}) }))
+        return written(
+          await this.objects.update(t, ns, r.name, body, {
+            manager,
+            dryRun,
+            fieldValidation,
+            ...(r.subresource ? { subresource: r.subresource } : {}),
+          }),
+        )
       }
       case 'PATCH': {
         const contentType = req.headers['content-type'] ?? ''
@@ -366,14 +380,15 @@ export class TestServer {
         if (r.name === undefined) throw methodNotAllowed()
         const applyManager = kind === 'apply' ? (q.fieldManager ?? '__default__') : manager
         const existed = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name) !== undefined
-        const out = this.objects.patch(t, ns, r.name, kind, body, {
+        const out = await this.objects.patch(t, ns, r.name, kind, body, {
           manager: applyManager,
           dryRun,
+          fieldValidation,
           force: q.force === 'true',
           contentType,
           ...(r.subresource ? { subresource: r.subresource } : {}),
         })
-        return ok(out, kind === 'apply' && !existed ? 201 : 200)
+        return written(out, kind === 'apply' && !existed ? 201 : 200)
       }
       case 'DELETE': {
         const body = await readJson(req, true)

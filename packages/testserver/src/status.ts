@@ -72,7 +72,9 @@ export function conflict(
   return new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(ref)} "${name}": ${why}`, details(ref, name))
 }
 export function invalid(kind: string, group: string, name: string, causes: StatusCause[]): StatusError {
-  const what = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join(', ')
+  // as apimachinery's ToAggregate: several errors are listed in brackets
+  const each = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message))
+  const what = each.length === 1 ? each[0] : `[${each.join(', ')}]`
   const d: StatusDetails = { name, kind, causes }
   if (group) d.group = group
   return new StatusError(422, 'Invalid', `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${what}`, d)

@@ -207,7 +207,12 @@ test("a CRD's list-map conditions: dropping one on /status removes it whole, the
   await crd('policies.ssa.example.com', 'policies', 'Policy', {
     type: 'object',
     properties: {
-      conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: { type: 'object' } },
+      conditions: {
+        type: 'array',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['type'],
+        items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+      },
     },
   })
   const base = { apiVersion: 'ssa.example.com/v1', kind: 'Policy', metadata: { name: 'p', namespace: 'default' } }
@@ -227,7 +232,7 @@ test("a CRD's list-map conditions: dropping one on /status removes it whole, the
 test("a CRD list with no list type is atomic: another manager's different list conflicts, force replaces it", async () => {
   await crd('gizmos.ssa.example.com', 'gizmos', 'Gizmo', {
     type: 'object',
-    properties: { conditions: { type: 'array', items: { type: 'object' } } },
+    properties: { conditions: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
   })
   const base = { apiVersion: 'ssa.example.com/v1', kind: 'Gizmo', metadata: { name: 'g', namespace: 'default' } }
   await applyRaw('/apis/ssa.example.com/v1/namespaces/default/gizmos/g', { ...base, spec: {} }, 'ctl')

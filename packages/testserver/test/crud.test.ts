@@ -178,7 +178,11 @@ async function createWidgetCrd() {
           served: true,
           storage: true,
           subresources: { status: {} },
-          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          // client-node sends the object as is, or through its CRD model once it has resolved the kind;
+          // the model knows only its own name, x_kubernetes_preserve_unknown_fields (and drops the dashed key), so both are given
+          schema: {
+            openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, x_kubernetes_preserve_unknown_fields: true },
+          },
         },
       ],
     },
