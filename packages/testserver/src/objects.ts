@@ -34,6 +34,7 @@ import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
 import { fieldSchemaOf } from './schema.ts'
 import type { Matcher } from './selectors.ts'
 import { objectJson } from './watch.ts'
+import { metaCauses } from './meta-validation.ts'
 import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
@@ -156,14 +157,12 @@ export class Objects {
       ])
     }
     const labels = obj.metadata?.labels
-    if (
-      labels !== undefined &&
-      (typeof labels !== 'object' || labels === null || Object.values(labels).some((v) => typeof v !== 'string'))
-    ) {
+    if (labels !== undefined && (typeof labels !== 'object' || labels === null || Array.isArray(labels)))
       throw invalid(t.kind, t.group, name, [
         { reason: 'FieldValueInvalid', message: 'Invalid value: label values must be strings', field: 'metadata.labels' },
       ])
-    }
+    const metaErrors = metaCauses(obj.metadata)
+    if (metaErrors.length) throw invalid(t.kind, t.group, name, metaErrors)
     if (t.crd === undefined && t.resource === 'customresourcedefinitions') {
       const s = obj.spec ?? {}
       if (name !== `${s.names?.plural}.${s.group}`) {

@@ -6,6 +6,8 @@
 // - Listeners are told synchronously of every registration change, so storage and discovery never
 //   see a type the other does not know.
 
+import { MORE_BUILTIN_TYPES } from './builtin-kinds.ts'
+
 export interface ResourceType {
   group: string
   version: string
@@ -30,12 +32,22 @@ export interface ResourceType {
    * strategy forbids it (Lease, every custom kind): such a PUT is 422 Invalid.
    */
   unconditionalUpdate: boolean
+  /** Serves `/scale` (autoscaling/v1 Scale over spec.replicas), as Deployments and StatefulSets do. */
+  scale: boolean
+  /** Where /scale reads and writes (a CRD's subresources.scale paths; `.spec.replicas` by default). */
+  scalePaths: ScalePaths
   /** Storage identity shared by all versions of a kind. */
   storageKey: string
   /** Set for kinds registered through a CustomResourceDefinition: its name. */
   crd?: string
   /** A custom kind's openAPIV3Schema: server-side apply follows its list and map types. */
   schema?: Record<string, any>
+}
+
+export interface ScalePaths {
+  specReplicas: string
+  statusReplicas: string
+  selector?: string
 }
 
 export interface ResourceTypeInput {
@@ -53,6 +65,8 @@ export interface ResourceTypeInput {
   generation?: boolean
   selectableFields?: string[]
   unconditionalUpdate?: boolean
+  scale?: boolean
+  scalePaths?: ScalePaths
   crd?: string
   /** openAPIV3Schema (custom kinds): x-kubernetes-list-type/-list-map-keys/-map-type drive apply. */
   schema?: Record<string, any>
@@ -82,6 +96,8 @@ export function makeType(input: ResourceTypeInput): ResourceType {
     generation: input.generation ?? !(input.builtin ?? false),
     selectableFields: input.selectableFields ?? [],
     unconditionalUpdate: input.unconditionalUpdate ?? input.builtin ?? false,
+    scale: input.scale ?? false,
+    scalePaths: input.scalePaths ?? { specReplicas: '.spec.replicas', statusReplicas: '.status.replicas' },
     storageKey: `${group}/${input.resource}`,
   }
   if (input.crd) t.crd = input.crd
@@ -164,6 +180,7 @@ export const BUILTIN_TYPES: ResourceTypeInput[] = [
     shortNames: ['deploy'],
     status: true,
     generation: true,
+    scale: true,
     categories: ['all'],
   },
   {
@@ -175,6 +192,7 @@ export const BUILTIN_TYPES: ResourceTypeInput[] = [
     shortNames: ['sts'],
     status: true,
     generation: true,
+    scale: true,
     categories: ['all'],
   },
   {
@@ -199,6 +217,7 @@ export const BUILTIN_TYPES: ResourceTypeInput[] = [
     status: true,
     generation: true,
   },
+  ...MORE_BUILTIN_TYPES,
 ]
 
 export type RegistryListener = (change: 'added' | 'removed', t: ResourceType) => void
@@ -274,6 +293,12 @@ export function typesFromCrd(crd: any): ResourceTypeInput[] {
       shortNames: names.shortNames ?? [],
       categories: names.categories ?? [],
       status: !!v.subresources?.status,
+      scale: !!v.subresources?.scale,
+      scalePaths: {
+        specReplicas: v.subresources?.scale?.specReplicasPath ?? '.spec.replicas',
+        statusReplicas: v.subresources?.scale?.statusReplicasPath ?? '.status.replicas',
+        ...(v.subresources?.scale?.labelSelectorPath ? { selector: v.subresources.scale.labelSelectorPath } : {}),
+      },
       builtin: false,
       generation: true,
       selectableFields: (v.selectableFields ?? []).map((f: any) => String(f.jsonPath ?? '').replace(/^\./, '')),

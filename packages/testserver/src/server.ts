@@ -28,12 +28,16 @@ import {
   toApiError,
   tooManyRequests,
   unauthorized,
+  unsupportedMediaType,
   serviceUnavailable,
 } from './status.ts'
 import { makeMatcher } from './selectors.ts'
 import { checkDryRun, checkFieldValidation, checkListOptions, type OptionsKind } from './options.ts'
 import { warningHeader } from './admission.ts'
 import { installCrdAdmission } from './crd-admission.ts'
+import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
+import { builtinValidationStep } from './builtin-validation.ts'
+import { scaleOf, writeScale } from './scale.ts'
 import type { Written } from './objects.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
@@ -118,6 +122,9 @@ export class TestServer {
     this.store = new Store(opts.historySize ?? 10_000)
     this.objects = new Objects(this.store, this.registry, prng(seed ^ 0x5eed))
     if (opts.gc !== false) this.objects.gc = new GarbageCollector(this.objects)
+    // admission in kube-apiserver's order: defaults (built-in, then a CRD's pruning and defaults), then validation
+    this.objects.pipeline.mutating.push(builtinDefaultsStep(new ServiceAllocator()))
+    this.objects.pipeline.validating.push(builtinValidationStep)
     installCrdAdmission(this.objects.pipeline)
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
@@ -332,7 +339,8 @@ export class TestServer {
     switch (method) {
       case 'GET': {
         await drain(req)
-        if (r.name !== undefined) return ok(this.objects.get(t, ns, r.name))
+        if (r.name !== undefined)
+          return ok(r.subresource === 'scale' ? scaleOf(t, this.objects.get(t, ns, r.name)) : this.objects.get(t, ns, r.name))
         checkListOptions(q, watch)
         const matcher = makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)
         if (watch) {
@@ -364,6 +372,7 @@ export class TestServer {
       case 'PUT': {
         const body = await readJson(req)
         if (r.name === undefined) throw methodNotAllowed()
+        if (r.subresource === 'scale') return written(await writeScale(this.objects, t, ns, r.name, body, 'put', { manager, dryRun }))
         return written(
           await this.objects.update(t, ns, r.name, body, {
             manager,
@@ -378,6 +387,10 @@ export class TestServer {
         const kind = patchKindOf(contentType)
         const body = await readJson(req)
         if (r.name === undefined) throw methodNotAllowed()
+        if (r.subresource === 'scale') {
+          if (!kind) throw unsupportedMediaType(contentType)
+          return written(await writeScale(this.objects, t, ns, r.name, body, kind, { manager, dryRun }))
+        }
         const applyManager = kind === 'apply' ? (q.fieldManager ?? '__default__') : manager
         const existed = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name) !== undefined
         const out = await this.objects.patch(t, ns, r.name, kind, body, {

@@ -151,23 +151,30 @@ const applyRaw = async (path: string, body: any, manager: string, force = false)
 }
 
 test('a keyed item a manager stops applying goes whole, with its nested keyed lists (no husks)', async () => {
-  const pod = (containers: any[]) => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
+  // a Deployment's template (a Pod's containers cannot change after creation on a real server)
+  const deploy = (containers: any[]) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
     metadata: { name: 'husk', namespace: 'default' },
-    spec: { containers },
+    spec: { selector: { matchLabels: { app: 'husk' } }, template: { metadata: { labels: { app: 'husk' } }, spec: { containers } } },
   })
+  const path = '/apis/apps/v1/namespaces/default/deployments/husk'
   await applyRaw(
-    '/api/v1/namespaces/default/pods/husk',
-    pod([
+    path,
+    deploy([
       { name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] },
       { name: 'b', image: 'y' },
     ]),
     'a',
   )
-  const r = await applyRaw('/api/v1/namespaces/default/pods/husk', pod([{ name: 'a', image: 'x' }]), 'a')
+  const r = await applyRaw(path, deploy([{ name: 'a', image: 'x' }]), 'a')
   assert.is(r.status, 200)
-  assert.equal(r.body.spec.containers, [{ name: 'a', image: 'x' }])
+  const containers = r.body.spec.template.spec.containers
+  assert.equal(
+    containers.map((c: any) => [c.name, c.image, c.env]),
+    [['a', 'x', undefined]],
+    "b went whole, and a's env with it",
+  )
 })
 
 async function crd(name: string, plural: string, kind: string, statusSchema: any) {
