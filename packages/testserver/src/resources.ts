@@ -36,12 +36,23 @@ export interface ResourceType {
   scale: boolean
   /** Where /scale reads and writes (a CRD's subresources.scale paths; `.spec.replicas` by default). */
   scalePaths: ScalePaths
+  /** A CRD version's additionalPrinterColumns (server-side Table output). */
+  printerColumns?: PrinterColumn[]
   /** Storage identity shared by all versions of a kind. */
   storageKey: string
   /** Set for kinds registered through a CustomResourceDefinition: its name. */
   crd?: string
   /** A custom kind's openAPIV3Schema: server-side apply follows its list and map types. */
   schema?: Record<string, any>
+}
+
+export interface PrinterColumn {
+  name: string
+  type: string
+  jsonPath: string
+  format?: string
+  description?: string
+  priority?: number
 }
 
 export interface ScalePaths {
@@ -67,6 +78,7 @@ export interface ResourceTypeInput {
   unconditionalUpdate?: boolean
   scale?: boolean
   scalePaths?: ScalePaths
+  printerColumns?: PrinterColumn[]
   crd?: string
   /** openAPIV3Schema (custom kinds): x-kubernetes-list-type/-list-map-keys/-map-type drive apply. */
   schema?: Record<string, any>
@@ -101,6 +113,7 @@ export function makeType(input: ResourceTypeInput): ResourceType {
     storageKey: `${group}/${input.resource}`,
   }
   if (input.crd) t.crd = input.crd
+  if (input.printerColumns) t.printerColumns = input.printerColumns
   if (input.schema) t.schema = input.schema
   return t
 }
@@ -304,6 +317,7 @@ export function typesFromCrd(crd: any): ResourceTypeInput[] {
       selectableFields: (v.selectableFields ?? []).map((f: any) => String(f.jsonPath ?? '').replace(/^\./, '')),
       crd: crd.metadata?.name,
     }
+    if (Array.isArray(v.additionalPrinterColumns)) input.printerColumns = v.additionalPrinterColumns
     const schema = v.schema?.openAPIV3Schema ?? spec.validation?.openAPIV3Schema
     if (schema) input.schema = schema
     out.push(input)

@@ -38,6 +38,8 @@ import { installCrdAdmission } from './crd-admission.ts'
 import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
 import { scaleOf, writeScale } from './scale.ts'
+import { toTable, wantsTable } from './table.ts'
+import { parse as parseYaml } from 'yaml'
 import type { Written } from './objects.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
@@ -339,8 +341,12 @@ export class TestServer {
     switch (method) {
       case 'GET': {
         await drain(req)
-        if (r.name !== undefined)
-          return ok(r.subresource === 'scale' ? scaleOf(t, this.objects.get(t, ns, r.name)) : this.objects.get(t, ns, r.name))
+        const table = !watch && r.subresource === undefined && wantsTable(req.headers.accept)
+        if (r.name !== undefined) {
+          const obj = this.objects.get(t, ns, r.name)
+          if (table) return ok(toTable(t, [obj], obj.metadata.resourceVersion))
+          return ok(r.subresource === 'scale' ? scaleOf(t, obj) : obj)
+        }
         checkListOptions(q, watch)
         const matcher = makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)
         if (watch) {
@@ -362,7 +368,13 @@ export class TestServer {
         if (q.continue) lo.continue = q.continue
         if (q.resourceVersion !== undefined) lo.resourceVersion = q.resourceVersion
         if (q.resourceVersionMatch) lo.resourceVersionMatch = q.resourceVersionMatch
-        return ok(this.objects.listJson(t, r.namespace, lo))
+        const list = this.objects.listJson(t, r.namespace, lo)
+        if (table) {
+          const { metadata, items } = JSON.parse(list)
+          const { resourceVersion, ...rest } = metadata
+          return ok(toTable(t, items, resourceVersion, rest))
+        }
+        return ok(list)
       }
       case 'POST': {
         const body = await readJson(req)
@@ -479,18 +491,33 @@ function drain(req: IncomingMessage): Promise<void> {
   })
 }
 
+/** kube-apiserver's request body limit (3 MiB): a larger body is 413 before it is decoded. */
+const MAX_BODY = 3 * 1024 * 1024
+
+/** The request body as an object: JSON, or YAML when the Content-Type says so (application/yaml, apply-patch+yaml). */
 function readJson(req: IncomingMessage, optional = false): Promise<any> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
+    let size = 0
+    req.on('data', (c: Buffer) => {
+      size += c.length
+      if (size <= MAX_BODY) chunks.push(c)
+    })
     req.on('error', reject)
     req.on('end', () => {
+      if (size > MAX_BODY) return reject(new StatusError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${MAX_BODY}`))
       const text = Buffer.concat(chunks).toString('utf8')
       if (text.trim() === '') return optional ? resolve(undefined) : reject(badRequest('the request body is empty'))
       try {
         resolve(JSON.parse(text))
       } catch (e) {
-        reject(badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`))
+        if (!/yaml/i.test(req.headers['content-type'] ?? ''))
+          return reject(badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`))
+        try {
+          resolve(parseYaml(text))
+        } catch (ye) {
+          reject(badRequest(`error converting YAML to JSON: ${(ye as Error).message.split('\n')[0]}`))
+        }
       }
     })
   })

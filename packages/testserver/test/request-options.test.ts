@@ -141,4 +141,30 @@ test('resourceVersionMatch=Exact reads a recent past version; one older than the
   assert.is((await http(e, 'GET', `${P}?resourceVersion=${at}&resourceVersionMatch=Exact`)).status, 410)
 })
 
+test('YAML request bodies (create and apply); a body over 3 MiB is 413', async () => {
+  const yaml = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v # a comment\n'
+  const res = await http(e, 'POST', CMS, yaml, 'application/yaml')
+  assert.is(res.status, 201, JSON.stringify(res.body))
+  assert.equal(res.body.data, { k: 'v' })
+  const applied = await http(e, 'PATCH', `${CMS}/from-yaml?fieldManager=y&force=true`, yaml.replace('k: v', 'k: w'), 'application/apply-patch+yaml')
+  assert.is(applied.status, 200, JSON.stringify(applied.body))
+  assert.equal(applied.body.data, { k: 'w' })
+  const huge = await http(e, 'POST', CMS, JSON.stringify(cm('huge', { a: 'x'.repeat(3.2 * 1024 * 1024) })))
+  assert.is(huge.status, 413)
+})
+
+test('Accept: as=Table answers a server-side Table (columns, rows with metadata)', async () => {
+  const accept = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json'
+  const res = await fetch(`${e.server.url}${CMS}?limit=2`, { headers: { authorization: `Bearer ${e.server.token}`, accept } })
+  const table: any = await res.json()
+  assert.is(table.kind, 'Table')
+  assert.equal(
+    table.columnDefinitions.map((c: any) => c.name),
+    ['Name', 'Data', 'Age'],
+  )
+  assert.is(table.rows.length, 2)
+  assert.is(table.rows[0].object.kind, 'PartialObjectMetadata')
+  assert.ok(table.metadata.continue, 'pagination carried over')
+})
+
 test.run()
