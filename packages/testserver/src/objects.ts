@@ -35,9 +35,13 @@ import { fieldSchemaOf } from './schema.ts'
 import type { Matcher } from './selectors.ts'
 import { objectJson } from './watch.ts'
 import { metaCauses } from './meta-validation.ts'
+import { Lifecycle } from './lifecycle.ts'
 import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
+const POD_TYPE_KEY = '/pods'
+const ROOT_CA_DESCRIPTION =
+  'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.'
 
 export interface WriteOpts {
   manager: string
@@ -61,6 +65,16 @@ export interface DeleteOpts {
   propagationPolicy?: string
   /** Checked and answered as if carried out, nothing written (`dryRun=All`). */
   dryRun?: boolean
+  /** A Pod's grace period (default its terminationGracePeriodSeconds); 0 removes it at once. */
+  gracePeriodSeconds?: number
+}
+
+/** How long the emulated controllers take after a DELETE (see lifecycle.ts; control.finishDeletions() skips the wait). */
+export interface DeletionTiming {
+  /** From a namespace's DELETE until the namespace controller empties and removes it. */
+  namespaceMs: number
+  /** From a scheduled Pod's graceful DELETE until the kubelet removes it (at most its grace period). */
+  podMs: number
 }
 
 /** The finalizers that carry a deletion's propagation policy until the garbage collector acts (gc.ts). */
@@ -77,6 +91,11 @@ export class Objects {
   private readonly lists: Lists
   /** Every create and update goes through it (admission.ts); the server adds the schema steps. */
   readonly pipeline = new WritePipeline()
+  /** The namespace controller's and kubelet's pending steps. */
+  readonly lifecycle = new Lifecycle()
+  timing: DeletionTiming = { namespaceMs: 200, podMs: 1000 }
+  /** The CA each namespace's kube-root-ca.crt ConfigMap carries. */
+  rootCaPem = ''
   /** Set by the server unless `gc: false`. */
   gc: StorageObserver | undefined
   private readonly namespaces: Namespaces
@@ -188,7 +207,8 @@ export class Objects {
     let obj: any = { ...body, apiVersion: apiVersionOf(t), kind: t.kind, metadata: meta }
     this.validate(t, obj)
     this.namespaces.check(t, ns)
-    if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
+    const existing = this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)
+    if (existing) throw alreadyExists(t, meta.name, !!existing.metadata.deletionTimestamp)
     delete meta.resourceVersion
     delete meta.deletionTimestamp
     delete meta.deletionGracePeriodSeconds
@@ -214,6 +234,7 @@ export class Objects {
       if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
       const [stored] = this.store.write(t.storageKey, (put) => put(obj))
       this.afterWrite(t, stored)
+      if (t.storageKey === NS_TYPE_KEY) this.populateNamespace(meta.name)
       return { object: this.out(t, stored), warnings: req.warnings }
     }
     const pending = o.admit === false ? undefined : this.pipeline.run(req)
@@ -453,10 +474,49 @@ export class Objects {
     })
     if (t.storageKey === NS_TYPE_KEY) {
       if (d.dryRun) return { object: terminating({ status: { ...(cur.status ?? {}), phase: 'Terminating' } }), removed: false }
-      const now = this.namespaces.terminate(t, cur, (rt, ns, name) => {
-        this.delete(rt, ns, name, {})
+      const now = this.namespaces.markTerminating(t, cur)
+      this.lifecycle.schedule(`namespace/${name}`, this.timing.namespaceMs, () =>
+        this.namespaces.empty(name, (rt, ns, n) => {
+          this.delete(rt, ns, n, {})
+        }),
+      )
+      return { object: now, removed: false } // a Namespace DELETE answers the Namespace, Terminating
+    }
+    const grace = t.storageKey === POD_TYPE_KEY ? (d.gracePeriodSeconds ?? cur.spec?.terminationGracePeriodSeconds ?? 30) : 0
+    if (grace > 0 && cur.spec?.nodeName && !cur.metadata.deletionTimestamp) {
+      // graceful: the Pod stays, Terminating, until the kubelet has stopped it (lifecycle.ts)
+      const next = {
+        ...cur,
+        metadata: {
+          ...cur.metadata,
+          finalizers: finalizers.length ? finalizers : undefined,
+          deletionTimestamp: new Date(Date.now() + grace * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
+          deletionGracePeriodSeconds: grace,
+        },
+      }
+      if (next.metadata.finalizers === undefined) delete next.metadata.finalizers
+      if (d.dryRun) return { object: next, removed: false }
+      const [stored] = this.store.write(t.storageKey, (put) => put(next))
+      this.afterWrite(t, stored)
+      const uid = cur.metadata.uid
+      this.lifecycle.schedule(`pod/${ns}/${name}`, Math.min(grace * 1000, this.timing.podMs), () => {
+        try {
+          this.delete(t, ns, name, { gracePeriodSeconds: 0, preconditions: { uid } })
+        } catch (e) {
+          if (!(e instanceof StatusError && (e.code === 404 || e.code === 409))) throw e
+        }
       })
-      return { object: now, removed: false } // a Namespace DELETE answers the Namespace, removed or not
+      return { object: stored, removed: false }
+    }
+    if (t.storageKey === POD_TYPE_KEY && grace > 0 && cur.metadata.deletionTimestamp && cur.spec?.nodeName)
+      return { object: cur, removed: false } // already terminating: the kubelet removes it
+    if (t.storageKey === POD_TYPE_KEY && grace === 0 && cur.metadata.deletionTimestamp && finalizers.length === 0) {
+      // the kubelet's (or a forced) final DELETE of a Terminating Pod
+      this.lifecycle.cancel(`pod/${ns}/${name}`)
+      if (d.dryRun) return { object: cur, removed: true }
+      const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
+      this.afterDelete(t, gone)
+      return { object: gone, removed: true }
     }
     if (finalizers.length > 0) {
       if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return { object: cur, removed: false }
@@ -470,6 +530,49 @@ export class Objects {
     const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
     this.afterDelete(t, gone)
     return { object: gone, removed: true }
+  }
+
+  /** Sets the CA the kube-root-ca.crt ConfigMaps carry (the server's, once generated). */
+  setRootCa(pem: string): void {
+    this.rootCaPem = pem
+    const cmType = this.registry.byKind('v1', 'ConfigMap')
+    if (!cmType) return
+    for (const [, ns] of this.store.scan(NS_TYPE_KEY, undefined, undefined, this.store.snapshot())) {
+      if (!this.store.get(cmType.storageKey, ns.metadata.name, 'kube-root-ca.crt')) continue
+      this.patch(
+        cmType,
+        ns.metadata.name,
+        'kube-root-ca.crt',
+        'merge',
+        { data: { 'ca.crt': pem } },
+        {
+          manager: 'kube-controller-manager',
+          contentType: 'application/merge-patch+json',
+          admit: false,
+        },
+      )
+    }
+  }
+
+  /**
+   * What the namespace's controllers create in a new namespace: the `default` ServiceAccount and the
+   * `kube-root-ca.crt` ConfigMap with the cluster CA (at once here, a moment later on a real cluster).
+   */
+  private populateNamespace(ns: string): void {
+    const o = { manager: 'kube-controller-manager', admit: false }
+    const sa = this.registry.byKind('v1', 'ServiceAccount')
+    const cmType = this.registry.byKind('v1', 'ConfigMap')
+    if (sa && !this.store.get(sa.storageKey, ns, 'default')) this.create(sa, ns, { metadata: { name: 'default' } }, o)
+    if (cmType && !this.store.get(cmType.storageKey, ns, 'kube-root-ca.crt'))
+      this.create(
+        cmType,
+        ns,
+        {
+          metadata: { name: 'kube-root-ca.crt', annotations: { 'kubernetes.io/description': ROOT_CA_DESCRIPTION } },
+          data: { 'ca.crt': this.rootCaPem },
+        },
+        { ...o, manager: 'kube-controller-manager' },
+      )
   }
 
   /** DELETE on a collection: answers the list of what it deleted (as a real server does), as JSON. */

@@ -40,7 +40,7 @@ import { builtinValidationStep } from './builtin-validation.ts'
 import { scaleOf, writeScale } from './scale.ts'
 import { toTable, wantsTable } from './table.ts'
 import { parse as parseYaml } from 'yaml'
-import type { Written } from './objects.ts'
+import type { DeletionTiming, Written } from './objects.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
@@ -78,6 +78,13 @@ export interface TestServerOptions {
    * is collected, and the `orphan`/`foregroundDeletion` finalizers stay until a client removes them.
    */
   gc?: boolean
+  /**
+   * How long the emulated namespace controller and kubelet take after a DELETE (ms): a deleted
+   * namespace stays Terminating for `namespaceMs` (default 200) before it is emptied and removed; a
+   * scheduled Pod deleted with a grace period stays Terminating for min(grace, `podMs`) (default 1000).
+   * `control.finishDeletions()` fast-forwards both.
+   */
+  deletionTiming?: Partial<DeletionTiming>
 }
 
 export interface RequestLogEntry {
@@ -123,6 +130,7 @@ export class TestServer {
     const seed = opts.seed ?? 1
     this.store = new Store(opts.historySize ?? 10_000)
     this.objects = new Objects(this.store, this.registry, prng(seed ^ 0x5eed))
+    this.objects.timing = { ...this.objects.timing, ...(opts.deletionTiming ?? {}) }
     if (opts.gc !== false) this.objects.gc = new GarbageCollector(this.objects)
     // admission in kube-apiserver's order: defaults (built-in, then a CRD's pruning and defaults), then validation
     this.objects.pipeline.mutating.push(builtinDefaultsStep(new ServiceAllocator()))
@@ -163,6 +171,7 @@ export class TestServer {
     if (this.opts.tls && !this.tls) {
       this.tls = await generateTls([this.host])
       ;(this.http as HttpsServer).setSecureContext({ key: this.tls.keyPem, cert: this.tls.certPem })
+      this.objects.setRootCa(this.tls.caPem)
     }
     await new Promise<void>((resolve, reject) => {
       const onErr = (e: Error) => reject(e)
@@ -200,6 +209,7 @@ export class TestServer {
   }
 
   async stop(): Promise<void> {
+    this.objects.lifecycle.stop()
     this.watches.closeAll('reset')
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
     for (const s of this.sockets) s.destroy()
@@ -422,7 +432,16 @@ export class TestServer {
         const pre = { ...(body?.preconditions ?? {}) }
         const prop = body?.propagationPolicy ?? q.propagationPolicy
         const dry = dryRun || checkDryRun('DeleteOptions', Array.isArray(body?.dryRun) ? body.dryRun[0] : undefined)
-        return ok(this.objects.delete(t, ns, r.name, { preconditions: pre, dryRun: dry, ...(prop ? { propagationPolicy: prop } : {}) }))
+        const graceRaw = body?.gracePeriodSeconds ?? q.gracePeriodSeconds
+        const grace = graceRaw === undefined ? undefined : Number(graceRaw)
+        return ok(
+          this.objects.delete(t, ns, r.name, {
+            preconditions: pre,
+            dryRun: dry,
+            ...(prop ? { propagationPolicy: prop } : {}),
+            ...(grace !== undefined && Number.isFinite(grace) ? { gracePeriodSeconds: Math.max(0, grace) } : {}),
+          }),
+        )
       }
       default:
         await drain(req)

@@ -61,8 +61,9 @@ function details(ref: ResourceRef, name: string, extra: Partial<StatusDetails> =
 export function notFound(ref: ResourceRef, name: string): StatusError {
   return new StatusError(404, 'NotFound', `${qualified(ref)} "${name}" not found`, details(ref, name))
 }
-export function alreadyExists(ref: ResourceRef, name: string): StatusError {
-  return new StatusError(409, 'AlreadyExists', `${qualified(ref)} "${name}" already exists`, details(ref, name))
+export function alreadyExists(ref: ResourceRef, name: string, beingDeleted = false): StatusError {
+  const msg = `${beingDeleted ? 'object is being deleted: ' : ''}${qualified(ref)} "${name}" already exists`
+  return new StatusError(409, 'AlreadyExists', msg, details(ref, name))
 }
 export function conflict(
   ref: ResourceRef,
