@@ -20,6 +20,7 @@ import { startServer } from './helpers.ts'
 import { waitUntil } from './leader-fixtures.ts'
 
 const kubeconfigOf = (s: RunningTestServer, name: string) => JSON.stringify(kubeconfigObject({ server: s.url, token: s.token!, name }))
+const fromOf = (o: unknown) => (o as { data?: { from?: string } } | undefined)?.data?.from
 const cm = (cluster: string, name: string): TargetRef => ({ cluster, apiVersion: 'v1', kind: 'ConfigMap', namespace: 'default', name })
 
 async function createCm(s: RunningTestServer, name: string, data: Record<string, string>): Promise<void> {
@@ -48,14 +49,14 @@ test('credential rotation through the registry (remove, then add): the cache clo
     await createCm(fresh, 'app', { from: 'fresh' })
     registry.addKubeconfig('leaf', kubeconfigOf(old, 'leaf'))
     await wod.ensureWatch('pipeline-a', cm('leaf', 'app'), { waitSynced: true, signal: AbortSignal.timeout(10_000) })
-    assert.is(wod.get(cm('leaf', 'app'))?.data?.from, 'old')
+    assert.is(fromOf(wod.get(cm('leaf', 'app'))), 'old')
 
     await registry.remove('leaf')
     await waitUntil(() => r.events.some((e) => e.type === 'closed'), 'a closed event', 5000)
     assert.equal(r.events.find((e) => e.type === 'closed')!.owners, ['pipeline-a'])
     const told = r.told.length
     registry.addKubeconfig('leaf', kubeconfigOf(fresh, 'leaf'))
-    await waitUntil(() => wod.get(cm('leaf', 'app'))?.data?.from === 'fresh', 'the cache to read the new endpoint', 10_000)
+    await waitUntil(() => fromOf(wod.get(cm('leaf', 'app'))) === 'fresh', 'the cache to read the new endpoint', 10_000)
     assert.ok(r.events.some((e) => e.type === 'reopened' && e.cluster === 'leaf'))
     assert.ok(r.told.length > told, 'the owner was told')
     // nothing goes to the old endpoint any more
@@ -108,11 +109,11 @@ test('kubeconfig Secrets: a labelled Secret is a cluster; a rotated one reopens 
     await secrets.start(AbortSignal.timeout(10_000))
     assert.equal(registry.names(), ['leaf'])
     await wod.ensureWatch('p', cm('leaf', 'app'), { waitSynced: true, signal: AbortSignal.timeout(10_000) })
-    assert.is(wod.get(cm('leaf', 'app'))?.data?.from, 'a')
+    assert.is(fromOf(wod.get(cm('leaf', 'app'))), 'a')
 
     // rotated: the Secret now points at b
     await admin.request({ method: 'PUT', path: `${secretPath}/leaf`, body: secret(kubeconfigOf(b, 'leaf')) })
-    await waitUntil(() => wod.get(cm('leaf', 'app'))?.data?.from === 'b', 'the cache on the rotated credentials', 10_000)
+    await waitUntil(() => fromOf(wod.get(cm('leaf', 'app'))) === 'b', 'the cache on the rotated credentials', 10_000)
 
     // broken: logged with the Secret's name, the cluster stays on b
     await admin.request({ method: 'PUT', path: `${secretPath}/leaf`, body: secret('clusters: [ this is not: a kubeconfig') })
