@@ -1,5 +1,6 @@
 // A Cluster: one API server as seen from this process. It owns
-// - the KubeConfig (@kubernetes/client-node) that names the server and authenticates requests,
+// - the kubeconfig that names the server and authenticates requests (./kubeconfig.ts, read without
+//   @kubernetes/client-node; or a user's own client-node KubeConfig),
 // - one keep-alive agent shared by every request (no socket per request),
 // - one rate limiter (the reconciler's RateLimiter: a `{ qps, burst }` token bucket with a bottleneck
 //   queue) shared by every request to the cluster,
@@ -15,13 +16,18 @@ import https from 'node:https'
 import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RateLimiter, type RateLimitOptions } from '@statewright/reconciler'
-import { KubeConfig } from './clientnode.ts'
+import type { KubeConfig } from './clientnode.ts'
+import { credentialsOf, type Credentials } from './credentials.ts'
+import { Kubeconfig, type KubeconfigView } from './kubeconfig.ts'
 import { checkFence, FencedError, fencedTimeout, NOT_VALID, type WriteFence } from './fence.ts'
 
 /** `qps` and `burst` are the shared `RateLimitOptions` (client-go's names), each optional here. */
 export interface ClusterOptions extends Partial<RateLimitOptions> {
-  /** A loaded KubeConfig; or give `kubeconfig` (YAML text); default: KubeConfig.loadFromDefault(). */
-  kubeConfig?: KubeConfig
+  /**
+   * A loaded kubeconfig: a Kubeconfig, or a client-node KubeConfig of your own; or give `kubeconfig`
+   * (YAML text); default: Kubeconfig.fromDefault() ($KUBECONFIG, ~/.kube/config, in-cluster).
+   */
+  kubeConfig?: KubeConfig | Kubeconfig
   kubeconfig?: string
   /** Name used in metrics, health and messages (default: the kubeconfig's current context). */
   name?: string
@@ -109,7 +115,8 @@ const AUTH_TTL_MS = 10_000
 
 export class Cluster {
   readonly name: string
-  readonly kubeConfig: KubeConfig
+  readonly kubeConfig: KubeconfigView
+  private readonly credentials: Credentials
   readonly server: URL
   readonly limiter: RateLimiter | undefined
   readonly requestTimeoutMs: number
@@ -131,13 +138,10 @@ export class Cluster {
   readonly discoveryCache = new Map<string, Promise<any>>()
 
   constructor(opts: ClusterOptions = {}) {
-    let kc = opts.kubeConfig
-    if (!kc) {
-      kc = new KubeConfig()
-      if (opts.kubeconfig !== undefined) kc.loadFromString(opts.kubeconfig)
-      else kc.loadFromDefault()
-    }
+    const kc: KubeconfigView =
+      opts.kubeConfig ?? (opts.kubeconfig !== undefined ? Kubeconfig.fromString(opts.kubeconfig) : Kubeconfig.fromDefault())
     this.kubeConfig = kc
+    this.credentials = credentialsOf(kc)
     const c = kc.getCurrentCluster()
     if (!c) throw new ConfigError('cluster: the kubeconfig has no current cluster')
     this.server = new URL(c.server)
@@ -152,9 +156,8 @@ export class Cluster {
     if (opts.onResponse) this.responseListeners.add(opts.onResponse)
     const maxSockets = opts.maxSockets ?? 64
     if (this.isHttps) {
-      // TLS material comes from the kubeconfig (client-node reads files and inline data).
-      const tls: https.RequestOptions = {}
-      this.applySync(tls)
+      // TLS material comes from the kubeconfig (files and inline data).
+      const tls = this.credentials.tls()
       this.agent = new https.Agent({
         keepAlive: true,
         maxSockets,
@@ -173,24 +176,13 @@ export class Cluster {
     if (qps > 0 && Number.isFinite(qps)) this.limiter = new RateLimiter({ qps, burst: Math.max(1, Math.round(opts.burst ?? qps * 2)) })
   }
 
-  /** Fills TLS options synchronously (client-node's applyHTTPSOptions is synchronous underneath). */
-  private applySync(opts: https.RequestOptions): void {
-    // applyToHTTPSOptions is async only because of token providers; TLS fields are set before its
-    // first await. We start it and read the fields; the returned promise is awaited for errors.
-    void this.kubeConfig.applyToHTTPSOptions(opts).catch(() => {})
-  }
-
   /** Authentication headers from the kubeconfig (tokens, exec plugins), cached briefly. */
   private async authHeaders(): Promise<Record<string, string>> {
     const now = Date.now()
     if (this.auth && now - this.auth.at < AUTH_TTL_MS) return this.auth.headers
     if (!this.authPending) {
       this.authPending = (async () => {
-        const opts: https.RequestOptions = {}
-        await this.kubeConfig.applyToHTTPSOptions(opts)
-        const headers: Record<string, string> = {}
-        for (const [k, v] of Object.entries(opts.headers ?? {})) if (v !== undefined) headers[k] = String(v)
-        if (opts.auth) headers.Authorization = 'Basic ' + Buffer.from(opts.auth).toString('base64')
+        const headers = await this.credentials.headers()
         const snap = { headers, at: Date.now() }
         this.auth = snap
         return snap

@@ -10,6 +10,7 @@ export {
   type RequestOptions,
   type RequestRecord,
 } from './cluster.ts'
+export { Kubeconfig, type KubeconfigView, type KubeconfigCluster, type KubeconfigUser, type KubeconfigContext } from './kubeconfig.ts'
 export { FencedError, NOT_LEADING, checkFence, type WriteFence } from './fence.ts'
 export {
   resolveKind,

@@ -4,7 +4,8 @@
 // shared by every reflector, target and lease on it (client-node would open a socket per request).
 import { ConfigError, StoppedError } from './errors.ts'
 import { readFileSync } from 'node:fs'
-import { KubeConfig } from './clientnode.ts'
+import { dirname } from 'node:path'
+import { Kubeconfig } from './kubeconfig.ts'
 import { Cluster, type ClusterOptions } from './cluster.ts'
 
 export type ClusterDefaults = Omit<ClusterOptions, 'kubeConfig' | 'kubeconfig' | 'name'>
@@ -36,9 +37,7 @@ export class ClusterRegistry {
 
   /** A cluster from kubeconfig YAML, at `context` (default: the current context). */
   addKubeconfig(name: string, yaml: string, opts: { context?: string } & ClusterDefaults = {}): Cluster {
-    const kc = new KubeConfig()
-    kc.loadFromString(yaml)
-    return this.fromKubeConfig(name, kc, opts)
+    return this.fromKubeConfig(name, Kubeconfig.fromString(yaml), opts)
   }
 
   /**
@@ -46,10 +45,10 @@ export class ClusterRegistry {
    */
   addKubeconfigFile(path: string, opts: { contexts?: string[] } & ClusterDefaults = {}): Cluster[] {
     const text = readFileSync(path, 'utf8')
-    const probe = new KubeConfig()
-    probe.loadFromString(text)
+    const probe = Kubeconfig.fromString(text, dirname(path))
     const contexts = opts.contexts ?? probe.getContexts().map((c) => c.name)
-    return contexts.map((ctx) => this.addKubeconfig(ctx, text, { ...opts, context: ctx }))
+    // Relative paths in the file are resolved against its directory (client-go's rule).
+    return contexts.map((ctx) => this.fromKubeConfig(ctx, Kubeconfig.fromString(text, dirname(path)), { ...opts, context: ctx }))
   }
 
   /** A cluster from a kubeconfig in a Secret. */
@@ -64,9 +63,9 @@ export class ClusterRegistry {
       throw new ConfigError(`Secret ${ref.namespace}/${ref.name} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`)
     }
     const yaml = Buffer.from(data[key], 'base64').toString('utf8')
-    const kc = new KubeConfig()
+    let kc: Kubeconfig
     try {
-      kc.loadFromString(yaml)
+      kc = Kubeconfig.fromString(yaml)
     } catch (err) {
       // YAML errors quote the lines around the fault (tokens, keys): keep only the first line.
       const why = String((err as Error)?.message ?? err).split('\n')[0]
@@ -106,7 +105,7 @@ export class ClusterRegistry {
     await Promise.all(all.filter((e) => e.owned).map((e) => e.cluster.close()))
   }
 
-  private fromKubeConfig(name: string, kc: KubeConfig, opts: { context?: string } & ClusterDefaults): Cluster {
+  private fromKubeConfig(name: string, kc: Kubeconfig, opts: { context?: string } & ClusterDefaults): Cluster {
     const { context, ...rest } = opts
     if (context) {
       if (!kc.getContextObject(context)) throw new ConfigError(`kubeconfig: no context "${context}"`)

@@ -1,0 +1,173 @@
+// What a controller process costs from outside (issue 28): cold start to its first request and to
+// /readyz, idle RSS, and RSS with 10k watched objects, for a Manager-based operator run compiled
+// (bench/footprint/operator.mjs on the packages' dist/, plain node, no tsx) against a bare
+// @kubernetes/client-node informer process (bench/footprint/informer.mjs) as the baseline.
+//
+//   npm run bench -- footprint [--quick]
+//
+// Every sample is a fresh process; operator and informer samples alternate (A B A B ...), so load
+// that comes and goes falls on both alike; figures are medians. The embedded test server runs in
+// this process (HTTP, a bearer token). Times are from just before spawn to
+// - the first request the server receives from the child (its request log), and
+// - the first 200 from the child's /readyz (polled every 5 ms; caches listed and watching).
+// RSS is read from /proc/<pid>/status (VmRSS) 2 s after /readyz answered 200. The 10k case seeds
+// 10 000 ConfigMaps of about 600 bytes of JSON each; its budget (the issue's goal) is 1.5x their
+// JSON size (as the server lists them) + 70 MiB.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startTestServer, type RunningTestServer } from '@statewright/testserver'
+import { median, type Result, type RunOptions } from './lib/index.ts'
+
+const root = new URL('..', import.meta.url).pathname
+const SITE = { group: 'demo.statewright.io', version: 'v1', resource: 'sites', kind: 'Site' }
+const CONFIGMAP = { apiVersion: 'v1', kind: 'ConfigMap' }
+const MiB = 1024 * 1024
+const CONTENDERS = {
+  operator: join(root, 'bench/footprint/operator.mjs'),
+  informer: join(root, 'bench/footprint/informer.mjs'),
+} as const
+type Contender = keyof typeof CONTENDERS
+
+interface Sample {
+  firstRequestMs: number
+  readyzMs: number
+  rssBytes: number
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer()
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
+  const port = (s.address() as { port: number }).port
+  await new Promise((r) => s.close(r))
+  return port
+}
+
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  if (!m) throw new Error(`no VmRSS for pid ${pid}`)
+  return Number(m[1]) * 1024
+}
+
+async function readyz(port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) })
+    await res.arrayBuffer()
+    return res.status === 200
+  } catch {
+    return false
+  }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  const exited = new Promise((r) => child.once('exit', r))
+  child.kill('SIGTERM')
+  const t = setTimeout(() => child.kill('SIGKILL'), 5000)
+  await exited
+  clearTimeout(t)
+}
+
+async function sample(server: RunningTestServer, who: Contender, kubeconfig: string, settleMs: number): Promise<Sample> {
+  const port = await freePort()
+  const before = server.control.requestLog().length
+  const t0 = Date.now()
+  const child = spawn(process.execPath, [CONTENDERS[who], String(port)], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let stderr = ''
+  child.stderr!.on('data', (d) => (stderr += d))
+  try {
+    const deadline = Date.now() + 120_000
+    let readyAt = 0
+    while (!readyAt) {
+      if (child.exitCode !== null) throw new Error(`${who} exited (${child.exitCode}): ${stderr}`)
+      if (Date.now() > deadline) throw new Error(`${who}: /readyz not 200 within 120 s: ${stderr}`)
+      if (await readyz(port)) readyAt = Date.now()
+      else await sleep(5)
+    }
+    const first = server.control.requestLog().slice(before)[0]
+    if (!first) throw new Error(`${who}: ready without a request to the server`)
+    await sleep(settleMs)
+    return { firstRequestMs: first.time - t0, readyzMs: readyAt - t0, rssBytes: rssOf(child.pid!) }
+  } finally {
+    await stop(child)
+  }
+}
+
+/** Samples of both contenders, alternating; the first round warms the file cache and is dropped. */
+async function rounds(server: RunningTestServer, kubeconfig: string, n: number, settleMs: number): Promise<Record<Contender, Sample[]>> {
+  const out: Record<Contender, Sample[]> = { operator: [], informer: [] }
+  for (let i = 0; i <= n; i++) {
+    for (const who of Object.keys(CONTENDERS) as Contender[]) {
+      const s = await sample(server, who, kubeconfig, settleMs)
+      if (i > 0) out[who].push(s)
+    }
+  }
+  return out
+}
+
+export async function run(opts: RunOptions): Promise<Result[]> {
+  // Compiled: the operator runs the packages' dist/ (built here, as `npm run build` does).
+  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-b', join(root, 'tsconfig.build.json')], {
+    stdio: 'inherit',
+  })
+  const tmp = mkdtempSync(join(tmpdir(), 'statewright-bench-footprint-'))
+  const server = await startTestServer({ kinds: [SITE] })
+  try {
+    const kubeconfig = join(tmp, 'kubeconfig')
+    writeFileSync(kubeconfig, server.kubeconfig)
+    const n = opts.quick ? 3 : 11
+    const idle = await rounds(server, kubeconfig, n, 2000)
+
+    const objects = opts.quick ? 2000 : 10_000
+    server.control.seed(CONFIGMAP, objects, {
+      prefix: 'cm-',
+      template: {
+        metadata: {
+          labels: { app: 'web', tier: 'frontend', 'app.kubernetes.io/managed-by': 'someone' },
+          annotations: { note: 'n'.repeat(60) },
+        },
+        data: { 'config.yaml': 'key: value\n'.repeat(30) },
+      },
+    })
+    const list = await fetch(`${server.url}/api/v1/namespaces/default/configmaps`, { headers: { Authorization: `Bearer ${server.token}` } })
+    const items = ((await list.json()) as { items: unknown[] }).items
+    const jsonBytes = items.reduce<number>((a, o) => a + Buffer.byteLength(JSON.stringify(o)), 0)
+    const full = await rounds(server, kubeconfig, opts.quick ? 2 : 5, 2000)
+
+    const med = (s: Sample[], f: (x: Sample) => number) => median(s.map(f))
+    const pair = (name: string, unit: string, set: Record<Contender, Sample[]>, f: (x: Sample) => number, note: string): Result => ({
+      name,
+      unit,
+      value: med(set.operator, f),
+      baseline: 'client-node informer process',
+      baselineValue: med(set.informer, f),
+      note,
+    })
+    const tag = `${n} samples each, alternating`
+    const k = `${objects / 1000}k`
+    return [
+      pair('ColdStart_FirstRequest', 'ms', idle, (s) => s.firstRequestMs, tag),
+      pair('ColdStart_Readyz', 'ms', idle, (s) => s.readyzMs, tag),
+      pair('IdleRss', 'MiB', idle, (s) => s.rssBytes / MiB, `${tag}; 2 s after /readyz`),
+      pair(`Readyz_${k}`, 'ms', full, (s) => s.readyzMs, `${objects} ConfigMaps listed and watched`),
+      pair(`Rss_${k}`, 'MiB', full, (s) => s.rssBytes / MiB, `${objects} ConfigMaps cached`),
+      {
+        name: `Rss_${k}_Budget`,
+        unit: 'MiB',
+        value: (1.5 * jsonBytes) / MiB + 70,
+        note: `1.5 x ${(jsonBytes / MiB).toFixed(1)} MiB of JSON + 70 MiB (the goal)`,
+      },
+      { name: `ObjectsJson_${k}`, unit: 'MiB', value: jsonBytes / MiB, note: `${objects} ConfigMaps as the server lists them` },
+    ]
+  } finally {
+    await server.stop()
+    rmSync(tmp, { recursive: true, force: true })
+  }
+}
