@@ -13,7 +13,7 @@ import type { ResourceType } from './resources.ts'
 import { badRequest, invalid, type StatusCause } from './status.ts'
 import { pruneAndDefault } from './pruning.ts'
 import { causesOf, compileSchema, listErrors } from './schema-validation.ts'
-import { celCauses } from './cel.ts'
+import { celCauses, celLoaded, hasRules, loadCel } from './cel.ts'
 import { checkCrdSchemas } from './structural.ts'
 
 const validators = new WeakMap<ResourceType, ValidateFunction>()
@@ -41,8 +41,11 @@ export function pruneStep(req: AdmissionRequest): void {
 }
 
 /** Validates against the schema, then list-type uniqueness, then CEL rules (validating). */
-export function validateStep(req: AdmissionRequest): void {
+export function validateStep(req: AdmissionRequest): void | Promise<void> {
   const t = req.type
+  const schemaWithRules = isCrd(t) ? req.object : !t.builtin && t.schema ? t.schema : undefined
+  // the first rule to evaluate loads CEL (cel.ts): this one write waits for it
+  if (schemaWithRules && !celLoaded() && hasRules(schemaWithRules)) return loadCel().then(() => validateStep(req))
   if (isCrd(t)) {
     if (req.subresource !== 'status') checkCrdSchemas(req.object)
     return
