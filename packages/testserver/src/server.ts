@@ -351,7 +351,7 @@ export class TestServer {
     switch (method) {
       case 'GET': {
         await drain(req)
-        const table = !watch && r.subresource === undefined && wantsTable(req.headers.accept)
+        const table = r.subresource === undefined && wantsTable(req.headers.accept)
         if (r.name !== undefined) {
           const obj = this.objects.get(t, ns, r.name)
           if (table) return ok(toTable(t, [obj], obj.metadata.resourceVersion))
@@ -369,6 +369,8 @@ export class TestServer {
           if (q.resourceVersion !== undefined) w.resourceVersion = q.resourceVersion
           if (q.timeoutSeconds) w.timeoutSeconds = Number(q.timeoutSeconds)
           if (q.sendInitialEvents !== undefined) w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
+          // kubectl get -w asks for Tables: each event carries a one-row Table
+          if (wantsTable(req.headers.accept)) w.transform = (obj) => toTable(t, [obj], obj.metadata.resourceVersion)
           this.watches.serve(req, res, w)
           return
         }
