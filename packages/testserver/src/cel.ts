@@ -14,6 +14,7 @@
 import { isIP as netIsIP } from 'node:net'
 import type { CelEnv } from '@bufbuild/cel'
 import { StatusError, type StatusCause } from './status.ts'
+import { TestServerError } from './errors.ts'
 
 // @bufbuild/cel is loaded on first need (a CRD with rules), not at server start: importing it costs
 // about 130 ms, most of a start's budget, and most tests never use CEL. Steps that need it while it
@@ -32,7 +33,7 @@ export function loadCel(): Promise<void> {
   }))
 }
 function cel(): CelLib {
-  if (!lib) throw new Error('CEL used before loadCel() resolved') // callers check celLoaded() first
+  if (!lib) throw new TestServerError('CEL used before loadCel() resolved', 'Internal') // callers check celLoaded() first
   return lib
 }
 
