@@ -137,8 +137,8 @@ export class Target {
 
   constructor(opts: TargetOptions) {
     this.options = opts
-    const list = Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
-    if (list.length === 0) throw new ConfigError('target: no cluster')
+    const list = opts.clusters === undefined ? [] : Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
+    if (list.length === 0) throw new ConfigError('target: no cluster (the option `clusters` takes a Cluster or a list of them)')
     for (const c of list) this.clusters.set(c.name, c)
     this.defaultCluster = list[0]
     this.fieldManager = opts.fieldManager ?? 'statewright'
