@@ -9,26 +9,8 @@
 //   with its type and the first sentence of its description), with the schemas it refers to, so
 //   `kubectl explain deployment.spec.template` works.
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import type { Registry, ResourceType } from './resources.ts'
-
-interface BuiltinOpenApi {
-  kinds: Record<string, string>
-  schemas: Record<string, Record<string, unknown>>
-}
-let builtin: BuiltinOpenApi | undefined
-/** Read on first use (200 KB: not on every start). From src/, or from dist/ next to the shipped src/. */
-function builtinOpenApi(): BuiltinOpenApi {
-  if (builtin) return builtin
-  for (const rel of ['./builtin-openapi.json', '../src/builtin-openapi.json']) {
-    try {
-      return (builtin = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as BuiltinOpenApi)
-    } catch {
-      // try the next place
-    }
-  }
-  return (builtin = { kinds: {}, schemas: {} })
-}
+import { builtinOpenApi } from './builtin-openapi.ts'
 
 /** The names of the schemas `s` refers to, transitively (added to `into`). */
 function refsOf(s: unknown, into: Set<string>, all: Record<string, Record<string, unknown>>): void {

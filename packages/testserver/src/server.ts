@@ -37,6 +37,7 @@ import { warningHeader } from './admission.ts'
 import { installCrdAdmission } from './crd-admission.ts'
 import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
+import { builtinPruneStep } from './builtin-openapi.ts'
 import { scaleOf, writeScale } from './scale.ts'
 import { toTable, wantsTable } from './table.ts'
 import { parse as parseYaml } from 'yaml'
@@ -133,7 +134,7 @@ export class TestServer {
     this.objects.timing = { ...this.objects.timing, ...(opts.deletionTiming ?? {}) }
     if (opts.gc !== false) this.objects.gc = new GarbageCollector(this.objects)
     // admission in kube-apiserver's order: defaults (built-in, then a CRD's pruning and defaults), then validation
-    this.objects.pipeline.mutating.push(builtinDefaultsStep(new ServiceAllocator()))
+    this.objects.pipeline.mutating.push(builtinPruneStep, builtinDefaultsStep(new ServiceAllocator()))
     this.objects.pipeline.validating.push(builtinValidationStep)
     installCrdAdmission(this.objects.pipeline)
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
