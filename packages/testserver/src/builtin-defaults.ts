@@ -56,6 +56,18 @@ export function podSpec(spec: any, pod = false): any {
   return out
 }
 
+/** A strategy defaulted field by field: type RollingUpdate, and its parameters when it is one. */
+function rollingUpdate(strategy: unknown, params: Record<string, unknown>): any {
+  const s: Record<string, any> = isObj(strategy) ? { ...strategy } : {}
+  fill(s, { type: 'RollingUpdate' })
+  if (s.type === 'RollingUpdate') {
+    const ru: Record<string, unknown> = isObj(s.rollingUpdate) ? { ...s.rollingUpdate } : {}
+    fill(ru, params)
+    s.rollingUpdate = ru
+  }
+  return s
+}
+
 function template(t: any): any {
   return isObj(t) ? { ...t, spec: podSpec(t.spec) } : t
 }
@@ -133,22 +145,19 @@ export function builtinDefaultsStep(alloc: ServiceAllocator) {
     if (!spec) return
     switch (key) {
       case 'apps/deployments':
-        fill(spec, {
-          replicas: 1,
-          strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } },
-          revisionHistoryLimit: 10,
-          progressDeadlineSeconds: 600,
-        })
+        fill(spec, { replicas: 1, revisionHistoryLimit: 10, progressDeadlineSeconds: 600 })
+        // field by field, as SetDefaults_Deployment (kubectl create sends `strategy: {}`)
+        spec.strategy = rollingUpdate(spec.strategy, { maxUnavailable: '25%', maxSurge: '25%' })
         spec.template = template(spec.template)
         break
       case 'apps/statefulsets':
         fill(spec, {
           replicas: 1,
           podManagementPolicy: 'OrderedReady',
-          updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 0 } },
           revisionHistoryLimit: 10,
           persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Retain' },
         })
+        spec.updateStrategy = rollingUpdate(spec.updateStrategy, { partition: 0 })
         spec.template = template(spec.template)
         break
       case 'apps/daemonsets':

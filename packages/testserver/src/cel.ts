@@ -12,15 +12,44 @@
 //   silent pass. Provided beyond CEL's standard library: the strings extension (split, substring,
 //   ...) and the Kubernetes library functions isIP, isCIDR, isURL.
 import { isIP as netIsIP } from 'node:net'
-import { celEnv, celFunc, CelScalar, isCelError, parse, plan, type CelEnv } from '@bufbuild/cel'
-import { strings } from '@bufbuild/cel/ext'
+import type { CelEnv } from '@bufbuild/cel'
 import { StatusError, type StatusCause } from './status.ts'
+import { TestServerError } from './errors.ts'
+
+// @bufbuild/cel is loaded on first need (a CRD with rules), not at server start: importing it costs
+// about 130 ms, most of a start's budget, and most tests never use CEL. Steps that need it while it
+// is not loaded yet return a promise (admission.ts runs them async).
+type CelLib = typeof import('@bufbuild/cel')
+let lib: CelLib | undefined
+let stringsExt: typeof import('@bufbuild/cel/ext').strings | undefined
+let loading: Promise<void> | undefined
+export function celLoaded(): boolean {
+  return lib !== undefined
+}
+export function loadCel(): Promise<void> {
+  return (loading ??= Promise.all([import('@bufbuild/cel'), import('@bufbuild/cel/ext')]).then(([l, ext]) => {
+    lib = l
+    stringsExt = ext.strings
+  }))
+}
+function cel(): CelLib {
+  if (!lib) throw new TestServerError('CEL used before loadCel() resolved', 'Internal') // callers check celLoaded() first
+  return lib
+}
+
+const hasRulesCache = new WeakMap<object, boolean>()
+/** Whether a schema (or a CRD object) has any x-kubernetes-validations: only then is CEL needed. */
+export function hasRules(o: object): boolean {
+  let v = hasRulesCache.get(o)
+  if (v === undefined) hasRulesCache.set(o, (v = JSON.stringify(o).includes('"x-kubernetes-validations"')))
+  return v
+}
 
 type Schema = Record<string, any>
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** The Kubernetes CEL library functions provided (k8s.io/apiserver/pkg/cel/library). */
-const K8S_FUNCS = [
+const k8sFuncs = ({ celFunc, CelScalar }: CelLib) => [
   celFunc('isIP', [CelScalar.STRING], CelScalar.BOOL, (s) => netIsIP(s) !== 0 && !/(^|\.)0\d/.test(s)),
   celFunc('isCIDR', [CelScalar.STRING], CelScalar.BOOL, (s) => {
     const [ip, bits, extra] = s.split('/')
@@ -39,7 +68,7 @@ const K8S_FUNCS = [
 
 let env: CelEnv | undefined
 function celEnvironment(): CelEnv {
-  return (env ??= celEnv({ funcs: [...strings, ...K8S_FUNCS] }))
+  return (env ??= cel().celEnv({ funcs: [...stringsExt!, ...k8sFuncs(cel())] }))
 }
 
 /** A rule that calls what this server's CEL environment lacks: an explicit 500, never a silent pass. */
@@ -75,12 +104,12 @@ function rulesOf(s: Schema): Rule[] {
     const rule: Rule = {
       rule: String(r.rule),
       transition: /\boldSelf\b/.test(String(r.rule)),
-      program: plan(celEnvironment(), parse(String(r.rule))) as Rule['program'],
+      program: cel().plan(celEnvironment(), cel().parse(String(r.rule))) as Rule['program'],
     }
     if (typeof r.message === 'string') rule.message = r.message
     if (typeof r.messageExpression === 'string') {
       rule.messageExpression = r.messageExpression
-      rule.messageProgram = plan(celEnvironment(), parse(r.messageExpression)) as Rule['program']
+      rule.messageProgram = cel().plan(celEnvironment(), cel().parse(r.messageExpression)) as Rule['program']
     }
     if (typeof r.fieldPath === 'string') rule.fieldPath = r.fieldPath
     if (typeof r.reason === 'string') rule.reason = r.reason
@@ -135,7 +164,7 @@ export function celCauses(v: unknown, old: unknown, s: Schema | undefined, at: s
       const fp = r.fieldPath
       const field = !fp ? at : at === '' ? fp.replace(/^\./, '') : `${at}${/^[.[]/.test(fp) ? '' : '.'}${fp}`
       const shown = `"${s['x-kubernetes-int-or-string'] ? 'string' : (s.type ?? 'object')}"`
-      if (isCelError(result)) {
+      if (cel().isCelError(result)) {
         if (/unbound function|no matching overload|unsupported/i.test(result.message)) throw new CelUnsupportedError(r.rule, result.message)
         out.push({ reason: 'FieldValueInvalid', message: `Invalid value: ${shown}: ${result.message} evaluating rule: ${r.rule}`, field })
         continue

@@ -3,8 +3,8 @@
 // be structural and compile). Registered on the server's WritePipeline (admission.ts).
 // Invariants:
 // - A kind without a schema (control.registerKind without one) is neither pruned nor validated.
-// - A CRD version's compiled validator is cached on its ResourceType: a CRD change registers new
-//   types, so an old validator is never used for a new schema.
+// - A CRD version's compiled validator is cached on its schema object: compiled once when the CRD is
+//   created, reused by every write of its kinds; a CRD change brings new schema objects.
 // - Unknown fields: Warn (default) adds `unknown field "spec.x"` warnings, Strict refuses with
 //   400 (`strict decoding error`), Ignore drops them silently, as kube-apiserver does.
 import type { ValidateFunction } from 'ajv'
@@ -13,14 +13,12 @@ import type { ResourceType } from './resources.ts'
 import { badRequest, invalid, type StatusCause } from './status.ts'
 import { pruneAndDefault } from './pruning.ts'
 import { causesOf, compileSchema, listErrors } from './schema-validation.ts'
-import { celCauses } from './cel.ts'
+import { celCauses, celLoaded, hasRules, loadCel } from './cel.ts'
 import { checkCrdSchemas } from './structural.ts'
 
-const validators = new WeakMap<ResourceType, ValidateFunction>()
+/** Cached per schema object (schema-validation.ts): a CRD change brings new objects, so new validators. */
 function validatorOf(t: ResourceType): ValidateFunction {
-  let v = validators.get(t)
-  if (!v) validators.set(t, (v = compileSchema(t.schema!)))
-  return v
+  return compileSchema(t.schema!)
 }
 
 const isCrd = (t: ResourceType) => t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions'
@@ -41,8 +39,11 @@ export function pruneStep(req: AdmissionRequest): void {
 }
 
 /** Validates against the schema, then list-type uniqueness, then CEL rules (validating). */
-export function validateStep(req: AdmissionRequest): void {
+export function validateStep(req: AdmissionRequest): void | Promise<void> {
   const t = req.type
+  const schemaWithRules = isCrd(t) ? req.object : !t.builtin && t.schema ? t.schema : undefined
+  // the first rule to evaluate loads CEL (cel.ts): this one write waits for it
+  if (schemaWithRules && !celLoaded() && hasRules(schemaWithRules)) return loadCel().then(() => validateStep(req))
   if (isCrd(t)) {
     if (req.subresource !== 'status') checkCrdSchemas(req.object)
     return

@@ -48,12 +48,13 @@ export class Lists {
     let seen = 0
     if (o.continue) {
       let tok: { rv: number; start: string; total?: number; seen?: number }
+      const bad = () => badRequest('continue key is not valid: illegal base64 data')
       try {
         tok = JSON.parse(Buffer.from(o.continue, 'base64').toString())
-        if (typeof tok.rv !== 'number' || typeof tok.start !== 'string') throw new Error('bad token')
       } catch {
-        throw badRequest('continue key is not valid: illegal base64 data')
+        throw bad()
       }
+      if (typeof tok?.rv !== 'number' || typeof tok.start !== 'string') throw bad()
       view = this.viewAt(t, tok.rv, TOO_OLD_CONTINUE)
       after = tok.start
       total = tok.total

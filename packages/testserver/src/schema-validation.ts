@@ -91,9 +91,22 @@ function ajv(): Ajv {
   return a
 }
 
-/** Compiles a CRD version's schema; throws when ajv cannot (the CRD is then refused, see structural.ts). */
+const compiled = new WeakMap<object, ValidateFunction>()
+/**
+ * A CRD version's compiled validator, compiled once per schema object: the CRD's creation compiles
+ * it (a schema ajv cannot compile refuses the CRD) and the kinds it registers share that object, so
+ * their writes reuse it. ajv forgets the schema at once (its cache would keep every CRD a test
+ * process ever saw); the function stays valid.
+ */
 export function compileSchema(openAPIV3Schema: Schema): ValidateFunction {
-  return ajv().compile(toJsonSchema(openAPIV3Schema))
+  let v = compiled.get(openAPIV3Schema)
+  if (!v) {
+    const js = toJsonSchema(openAPIV3Schema)
+    v = ajv().compile(js)
+    ajv().removeSchema(js)
+    compiled.set(openAPIV3Schema, v)
+  }
+  return v
 }
 
 /** "/spec/listeners/0/port" → "spec.listeners[0].port" */

@@ -37,6 +37,7 @@ import { warningHeader } from './admission.ts'
 import { installCrdAdmission } from './crd-admission.ts'
 import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
+import { builtinPruneStep } from './builtin-openapi.ts'
 import { scaleOf, writeScale } from './scale.ts'
 import { toTable, wantsTable } from './table.ts'
 import { parse as parseYaml } from 'yaml'
@@ -133,7 +134,7 @@ export class TestServer {
     this.objects.timing = { ...this.objects.timing, ...(opts.deletionTiming ?? {}) }
     if (opts.gc !== false) this.objects.gc = new GarbageCollector(this.objects)
     // admission in kube-apiserver's order: defaults (built-in, then a CRD's pruning and defaults), then validation
-    this.objects.pipeline.mutating.push(builtinDefaultsStep(new ServiceAllocator()))
+    this.objects.pipeline.mutating.push(builtinPruneStep, builtinDefaultsStep(new ServiceAllocator()))
     this.objects.pipeline.validating.push(builtinValidationStep)
     installCrdAdmission(this.objects.pipeline)
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
@@ -351,7 +352,7 @@ export class TestServer {
     switch (method) {
       case 'GET': {
         await drain(req)
-        const table = !watch && r.subresource === undefined && wantsTable(req.headers.accept)
+        const table = r.subresource === undefined && wantsTable(req.headers.accept)
         if (r.name !== undefined) {
           const obj = this.objects.get(t, ns, r.name)
           if (table) return ok(toTable(t, [obj], obj.metadata.resourceVersion))
@@ -369,6 +370,8 @@ export class TestServer {
           if (q.resourceVersion !== undefined) w.resourceVersion = q.resourceVersion
           if (q.timeoutSeconds) w.timeoutSeconds = Number(q.timeoutSeconds)
           if (q.sendInitialEvents !== undefined) w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
+          // kubectl get -w asks for Tables: each event carries a one-row Table
+          if (wantsTable(req.headers.accept)) w.transform = (obj) => toTable(t, [obj], obj.metadata.resourceVersion)
           this.watches.serve(req, res, w)
           return
         }

@@ -117,6 +117,21 @@ test('Deployment: defaults of the spec and its pod template; selector must match
   assert.match(three.body.message, 'cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32')
 })
 
+test('unknown fields of a built-in kind are dropped with a Warning; Strict refuses them', async () => {
+  const body = deployment('typo', { replicsa: 3, selector: { matchLabels: { a: 't' } }, template: tpl({ a: 't' }) })
+  const res = await http(e, 'POST', DEPLOYS, body)
+  assert.is(res.status, 201)
+  assert.is(res.body.spec.replicsa, undefined)
+  assert.is(res.body.spec.replicas, 1, 'defaulted, the typo dropped')
+  assert.is(res.headers.get('warning'), '299 - "unknown field \\"spec.replicsa\\""')
+  const strict = await http(e, 'POST', `${DEPLOYS}?fieldValidation=Strict`, { ...body, metadata: { name: 'typo2' } })
+  assert.is(strict.status, 400)
+  assert.match(strict.body.message, 'strict decoding error: unknown field "spec.replicsa"')
+  const cmRes = await http(e, 'POST', '/api/v1/namespaces/default/configmaps', { ...cm('extra', { k: 'v' }), spec: { x: 1 } })
+  assert.is(cmRes.body.spec, undefined)
+  assert.equal(cmRes.body.data, { k: 'v' })
+})
+
 test('/scale reads and writes replicas through the object (Deployment)', async () => {
   await http(
     e,

@@ -74,6 +74,11 @@ test('should be able to install standard examples', async () => {
   }
   assert.equal(failures, [])
   assert.ok(applied > 80, `${applied} objects applied`)
+  // the schema's defaults were applied, as a real server stores them (several examples write route "foo")
+  const foo = e.server.control.get({ apiVersion: 'gateway.networking.k8s.io/v1', kind: 'HTTPRoute' }, 'foo')
+  const ref = foo.spec.rules[0].backendRefs[0]
+  assert.equal([ref.group, ref.kind, ref.weight], ['', 'Service', 1])
+  assert.equal([foo.spec.parentRefs[0].group, foo.spec.parentRefs[0].kind], ['gateway.networking.k8s.io', 'Gateway'])
 })
 
 test('should expect an error in case of validation failure: each invalid example is refused', async () => {

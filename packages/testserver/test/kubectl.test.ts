@@ -104,6 +104,11 @@ test('kubectl apply (client-side) validates against /openapi/v3 without --valida
   assert.match(explain, 'KIND:       ConfigMap')
   assert.match(explain, /data\s+<map\[string\]string>/)
   assert.match(await ok('explain', 'configmap.metadata.labels'), 'labels')
+  // every built-in kind is described field by field (issue 30: kubectl explain failed for built-ins)
+  const containers = await ok('explain', 'deployment.spec.template.spec.containers')
+  assert.match(containers, /FIELD: containers <\[\]Container>/)
+  assert.match(containers, /image\s+<string>/)
+  assert.match(await ok('explain', 'jobs.spec'), /backoffLimit\s+<integer>/)
 })
 
 test("kubectl get prints the server-side Table: built-in columns and a CRD's additionalPrinterColumns", async () => {

@@ -173,6 +173,19 @@ test('Accept: as=Table answers a server-side Table (columns, rows with metadata)
   assert.is(table.rows.length, 2)
   assert.is(table.rows[0].object.kind, 'PartialObjectMetadata')
   assert.ok(table.metadata.continue, 'pagination carried over')
+  // kubectl get -w: each watch event carries a one-row Table
+  const ctrl = new AbortController()
+  const res2 = await fetch(`${e.server.url}${CMS}?watch=1`, {
+    headers: { authorization: `Bearer ${e.server.token}`, accept },
+    signal: ctrl.signal,
+  })
+  const reader = res2.body!.getReader()
+  const { value } = await reader.read()
+  ctrl.abort()
+  const first = JSON.parse(new TextDecoder().decode(value).split('\n')[0]!)
+  assert.is(first.type, 'ADDED')
+  assert.is(first.object.kind, 'Table')
+  assert.is(first.object.rows.length, 1)
 })
 
 test.run()
