@@ -12,8 +12,10 @@ export type {
   ManagerOptions,
   ManagedDeriveOptions,
   ManagedFinalizerOptions,
+  ManagedReconcileOptions,
   WatchOptions,
 } from './manager/options.ts'
+export { ReconcileStep, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
 // the shared health shape every part's health extends (the reconciler's)
 export type { Health, HealthLevel } from '@statewright/reconciler'
 export { ControllerMetrics } from './metrics.ts'

@@ -103,7 +103,9 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
   state.phase = 'drift repair and derivations'
   const txn = m.db.readTxn()
   if (m.reconciler.isRunning) for (const d of m.drift) await d.waitFor(txn, signal)
-  for (const d of m.derivations) if (d.running) await d.waitFor(txn, signal) // not leading: nothing to wait for
+  // each derivation up to a snapshot taken after the ones before it: a reconcile step's children
+  // derivation reads what its first derivation wrote
+  for (const d of m.derivations) if (d.running) await d.waitFor(m.db.readTxn(), signal) // not leading: nothing to wait for
   // 3. the reconciler, then components
   state.phase = 'the reconciler'
   // every change (deletes included) acted on, then nothing pending (retries of failures are "acted on")

@@ -34,6 +34,7 @@ export const GADGET_CRD = {
                 type: 'object',
                 properties: {
                   phase: { type: 'string' },
+                  observedGeneration: { type: 'integer' },
                   conditions: {
                     type: 'array',
                     'x-kubernetes-list-type': 'map',

@@ -15,7 +15,7 @@ export interface ManagerParts {
   readonly name: string
   readonly state: ManagerState
   readonly reflectors: ReadonlyMap<string, Reflector<KubeObject>>
-  readonly derivations: ReadonlyArray<Derivation<any, DesiredObject>>
+  readonly derivations: ReadonlyArray<Derivation<any, any>>
   readonly reconciler: Reconciler<DesiredObject>
   readonly drift: readonly DriftWatcher[]
   readonly components: readonly Component[]

@@ -53,10 +53,13 @@ import {
   type Component,
   type ManagedDeriveOptions,
   type ManagedFinalizerOptions,
+  type ManagedReconcileOptions,
   type ManagerOptions,
   type WatchOptions,
 } from './options.ts'
 import { newDesiredReconciler } from './reconciler.ts'
+import { ReconcileStep } from './reconcilestep.ts'
+import { StatusWriter } from '../conditions.ts'
 import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
 import { byName, newDriftWatcher, newReflector, ownedTableName, plural } from './watch.ts'
@@ -79,7 +82,8 @@ export class Manager {
   readonly reflectors = new Map<string, Reflector<KubeObject>>()
   /** What each reflector reflects, by table name (waitForConvergence lists the same). */
   readonly watched = new Map<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions; cluster: Cluster }>()
-  readonly derivations: Derivation<any, DesiredObject>[] = []
+  /** Derivations: derive()'s, and each reconcile step's two. */
+  readonly derivations: Derivation<any, any>[] = []
   readonly drift: DriftWatcher[] = []
   readonly components: Component[] = []
   private readonly options: ManagerOptions
@@ -208,6 +212,47 @@ export class Manager {
     })
     this.derivations.push(d)
     return d
+  }
+
+  /**
+   * A reconcile step (controller-runtime's Reconcile, kopf's handlers): `fn` runs per object of the
+   * primary kind and returns the children to apply (as derive's outputs), the status and conditions
+   * to write on /status (only when changed), and `requeueAfterMs`. A throw is the object's error:
+   * Ready=False with the message, a Warning Event, a retry with backoff, degraded health.
+   */
+  reconcile<T extends KubeObject>(o: ManagedReconcileOptions<T>): ReconcileStep<T> {
+    this.notStarted('reconcile')
+    this.owns(...(o.owns ?? []))
+    const primary: Table<T> = o.for instanceof Table ? o.for : this.watch<T>(o.for)
+    const name = o.name ?? primary.name
+    if (this.derivations.some((d) => d.name === name))
+      throw new ConfigError(`Manager "${this.name}": a derivation or reconcile step is already named "${name}" (give it a name)`)
+    const sh = this.options.sharding
+    const step = new ReconcileStep<T>({
+      name,
+      db: this.db,
+      primary,
+      ...(o.joins ? { joins: o.joins } : {}),
+      fn: o.fn,
+      toDesired: (children, obj) => {
+        const shard = sh ? shardOfInput(obj, sh.shards) : undefined
+        if (shard !== undefined && !this.held.has(shard)) return undefined // another replica's (or nobody's yet)
+        return desiredOf(children, this.cluster.name, shard, (n) => void this.clusterNamed(n))
+      },
+      invalid: invalidDesired,
+      desired: this.desired.table,
+      readyCondition: o.readyCondition ?? 'Ready',
+      observedGeneration: o.observedGeneration ?? true,
+      ownerReferences: o.ownerReferences ?? true,
+      writer: new StatusWriter({ cluster: this.cluster, fieldManager: this.name, fence: () => this.writeFence() }),
+      events: this.events,
+      retry: this.options.retry,
+      logger: this.logger.child({ reconcile: name }),
+      leaderOnly: !sh,
+    })
+    this.derivations.push(step.derivation, step.children)
+    this.add(step.component)
+    return step
   }
 
   /**

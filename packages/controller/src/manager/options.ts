@@ -15,6 +15,7 @@ import type { InspectGraph } from '@statewright/statedb'
 import { ConfigError } from '../errors.ts'
 import type { Logger } from '../logging.ts'
 import type { Placed } from './desired.ts'
+import type { ReconcileResult } from './reconcilestep.ts'
 
 /** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
 export interface Component {
@@ -149,6 +150,29 @@ export interface ManagedDeriveOptions<In> {
   fn: (input: In, ctx: DeriveContext) => KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | undefined | null
   /** Kinds this derivation produces: pruned and watched for drift (like controller-runtime's Owns). */
   owns?: KindRef[]
+}
+
+export interface ManagedReconcileOptions<T extends KubeObject> {
+  /** Names the step in health, logs and its results table (default: the primary table's name). */
+  name?: string
+  /** The primary kind: a table from watch(), or a kind to watch (with default options). */
+  for: Table<T> | KindRef
+  /** Tables `fn` reads through ctx.get/ctx.list; their changes run it again for the readers. */
+  joins?: ReadonlyArray<Table<any>>
+  /**
+   * One object's reconcile: the children to apply, the status to write, when to look again.
+   * Synchronous over the snapshot (as derive's fn); a throw is the object's error (Ready=False, an
+   * Event, a retry with backoff).
+   */
+  fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
+  /** Kinds the children have: pruned and watched for drift (like controller-runtime's Owns). */
+  owns?: KindRef[]
+  /** The condition that says whether the last run succeeded (default "Ready"); false: none. */
+  readyCondition?: string | false
+  /** Write status.observedGeneration, the generation fn saw (default true; the CRD's schema must have it). */
+  observedGeneration?: boolean
+  /** Make the primary the controller (ownerReferences) of children in its namespace (default true). */
+  ownerReferences?: boolean
 }
 
 /** Throws a ConfigError for options a Manager cannot run with. */

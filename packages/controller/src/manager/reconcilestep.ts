@@ -1,0 +1,318 @@
+// A reconcile step: one function per object of a primary kind returns the children to apply, the
+// status to write and when to look again (controller-runtime's Reconcile with Owns, kopf's handlers),
+// on the machinery `derive` uses.
+// Invariants:
+// - `fn` runs as a derivation's fn (only for objects a change touches, reading joins through ctx); its
+//   outcome is one row per primary object in the step's results table. A second derivation puts the
+//   rows' children in the Manager's desired table, so children are applied, pruned and repaired for
+//   drift exactly as derive's outputs are.
+// - A throwing `fn` keeps the object's previous children and status fields; its row holds the error,
+//   so the object gets Ready=False (reason ReconcileError, the error as message), a Warning Event, a
+//   retry with backoff (the Manager's `retry`) and degraded health. A later success clears all four.
+// - Status is written by server-side apply on /status, as the Manager's field manager, only when the
+//   live object's status differs from what the row wants (or the set of fields we own changed).
+//   Conditions get the object's generation as observedGeneration, and status.observedGeneration is
+//   the generation `fn` saw.
+// - `requeueAfterMs` runs `fn` again for that object after the delay (the latest run's value wins; a
+//   change runs it sooner). Nothing is requeued for an object that is gone.
+import { isDeepStrictEqual } from 'node:util'
+import { Reconciler, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
+import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type RetryOptions } from '@statewright/statedb'
+import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
+import { InvalidObjectError } from '../errors.ts'
+import { StatusWriter, conditionsOf, findCondition, setCondition, type ConditionInput } from '../conditions.ts'
+import { Derivation } from '../derive/derivation.ts'
+import type { DeriveContext } from '../derive/options.ts'
+import type { Logger } from '../logging.ts'
+import { withOwner } from '../owners.ts'
+import type { Placed } from './desired.ts'
+import type { Component, ComponentHealth } from './options.ts'
+
+/** What a reconcile function returns for one object. */
+export interface ReconcileResult {
+  /** The objects this object wants in the cluster (applied by server-side apply, pruned when gone). */
+  children?: KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | null
+  /** Status fields to own (written on /status when they differ from the object's). */
+  status?: Record<string, unknown>
+  /** Conditions to own; without the ready condition's type, Ready=True (reason Reconciled) is added. */
+  conditions?: ConditionInput[]
+  /** Run again for this object after this many ms (a schedule, a periodic check). */
+  requeueAfterMs?: number
+}
+
+/** One row of a step's results: what the last run of fn for a primary object produced. */
+export interface ReconcileOutcome {
+  /** namespace/name of the primary object. */
+  readonly key: string
+  readonly uid: string
+  readonly generation: number | undefined
+  readonly children: DesiredObject[]
+  readonly fields: Record<string, unknown>
+  readonly conditions: ConditionInput[]
+  /** The last run's error (its previous children and fields are kept). */
+  readonly error?: string
+  /** Consecutive failed runs (0 after a success). */
+  readonly attempts: number
+  /** The status write's reconcile status. */
+  readonly status: Status
+}
+
+export interface ReconcileStepParts<T extends KubeObject> {
+  name: string
+  db: DB
+  primary: Table<T>
+  joins?: ReadonlyArray<Table<any>>
+  fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
+  /** Children of the function's result as desired objects (placed, sharded, checked). */
+  toDesired: (r: ReconcileResult['children'], obj: T) => DesiredObject[] | undefined
+  invalid: (d: DesiredObject) => string | undefined
+  desired: Table<DesiredObject>
+  readyCondition: string | false
+  observedGeneration: boolean
+  ownerReferences: boolean
+  writer: StatusWriter
+  events: EventRecorder
+  retry: RetryOptions | undefined
+  logger: Logger
+  leaderOnly: boolean
+}
+
+const byKey = defineIndex<ReconcileOutcome, string>({ name: 'key', key: (r) => r.key, unique: true })
+const sameOutcome = (a: ReconcileOutcome, b: ReconcileOutcome) => {
+  const { status: _a, ...x } = a
+  const { status: _b, ...y } = b
+  return isDeepStrictEqual(x, y)
+}
+
+export class ReconcileStep<T extends KubeObject> {
+  readonly name: string
+  /** One row per primary object: its children, status and error. */
+  readonly results: Table<ReconcileOutcome>
+  /** fn over the primary table, into `results`. */
+  readonly derivation: Derivation<T, ReconcileOutcome>
+  /** The results' children, into the Manager's desired table. */
+  readonly children: Derivation<ReconcileOutcome, DesiredObject>
+  /** The status writes' reconciler. */
+  readonly statusWrites: Reconciler<ReconcileOutcome>
+  readonly component: Component
+  private readonly p: ReconcileStepParts<T>
+  /** key -> when fn runs again for it (requeueAfterMs, or a failed run's retry). */
+  private readonly due = new Map<string, number>()
+  private timer: NodeJS.Timeout | undefined
+  private timerAt = Infinity
+  /** key -> the status fields (and condition types) last applied for it, by uid. */
+  private readonly owned = new Map<string, { uid: string; fields: string[] }>()
+  private running = false
+
+  constructor(p: ReconcileStepParts<T>) {
+    this.p = p
+    this.name = p.name
+    const statusIndex = newStatusIndex<ReconcileOutcome>((r) => r.status)
+    this.results = new Table<ReconcileOutcome>({ name: `reconcile-${p.name}`, primary: byKey, indexes: [statusIndex] })
+    p.db.register(this.results)
+    this.derivation = new Derivation<T, ReconcileOutcome>({
+      db: p.db,
+      name: p.name,
+      from: p.primary,
+      ...(p.joins ? { joins: p.joins } : {}),
+      to: this.results,
+      logger: p.logger,
+      fn: (obj, ctx) => this.run(obj, ctx),
+      equals: sameOutcome,
+    })
+    this.children = new Derivation<ReconcileOutcome, DesiredObject>({
+      db: p.db,
+      name: `${p.name}-children`,
+      from: this.results,
+      to: p.desired,
+      logger: p.logger,
+      fn: (r) => r.children,
+      validate: p.invalid,
+      equals: (a, b) => a.cluster === b.cluster && isDeepStrictEqual(a.object, b.object),
+    })
+    this.statusWrites = new Reconciler<ReconcileOutcome>({
+      name: `${p.name}-status`,
+      db: p.db,
+      table: this.results,
+      statusIndex,
+      primaryKey: (r) => r.key,
+      getObjectStatus: (r) => r.status,
+      setObjectStatus: (r, status) => ({ ...r, status }),
+      ...(p.retry ? { retry: p.retry } : {}),
+      operations: {
+        update: (r, ctx) => this.writeStatus(r, ctx),
+        delete: (r) => {
+          this.owned.delete(r.key)
+          this.due.delete(r.key)
+        },
+      },
+      logger: p.logger,
+    })
+    this.component = {
+      name: `reconcile ${p.name}`,
+      leaderOnly: p.leaderOnly,
+      start: () => {
+        this.running = true
+        this.statusWrites.start()
+      },
+      stop: async () => {
+        this.running = false
+        clearTimeout(this.timer)
+        this.timer = undefined
+        this.timerAt = Infinity
+        await this.statusWrites.stop()
+      },
+      health: () => this.health(),
+      idle: () => this.results.list(p.db.readTxn(), statusIndex.kind('pending')).first() === undefined,
+      converged: async (signal) => {
+        if (!this.statusWrites.isRunning) return
+        await this.statusWrites.waitForRevision(this.results.revision(p.db.readTxn()), { signal })
+      },
+      reconcilers: () => [this.statusWrites],
+    }
+  }
+
+  /** Objects whose last run failed, with their errors. */
+  failing(): Array<{ key: string; error: string; attempts: number }> {
+    const out: Array<{ key: string; error: string; attempts: number }> = []
+    for (const r of this.results.all(this.p.db.readTxn()))
+      if (r.error !== undefined) out.push({ key: r.key, error: r.error, attempts: r.attempts })
+    return out
+  }
+
+  health(): ComponentHealth {
+    const failing = this.failing()
+    const w = this.statusWrites.health
+    const level = !this.running ? 'stopped' : failing.length || w.level === 'degraded' ? 'degraded' : 'ok'
+    const message = failing.length
+      ? `${failing.length} failing: ${failing
+          .slice(0, 3)
+          .map((f) => `${f.key}: ${f.error} (attempt ${f.attempts})`)
+          .join('; ')}`
+      : w.level === 'degraded'
+        ? `status writes: ${w.message}`
+        : `${this.results.count(this.p.db.readTxn())} objects`
+    return { level, message, ready: !this.running || w.ready, failing: failing.map((f) => ({ key: f.key, error: f.error })) }
+  }
+
+  // ---- one run of fn ----
+
+  private run(obj: T, ctx: DeriveContext): ReconcileOutcome | undefined {
+    const p = this.p
+    const key = namespacedName(obj)
+    const uid = String(obj.metadata.uid ?? '')
+    const generation = typeof obj.metadata.generation === 'number' ? obj.metadata.generation : undefined
+    const prevRow = this.results.get(ctx.txn, byKey.query(key))
+    const prev = prevRow?.uid === uid ? prevRow : undefined
+    const readyType = p.readyCondition
+    try {
+      const r = p.fn(obj, ctx) ?? {}
+      const children = p.toDesired(r.children, obj)
+      if (children === undefined) return undefined // another replica's shard
+      const owned = p.ownerReferences ? children.map((d) => this.owned_(d, obj)) : children
+      for (const d of owned) {
+        const why = p.invalid(d)
+        if (why) throw new InvalidObjectError(`child refused: ${why}`)
+      }
+      const conditions = [...(r.conditions ?? [])]
+      for (const c of conditions) setCondition([], c) // refuses a bad condition here, naming it
+      if (readyType && !conditions.some((c) => c.type === readyType))
+        conditions.push({ type: readyType, status: 'True', reason: 'Reconciled', message: '' })
+      const after = r.requeueAfterMs
+      if (after !== undefined && !(typeof after === 'number' && after >= 0 && Number.isFinite(after)))
+        throw new InvalidObjectError(`requeueAfterMs must be a non-negative number of ms, not ${JSON.stringify(after)}`)
+      this.schedule(key, after === undefined ? undefined : Date.now() + after)
+      return { key, uid, generation, children: owned, fields: { ...(r.status ?? {}) }, conditions, attempts: 0, status: statusPending() }
+    } catch (err) {
+      const error = (err as Error)?.message ?? String(err)
+      const attempts = (prev?.attempts ?? 0) + 1
+      const delay = backoffDelay(attempts, resolveRetry(p.retry))
+      this.schedule(key, Date.now() + delay)
+      p.logger.warn({ object: describe(obj), attempts, retryInMs: Math.round(delay), err: error }, 'reconcile failed; will retry')
+      const conditions = (prev?.conditions ?? []).filter((c) => c.type !== readyType)
+      if (readyType) conditions.push({ type: readyType, status: 'False', reason: 'ReconcileError', message: error })
+      return {
+        key,
+        uid,
+        generation: prev?.generation ?? generation,
+        children: prev?.children ?? [],
+        fields: prev?.fields ?? {},
+        conditions,
+        error,
+        attempts,
+        status: statusPending(),
+      }
+    }
+  }
+
+  /** A child with the primary as its controller (when it can be: same namespace, same cluster). */
+  private owned_(d: DesiredObject, owner: T): DesiredObject {
+    const ns = d.object.metadata?.namespace
+    if (d.cluster !== undefined || !owner.metadata.uid || (owner.metadata.namespace && ns !== owner.metadata.namespace)) return d
+    return { ...d, object: withOwner(d.object, owner) }
+  }
+
+  // ---- requeue ----
+
+  private schedule(key: string, at: number | undefined): void {
+    if (at === undefined) this.due.delete(key)
+    else this.due.set(key, at)
+    if (at !== undefined && at < this.timerAt) this.arm(at)
+  }
+
+  private arm(at: number): void {
+    clearTimeout(this.timer)
+    this.timerAt = at
+    this.timer = setTimeout(() => this.fire(), Math.max(1, Math.min(at - Date.now(), 2 ** 31 - 1)))
+  }
+
+  private fire(): void {
+    this.timer = undefined
+    this.timerAt = Infinity
+    const now = Date.now()
+    const keys = new Set<string>()
+    let next = Infinity
+    for (const [k, at] of this.due) {
+      if (at <= now + 1) {
+        keys.add(k)
+        this.due.delete(k)
+      } else next = Math.min(next, at)
+    }
+    if (next !== Infinity) this.arm(next)
+    if (keys.size && this.derivation.running) void this.derivation.rederive((o) => keys.has(namespacedName(o)))
+  }
+
+  // ---- status ----
+
+  private async writeStatus(r: ReconcileOutcome, ctx: OpContext): Promise<void> {
+    const p = this.p
+    const live = p.primary.get(ctx.txn, p.primary.primary.query(r.key) as never)
+    if (!live || String(live.metadata.uid ?? '') !== r.uid) return // gone, or replaced by another object
+    const conditions = r.conditions.map((c) =>
+      c.observedGeneration === undefined && r.generation !== undefined ? { ...c, observedGeneration: r.generation } : c,
+    )
+    const fields: Record<string, unknown> = { ...r.fields }
+    if (p.observedGeneration && r.generation !== undefined && !('observedGeneration' in fields)) fields.observedGeneration = r.generation
+    const current = conditionsOf(live)
+    const liveStatus = (live.status ?? {}) as Record<string, unknown>
+    const ownedNow = [...Object.keys(fields), ...conditions.map((c) => `condition:${c.type}`)].sort()
+    const before = this.owned.get(r.key)
+    const changed =
+      !before ||
+      before.uid !== r.uid ||
+      !isDeepStrictEqual(before.fields, ownedNow) ||
+      Object.entries(fields).some(([k, v]) => !isDeepStrictEqual(liveStatus[k], v)) ||
+      conditions.some((c) => setCondition(current, c) !== current)
+    if (r.error !== undefined) p.events.warning(live, 'ReconcileError', r.error)
+    for (const c of conditions) {
+      const was = findCondition(current, c.type)
+      if (was?.status === c.status || (r.error !== undefined && c.type === p.readyCondition)) continue
+      const message = `${c.type} is ${c.status}${c.message ? `: ${c.message}` : ''}`
+      if (c.status === 'False') p.events.warning(live, c.reason, message)
+      else p.events.normal(live, c.reason, message)
+    }
+    if (!changed) return
+    await p.writer.apply(live, { ...fields, conditions }, { signal: ctx.signal })
+    this.owned.set(r.key, { uid: r.uid, fields: ownedNow })
+  }
+}

@@ -1,0 +1,205 @@
+// Manager.reconcile end to end on the test server (a Gadget CRD with a status subresource): children
+// applied with the primary as their controller, status and conditions written on /status with
+// observedGeneration and only when they change, a throwing fn as Ready=False + a Warning Event + a
+// retry with backoff + degraded health, requeueAfterMs, and bad results named.
+// Follows controller-runtime's reconcile contract (pkg/reconcile: Result{RequeueAfter}, an error
+// requeues with backoff) and kopf's handler outcomes (status written back, an exception retried).
+import { test } from 'uvu'
+import * as assert from 'uvu/assert'
+import type { KubeObject } from '@statewright/k8s'
+import { Manager, createLogger, findCondition, conditionsOf, waitForConvergence } from '@statewright/controller'
+import { GADGET, createGadget, env, gadget, waitTable, type Env } from './helpers.ts'
+
+const CM = { apiVersion: 'v1', kind: 'ConfigMap' }
+const quiet = createLogger({ level: 'silent' })
+
+function manager(e: Env) {
+  return new Manager({
+    name: 'gadget-controller',
+    cluster: e.cluster,
+    logger: quiet,
+    handleSignals: false,
+    http: false,
+    retry: { minMs: 20, maxMs: 200 },
+  })
+}
+const configMap = (g: KubeObject, data: Record<string, string>): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name: `gadget-${g.metadata.name}`, namespace: g.metadata.namespace },
+  data,
+})
+const gadgetOf = (e: Env, name: string) => e.server.control.get(GADGET, name, 'default')
+const spec = (e: Env, name: string, s: Record<string, unknown>) =>
+  e.cluster.request({
+    method: 'PATCH',
+    path: `/apis/example.com/v1/namespaces/default/gadgets/${name}`,
+    body: { spec: s },
+    contentType: 'application/merge-patch+json',
+  })
+const statusWrites = (e: Env) => e.server.control.requestLog().filter((r) => r.method === 'PATCH' && r.path.endsWith('/status')).length
+async function events(e: Env, m: Manager, name: string) {
+  await m.events.flush()
+  const list: any = await e.cluster.request({ path: '/api/v1/namespaces/default/events' })
+  return (list.items as any[]).filter((ev) => ev.involvedObject?.name === name)
+}
+
+test('children owned by the primary; status and conditions on /status with observedGeneration, written only when changed', async () => {
+  const e = await env()
+  const m = manager(e)
+  try {
+    const step = m.reconcile({
+      for: GADGET,
+      owns: [CM],
+      fn: (g) => ({
+        children: configMap(g, { size: String((g.spec as any)?.size) }),
+        status: { phase: `size ${(g.spec as any)?.size}` },
+        conditions: [{ type: 'Available', status: 'True', reason: 'ConfigMapApplied', message: 'one ConfigMap' }],
+      }),
+    })
+    const created = await createGadget(e.cluster, gadget('a', { size: 1 }))
+    await m.start()
+    await waitForConvergence(m, { timeout: 10_000 })
+    const cm = e.server.control.get(CM, 'gadget-a', 'default')
+    assert.is(cm.data.size, '1')
+    assert.equal(
+      cm.metadata.ownerReferences.map((r: any) => [r.kind, r.name, r.uid, r.controller]),
+      [['Gadget', 'a', created.metadata.uid, true]],
+    )
+    let g = gadgetOf(e, 'a')
+    assert.is(g.status.phase, 'size 1')
+    assert.is(g.status.observedGeneration, 1)
+    const ready = findCondition(conditionsOf(g), 'Ready')!
+    assert.equal([ready.status, ready.reason, ready.observedGeneration], ['True', 'Reconciled', 1])
+    assert.equal(findCondition(conditionsOf(g), 'Available')?.observedGeneration, 1)
+    assert.is(statusWrites(e), 1, 'one status write')
+
+    // fn runs again with the same outcome: no second write
+    const runs = step.derivation.runs
+    await step.derivation.rederive()
+    await waitForConvergence(m, { timeout: 10_000 })
+    assert.ok(step.derivation.runs > runs, 'fn ran again')
+    assert.is(statusWrites(e), 1, 'an unchanged status is not written again')
+
+    await spec(e, 'a', { size: 2 })
+    await waitForConvergence(m, { timeout: 10_000 })
+    g = gadgetOf(e, 'a')
+    assert.is(g.metadata.generation, 2)
+    assert.is(g.status.phase, 'size 2')
+    assert.is(g.status.observedGeneration, 2)
+    assert.is(findCondition(conditionsOf(g), 'Ready')!.observedGeneration, 2)
+    assert.is(findCondition(conditionsOf(g), 'Ready')!.lastTransitionTime, ready.lastTransitionTime, 'Ready stayed True')
+    assert.is(e.server.control.get(CM, 'gadget-a', 'default').data.size, '2')
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
+test('a throwing fn: Ready=False with the message, a Warning Event, retries with backoff, degraded health; children kept; then recovery', async () => {
+  const e = await env()
+  const m = manager(e)
+  try {
+    const step = m.reconcile({
+      for: GADGET,
+      owns: [CM],
+      fn: (g) => {
+        const broken = (g.spec as any)?.broken
+        if (broken) throw new Error(`cannot size: ${broken}`)
+        return { children: configMap(g, { ok: 'yes' }) }
+      },
+    })
+    await createGadget(e.cluster, gadget('b', {}))
+    await m.start()
+    await waitForConvergence(m, { timeout: 10_000 })
+    assert.is(findCondition(conditionsOf(gadgetOf(e, 'b')), 'Ready')?.status, 'True')
+
+    await spec(e, 'b', { broken: 'disk full' })
+    // retried with backoff without any change: attempts grow
+    await waitTable(
+      m.db,
+      step.results,
+      (txn) => (step.results.get(txn, step.results.primary.query('default/b'))?.attempts ?? 0) >= 3,
+      'three failed runs',
+    )
+    await waitForConvergence(m, { timeout: 10_000 })
+    const ready = findCondition(conditionsOf(gadgetOf(e, 'b')), 'Ready')!
+    assert.equal([ready.status, ready.reason, ready.message], ['False', 'ReconcileError', 'cannot size: disk full'])
+    assert.is(e.server.control.get(CM, 'gadget-b', 'default').data.ok, 'yes', 'the previous children stay')
+    const comp = (m.status().components as any[]).find((c) => c.name === 'reconcile gadgets')
+    assert.is(comp.level, 'degraded')
+    assert.is(comp.ready, true, 'an object error is not unreadiness')
+    assert.match(comp.message, 'default/b: cannot size: disk full')
+    assert.is(m.readiness().ready, true)
+    const warnings = (await events(e, m, 'b')).filter((ev) => ev.reason === 'ReconcileError')
+    assert.is(warnings.length, 1, 'repeats aggregate into one Event')
+    assert.is(warnings[0].type, 'Warning')
+    assert.is(warnings[0].message, 'cannot size: disk full')
+    assert.ok(warnings[0].count >= 1)
+
+    await spec(e, 'b', { broken: null })
+    await waitForConvergence(m, { timeout: 10_000 })
+    assert.is(findCondition(conditionsOf(gadgetOf(e, 'b')), 'Ready')?.status, 'True')
+    assert.equal(step.failing(), [])
+    assert.is((m.status().components as any[]).find((c) => c.name === 'reconcile gadgets').level, 'ok')
+    const normal = (await events(e, m, 'b')).find((ev) => ev.reason === 'Reconciled')
+    assert.is(normal?.type, 'Normal', 'the transition back to Ready=True is an Event')
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
+test('requeueAfterMs runs fn again later without any change; a bad value is the object error naming it', async () => {
+  const e = await env()
+  const m = manager(e)
+  const ticks = new Map<string, number>()
+  try {
+    m.reconcile({
+      for: GADGET,
+      owns: [CM],
+      fn: (g) => {
+        const name = String(g.metadata.name)
+        if (name === 'bad') return { requeueAfterMs: -5 }
+        const n = (ticks.get(name) ?? 0) + 1
+        ticks.set(name, n)
+        return { children: configMap(g, { tick: String(n) }), ...(n < 3 ? { requeueAfterMs: 30 } : {}) }
+      },
+    })
+    await createGadget(e.cluster, gadget('c', {}))
+    await createGadget(e.cluster, gadget('bad', {}))
+    await m.start()
+    const owned = m.watched.get('owned-configmaps')!.table
+    await waitTable(
+      m.db,
+      owned,
+      (txn) => owned.get(txn, owned.primary.query('default/gadget-c'))?.data?.tick === '3',
+      'the third tick applied',
+    )
+    await waitForConvergence(m, { timeout: 10_000 })
+    assert.is(ticks.get('c'), 3, 'no requeue after a run that asks for none')
+    const ready = findCondition(conditionsOf(gadgetOf(e, 'bad')), 'Ready')!
+    assert.is(ready.status, 'False')
+    assert.match(ready.message, 'requeueAfterMs must be a non-negative number of ms, not -5')
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
+test('bad input: a step name used twice, reconcile() after start()', async () => {
+  const e = await env()
+  const m = manager(e)
+  try {
+    const gadgets = m.watch(GADGET)
+    m.reconcile({ for: gadgets, fn: () => ({}) })
+    assert.throws(() => m.reconcile({ for: gadgets, fn: () => ({}) }), /already named "gadgets"/)
+    await m.start()
+    assert.throws(() => m.reconcile({ for: gadgets, name: 'x', fn: () => ({}) }), /reconcile\(\) must be called before start\(\)/)
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
+test.run()
