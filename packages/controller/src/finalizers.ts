@@ -18,7 +18,8 @@
 //   precondition: the list is a set we change by one element, and a concurrent change of it (another
 //   controller's finalizer) makes ours fail with 409 and be retried on the newer object, never lost.
 // - A failing cleanup is never silent: the object gets a `FinalizerCleanup` False condition with the
-//   error (by server-side apply on /status), and health() lists the key, error, attempts and retry.
+//   error (by server-side apply on /status), a Warning Event (CleanupFailed; repeats aggregate), and
+//   health() lists the key, error, attempts and retry.
 import { CleanupError, ConfigError, UsageError } from './errors.ts'
 import {
   statusPending,
@@ -41,6 +42,7 @@ import {
   type KubeObject,
   type KindRef,
   type ResourceRef,
+  type EventRecorder,
   type WriteFence,
 } from '@statewright/k8s'
 import { StatusWriter, fenceOption, findCondition, conditionsOf } from './conditions.ts'
@@ -76,6 +78,8 @@ export interface FinalizerOptions {
   logger?: Logger
   /** The lease term the finalizer's writes are made under (a leader-elected Manager passes its term). */
   fence?: () => WriteFence | null | undefined
+  /** Records a Warning Event (CleanupFailed) per failed cleanup, a Normal one (CleanupSucceeded) after failures. */
+  events?: Pick<EventRecorder, 'warning' | 'normal'>
 }
 
 export interface FailingCleanup {
@@ -294,6 +298,7 @@ export class Finalizer {
             note = `; the ${this.conditionType} condition could not be written: ${(e as Error).message}`
           })
       }
+      this.opts.events?.warning(obj, 'CleanupFailed', `finalizer ${this.name}: ${error}`)
       this.opts.logger?.warn(
         { object: describe(obj), finalizer: this.name, attempt, err: error },
         'finalizer cleanup failed; will retry with backoff',
@@ -326,6 +331,8 @@ export class Finalizer {
     )
     if (patched) acted.push(String(patched.metadata.resourceVersion))
     w.acted = acted
+    if (this.failures.has(w.key))
+      this.opts.events?.normal(obj, 'CleanupSucceeded', `finalizer ${this.name}: cleanup done after ${attempt} attempts`)
     this.failures.delete(w.key)
     this.opts.logger?.info({ object: describe(obj), finalizer: this.name, attempts: attempt }, 'finalizer cleanup done; finalizer removed')
   }

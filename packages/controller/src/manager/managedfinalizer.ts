@@ -4,7 +4,7 @@
 // - Leader-only: cleanups run on one replica at a time, and its writes are fenced by the leader's term.
 // - Ready unless stopped: a failing cleanup is an object error (degraded, listed as failing), never
 //   unreadiness.
-import type { KubeObject, Cluster, WriteFence } from '@statewright/k8s'
+import type { KubeObject, Cluster, EventRecorder, WriteFence } from '@statewright/k8s'
 import type { DB, Table } from '@statewright/statedb'
 import { Finalizer, type FinalizerOptions } from '../finalizers.ts'
 import type { Logger } from '../logging.ts'
@@ -13,7 +13,14 @@ import type { Component, ManagedFinalizerOptions } from './options.ts'
 /** The finalizer of `o`, and the Component that runs it. */
 export function managedFinalizer<T extends KubeObject>(
   o: ManagedFinalizerOptions<T>,
-  m: { cluster: Cluster; db: DB; fieldManager: string; logger: Logger; fence?: () => WriteFence | undefined },
+  m: {
+    cluster: Cluster
+    db: DB
+    fieldManager: string
+    logger: Logger
+    fence?: () => WriteFence | undefined
+    events?: EventRecorder
+  },
 ): { finalizer: Finalizer; component: Component } {
   const { on, cleanup, ...rest } = o
   const f = new Finalizer({
@@ -25,6 +32,7 @@ export function managedFinalizer<T extends KubeObject>(
     fieldManager: m.fieldManager,
     logger: m.logger.child({ finalizer: o.name }),
     ...(m.fence ? { fence: m.fence } : {}),
+    ...(m.events ? { events: m.events } : {}),
   })
   const component: Component = {
     name: `finalizer ${o.name}`,

@@ -149,6 +149,7 @@ export class Manager {
       logger: this.logger,
       mine: (d) => !this.options.sharding || this.held.has(shardLabelOf(d.object)),
       options: o,
+      events: (cluster) => this.eventsFor(cluster ?? this.cluster.name),
       ...(this.metrics ? { metrics: this.metrics } : {}),
     })
     if (o.http !== false) {
@@ -283,6 +284,7 @@ export class Manager {
       fieldManager: this.name,
       logger: this.logger,
       fence: () => this.writeFence(),
+      events: this.events,
     })
     this.add(component)
     return finalizer
