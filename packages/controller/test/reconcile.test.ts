@@ -173,7 +173,7 @@ test('requeueAfterMs runs fn again later without any change; a bad value is the 
     await waitTable(
       m.db,
       owned,
-      (txn) => owned.get(txn, owned.primary.query('default/gadget-c'))?.data?.tick === '3',
+      (txn) => (owned.get(txn, owned.primary.query('default/gadget-c'))?.data as any)?.tick === '3',
       'the third tick applied',
     )
     await waitForConvergence(m, { timeout: 10_000 })

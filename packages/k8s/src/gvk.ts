@@ -20,13 +20,22 @@ export interface KubeObject {
   [k: string]: unknown
 }
 
-export interface KindRef {
+/**
+ * A kind, by apiVersion and kind. `T` is the type of its objects (default the untyped KubeObject):
+ * the typed constants of kinds.ts carry client-node's model (`ConfigMap: Kind<V1ConfigMap>`), so
+ * `watch(ConfigMap)` yields a `Table<V1ConfigMap>`. `T` lives only in the type, as the parameter of
+ * a method that never exists, so that a kind of one type is still accepted where another is asked
+ * for explicitly (`watch<Site>({ apiVersion, kind })`: method parameters are bivariant).
+ */
+export interface KindRef<T extends object = KubeObject> {
   apiVersion: string
   kind: string
+  /** Type only (never set): the type of the kind's objects. */
+  objectType?(object: T): void
 }
 
 /** A kind with its resource: what a request needs. */
-export interface ResourceRef extends KindRef {
+export interface ResourceRef<T extends object = KubeObject> extends KindRef<T> {
   /** Plural, lowercase: the URL segment (e.g. "configmaps"). */
   resource: string
   namespaced: boolean

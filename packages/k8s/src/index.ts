@@ -24,6 +24,7 @@ export {
   type KindRef,
   type ResourceRef,
 } from './gvk.ts'
+export * from './kinds.ts'
 export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
 export type { WatchEvent } from './ndjson.ts'
 export {

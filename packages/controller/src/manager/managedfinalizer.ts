@@ -11,7 +11,7 @@ import type { Logger } from '../logging.ts'
 import type { Component, ManagedFinalizerOptions } from './options.ts'
 
 /** The finalizer of `o`, and the Component that runs it. */
-export function managedFinalizer<T extends KubeObject>(
+export function managedFinalizer<T extends object>(
   o: ManagedFinalizerOptions<T>,
   m: {
     cluster: Cluster

@@ -167,7 +167,8 @@ export class Manager {
   }
 
   /** Reflects a kind into a new table (call before start). */
-  watch<T extends KubeObject = KubeObject>(kind: KindRef, opts: WatchOptions = {}): Table<T> {
+  watch<T extends object = KubeObject>(typed: KindRef<T>, opts: WatchOptions = {}): Table<NoInfer<T>> {
+    const kind = typed as KindRef
     this.notStarted('watch')
     const cluster = this.clusterNamed(opts.cluster)
     const name = opts.name ?? `${cluster === this.cluster ? '' : `${cluster.name}-`}${plural(kind.kind)}`
@@ -221,7 +222,7 @@ export class Manager {
    * to write on /status (only when changed), and `requeueAfterMs`. A throw is the object's error:
    * Ready=False with the message, a Warning Event, a retry with backoff, degraded health.
    */
-  reconcile<T extends KubeObject>(o: ManagedReconcileOptions<T>): ReconcileStep<T> {
+  reconcile<T extends object = KubeObject>(o: ManagedReconcileOptions<T>): ReconcileStep<T> {
     this.notStarted('reconcile')
     this.owns(...(o.owns ?? []))
     const primary: Table<T> = o.for instanceof Table ? o.for : this.watch<T>(o.for)
@@ -260,7 +261,7 @@ export class Manager {
    * Kinds the desired objects have (like controller-runtime's Owns): objects of them carrying our
    * owner label are pruned when not desired (also right after a restart), and watched for drift.
    */
-  owns(...kinds: KindRef[]): void {
+  owns(...kinds: KindRef<any>[]): void {
     this.notStarted('owns')
     for (const k of kinds) {
       const id = `${k.apiVersion}/${k.kind}`
@@ -276,7 +277,7 @@ export class Manager {
    * backoff, failures as a condition on the object and in /statusz) and the finalizer is removed.
    * Leader-only; waitForConvergence waits for its cleanups.
    */
-  finalizer<T extends KubeObject>(o: ManagedFinalizerOptions<T>): Finalizer {
+  finalizer<T extends object = KubeObject>(o: ManagedFinalizerOptions<T>): Finalizer {
     this.notStarted('finalizer')
     const { finalizer, component } = managedFinalizer(o, {
       cluster: this.cluster,

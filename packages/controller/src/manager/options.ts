@@ -42,7 +42,7 @@ export interface ComponentHealth extends Health {
   failing?: ReadonlyArray<{ key: string; error: string }>
 }
 
-export interface ManagedFinalizerOptions<T extends KubeObject> extends Pick<FinalizerOptions, 'name' | 'kind' | 'condition' | 'retry'> {
+export interface ManagedFinalizerOptions<T extends object = KubeObject> extends Pick<FinalizerOptions, 'name' | 'kind' | 'condition' | 'retry'> {
   /** The table of the kind (from watch()). */
   on: Table<T>
   /** Releases what the object holds outside the cluster. Must be idempotent; throw to retry. */
@@ -149,14 +149,14 @@ export interface ManagedDeriveOptions<In> {
   /** The objects this input wants in the cluster (applied by server-side apply, pruned when gone). */
   fn: (input: In, ctx: DeriveContext) => KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | undefined | null
   /** Kinds this derivation produces: pruned and watched for drift (like controller-runtime's Owns). */
-  owns?: KindRef[]
+  owns?: KindRef<any>[]
 }
 
-export interface ManagedReconcileOptions<T extends KubeObject> {
+export interface ManagedReconcileOptions<T extends object = KubeObject> {
   /** Names the step in health, logs and its results table (default: the primary table's name). */
   name?: string
   /** The primary kind: a table from watch(), or a kind to watch (with default options). */
-  for: Table<T> | KindRef
+  for: Table<T> | KindRef<T>
   /** Tables `fn` reads through ctx.get/ctx.list; their changes run it again for the readers. */
   joins?: ReadonlyArray<Table<any>>
   /**
@@ -166,7 +166,7 @@ export interface ManagedReconcileOptions<T extends KubeObject> {
    */
   fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
   /** Kinds the children have: pruned and watched for drift (like controller-runtime's Owns). */
-  owns?: KindRef[]
+  owns?: KindRef<any>[]
   /** The condition that says whether the last run succeeded (default "Ready"); false: none. */
   readyCondition?: string | false
   /** Write status.observedGeneration, the generation fn saw (default true; the CRD's schema must have it). */

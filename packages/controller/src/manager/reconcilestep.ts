@@ -57,7 +57,7 @@ export interface ReconcileOutcome {
   readonly status: Status
 }
 
-export interface ReconcileStepParts<T extends KubeObject> {
+export interface ReconcileStepParts<T extends object> {
   name: string
   db: DB
   primary: Table<T>
@@ -84,7 +84,7 @@ const sameOutcome = (a: ReconcileOutcome, b: ReconcileOutcome) => {
   return isDeepStrictEqual(x, y)
 }
 
-export class ReconcileStep<T extends KubeObject> {
+export class ReconcileStep<T extends object = KubeObject> {
   readonly name: string
   /** One row per primary object: its children, status and error. */
   readonly results: Table<ReconcileOutcome>
@@ -197,8 +197,9 @@ export class ReconcileStep<T extends KubeObject> {
 
   // ---- one run of fn ----
 
-  private run(obj: T, ctx: DeriveContext): ReconcileOutcome | undefined {
+  private run(typed: T, ctx: DeriveContext): ReconcileOutcome | undefined {
     const p = this.p
+    const obj = typed as unknown as KubeObject // a watched object always has metadata
     const key = namespacedName(obj)
     const uid = String(obj.metadata.uid ?? '')
     const generation = typeof obj.metadata.generation === 'number' ? obj.metadata.generation : undefined
@@ -206,8 +207,8 @@ export class ReconcileStep<T extends KubeObject> {
     const prev = prevRow?.uid === uid ? prevRow : undefined
     const readyType = p.readyCondition
     try {
-      const r = p.fn(obj, ctx) ?? {}
-      const children = p.toDesired(r.children, obj)
+      const r = p.fn(typed, ctx) ?? {}
+      const children = p.toDesired(r.children, typed)
       if (children === undefined) return undefined // another replica's shard
       const owned = p.ownerReferences ? children.map((d) => this.owned_(d, obj)) : children
       for (const d of owned) {
@@ -246,7 +247,7 @@ export class ReconcileStep<T extends KubeObject> {
   }
 
   /** A child with the primary as its controller (when it can be: same namespace, same cluster). */
-  private owned_(d: DesiredObject, owner: T): DesiredObject {
+  private owned_(d: DesiredObject, owner: KubeObject): DesiredObject {
     const ns = d.object.metadata?.namespace
     if (d.cluster !== undefined || !owner.metadata.uid || (owner.metadata.namespace && ns !== owner.metadata.namespace)) return d
     return { ...d, object: withOwner(d.object, owner) }
@@ -279,14 +280,14 @@ export class ReconcileStep<T extends KubeObject> {
       } else next = Math.min(next, at)
     }
     if (next !== Infinity) this.arm(next)
-    if (keys.size && this.derivation.running) void this.derivation.rederive((o) => keys.has(namespacedName(o)))
+    if (keys.size && this.derivation.running) void this.derivation.rederive((o) => keys.has(namespacedName(o as KubeObject)))
   }
 
   // ---- status ----
 
   private async writeStatus(r: ReconcileOutcome, ctx: OpContext): Promise<void> {
     const p = this.p
-    const live = p.primary.get(ctx.txn, p.primary.primary.query(r.key) as never)
+    const live = p.primary.get(ctx.txn, p.primary.primary.query(r.key) as never) as KubeObject | undefined
     if (!live || String(live.metadata.uid ?? '') !== r.uid) return // gone, or replaced by another object
     const conditions = r.conditions.map((c) =>
       c.observedGeneration === undefined && r.generation !== undefined ? { ...c, observedGeneration: r.generation } : c,
