@@ -42,7 +42,10 @@ export interface ComponentHealth extends Health {
   failing?: ReadonlyArray<{ key: string; error: string }>
 }
 
-export interface ManagedFinalizerOptions<T extends object = KubeObject> extends Pick<FinalizerOptions, 'name' | 'kind' | 'condition' | 'retry'> {
+export interface ManagedFinalizerOptions<T extends object = KubeObject> extends Pick<
+  FinalizerOptions,
+  'name' | 'kind' | 'condition' | 'retry'
+> {
   /** The table of the kind (from watch()). */
   on: Table<T>
   /** Releases what the object holds outside the cluster. Must be idempotent; throw to retry. */
