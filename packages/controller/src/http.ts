@@ -36,6 +36,8 @@ export interface HttpOptions {
    * its subdomains, or `*` for any. Other hosts get 403 (DNS rebinding).
    */
   allowedHosts?: HttpGuardOptions['allowedHosts']
+  /** Serve only /healthz, /livez and /readyz (a probes server beside the main one; 404 elsewhere). */
+  probesOnly?: boolean
   /** Change streams open at once (default 32; 429 beyond). */
   maxStreams?: number
   /** How long a client may read nothing of a response before it is dropped (default 30 000 ms). */
@@ -92,6 +94,7 @@ export class ManagerServer {
         const r = this.src.ready()
         return r.ready ? text(res, 200, 'ok') : text(res, 503, `not ready:\n${r.reasons.map((x) => `- ${x}`).join('\n')}\n`)
       }
+      if (o.probesOnly) return send(res, 404, { error: 'not found', paths: ['/healthz', '/livez', '/readyz'] })
       if (path === '/statusz') return send(res, 200, this.src.status())
       if (path === '/metrics') return this.metrics(res)
       if (isInspectPath(path)) return inspect(req, res)

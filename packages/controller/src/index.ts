@@ -15,6 +15,7 @@ export type {
   ManagedReconcileOptions,
   WatchOptions,
 } from './manager/options.ts'
+export { parseManagerFlags, managerUsage, type ManagerFlags, type ParsedFlags } from './manager/flags.ts'
 export { ReconcileStep, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
 // the shared health shape every part's health extends (the reconciler's)
 export type { Health, HealthLevel } from '@statewright/reconciler'

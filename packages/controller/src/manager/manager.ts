@@ -23,6 +23,7 @@ import type * as PromClient from 'prom-client'
 import {
   Cluster,
   DriftWatcher,
+  Kubeconfig,
   EventRecorder,
   K8sMetrics,
   LeaderElector,
@@ -62,6 +63,8 @@ import { ReconcileStep } from './reconcilestep.ts'
 import { StatusWriter } from '../conditions.ts'
 import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
+import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
+import type { ParseArgsConfig } from 'node:util'
 import { byName, newDriftWatcher, newReflector, ownedTableName, plural } from './watch.ts'
 
 export class Manager {
@@ -92,6 +95,8 @@ export class Manager {
   private readonly metrics: ControllerMetrics | undefined
   private readonly k8sMetrics: K8sMetrics | undefined
   private readonly server: ManagerServer | undefined
+  private readonly probeServer: ManagerServer | undefined
+  private probesUrl_: string | undefined
   private elector: LeaderElector | undefined
   private shardLeases: ShardedLeases | undefined
   /** Shards this replica holds now (sharded managers). */
@@ -119,7 +124,7 @@ export class Manager {
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
     this.ownsCluster = !o.cluster
-    this.cluster = o.cluster ?? new Cluster()
+    this.cluster = o.cluster ?? new Cluster(o.kubeconfig !== undefined ? { kubeConfig: Kubeconfig.fromFile(o.kubeconfig) } : {})
     for (const c of [this.cluster, ...(o.clusters ?? [])]) {
       if (this.clusters.has(c.name))
         throw new ConfigError(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
@@ -164,7 +169,52 @@ export class Manager {
         onError: (err, path) => this.logger.error({ err, path }, 'http: answering a request failed'),
       })
     }
+    if (o.probes) {
+      this.probeServer = new ManagerServer(
+        { probesWithoutToken: true, ...o.probes, probesOnly: true },
+        {
+          db: this.db,
+          registry: undefined,
+          live: () => this.state === 'running' || this.state === 'starting',
+          ready: () => this.readiness(),
+          status: () => ({}),
+          reconcilers: () => [],
+          graphs: () => [],
+          onError: (err, path) => this.logger.error({ err, path }, 'http: answering a probe failed'),
+        },
+      )
+    }
   }
+
+  /**
+   * A Manager configured by controller-runtime's usual flags and their environment variables
+   * (--metrics-bind-address, --health-probe-bind-address, --leader-elect, --kubeconfig,
+   * --zap-log-level; see flags.ts): they override `o`'s matching options. `--help` writes the usage
+   * and exits 0; an unknown flag or a bad value is a ConfigError naming it. `extra` declares the
+   * operator's own flags (parseArgs options); their values are in `m.flags.extra`.
+   */
+  static fromFlags(
+    o: ManagerOptions,
+    io: {
+      argv?: readonly string[]
+      env?: NodeJS.ProcessEnv
+      extra?: ParseArgsConfig['options']
+      out?: (text: string) => void
+      exit?: (code: number) => never
+    } = {},
+  ): Manager {
+    const parsed = parseManagerFlags(o.name, io)
+    if (parsed.help) {
+      ;(io.out ?? ((t: string) => process.stdout.write(t)))(parsed.usage)
+      return (io.exit ?? process.exit)(0)
+    }
+    const m = new Manager(withFlags(o, parsed.flags))
+    m.flags = { ...parsed.flags, extra: parsed.extra, positionals: parsed.positionals }
+    return m
+  }
+
+  /** What fromFlags read (undefined for a Manager made with `new`). */
+  flags: (ManagerFlags & { extra: Record<string, string | boolean | undefined>; positionals: string[] }) | undefined
 
   /** Reflects a kind into a new table (call before start). */
   watch<T extends object = KubeObject>(typed: KindRef<T>, opts: WatchOptions = {}): Table<NoInfer<T>> {
@@ -297,6 +347,11 @@ export class Manager {
     this.components.push(c)
   }
 
+  /** The probes server's base URL once started (`probes`). */
+  get probesUrl(): string | undefined {
+    return this.probesUrl_
+  }
+
   /** The HTTP server's base URL once started. */
   get url(): string | undefined {
     return this.url_
@@ -308,6 +363,7 @@ export class Manager {
     this.state = 'starting'
     try {
       if (this.server) this.url_ = await this.server.listen()
+      if (this.probeServer) this.probesUrl_ = await this.probeServer.listen()
       for (const r of this.reflectors.values()) await r.start()
       const leaderParts: LeaderPart[] = [
         ...this.derivations,
@@ -414,6 +470,7 @@ export class Manager {
     for (const c of this.components) await c.stop()
     for (const r of this.recorders.values()) await r.close()
     await this.server?.close()
+    await this.probeServer?.close()
     for (const off of this.offMetrics.splice(0)) off()
     if (this.ownsCluster) await this.cluster.close()
     this.state = 'stopped'

@@ -68,6 +68,13 @@ export interface ManagerOptions {
   /** The HTTP server (default port 8080 on 127.0.0.1); false: none. */
   http?: HttpOptions | false
   logger?: Logger
+  /** A kubeconfig file to make the cluster from (instead of `cluster`; the --kubeconfig flag). */
+  kubeconfig?: string
+  /**
+   * A second server for /healthz, /livez and /readyz only (the --health-probe-bind-address flag when
+   * it differs from the metrics address), without the token: kubelet probes cannot send one.
+   */
+  probes?: HttpOptions
   /** A prom-client Registry for every metric (default: a new one when prom-client is installed). */
   registry?: PromRegistry
   /** Run the leader-only parts only while holding this Lease. */
@@ -185,5 +192,7 @@ export function validateOptions(o: ManagerOptions): void {
     throw new ConfigError(
       `Manager "${o.name}": sharding and leaderElection exclude each other (every sharded replica works, each on its shards)`,
     )
+  if (o.cluster && o.kubeconfig !== undefined)
+    throw new ConfigError(`Manager "${o.name}": give either cluster or kubeconfig (a file to make the cluster from), not both`)
   if (o.sharding && !(o.sharding.shards >= 1)) throw new ConfigError(`Manager "${o.name}": sharding.shards must be at least 1`)
 }
