@@ -16,7 +16,7 @@ export type {
   WatchOptions,
 } from './manager/options.ts'
 export { parseManagerFlags, managerUsage, type ManagerFlags, type ParsedFlags } from './manager/flags.ts'
-export { ReconcileStep, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
+export { ReconcileStep, type ChildObject, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
 // the shared health shape every part's health extends (the reconciler's)
 export type { Health, HealthLevel } from '@statewright/reconciler'
 export { ControllerMetrics } from './metrics.ts'

@@ -28,10 +28,13 @@ import { withOwner } from '../owners.ts'
 import type { Placed } from './desired.ts'
 import type { Component, ComponentHealth } from './options.ts'
 
+/** A child: a KubeObject, or a typed model such as client-node's V1ConfigMap (metadata is required at run time). */
+export type ChildObject = KubeObject | { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }
+
 /** What a reconcile function returns for one object. */
 export interface ReconcileResult {
   /** The objects this object wants in the cluster (applied by server-side apply, pruned when gone). */
-  children?: KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | null
+  children?: ChildObject | Placed | ReadonlyArray<ChildObject | Placed> | null
   /** Status fields to own (written on /status when they differ from the object's). */
   status?: Record<string, unknown>
   /** Conditions to own; without the ready condition's type, Ready=True (reason Reconciled) is added. */
@@ -64,7 +67,7 @@ export interface ReconcileStepParts<T extends object> {
   joins?: ReadonlyArray<Table<any>>
   fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
   /** Children of the function's result as desired objects (placed, sharded, checked). */
-  toDesired: (r: ReconcileResult['children'], obj: T) => DesiredObject[] | undefined
+  toDesired: (r: KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | null | undefined, obj: T) => DesiredObject[] | undefined
   invalid: (d: DesiredObject) => string | undefined
   desired: Table<DesiredObject>
   readyCondition: string | false
@@ -208,7 +211,7 @@ export class ReconcileStep<T extends object = KubeObject> {
     const readyType = p.readyCondition
     try {
       const r = p.fn(typed, ctx) ?? {}
-      const children = p.toDesired(r.children, typed)
+      const children = p.toDesired(r.children as KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | null | undefined, typed)
       if (children === undefined) return undefined // another replica's shard
       const owned = p.ownerReferences ? children.map((d) => this.owned_(d, obj)) : children
       for (const d of owned) {
@@ -307,9 +310,11 @@ export class ReconcileStep<T extends object = KubeObject> {
     if (r.error !== undefined) p.events.warning(live, 'ReconcileError', r.error)
     for (const c of conditions) {
       const was = findCondition(current, c.type)
-      if (was?.status === c.status || (r.error !== undefined && c.type === p.readyCondition)) continue
+      // a change of status, or a condition that appears True; the ready condition's errors have their own Event
+      if (was ? was.status === c.status : c.status !== 'True') continue
+      if (r.error !== undefined && c.type === p.readyCondition) continue
       const message = `${c.type} is ${c.status}${c.message ? `: ${c.message}` : ''}`
-      if (c.status === 'False') p.events.warning(live, c.reason, message)
+      if (c.status === 'False' && c.type === p.readyCondition) p.events.warning(live, c.reason, message)
       else p.events.normal(live, c.reason, message)
     }
     if (!changed) return
