@@ -16,6 +16,15 @@ export type {
   WatchOptions,
 } from './manager/options.ts'
 export { parseManagerFlags, managerUsage, type ManagerFlags, type ParsedFlags } from './manager/flags.ts'
+export {
+  customKind,
+  type CustomKind,
+  type CustomKindOptions,
+  type CustomObject,
+  type PrinterColumn,
+  type SchemaLike,
+  type StaticOf,
+} from './crd/customkind.ts'
 export { ReconcileStep, type ChildObject, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
 // the shared health shape every part's health extends (the reconciler's)
 export type { Health, HealthLevel } from '@statewright/reconciler'

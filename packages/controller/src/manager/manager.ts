@@ -63,6 +63,7 @@ import { ReconcileStep } from './reconcilestep.ts'
 import { StatusWriter } from '../conditions.ts'
 import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
+import { installCrd } from '../crd/install.ts'
 import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
 import type { ParseArgsConfig } from 'node:util'
 import { byName, newDriftWatcher, newReflector, ownedTableName, plural } from './watch.ts'
@@ -364,6 +365,7 @@ export class Manager {
     try {
       if (this.server) this.url_ = await this.server.listen()
       if (this.probeServer) this.probesUrl_ = await this.probeServer.listen()
+      for (const k of this.options.installCrds ?? []) await installCrd(this.cluster, k.crd, this.name, this.logger)
       for (const r of this.reflectors.values()) await r.start()
       const leaderParts: LeaderPart[] = [
         ...this.derivations,

@@ -68,6 +68,11 @@ export interface ManagerOptions {
   /** The HTTP server (default port 8080 on 127.0.0.1); false: none. */
   http?: HttpOptions | false
   logger?: Logger
+  /**
+   * CustomResourceDefinitions to install (server-side apply) when start() begins, each waited for
+   * until Established: for development and tests; production installs them with `manifests()`.
+   */
+  installCrds?: ReadonlyArray<{ readonly crd: KubeObject }>
   /** A kubeconfig file to make the cluster from (instead of `cluster`; the --kubeconfig flag). */
   kubeconfig?: string
   /**
