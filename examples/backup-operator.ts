@@ -68,7 +68,7 @@ export function backupOperator(m: Manager, bucket: Bucket, now = Date.now): Mana
   return m
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const m = Manager.fromFlags({ name: 'backup-operator' })
-  await backupOperator(m, { empty: async () => 0 }).start()
-}
+const bucket: Bucket = { empty: async () => 0 } // your object store's client here
+/** For `statewright manifests examples/backup-operator.ts --leader-elect`. */
+export default () => backupOperator(new Manager({ name: 'backup-operator' }), bucket)
+if (import.meta.url === `file://${process.argv[1]}`) await backupOperator(Manager.fromFlags({ name: 'backup-operator' }), bucket).start()

@@ -1,4 +1,5 @@
-// examples/deploy/clusterrole.yaml against what examples/configmap-per-site.ts really does: the
+// examples/deploy/clusterrole.yaml, and the rules Manager.rbacRules() generates (equal to it), against
+// what examples/configmap-per-site.ts really does: the
 // controller runs on the test server (leader election on, as deployed) through creates, updates, a
 // deletion with its finalizer, drift and a fight, and a prune; every request it made (verb, group,
 // resource) must be allowed by the ClusterRole, and every rule must have been used (nothing more
@@ -7,51 +8,18 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { readFileSync } from 'node:fs'
 import { parse, parseAllDocuments } from 'yaml'
-import { startTestServer, type RequestLogEntry } from '@statewright/testserver'
+import { startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
 import { createLogger, waitForConvergence } from '@statewright/controller'
 import { siteController } from '../examples/configmap-per-site.ts'
+import { rbacOf } from './lib/rbac.ts'
 
 const UA = 'site-controller-under-test'
 const NEEDED_UNEXERCISED = new Map([
   ['/events/patch', 'the Event recorder aggregates a repeated event by patching its count'],
   ['demo.statewright.io/sites/get', 'the finalizer reads a Site again when its conditional patch gets 409'],
+  ['/configmaps/get', 'a conditional apply (leader election: resourceVersion preconditions) that gets 409 reads the object again'],
 ])
-
-/** (group, resource[/subresource], verb) of a request, as RBAC sees it; undefined for discovery. */
-export function rbacOf(e: RequestLogEntry): string | undefined {
-  const segs = e.path.split('/').filter(Boolean)
-  let group: string, rest: string[]
-  if (segs[0] === 'api') {
-    group = ''
-    rest = segs.slice(2)
-  } else if (segs[0] === 'apis') {
-    group = segs[1]!
-    rest = segs.slice(3)
-  } else return undefined
-  if (rest.length === 0) return undefined // discovery of a group-version
-  if (rest[0] === 'namespaces' && rest.length >= 3) rest = rest.slice(2)
-  const [resource, name, sub] = rest
-  const verb =
-    e.method === 'GET'
-      ? name
-        ? 'get'
-        : e.watch || e.query.watch
-          ? 'watch'
-          : 'list'
-      : e.method === 'POST'
-        ? 'create'
-        : e.method === 'PUT'
-          ? 'update'
-          : e.method === 'PATCH'
-            ? 'patch'
-            : e.method === 'DELETE'
-              ? name
-                ? 'delete'
-                : 'deletecollection'
-              : e.method.toLowerCase()
-  return `${group}/${resource}${sub ? `/${sub}` : ''}/${verb}`
-}
 
 test('the ClusterRole allows every request the controller makes, and nothing it does not need', async () => {
   const role = parseAllDocuments(readFileSync(new URL('../examples/deploy/clusterrole.yaml', import.meta.url), 'utf8'))
@@ -141,6 +109,11 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
       .map(rbacOf)
       .filter((x): x is string => !!x),
   )
+  // the role the Manager generates from its parts is the hand-written one, so it is proven the same way
+  const generated = new Set<string>()
+  for (const r of m.rbacRules())
+    for (const g of r.apiGroups) for (const res of r.resources) for (const v of r.verbs) generated.add(`${g}/${res}/${v}`)
+  assert.equal([...generated].sort(), [...allowed].sort(), 'Manager.rbacRules() is the ClusterRole')
   const denied = [...used].filter((u) => !allowed.has(u))
   assert.equal(denied, [], `requests the ClusterRole does not allow: ${denied.join(', ')}`)
   const unused = [...allowed].filter((a) => !used.has(a) && !NEEDED_UNEXERCISED.has(a))

@@ -1,13 +1,16 @@
 #!/usr/bin/env node
 // The `statewright` command.
 //   statewright gen-types <crd.yaml> [--version v1] [--kube-object-from <module>]   types for custom kinds
+//   statewright manifests <module> …   an operator's CRDs, RBAC and Deployment (manifests.ts)
 //   statewright tables|show|watch|status|health|topology …   inspection of a running process (inspect.ts)
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { INSPECT_COMMANDS, INSPECT_USAGE, runInspect } from './inspect.ts'
+import { MANIFESTS_USAGE, runManifests } from './manifests.ts'
 
 const USAGE = `usage: statewright <command>
   gen-types <crd.yaml|-> [--version V] [--kube-object-from MODULE]   TypeScript types for the CRDs' kinds (to stdout)
+${MANIFESTS_USAGE}
 ${INSPECT_USAGE}`
 
 async function main(argv: string[]): Promise<number> {
@@ -32,6 +35,10 @@ async function main(argv: string[]): Promise<number> {
         ...(values['kube-object-from'] ? { kubeObjectFrom: values['kube-object-from'] } : {}),
       }),
     )
+    return 0
+  }
+  if (cmd === 'manifests') {
+    process.stdout.write(await runManifests(rest))
     return 0
   }
   if (cmd !== undefined && INSPECT_COMMANDS.has(cmd)) {

@@ -25,6 +25,7 @@ export {
   type SchemaLike,
   type StaticOf,
 } from './crd/customkind.ts'
+export { rbacRules, manifests, type PolicyRule, type ManifestOptions, type ManagerShape } from './manager/manifests.ts'
 export { ReconcileStep, type ChildObject, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
 // the shared health shape every part's health extends (the reconciler's)
 export type { Health, HealthLevel } from '@statewright/reconciler'

@@ -64,6 +64,7 @@ import { StatusWriter } from '../conditions.ts'
 import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
 import { installCrd } from '../crd/install.ts'
+import { manifests, rbacRules, type ManagerShape, type ManifestOptions, type PolicyRule } from './manifests.ts'
 import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
 import type { ParseArgsConfig } from 'node:util'
 import { byName, newDriftWatcher, newReflector, ownedTableName, plural } from './watch.ts'
@@ -93,6 +94,9 @@ export class Manager {
   private readonly options: ManagerOptions
   private readonly ownsCluster: boolean
   private readonly owned = new Map<string, KindRef>()
+  /** Tables whose objects' /status a reconcile step writes, and finalizers' tables (for rbacRules). */
+  private readonly statusTables: Table<any>[] = []
+  private readonly finalizedTables: Array<{ table: Table<any>; condition: boolean }> = []
   private readonly metrics: ControllerMetrics | undefined
   private readonly k8sMetrics: K8sMetrics | undefined
   private readonly server: ManagerServer | undefined
@@ -303,6 +307,7 @@ export class Manager {
       logger: this.logger.child({ reconcile: name }),
       leaderOnly: !sh,
     })
+    this.statusTables.push(primary)
     this.derivations.push(step.derivation, step.children)
     this.add(step.component)
     return step
@@ -330,6 +335,7 @@ export class Manager {
    */
   finalizer<T extends object = KubeObject>(o: ManagedFinalizerOptions<T>): Finalizer {
     this.notStarted('finalizer')
+    this.finalizedTables.push({ table: o.on, condition: o.condition !== false })
     const { finalizer, component } = managedFinalizer(o, {
       cluster: this.cluster,
       db: this.db,
@@ -340,6 +346,42 @@ export class Manager {
     })
     this.add(component)
     return finalizer
+  }
+
+  /**
+   * The ClusterRole rules of exactly the requests this Manager's parts make (see manifests.ts;
+   * test/rbac.test.ts proves them against a run's recorded requests).
+   */
+  rbacRules(): PolicyRule[] {
+    return rbacRules(this.shape())
+  }
+
+  /** The objects to deploy this Manager: CRDs, ServiceAccount, ClusterRole and binding, Deployment. */
+  manifests(o: ManifestOptions = {}): KubeObject[] {
+    return manifests(this.shape(), o)
+  }
+
+  private shape(): ManagerShape {
+    const kindOf = (t: Table<any>) => [...this.watched.values()].find((w) => w.table === t)?.kind
+    const crds = new Map<string, KubeObject>()
+    for (const k of [...(this.options.installCrds ?? []), ...[...this.watched.values()].map((w) => w.kind as { crd?: KubeObject })])
+      if (k.crd) crds.set(String(k.crd.metadata.name), k.crd)
+    return {
+      name: this.name,
+      watched: [...this.watched.values()].map((w) => w.kind),
+      owned: [...this.owned.values()],
+      statusWritten: this.statusTables.map(kindOf).filter((k): k is KindRef => !!k),
+      finalized: this.finalizedTables.flatMap((f) => {
+        const kind = kindOf(f.table)
+        return kind ? [{ kind, condition: f.condition }] : []
+      }),
+      leaderElection: !!this.options.leaderElection,
+      sharding: !!this.options.sharding,
+      preconditions:
+        (!!this.options.sharding && this.options.sharding.preconditions !== false) ||
+        (!!this.options.leaderElection && this.options.leaderElection.preconditions !== false),
+      crds: [...crds.values()],
+    }
   }
 
   /** Adds a part with a lifecycle (started by start(), stopped by stop()). */

@@ -1,0 +1,141 @@
+// What a Manager needs to be deployed, derived from what it was told to do (as kubebuilder derives
+// RBAC from its markers): the ClusterRole of exactly the requests its parts make, the CRDs of its
+// custom kinds, a ServiceAccount and binding, and a Deployment that passes controller-runtime's flags.
+// Invariants:
+// - Each rule comes from a part and the requests that part makes (test/rbac.test.ts runs a controller,
+//   records every request, and checks that the generated role allows each one and has nothing unused):
+//   a watch lists and watches; an owned kind is applied (patch) and deleted, and read again when a
+//   conditional apply gets 409 (preconditions, on with leader election and sharding); a reconcile step patches
+//   /status; a finalizer reads (after a 409) and patches the object, and patches /status for its
+//   condition; Events are created and patched (aggregation); leader election gets, creates and
+//   updates its Lease; sharding also lists and deletes member Leases; installCrds gets and patches CRDs.
+// - A kind's resource is its ResourceRef's, else the lower-case plural the Manager names tables by.
+import type { KindRef, KubeObject } from '@statewright/k8s'
+
+import { plural } from './watch.ts'
+
+/** rbac.authorization.k8s.io/v1 PolicyRule. */
+export interface PolicyRule {
+  apiGroups: string[]
+  resources: string[]
+  verbs: string[]
+}
+
+/** What the rules and manifests are derived from (a Manager's parts). */
+export interface ManagerShape {
+  name: string
+  watched: ReadonlyArray<KindRef<any>>
+  owned: ReadonlyArray<KindRef<any>>
+  statusWritten: ReadonlyArray<KindRef<any>>
+  finalized: ReadonlyArray<{ kind: KindRef<any>; condition: boolean }>
+  leaderElection: boolean
+  sharding: boolean
+  /** Applies carry resourceVersion preconditions: a 409 makes the Target read the object again. */
+  preconditions: boolean
+  crds: ReadonlyArray<KubeObject>
+}
+
+export interface ManifestOptions {
+  /** The namespace of the ServiceAccount and Deployment (default "<name>-system"). */
+  namespace?: string
+  /** The operator's image (default "<name>:latest"). */
+  image?: string
+  /** Default 2 with leader election or sharding, else 1. */
+  replicas?: number
+  /** Deploy with leader election (`--leader-elect`, its Lease rules) whatever the Manager was made with. */
+  leaderElection?: boolean
+}
+
+/** The API group of an apiVersion ("" for the core group). */
+const groupOf = (apiVersion: string) => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '')
+const VERB_ORDER = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']
+const resourceOf = (k: KindRef<any>) => (k as { resource?: string }).resource ?? plural(k.kind)
+
+/** The ClusterRole's rules: one per (group, resource), verbs in the usual order. */
+export function rbacRules(m: ManagerShape): PolicyRule[] {
+  const rules = new Map<string, Set<string>>()
+  const allow = (group: string, resource: string, ...verbs: string[]) => {
+    const key = `${group}\u0000${resource}`
+    let v = rules.get(key)
+    if (!v) rules.set(key, (v = new Set()))
+    for (const x of verbs) v.add(x)
+  }
+  for (const k of m.watched) allow(groupOf(k.apiVersion), resourceOf(k), 'list', 'watch')
+  for (const k of m.owned) {
+    allow(groupOf(k.apiVersion), resourceOf(k), 'list', 'watch', 'patch', 'delete')
+    if (m.preconditions) allow(groupOf(k.apiVersion), resourceOf(k), 'get')
+  }
+  for (const k of m.statusWritten) allow(groupOf(k.apiVersion), `${resourceOf(k)}/status`, 'patch')
+  for (const f of m.finalized) {
+    allow(groupOf(f.kind.apiVersion), resourceOf(f.kind), 'get', 'patch')
+    if (f.condition) allow(groupOf(f.kind.apiVersion), `${resourceOf(f.kind)}/status`, 'patch')
+  }
+  allow('', 'events', 'create', 'patch')
+  if (m.leaderElection) allow('coordination.k8s.io', 'leases', 'get', 'create', 'update')
+  if (m.sharding) allow('coordination.k8s.io', 'leases', 'get', 'list', 'create', 'update', 'delete')
+  if (m.crds.length) allow('apiextensions.k8s.io', 'customresourcedefinitions', 'get', 'patch')
+  return [...rules]
+    .map(([key, verbs]) => {
+      const [group, resource] = key.split('\u0000') as [string, string]
+      return { apiGroups: [group], resources: [resource], verbs: VERB_ORDER.filter((v) => verbs.has(v)) }
+    })
+    .sort((a, b) => `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`))
+}
+
+/** The objects to deploy the Manager: its CRDs, ServiceAccount, ClusterRole and binding, Deployment. */
+export function manifests(shape: ManagerShape, o: ManifestOptions = {}): KubeObject[] {
+  const m: ManagerShape =
+    o.leaderElection === undefined
+      ? shape
+      : { ...shape, leaderElection: o.leaderElection, preconditions: shape.preconditions || o.leaderElection }
+  const ns = o.namespace ?? `${m.name}-system`
+  const image = o.image ?? `${m.name}:latest`
+  const replicas = o.replicas ?? (m.leaderElection || m.sharding ? 2 : 1)
+  const labels = { 'app.kubernetes.io/name': m.name }
+  const args = ['--metrics-bind-address=:8080', '--health-probe-bind-address=:8081', ...(m.leaderElection ? ['--leader-elect'] : [])]
+  const probe = (path: string) => ({ httpGet: { path, port: 'probes' }, periodSeconds: 10 })
+  return [
+    ...m.crds,
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: m.name, namespace: ns } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: m.name }, rules: rbacRules(m) },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: m.name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: m.name },
+      subjects: [{ kind: 'ServiceAccount', name: m.name, namespace: ns }],
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: m.name, namespace: ns, labels },
+      spec: {
+        replicas,
+        selector: { matchLabels: labels },
+        template: {
+          metadata: { labels, annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '8080' } },
+          spec: {
+            serviceAccountName: m.name,
+            securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+            containers: [
+              {
+                name: 'manager',
+                image,
+                args,
+                env: [{ name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } }],
+                ports: [
+                  { name: 'metrics', containerPort: 8080 },
+                  { name: 'probes', containerPort: 8081 },
+                ],
+                livenessProbe: probe('/healthz'),
+                readinessProbe: probe('/readyz'),
+                securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+                resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+              },
+            ],
+          },
+        },
+      },
+    },
+  ]
+}
