@@ -65,17 +65,21 @@ test('sharded replicas: each ConfigMap applied by its shard holder; handover del
     await waitForConvergence(a, { timeout: 10_000 })
     await waitForConvergence(b, { timeout: 10_000 })
     await until(() => count() === 12, 'every ConfigMap applied')
-    const appliedBy = new Map<string, Set<string>>()
+    // A replica that starts before it sees the other's member lease holds every shard until it does,
+    // then hands half over: a ConfigMap may be applied by one replica, then by the other (the new
+    // holder re-derives its shard), but never back and forth (two replicas acting on one shard).
+    const appliedBy = new Map<string, string[]>()
     for (const e of cms().filter((x) => x.method === 'PATCH')) {
       const n = e.path.split('/').pop()!
-      if (!appliedBy.has(n)) appliedBy.set(n, new Set())
-      appliedBy.get(n)!.add(e.userAgent!)
+      const seq = appliedBy.get(n) ?? []
+      if (seq.at(-1) !== e.userAgent) seq.push(e.userAgent!)
+      appliedBy.set(n, seq)
     }
     assert.ok(
-      [...appliedBy.values()].every((s) => s.size === 1),
-      `each ConfigMap applied by one replica: ${JSON.stringify([...appliedBy].map(([k, v]) => [k, [...v]]))}`,
+      [...appliedBy.values()].every((seq) => seq.length <= 2),
+      `each ConfigMap applied by its shard holder, at most one hand-over: ${JSON.stringify([...appliedBy])}`,
     )
-    assert.equal(new Set([...appliedBy.values()].map((s) => [...s][0])), new Set(['r-a', 'r-b']), 'both replicas work')
+    assert.equal(new Set([...appliedBy.values()].map((seq) => seq.at(-1))), new Set(['r-a', 'r-b']), 'both replicas work')
 
     await a.stop() // hands its shards over
     await until(() => b.shards().length === SHARDS, 'r-b holds every shard')
