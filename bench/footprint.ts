@@ -7,7 +7,9 @@
 //
 // Every sample is a fresh process; operator and informer samples alternate (A B A B ...), so load
 // that comes and goes falls on both alike; figures are medians. The embedded test server runs in
-// this process (HTTP, a bearer token). Times are from just before spawn to
+// this process (HTTP, a bearer token). A third process, the floor (bench/footprint/floor.mjs: plain
+// node, one GET of the ConfigMaps, the parsed items held), is what any Node process holding the
+// objects costs: the bound of the goals. Times are from just before spawn to
 // - the first request the server receives from the child (its request log), and
 // - the first 200 from the child's /readyz (polled every 5 ms; caches listed and watching).
 // RSS is read from /proc/<pid>/status (VmRSS) 2 s after /readyz answered 200. The 10k case seeds
@@ -34,6 +36,7 @@ const MiB = 1024 * 1024
 const CONTENDERS = {
   operator: join(root, 'bench/footprint/operator.mjs'),
   informer: join(root, 'bench/footprint/informer.mjs'),
+  floor: join(root, 'bench/footprint/floor.mjs'),
 } as const
 type Contender = keyof typeof CONTENDERS
 
@@ -82,7 +85,13 @@ async function sample(server: RunningTestServer, who: Contender, kubeconfig: str
   const t0 = Date.now()
   const child = spawn(process.execPath, [CONTENDERS[who], String(port)], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      KUBECONFIG: kubeconfig,
+      FOOTPRINT_SERVER: server.url,
+      FOOTPRINT_TOKEN: server.token ?? '',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
@@ -107,7 +116,7 @@ async function sample(server: RunningTestServer, who: Contender, kubeconfig: str
 
 /** Samples of both contenders, alternating; the first round warms the file cache and is dropped. */
 async function rounds(server: RunningTestServer, kubeconfig: string, n: number, settleMs: number): Promise<Record<Contender, Sample[]>> {
-  const out: Record<Contender, Sample[]> = { operator: [], informer: [] }
+  const out: Record<Contender, Sample[]> = { operator: [], informer: [], floor: [] }
   for (let i = 0; i <= n; i++) {
     for (const who of Object.keys(CONTENDERS) as Contender[]) {
       const s = await sample(server, who, kubeconfig, settleMs)
@@ -228,6 +237,14 @@ export async function run(opts: RunOptions): Promise<Result[]> {
       pair('IdleRss', 'MiB', idle, (s) => s.rssBytes / MiB, `${tag}; 2 s after /readyz`),
       pair(`Readyz_${k}`, 'ms', full, (s) => s.readyzMs, `${objects} ConfigMaps listed and watched`),
       pair(`Rss_${k}`, 'MiB', full, (s) => s.rssBytes / MiB, `${objects} ConfigMaps cached`),
+      { name: 'ColdStart_Readyz_Floor', unit: 'ms', value: med(idle.floor, (s) => s.readyzMs), note: 'plain node: one GET, /readyz' },
+      { name: 'IdleRss_Floor', unit: 'MiB', value: med(idle.floor, (s) => s.rssBytes / MiB), note: 'plain node and an HTTP server' },
+      {
+        name: `Rss_${k}_Floor`,
+        unit: 'MiB',
+        value: med(full.floor, (s) => s.rssBytes / MiB),
+        note: `plain node holding the ${objects} parsed ConfigMaps`,
+      },
       {
         name: `Rss_${k}_Budget`,
         unit: 'MiB',
