@@ -40,7 +40,9 @@ export async function main(
   const cluster = new Cluster({ kubeconfig: api.kubeconfig, qps: 0 })
   const nc: NatsConnection = await connect({ servers: url, maxReconnectAttempts: -1, reconnectTimeWait: 100, timeout: 2000 })
   const kv: KV = await new Kvm(nc).create('demo-apps', { history: 5 })
-  const cmList = async () => ((await cluster.request({ path: CMS })) as { items: KubeObject[] }).items
+  // every namespace has a kube-root-ca.crt ConfigMap (its controllers make it): not one of ours, nor foreign
+  const cmList = async () =>
+    ((await cluster.request({ path: CMS })) as { items: KubeObject[] }).items.filter((c) => c.metadata.name !== 'kube-root-ca.crt')
   const show = async () =>
     (await cmList())
       .map((c) => `${c.metadata.name}${c.metadata.annotations?.[ownerStampKeys().key] ? '' : ' (foreign)'}`)

@@ -29,6 +29,13 @@ test('with KUBECONFIG the demo runs against that cluster (faults it cannot injec
     assert.ok(ok, lines.join('\n'))
     assert.match(lines[0], /using the cluster of KUBECONFIG/)
     assert.ok((summary.driftRepairs as number) >= 2)
+    // the demo deleted its namespace; the namespace controller empties and removes it a moment later
+    assert.ok(
+      server.control.get({ apiVersion: 'v1', kind: 'Namespace' }, 'statewright-demo')?.metadata.deletionTimestamp !== undefined ||
+        server.control.get({ apiVersion: 'v1', kind: 'Namespace' }, 'statewright-demo') === undefined,
+      'namespace deleted',
+    )
+    server.control.finishDeletions()
     assert.is(server.control.get({ apiVersion: 'v1', kind: 'Namespace' }, 'statewright-demo'), undefined, 'namespace removed')
   } finally {
     if (saved === undefined) delete process.env.KUBECONFIG

@@ -185,7 +185,9 @@ async function controller(nc: NatsConnection, bucket: string, kv: KV) {
 
 async function configMaps(): Promise<Map<string, KubeObject>> {
   const list: any = await cluster.request({ path: CMS })
-  return new Map((list.items as KubeObject[]).map((o) => [String(o.metadata.name), o]))
+  // every namespace's kube-root-ca.crt (its controllers make it) is neither a primary's nor foreign
+  const items = (list.items as KubeObject[]).filter((o) => o.metadata.name !== 'kube-root-ca.crt')
+  return new Map(items.map((o) => [String(o.metadata.name), o]))
 }
 
 async function kvValue(kv: KV, key: string): Promise<any> {

@@ -1,5 +1,6 @@
-// One sharded replica in its own process (for fencing-process.test.ts). argv[2] is JSON:
-// { kubeconfig, identity, shards, leaseDurationMs, renewDeadlineMs, retryPeriodMs, stopAfterCheck }.
+// One replica (sharded, or leader-elected) in its own process (for fencing-process.test.ts). argv[2] is JSON:
+// { kubeconfig, identity, mode ('sharded' | 'leader'), shards, leaseDurationMs, renewDeadlineMs,
+// retryPeriodMs, stopAfterCheck, busyMs }.
 // It derives a ConfigMap per Item (data.n = the Item's spec.n, annotated with the writer) and prints
 // one JSON line per event: ready, stopped-self (see below), exit.
 // Faults the parent drives:
@@ -32,6 +33,15 @@ if (cfg.stopAfterCheck) {
         stops++
         emit({ ev: 'stopped-self', id: cfg.identity, at: Date.now() })
         process.kill(process.pid, 'SIGSTOP')
+        // resumed: say which object the held write was for and whether it carried a precondition
+        const req = original(url, opts, cb)
+        const end = req.end.bind(req)
+        ;(req as any).end = (body?: any, ...rest: any[]) => {
+          const text = body ? String(body) : ''
+          emit({ ev: 'sent-late', id: cfg.identity, path: String(url?.pathname ?? url), conditional: text.includes('"resourceVersion"') })
+          return end(body, ...rest)
+        }
+        return req
       }
       return original(url, opts, cb)
     }
@@ -45,14 +55,27 @@ const m = new Manager({
   http: false,
   handleSignals: false,
   logger: createLogger({ level: 'silent' }),
-  sharding: {
-    namespace: 'default',
-    shards: cfg.shards,
-    identity: cfg.identity,
-    leaseDurationMs: cfg.leaseDurationMs,
-    renewDeadlineMs: cfg.renewDeadlineMs,
-    retryPeriodMs: cfg.retryPeriodMs,
-  },
+  ...(cfg.mode === 'leader'
+    ? {
+        leaderElection: {
+          namespace: 'default',
+          name: 'fenced-leader',
+          identity: cfg.identity,
+          leaseDurationMs: cfg.leaseDurationMs,
+          renewDeadlineMs: cfg.renewDeadlineMs,
+          retryPeriodMs: cfg.retryPeriodMs,
+        },
+      }
+    : {
+        sharding: {
+          namespace: 'default',
+          shards: cfg.shards,
+          identity: cfg.identity,
+          leaseDurationMs: cfg.leaseDurationMs,
+          renewDeadlineMs: cfg.renewDeadlineMs,
+          retryPeriodMs: cfg.retryPeriodMs,
+        },
+      }),
   retry: { minMs: 20, maxMs: 500 },
 })
 const items = m.watch({ apiVersion: 'demo.statewright.io/v1', kind: 'Item' })

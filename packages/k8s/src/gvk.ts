@@ -58,7 +58,18 @@ export async function resolveKind(cluster: Cluster, ref: KindRef | ResourceRef):
     cluster.discoveryCache.set(path, p)
     p.catch(() => cluster.discoveryCache.delete(path))
   }
-  const list = await p
+  let list: any
+  try {
+    list = await p
+  } catch (err) {
+    // A group/version the server does not serve at all (a CRD not installed yet) answers 404: the
+    // same error as a kind missing from a served group, naming the cluster.
+    if ((err as { code?: unknown } | undefined)?.code === 404)
+      throw new UnknownKindError(
+        `cluster ${cluster.name}: the server has no kind ${ref.kind} in ${ref.apiVersion} (it does not serve ${ref.apiVersion})`,
+      )
+    throw err
+  }
   const found = (list?.resources ?? []).find((r: any) => r.kind === ref.kind && !String(r.name).includes('/'))
   if (!found) {
     cluster.discoveryCache.delete(path) // the kind may be registered later (a CRD)

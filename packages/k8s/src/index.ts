@@ -87,6 +87,7 @@ export {
   type ReconcileEventsOptions,
 } from './events.ts'
 export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
-export { ClusterRegistry, type ClusterDefaults, type SecretRef } from './registry.ts'
-export { WatchOnDemand, targetString, type TargetRef, type WatchOnDemandOptions, type CacheInfo } from './ondemand.ts'
+export { ClusterRegistry, type ClusterDefaults, type SecretRef, type RegistryEvent } from './registry.ts'
+export { KubeconfigSecrets, type KubeconfigSecretsOptions } from './kubeconfigsecrets.ts'
+export { WatchOnDemand, targetString, type TargetRef, type WatchOnDemandOptions, type CacheInfo, type CacheEvent } from './ondemand.ts'
 export { KubeSecondaries, kubeStatusWriter } from './secondaries.ts'

@@ -9,11 +9,17 @@
 // - a cache nobody needs any more is stopped after `graceMs` (asked again in the meantime: kept);
 // - changes are delivered per cache, in batches: onChange(owners, targets) is awaited before the
 //   next batch; the initial list counts as changes (owners of existing targets are told once);
+// - caches follow the registry: a cluster removed closes its caches (their owners are told), a
+//   cluster of that name added again reopens them on its new credentials (credential rotation);
+// - cache health reaches the owners: a cache that syncs, loses its watch or recovers is reported
+//   (onCacheEvent, with cluster and kind) and its owners are told (onChange), so their status moves;
+// - ensureWatch/setTargets do not wait for a cache to sync unless asked (waitSynced): one owner
+//   whose cluster is down must not hold up the others; the sync itself tells the owners;
 // - stop() stops every reflector and timer; the registry's clusters stay open (it owns them).
 import { InvalidObjectError, StoppedError } from './errors.ts'
 import type { DB as DBType, Index, Table as TableType } from '@statewright/statedb'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import type { ClusterRegistry } from './registry.ts'
+import type { ClusterRegistry, RegistryEvent } from './registry.ts'
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from './reflector.ts'
 import { namespacedName, type KubeObject } from './gvk.ts'
 import { logTo, type Logger } from '@statewright/reconciler'
@@ -40,6 +46,25 @@ export interface WatchOnDemandOptions {
    * that failed to start or stop; and, unless `reflector.logger` is given, its reflectors' failures.
    */
   logger?: Logger
+  /** A cache changed state (see CacheEvent); its owners also get onChange. */
+  onCacheEvent?: (e: CacheEvent) => void
+  /** How often caches' health is looked at (default 1000 ms). */
+  healthIntervalMs?: number
+}
+
+/**
+ * What happened to a {cluster, kind} cache: `synced` (first complete list), `lost` (its list/watch
+ * has been failing; `message` says why), `recovered`, `closed` (its cluster left the registry),
+ * `reopened` (a cluster of that name came back), `stopped` (nobody needed it).
+ */
+export interface CacheEvent {
+  type: 'synced' | 'lost' | 'recovered' | 'closed' | 'reopened' | 'stopped'
+  cluster: string
+  apiVersion: string
+  kind: string
+  /** The owners of targets in this cache. */
+  owners: string[]
+  message?: string
 }
 
 export interface CacheInfo {
@@ -68,6 +93,8 @@ interface Cache {
   ctrl: AbortController
   loop: Promise<void>
   stopped: Promise<void> | undefined
+  /** The last state reported (health changes are reported once). */
+  state: 'starting' | 'synced' | 'lost'
 }
 
 export function targetString(t: TargetRef): string {
@@ -92,28 +119,35 @@ export class WatchOnDemand {
   private readonly byOwner = new Map<string, Map<string, TargetRef>>()
   private readonly stopping = new Set<Promise<void>>()
   private stopped = false
+  private readonly unsubscribe: () => void
+  private healthTimer: NodeJS.Timeout | undefined
 
   constructor(o: WatchOnDemandOptions) {
     this.options = o
     this.graceMs = o.graceMs ?? 60_000
+    this.unsubscribe = o.registry.subscribe((e) => this.followRegistry(e))
   }
 
   /**
    * Makes sure `owner` hears about changes to `target`, starting the {cluster, kind} cache if
-   * needed. Resolves when the cache is synced (unless waitSynced is false); rejects on abort.
+   * needed. With `waitSynced: true` it resolves once the cache is synced (rejects on abort: give a
+   * bounded signal); by default it returns at once and the owner is told when the cache syncs.
    */
   async ensureWatch(owner: string, target: TargetRef, opts: { waitSynced?: boolean; signal?: AbortSignal } = {}): Promise<void> {
     const cache = this.add(owner, target)
-    if (opts.waitSynced === false) return
+    if (!opts.waitSynced) return
     await cache.reflector.waitSynced(opts.signal)
   }
 
-  /** Replaces the owner's targets; caches for dropped targets may be torn down after the grace period. */
+  /**
+   * Replaces the owner's targets; caches for dropped targets may be torn down after the grace period.
+   * Returns at once unless `waitSynced` (see ensureWatch).
+   */
   async setTargets(owner: string, targets: TargetRef[], opts: { waitSynced?: boolean; signal?: AbortSignal } = {}): Promise<void> {
     const want = new Map(targets.map((t) => [targetString(t), t]))
     for (const [k, t] of [...(this.byOwner.get(owner) ?? [])]) if (!want.has(k)) this.unwatch(owner, t)
     const caches = targets.map((t) => this.add(owner, t))
-    if (opts.waitSynced === false) return
+    if (!opts.waitSynced) return
     await Promise.all(caches.map((c) => c.reflector.waitSynced(opts.signal)))
   }
 
@@ -149,6 +183,18 @@ export class WatchOnDemand {
     return c.table.get(c.db.readTxn(), c.byName.query(objKeyOf(target)))
   }
 
+  /** Whether the target's cache has completed its first list (get() answers from it). */
+  isSynced(target: TargetRef): boolean {
+    return this.caches.get(cacheKeyOf(target))?.reflector.health().synced ?? false
+  }
+
+  /** The owners using a {cluster, kind} cache. */
+  usersOf(cache: { cluster: string; apiVersion: string; kind: string }): string[] {
+    const out = new Set<string>()
+    for (const os of this.owners.get(cacheKeyOf(cache))?.values() ?? []) for (const o of os.keys()) out.add(o)
+    return [...out].sort()
+  }
+
   /** The targets an owner watches. */
   targetsOf(owner: string): TargetRef[] {
     return [...(this.byOwner.get(owner)?.values() ?? [])]
@@ -174,6 +220,8 @@ export class WatchOnDemand {
   /** Stops every cache and timer. ensureWatch fails afterwards. */
   async stop(): Promise<void> {
     this.stopped = true
+    this.unsubscribe()
+    clearInterval(this.healthTimer)
     const all = [...this.caches.values()]
     this.caches.clear()
     await Promise.all(all.map((c) => this.stopCache(c)))
@@ -243,8 +291,10 @@ export class WatchOnDemand {
       ctrl,
       loop: Promise.resolve(),
       stopped: undefined,
+      state: 'starting',
     }
     this.caches.set(cache.key, cache)
+    this.watchHealth()
     cache.loop = (async () => {
       await reflector.start()
       await this.deliver(cache)
@@ -288,6 +338,88 @@ export class WatchOnDemand {
     }
   }
 
+  /** The targets of a cache and their owners, as onChange takes them. */
+  private usersWithTargets(key: string): { owners: string[]; targets: TargetRef[] } {
+    const owners = new Set<string>()
+    const targets: TargetRef[] = []
+    for (const os of this.owners.get(key)?.values() ?? [])
+      for (const [owner, target] of os) {
+        owners.add(owner)
+        targets.push(target)
+      }
+    return { owners: [...owners].sort(), targets }
+  }
+
+  /** Reports a cache's new state and tells its owners (their status depends on it). */
+  private cacheEvent(
+    c: { key: string; cluster: string; apiVersion: string; kind: string },
+    type: CacheEvent['type'],
+    message?: string,
+  ): void {
+    const { owners, targets } = this.usersWithTargets(c.key)
+    try {
+      this.options.onCacheEvent?.({
+        type,
+        cluster: c.cluster,
+        apiVersion: c.apiVersion,
+        kind: c.kind,
+        owners,
+        ...(message ? { message } : {}),
+      })
+    } catch (err) {
+      this.report(err as Error, c, 'watch on demand: onCacheEvent failed')
+    }
+    if (owners.length && type !== 'synced' && type !== 'stopped')
+      void Promise.resolve()
+        .then(() => this.options.onChange(owners, targets))
+        .catch((err) => this.report(err as Error, c, 'watch on demand: onChange failed'))
+  }
+
+  /** Looks at every cache's health now and then: synced, lost and recovered are reported once each. */
+  private watchHealth(): void {
+    if (this.healthTimer) return
+    this.healthTimer = setInterval(() => {
+      for (const c of this.caches.values()) {
+        const h = c.reflector.health()
+        if (c.state === 'starting' && h.synced) {
+          c.state = 'synced'
+          this.cacheEvent(c, 'synced')
+        } else if (c.state === 'synced' && !h.ready && h.state !== 'stopped') {
+          c.state = 'lost'
+          this.cacheEvent(c, 'lost', h.lastError ?? h.message)
+        } else if (c.state === 'lost' && h.ready) {
+          c.state = 'synced'
+          this.cacheEvent(c, 'recovered')
+        }
+      }
+    }, this.options.healthIntervalMs ?? 1000)
+    this.healthTimer.unref()
+  }
+
+  /** Caches follow their cluster: closed when it leaves the registry, reopened when it comes back. */
+  private followRegistry(e: RegistryEvent): void {
+    if (this.stopped) return
+    if (e.type === 'removed') {
+      for (const c of [...this.caches.values()]) {
+        if (c.cluster !== e.name) continue
+        this.caches.delete(c.key)
+        const p = this.stopCache(c)
+        this.stopping.add(p)
+        void p.finally(() => this.stopping.delete(p))
+        this.cacheEvent(c, 'closed', `cluster ${e.name} was removed from the registry`)
+      }
+      return
+    }
+    for (const [key, objs] of this.owners) {
+      if (this.caches.has(key) || objs.size === 0) continue
+      const first = objs.values().next().value!.values().next().value as TargetRef
+      if (first.cluster !== e.name) continue
+      const cache = this.startCache(first)
+      for (const os of objs.values()) cache.refs += os.size
+      this.cacheEvent(cache, 'reopened')
+    }
+  }
+
   private scheduleGc(cache: Cache): void {
     if (cache.gc || this.stopped) return
     cache.stopsAt = Date.now() + this.graceMs
@@ -299,6 +431,7 @@ export class WatchOnDemand {
       const p = this.stopCache(cache)
       this.stopping.add(p)
       void p.finally(() => this.stopping.delete(p))
+      this.cacheEvent(cache, 'stopped')
     }, this.graceMs)
   }
 

@@ -218,6 +218,38 @@ export class Reflector<Obj = KubeObject> {
     this.endWatch?.()
   }
 
+  /** Lists started, the last list completed, and the list a refresh waits for (see refresh). */
+  private listsStarted = 0
+  private listsDone = 0
+  private refreshWanted = 0
+  private readonly listWaiters = new Set<() => void>()
+
+  /**
+   * Lists again now (a consistent read: the server answers from its store, not a cache), replaces the
+   * table with what it returns and resolves once that is written: from then on the table holds every
+   * change made before the call. A new leader or shard holder calls it before it writes, so that it
+   * never acts on a cache older than what the previous holder acted on. Rejects on `signal` or stop.
+   */
+  async refresh(signal?: AbortSignal): Promise<void> {
+    const want = this.listsStarted + 1
+    this.refreshWanted = Math.max(this.refreshWanted, want)
+    this.needList = true
+    this.endWatch?.()
+    const s = signal ? AbortSignal.any([signal, this.ctrl.signal]) : this.ctrl.signal
+    while (this.listsDone < want) {
+      s.throwIfAborted()
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          this.listWaiters.delete(done)
+          s.removeEventListener('abort', done)
+          resolve()
+        }
+        this.listWaiters.add(done)
+        s.addEventListener('abort', done, { once: true })
+      })
+    }
+  }
+
   async stop(): Promise<void> {
     this.ctrl.abort(new StoppedError(`reflector ${this.name} stopped`))
     await this.loop
@@ -297,7 +329,11 @@ export class Reflector<Obj = KubeObject> {
       if (this.options.stateOfWorld) {
         if (!this.needList) {
           this.h.state = 'waiting'
-          await sleep(this.options.stateOfWorld.intervalMs, undefined, { signal })
+          const wait = new AbortController() // a refresh ends the wait
+          this.endWatch = () => wait.abort()
+          await sleep(this.options.stateOfWorld.intervalMs, undefined, { signal: AbortSignal.any([signal, wait.signal]) }).catch((err) => {
+            if (signal.aborted) throw err
+          })
         }
         this.needList = true
         await this.listAndReplace()
@@ -328,6 +364,7 @@ export class Reflector<Obj = KubeObject> {
     const r = this.resource!
     this.h.state = 'listing'
     const selector = this.labelSelector
+    const seq = ++this.listsStarted
     const { items, resourceVersion: rv } = await listAll(this.options.cluster, r, {
       namespace: this.options.namespace,
       labelSelector: selector,
@@ -338,7 +375,10 @@ export class Reflector<Obj = KubeObject> {
     await this.batcher.discard() // the list supersedes every buffered event
     await this.replace(items)
     this.rv = rv
-    this.needList = selector !== this.labelSelector // the selector changed during the list: list again
+    // the selector changed, or a refresh came, during the list: list again
+    this.needList = selector !== this.labelSelector || this.refreshWanted > seq
+    this.listsDone = seq
+    for (const w of [...this.listWaiters]) w()
     this.h.lists++
     this.h.lastSyncAt = Date.now()
     this.count('lists')

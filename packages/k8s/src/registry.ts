@@ -23,9 +23,37 @@ export interface SecretRef {
 
 const SECRET_KEYS = ['value', 'value.yaml', 'kubeconfig']
 
+/** A cluster added to or removed from a registry (a removed cluster is closed after its listeners ran). */
+export interface RegistryEvent {
+  type: 'added' | 'removed'
+  name: string
+  cluster: Cluster
+}
+
 export class ClusterRegistry {
   private readonly clusters = new Map<string, { cluster: Cluster; owned: boolean }>()
   private closed = false
+  private readonly listeners = new Set<(e: RegistryEvent) => void>()
+
+  /**
+   * Calls `listener` for every cluster added or removed from now on (caches follow their cluster:
+   * WatchOnDemand closes the caches of a removed cluster and reopens them when a cluster of that name
+   * is added again, on its new credentials). Returns the unsubscribe function.
+   */
+  subscribe(listener: (e: RegistryEvent) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  private emit(e: RegistryEvent): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(e)
+      } catch {
+        /* a listener's failure is its own; the registry goes on */
+      }
+    }
+  }
 
   constructor(private readonly defaults: ClusterDefaults = {}) {}
 
@@ -94,6 +122,7 @@ export class ClusterRegistry {
     const e = this.clusters.get(name)
     if (!e) return
     this.clusters.delete(name)
+    this.emit({ type: 'removed', name, cluster: e.cluster })
     if (e.owned) await e.cluster.close()
   }
 
@@ -123,5 +152,6 @@ export class ClusterRegistry {
       throw new ConfigError(`cluster registry: "${name}" is already registered (remove it first)`)
     }
     this.clusters.set(name, { cluster, owned })
+    this.emit({ type: 'added', name, cluster })
   }
 }

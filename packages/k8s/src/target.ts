@@ -137,8 +137,8 @@ export class Target {
 
   constructor(opts: TargetOptions) {
     this.options = opts
-    const list = Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
-    if (list.length === 0) throw new ConfigError('target: no cluster')
+    const list = opts.clusters === undefined ? [] : Array.isArray(opts.clusters) ? opts.clusters : [opts.clusters]
+    if (list.length === 0) throw new ConfigError('target: no cluster (the option `clusters` takes a Cluster or a list of them)')
     for (const c of list) this.clusters.set(c.name, c)
     this.defaultCluster = list[0]
     this.fieldManager = opts.fieldManager ?? 'statewright'
@@ -217,6 +217,16 @@ export class Target {
     const fence = this.fenceOf(obj, cluster)
     const path = objectPath(r, obj.metadata.name, obj.metadata.namespace)
     let known = this.options.preconditions ? (this.lastApplied.get(key) ?? this.options.observedVersion?.(obj, cluster.name)) : undefined
+    if (this.options.preconditions && known === undefined && before === undefined) {
+      // Nothing known of it (a first write after a restart or a shard move): read its version, so
+      // that this write too is conditional on what it was computed against.
+      try {
+        const cur = await cluster.request<KubeObject>({ path, signal: ctx?.signal, what })
+        known = before = cur?.metadata?.resourceVersion
+      } catch (err) {
+        if (!isNotFound(err)) throw err
+      }
+    } else if (known === undefined) known = before && this.options.preconditions ? before : undefined
     this.stats.applies++
     let res: KubeObject
     try {

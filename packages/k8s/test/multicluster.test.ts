@@ -135,7 +135,11 @@ test('watch on demand: stop() ends an ensureWatch still waiting for its cache to
   const wod = new WatchOnDemand({ registry, onChange: () => {}, reflector: { retry: { minMs: 20, maxMs: 100 } } })
   try {
     // a kind the cluster does not have: the cache retries and never syncs
-    const pending = wod.ensureWatch('o', { cluster: 'c', apiVersion: 'nope.example.com/v1', kind: 'Nope', namespace: 'default', name: 'x' })
+    const pending = wod.ensureWatch(
+      'o',
+      { cluster: 'c', apiVersion: 'nope.example.com/v1', kind: 'Nope', namespace: 'default', name: 'x' },
+      { waitSynced: true },
+    )
     let outcome = 'waiting'
     pending.then(
       () => {
@@ -225,9 +229,9 @@ test('two clusters, three kinds: owners go back to pending when a watched target
     // owner a: targets of three kinds in two clusters; owner b shares cm1 and names a cm2 that does not exist yet
     const signal = AbortSignal.timeout(10_000)
     east.control.delay({ watch: true, ms: 200, count: 1 }) // the east watch opens well after its list
-    await wod.setTargets('a', [cm('east', 'cm1'), widgetT('west', 'w1'), secret('west', 's1')], { signal })
-    await wod.ensureWatch('b', cm('east', 'cm1'), { signal })
-    await wod.ensureWatch('b', cm('east', 'cm2'), { signal })
+    await wod.setTargets('a', [cm('east', 'cm1'), widgetT('west', 'w1'), secret('west', 's1')], { signal, waitSynced: true })
+    await wod.ensureWatch('b', cm('east', 'cm1'), { signal, waitSynced: true })
+    await wod.ensureWatch('b', cm('east', 'cm2'), { signal, waitSynced: true })
     const caches = wod
       .cacheInfo()
       .map((c) => `${c.cluster}/${c.kind}:${c.refs}`)

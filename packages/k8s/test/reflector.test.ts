@@ -483,4 +483,48 @@ test('Batcher coalesces by key, flushes by size and by delay, in order', async (
   assert.is(batches.length, 2)
 })
 
+test('refresh: a consistent list replaces the cache, even while the watch lags; it resolves only once that list is in the table', async () => {
+  const server = await startServer()
+  const cluster = clusterFor(server)
+  try {
+    server.control.seed({ apiVersion: 'example.com/v1', kind: 'Widget' }, 20, { template: { spec: { size: 1 } } })
+    const table = objectTable()
+    const db = new DB({ tables: [table] })
+    const r = new Reflector({ cluster, db, table, kind: { apiVersion: 'example.com/v1', kind: 'Widget' } })
+    await r.start()
+    await r.waitSynced(AbortSignal.timeout(10_000))
+    // the watch lags: its reconnection is held by the server (a starved or slow stream)
+    const off = server.control.delay({ watch: true, ms: 60_000 })
+    server.control.closeWatches()
+    await create(cluster, widget('late', { size: 2 }))
+    await patch(cluster, 'obj-0', { spec: { size: 9 } })
+    await remove(cluster, 'obj-5')
+    const want = await serverState(cluster)
+    assert.not.ok(sameState(want, tableState(db, table)), 'the cache lags behind the server')
+    const lists = r.health().lists
+    await r.refresh(AbortSignal.timeout(10_000))
+    assert.ok(sameState(want, tableState(db, table)), diffState(want, tableState(db, table)))
+    assert.is(r.health().lists, lists + 1)
+    // callers in the same turn share one list
+    await Promise.all([r.refresh(), r.refresh()])
+    assert.is(r.health().lists, lists + 2)
+    // a refresh that cannot list (the server refuses lists) rejects on its signal, leaving the table as it was
+    const fail = server.control.fail({ watch: false, method: 'GET', path: /widgets/ })
+    assert.ok(await rejected(r.refresh(AbortSignal.timeout(300))))
+    fail()
+    off()
+    await r.stop()
+    assert.ok(await rejected(r.refresh()), 'a stopped reflector never refreshes')
+  } finally {
+    await cluster.close()
+    await server.stop()
+  }
+})
+
+const rejected = (p: Promise<unknown>) =>
+  p.then(
+    () => false,
+    () => true,
+  )
+
 test.run()

@@ -7,6 +7,10 @@
 // - after a reconnect (or a watch that ends) it watches again from the last revision + 1;
 // - when history was lost (the stream's first sequence is past the resume point, the stream went
 //   backwards, or it is a different stream) it relists and replaces the table in one transaction;
+// - a watch whose revisions jump is checked against the stream (gaps.ts): a message still stored in
+//   the gap was skipped (nats-server 2.9.10 does this around purges), and it relists at once;
+// - every `verifyIntervalMs` it relists anyway (the source of truth, not the stream, decides): a
+//   relist writes only rows whose revision changed, so an idle check costs the list and nothing more;
 // - DEL and PURGE delete the row; a value that does not decode is an error naming bucket, key and
 //   revision, that row is skipped and the reflector keeps running;
 // - a missing bucket (or any other failure) is retried with exponential backoff, forever; health()
@@ -15,6 +19,7 @@ import { BucketError, ConfigError, DecodeError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv'
+import { skippedInRange } from './gaps.ts'
 import { backoffDelay, resolveRetry, type DB, type RetryOptions, type Table, type WriteTxn } from '@statewright/statedb'
 import { logTo, type Health, type Logger } from '@statewright/reconciler'
 
@@ -50,6 +55,11 @@ export interface NatsKvReflectorOptions<V = unknown, Obj = KvRow<V>> {
   retry?: RetryOptions
   metrics?: NatsMetrics
   /**
+   * Relist this often even when nothing looks wrong, to catch what no watch reported (default
+   * 300 000 ms; 0: never). Only rows whose revision changed are written.
+   */
+  verifyIntervalMs?: number
+  /**
    * Logs every failure at warn (the reflector retries anyway; an entry that cannot be decoded is
    * skipped), with `err`, the reflector's name and bucket.
    */
@@ -76,8 +86,12 @@ export interface NatsKvReflectorHealth extends Health {
   revision: number
   /** Complete lists, the first included. */
   lists: number
-  /** Lists forced by lost history. */
+  /** Lists forced by lost history, a skipped entry or a verification. */
   relists: number
+  /** Revision jumps in which the stream still held a message the watch had not delivered. */
+  gaps: number
+  /** Rows a forced relist found different from the table (what the watch had missed). */
+  repaired: number
   /** Watches started (the first, and one per resume). */
   watches: number
   /** Entries applied. */
@@ -115,11 +129,21 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     lastEventAt: undefined,
     lists: 0,
     relists: 0,
+    gaps: 0,
+    repaired: 0,
     watches: 0,
     events: 0,
     errors: 0,
     lastError: undefined,
   }
+  /** Set by a skipped entry or a verification: the loop's next round lists. */
+  private relistWanted: string | undefined
+  /** The KV revision each key's row came from (a relist skips rows that did not change). */
+  private readonly revOf = new Map<string, number>()
+  /** The next revision the current watch should deliver (gap detection). */
+  private expect = 0
+  private gapCheck: Promise<void> = Promise.resolve()
+  private verifyTimer: NodeJS.Timeout | undefined
   private syncedWaiters: Array<() => void> = []
 
   constructor(opts: NatsKvReflectorOptions<V, Obj>) {
@@ -141,7 +165,40 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     txn.commit()
     this.loop = this.run()
     this.watchStatus()
+    const every = this.options.verifyIntervalMs ?? 300_000
+    if (every > 0) {
+      this.verifyTimer = setInterval(() => this.relistSoon('verification'), every)
+      this.verifyTimer.unref()
+    }
     return this
+  }
+
+  /** Ends the current watch so that the loop lists again (skipped entries, a verification). */
+  private relistSoon(reason: string): void {
+    if (this.stopper.signal.aborted || !this.initialized) return
+    this.relistWanted ??= reason
+    this.watcher?.stop()
+  }
+
+  /** Called for every entry a watch delivers after its initial values: checks the gap before it, if any. */
+  private sequence(rev: number): void {
+    const from = this.expect
+    this.expect = rev + 1
+    if (from === 0 || rev <= from) return
+    const to = rev - 1
+    const keys = this.options.keys === undefined ? undefined : [this.options.keys].flat()
+    this.gapCheck = this.gapCheck.then(async () => {
+      if (this.stopper.signal.aborted) return
+      // a filtered watch skips other keys' messages: only a small range is worth probing
+      if (keys && to - from + 1 > 256) return
+      if (await skippedInRange(this.options.nc, this.options.bucket, from, to, keys, { timeoutMs: this.options.requestTimeoutMs })) {
+        this.h.gaps++
+        this.fail(
+          new BucketError(`bucket "${this.options.bucket}": the watch skipped entries between revisions ${from} and ${to}; relisting`),
+        )
+        this.relistSoon('skipped entries')
+      }
+    })
   }
 
   /** Resolves once the first complete list is in the table. */
@@ -168,6 +225,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
    */
   async stop(): Promise<void> {
     this.stopper.abort()
+    clearInterval(this.verifyTimer)
     this.watcher?.stop()
     let timer: NodeJS.Timeout | undefined
     await Promise.race([
@@ -229,8 +287,10 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         const created = st.streamInfo.created
         const resume = this.rev + 1
         const lost = this.initialized && (created !== this.streamCreated || state.first_seq > resume || state.last_seq < this.rev)
-        if (!this.initialized || lost) {
-          if (lost) {
+        const wanted = this.relistWanted
+        this.relistWanted = undefined
+        if (!this.initialized || lost || wanted) {
+          if (lost || wanted) {
             this.h.relists++
             this.options.metrics?.inc('relists', this.labels())
           }
@@ -297,6 +357,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
       listed = true
       await this.replace(initial.values(), maxRev)
       initial.clear()
+      this.expect = maxRev + 1 // from here on the watch delivers every message of its keys
     }
     if (empty) await finishList()
     const pending: KvWatchEntry[] = []
@@ -315,6 +376,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         if (e.delta === 0 || e.isUpdate) await finishList()
         continue
       }
+      this.sequence(e.revision)
       pending.push(e)
       flushing ??= new Promise<void>((r) => setImmediate(r)).then(flush)
     }
@@ -330,6 +392,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     if (this.stopper.signal.aborted) w.stop()
     this.h.watches++
     this.h.state = 'watching'
+    this.expect = from
     this.options.metrics?.set('watching', this.labels(), 1)
     const pending: KvWatchEntry[] = []
     let flushing: Promise<void> | undefined
@@ -338,6 +401,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
       flushing = undefined
     }
     for await (const e of w) {
+      this.sequence(e.revision)
       pending.push(e)
       flushing ??= new Promise<void>((r) => setImmediate(r)).then(flush)
     }
@@ -371,6 +435,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   }
 
   private removeKey(txn: WriteTxn, key: string): void {
+    this.revOf.delete(key)
     const t = this.options.table
     if (this.options.transform) {
       const old = this.byKey.get(key)
@@ -383,8 +448,9 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     }
   }
 
-  private put(txn: WriteTxn, key: string, obj: Obj | undefined): void {
+  private put(txn: WriteTxn, key: string, obj: Obj | undefined, revision: number): void {
     if (obj === undefined) return this.removeKey(txn, key)
+    this.revOf.set(key, revision)
     if (this.options.transform) {
       const old = this.byKey.get(key)
       if (old !== undefined && this.options.table.primary.keyOf(old) !== this.options.table.primary.keyOf(obj))
@@ -399,10 +465,18 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     const t = this.options.table
     const txn = await this.options.db.writeTxn(t)
     if (this.stopper.signal.aborted) return txn.abort() // stopped: nothing more is written
+    let changed = 0
     try {
       const keep = new Set<unknown>()
       for (const e of entries) {
         if (e.operation !== 'PUT') continue
+        // unchanged since it was written: keep the row as it is (a verification writes nothing)
+        const old = this.options.transform ? this.byKey.get(e.key) : t.get(txn, t.primary.query(e.key as never))
+        const same = this.options.transform ? this.revOf.get(e.key) === e.revision : (old as KvRow | undefined)?.revision === e.revision
+        if (same && old !== undefined) {
+          keep.add(t.primary.keyOf(old))
+          continue
+        }
         const { obj, ok } = this.objectOf(e)
         if (!ok) {
           // keep what the table had for a key whose new value does not decode
@@ -411,19 +485,36 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
           continue
         }
         if (obj === undefined) continue
-        this.put(txn, e.key, obj)
+        this.put(txn, e.key, obj, e.revision)
+        changed++
         keep.add(t.primary.keyOf(obj))
       }
       const stale: Obj[] = []
       for (const o of t.all(txn)) if (!keep.has(t.primary.keyOf(o))) stale.push(o)
       for (const o of stale) t.delete(txn, o)
-      if (this.options.transform) for (const [k, o] of this.byKey) if (!keep.has(t.primary.keyOf(o))) this.byKey.delete(k)
+      changed += stale.length
+      if (this.options.transform) {
+        for (const [k, o] of this.byKey)
+          if (!keep.has(t.primary.keyOf(o))) {
+            this.byKey.delete(k)
+            this.revOf.delete(k)
+          }
+      } else for (const o of stale) this.revOf.delete(String(t.primary.keyOf(o)))
       this.markInitialized?.(txn)
       this.markInitialized = undefined
       txn.commit()
     } catch (err) {
       txn.abort()
       throw err
+    }
+    if (this.initialized && changed > 0) {
+      this.h.repaired += changed
+      logTo(
+        this.options.logger,
+        'warn',
+        { reflector: this.name, bucket: this.options.bucket, rows: changed },
+        'a relist found rows the watch had not delivered',
+      )
     }
     this.rev = maxRev
     this.initialized = true
@@ -454,7 +545,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         this.options.metrics?.inc('events', { ...this.labels(), op: e.operation })
         if (e.operation === 'PUT') {
           const { obj, ok } = this.objectOf(e)
-          if (ok) this.put(txn, e.key, obj)
+          if (ok) this.put(txn, e.key, obj, e.revision)
         } else {
           this.removeKey(txn, e.key)
         }

@@ -17,10 +17,22 @@
 //   owner-key annotation, which holds the exact key (the label holds it when it is a valid label
 //   value, else a stable hash).
 // - GarbageSecondaries: secondaries stamped with our owner kind whose owner key is not a primary are
-//   deleted, at start (once every table is initialized) and at every resync. Objects without our
-//   stamps are never touched.
+//   deleted, at start (once every table is initialized), at every resync and every gcIntervalMs.
+//   With `primaryKeys` the store decides, not the table: a primary the store no longer holds (a
+//   delete the table missed) loses its secondaries and is not synced while the store lacks it.
+//   Objects without our stamps (the owner-kind annotation: annotations are authoritative, labels
+//   are for selectors) are never touched.
 // - Resync: every resyncIntervalMs all primaries are marked pending again and GC runs.
-// - requeueAfterMs marks the key pending again later, without counting as an error.
+// - requeueAfterMs marks the key pending again later, without counting as an error; enqueue(key,
+//   afterMs) does the same from outside.
+// - A primary changed with an equal spec (re-put) is synced again unless the change is our own
+//   status write-back (its status is the one we last wrote): a re-put gets a status, no loop.
+// - Tertiary tables (options.tertiary): no primary is marked before they are initialized; a
+//   change of an object a sync read through ctx.read/ctx.list marks its readers pending (tertiary.ts).
+// - A sync is bounded by syncTimeoutMs (its signal aborts; it fails and is retried). Syncs of one
+//   round run `concurrency` at once and a round ends with its slowest sync: the timeout bounds how
+//   long one slow key holds the others (Kumori's workers are independent: see docs/nats.md).
+// - onDelete runs before a deleted primary's secondaries are deleted.
 // - Events (Normal "Synced", Warning "ErrResourceExists") go to an EventRecorder (aggregated and
 //   rate-limited); a primary that is not a Kubernetes object is named by a pseudo-object in
 //   `eventNamespace`.
@@ -41,9 +53,10 @@ import {
 } from './options.ts'
 import { Secondaries } from './secondaries.ts'
 import { ownerKeyIn, ownerStampKeys, stampsFor } from './stamps.ts'
-import { errorStatusOf, involvedObject } from './status.ts'
+import { WrittenStatuses, errorStatusOf, involvedObject } from './status.ts'
 import type { OwnerStamps, SecondaryTarget } from '@statewright/reconciler'
 import { Inflight, Requeues, markPending, newWorkTable, type MutableWork, type Work } from './work.ts'
+import { TertiaryReads } from './tertiary.ts'
 
 export class PrimaryController<P> {
   readonly name: string
@@ -76,6 +89,14 @@ export class PrimaryController<P> {
   /** Table revisions the follow loop has processed: primaries first, then each observed table. */
   private processed: number[] = []
   private lastGcError: string | undefined
+  private readonly tertiary: TertiaryReads
+  /** The status each key's last sync wrote (canonical JSON): a primary change carrying it is our write-back. */
+  private readonly written = new WrittenStatuses()
+  /** Primaries the table holds but the store did not at the last GC (see primaryKeys). */
+  private goneInStore = new Set<string>()
+  private gcTimer: NodeJS.Timeout | undefined
+  /** Syncs past their timeout that have not ended yet (stop waits for them). */
+  private readonly abandoned = new Set<Promise<void>>()
 
   constructor(opts: PrimaryControllerOptions<P>) {
     validateOptions(opts)
@@ -84,6 +105,7 @@ export class PrimaryController<P> {
     this.keyOf = opts.key ?? defaultKey
     this.specOf = opts.spec ?? defaultSpec
     this.stampKeys = ownerStampKeys(opts.stampPrefix)
+    this.tertiary = new TertiaryReads(opts.tertiary)
     this.concurrency = Math.max(1, opts.concurrency ?? 2)
     this.secondaries = new Secondaries(
       opts,
@@ -143,6 +165,13 @@ export class PrimaryController<P> {
     const ctrl = new AbortController()
     this.follow = { ctrl, done: this.followLoop(ctrl.signal) }
     this.reconciler.start()
+    const gcEvery = this.options.gcIntervalMs ?? (this.options.primaryKeys ? 300_000 : 0)
+    if (gcEvery > 0) {
+      this.gcTimer = setInterval(() => {
+        if (this.follow) void this.inflight.track(this.gc()).catch((e) => this.report(e, 'garbage collection failed'))
+      }, gcEvery)
+      this.gcTimer.unref()
+    }
     const every = this.options.resyncIntervalMs ?? 0
     if (every > 0) {
       const tick = () => {
@@ -167,6 +196,7 @@ export class PrimaryController<P> {
     if (!f) return
     this.follow = undefined
     clearTimeout(this.resyncTimer)
+    clearInterval(this.gcTimer)
     this.requeues.cancelAll()
     f.ctrl.abort()
     await f.done.catch(() => {})
@@ -174,6 +204,17 @@ export class PrimaryController<P> {
     await this.reconciler.stop()
     await Promise.allSettled(inflight)
     while (this.inflight.size) await Promise.allSettled(this.inflight.snapshot())
+    await Promise.allSettled([...this.abandoned])
+  }
+
+  /**
+   * Syncs a primary again, now or after `afterMs` (Kumori's Enqueue/EnqueueAfter). A key that is not
+   * a primary (yet) is skipped.
+   */
+  enqueue(key: string, afterMs = 0): void {
+    if (!this.follow) throw new UsageError(`PrimaryController "${this.name}": enqueue before start`)
+    if (afterMs > 0) return this.requeueAfter(key, afterMs)
+    void this.options.db.write(this.work, (w) => void markPending(w, this.work, [key])).catch((e) => this.report(e, 'enqueue failed', key))
   }
 
   /** Every primary synced again, and GC. */
@@ -207,9 +248,12 @@ export class PrimaryController<P> {
       signal?.throwIfAborted()
       const txn = this.options.db.readTxn()
       const [pending, w] = this.work.listWatch(txn, this.statusIndex.kind('pending'))
-      const caughtUp = [this.options.primaries, ...this.options.secondaries.map((s) => s.observed)].every(
-        (t, i) => (this.processed[i] ?? -1) >= t.revision(txn),
-      )
+      const revisions = [
+        this.options.primaries.revision(txn),
+        ...this.options.secondaries.map((s) => s.observed.revision(txn)),
+        ...this.tertiary.revisions(txn),
+      ]
+      const caughtUp = revisions.every((rev, i) => (this.processed[i] ?? -1) >= rev)
       if (caughtUp && pending.count() === 0 && this.gcDone && this.requeues.size === 0 && this.inflight.size === 0) {
         // the reconciler has acted on every change of the work table, deletes of rows included
         const rev = this.work.revision(txn)
@@ -231,10 +275,22 @@ export class PrimaryController<P> {
    */
   async gc(): Promise<number> {
     if (!this.allInitialized(this.options.db.readTxn()) || this.markInitialized) return 0
+    const primaries = this.options.primaries
+    const inTable = (txn: ReadTxn, owner: string) => primaries.get(txn, primaries.primary.query(owner as never)) !== undefined
+    let store: Set<string> | undefined
+    let before: ReadTxn | undefined
+    if (this.options.primaryKeys) {
+      before = this.options.db.readTxn() // a primary the table got after this is newer than the store's answer
+      store = new Set(await this.options.primaryKeys(AbortSignal.timeout(60_000)))
+      const gone = new Set<string>()
+      for (const w of this.work.all(before)) if (!store.has(w.key) && inTable(before, w.key)) gone.add(w.key)
+      this.goneInStore = gone
+    }
     const { deleted, failures } = await this.secondaries.garbage((owner) => {
       // the latest snapshot for each object: a primary that appeared since keeps its secondaries
       const now = this.options.db.readTxn()
-      if (this.options.primaries.get(now, this.options.primaries.primary.query(owner as never)) !== undefined) return true
+      if (store && before && inTable(before, owner) && !store.has(owner)) return false // the store deleted it
+      if (inTable(now, owner)) return true
       return this.work.get(now, this.work.primary.query(owner)) !== undefined // its delete is still running
     })
     this.gcDone = true
@@ -251,13 +307,26 @@ export class PrimaryController<P> {
     const txn0 = db.readTxn()
     const primaryIter = this.options.primaries.changes(txn0)
     const observedIters = this.options.secondaries.map((s) => s.observed.changes(txn0))
+    const tertiaryIters = this.tertiary.iterators(txn0)
     try {
       while (!signal.aborted) {
         const txn = db.readTxn()
         const ws = new WatchSet()
         for (const [i, it] of observedIters.entries()) ws.add(await this.observe(i, it, txn))
-        ws.add(await this.primaryChanges(primaryIter, txn))
-        this.processed = [this.options.primaries.revision(txn), ...this.options.secondaries.map((s) => s.observed.revision(txn))]
+        for (const [i, it] of tertiaryIters.entries()) {
+          const [changes, w] = it.next(txn)
+          const owners = this.tertiary.affected(i, changes)
+          if (owners.size) await db.write(this.work, (wtxn) => void markPending(wtxn, this.work, owners))
+          ws.add(w)
+        }
+        // no primary is marked (so none synced) before the tertiary tables are loaded
+        if (this.tertiary.ready(txn)) ws.add(await this.primaryChanges(primaryIter, txn))
+        else for (const w of this.tertiary.pending(txn)) ws.add(w)
+        this.processed = [
+          this.options.primaries.revision(txn),
+          ...this.options.secondaries.map((s) => s.observed.revision(txn)),
+          ...this.tertiary.revisions(txn),
+        ]
         if (this.markInitialized && this.allInitialized(txn)) {
           const mark = this.markInitialized
           this.markInitialized = undefined
@@ -277,17 +346,18 @@ export class PrimaryController<P> {
     } finally {
       primaryIter.close()
       for (const it of observedIters) it.close()
+      for (const it of tertiaryIters) it.close()
     }
   }
 
   private allInitialized(txn: ReadTxn): boolean {
-    if (!this.options.primaries.initialized(txn)[0]) return false
+    if (!this.options.primaries.initialized(txn)[0] || !this.tertiary.ready(txn)) return false
     return this.options.secondaries.every((s) => s.observed.initialized(txn)[0])
   }
 
   private async primaryChanges(iter: ChangeIterator<P>, txn: ReadTxn) {
     const [changes, watch] = iter.next(txn)
-    const marks: Array<{ key: string; hash?: string }> = []
+    const marks: Array<{ key: string; hash?: string; ours?: boolean }> = []
     for (const c of changes) {
       let key: string
       try {
@@ -305,7 +375,7 @@ export class PrimaryController<P> {
           this.report(new SyncError(`primary "${key}": spec failed: ${(err as Error).message}`), 'the spec of a primary failed', key)
           continue
         }
-        marks.push({ key, hash })
+        marks.push({ key, hash, ours: this.written.isOurs(key, c.object) })
       }
     }
     if (marks.length) {
@@ -316,7 +386,9 @@ export class PrimaryController<P> {
           if (m.hash === undefined) {
             if (cur) this.work.delete(w, cur)
             this.requeues.cancel(m.key)
-          } else if (!cur || cur.hash !== m.hash) {
+            this.tertiary.forget(m.key)
+            this.written.forget(m.key)
+          } else if (!cur || cur.hash !== m.hash || !m.ours) {
             this.work.insert(w, { key: m.key, hash: m.hash, owned: cur?.owned ?? [], status: s })
           }
         }
@@ -355,16 +427,41 @@ export class PrimaryController<P> {
     this.requeues.cancel(key)
     const p = this.options.primaries.get(ctx.txn, this.options.primaries.primary.query(key as never))
     if (p === undefined) return false // deleted since: its delete comes next
+    if (this.goneInStore.has(key)) return false // the store no longer holds it (see primaryKeys)
     this.stats.syncs++
     let res: SyncResult
+    const limitMs = this.options.syncTimeoutMs ?? 60_000
+    // one signal per sync, aborted by stop (ctx.signal) or the timeout; listeners removed after
+    const abort = new AbortController()
+    const onStop = () => abort.abort(ctx.signal.reason)
+    ctx.signal.addEventListener('abort', onStop, { once: true })
+    let timedOut!: (err: Error) => void
+    const timeoutHit = new Promise<never>((_, reject) => (timedOut = reject))
+    timeoutHit.catch(() => {})
+    const timer = setTimeout(() => {
+      const err = new SyncError(`sync of ${this.options.kind} "${key}" timed out after ${limitMs} ms`)
+      abort.abort(err)
+      timedOut(err)
+    }, limitMs)
+    const signal = abort.signal
+    const reads = this.tertiary.recorder(key, ctx.txn)
     try {
-      res = await this.options.sync(p, { txn: ctx.txn, signal: ctx.signal, key })
+      const running = Promise.resolve(this.options.sync(p, { txn: ctx.txn, signal, key, read: reads.read, list: reads.list }))
+      // past the timeout the sync is not waited for (stop still waits for it); on stop it is
+      res = await Promise.race([running, timeoutHit]).catch((err) => {
+        if (err === abort.signal.reason && !ctx.signal.aborted) this.abandon(running)
+        throw err
+      })
       if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
     } catch (err) {
       this.stats.syncErrors++
       const msg = `sync of ${this.options.kind} "${key}" failed: ${(err as Error).message}`
       await this.writeErrorStatus(p, msg, undefined, ctx)
       throw new SyncError(msg)
+    } finally {
+      clearTimeout(timer)
+      ctx.signal.removeEventListener('abort', onStop)
+      reads.commit()
     }
     const { applied, changed, failures } = await this.secondaries.write(
       key,
@@ -381,14 +478,29 @@ export class PrimaryController<P> {
       await this.writeErrorStatus(p, msg, res.status, ctx)
       throw new SyncError(msg)
     }
-    if (res.status !== undefined && this.options.status) await this.options.status.writeStatus(p, res.status, ctx.signal)
+    if (res.status !== undefined && this.options.status) {
+      this.written.set(key, res.status)
+      await this.options.status.writeStatus(p, res.status, ctx.signal)
+    }
     if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) this.requeueAfter(key, res.requeueAfterMs)
     return changed
   }
 
+  /** A sync let go at its timeout: stop still waits for it to end. */
+  private abandon(running: Promise<unknown>): void {
+    const p = running.then(
+      () => {},
+      () => {},
+    )
+    this.abandoned.add(p)
+    void p.finally(() => this.abandoned.delete(p))
+  }
+
   private async writeErrorStatus(p: P, msg: string, status: unknown, ctx: OpContext): Promise<void> {
     if (!this.options.status) return
-    await this.options.status.writeStatus(p, errorStatusOf(msg, status, this.options.errorStatus), ctx.signal).catch((e) => {
+    const written = errorStatusOf(msg, status, this.options.errorStatus)
+    this.written.set(this.keyOf(p), written)
+    await this.options.status.writeStatus(p, written, ctx.signal).catch((e) => {
       const key = this.keyOf(p)
       this.report(new SyncError(`status of "${key}": ${(e as Error).message}`), 'status write failed', key)
     })
@@ -408,6 +520,13 @@ export class PrimaryController<P> {
   private async removeOwned(w: Work, ctx: OpContext): Promise<void> {
     this.requeues.cancel(w.key)
     if (this.options.primaries.get(ctx.txn, this.options.primaries.primary.query(w.key as never)) !== undefined) return // back again
+    if (this.options.onDelete) {
+      try {
+        await this.options.onDelete(w.key, { signal: ctx.signal })
+      } catch (err) {
+        throw new SyncError(`delete hook of ${this.options.kind} "${w.key}" failed: ${(err as Error).message}`)
+      }
+    }
     const failures = await this.secondaries.removeAll(w.key, w.owned, this.involved(undefined, w.key), ctx.signal)
     if (failures.length) throw new SyncError(`secondaries of deleted ${this.options.kind} "${w.key}": ${failures.join('; ')}`)
   }

@@ -12,10 +12,18 @@ import type { EventSink, PrimaryStatusWriter } from '@statewright/reconciler'
 import type { SecondarySpec } from '@statewright/reconciler'
 
 export interface SyncContext {
-  /** The snapshot the primary was read from: read tertiary tables through it. */
+  /** The snapshot the primary was read from. */
   readonly txn: ReadTxn
+  /** Aborted on stop, and when the sync runs past `syncTimeoutMs`. */
   readonly signal: AbortSignal
   readonly key: string
+  /**
+   * Reads one object of a declared tertiary table (options.tertiary) by its primary key, from the
+   * sync's snapshot, and records the read: a later change of that object syncs this primary again.
+   */
+  read<T>(table: Table<T>, key: unknown): T | undefined
+  /** Reads a whole tertiary table, recording it: any change of it syncs this primary again. */
+  list<T>(table: Table<T>): T[]
 }
 
 export interface SyncResult<S = any> {
@@ -37,11 +45,32 @@ export interface PrimaryControllerOptions<P> {
   /** What a sync depends on; a change that leaves it equal (a status write) triggers nothing. Default: the primary without its status. */
   spec?: (p: P) => unknown
   secondaries: SecondarySpec[]
+  /**
+   * Read-only inputs a sync reads through `ctx.read`/`ctx.list` (a shared config, a catalogue): no
+   * sync runs before they are initialized, and a change of what a primary read syncs it again.
+   */
+  tertiary?: Array<Table<any>>
   sync: (p: P, ctx: SyncContext) => SyncResult | Promise<SyncResult>
+  /** A sync running longer than this is aborted (ctx.signal) and fails with a SyncError, retried with backoff (default 60 000 ms). */
+  syncTimeoutMs?: number
+  /**
+   * Custom cleanup when a primary is deleted, run before its secondaries are deleted (Kumori's
+   * delete hook); a throw is retried with backoff and the secondaries stay until it succeeds.
+   */
+  onDelete?: (key: string, ctx: { signal: AbortSignal }) => void | Promise<void>
   /** Most syncs at once (default 2). */
   concurrency?: number
   /** All primaries synced again and GC every this many ms (0: never; default 0). */
   resyncIntervalMs?: number
+  /**
+   * The keys the primary store holds now, read from the store itself (a NATS bucket's keys, a LIST):
+   * GC then trusts the store over the primaries table, so the secondaries of a primary whose delete
+   * the table missed (a delete marker gone from the stream while cut off) are collected, and the
+   * primary is not synced again while the store lacks it.
+   */
+  primaryKeys?: (signal: AbortSignal) => Promise<Iterable<string>>
+  /** GC every this many ms (default: 300 000 with primaryKeys, else only with resyncs). */
+  gcIntervalMs?: number
   events?: EventSink
   /** The namespace of events about primaries that are not Kubernetes objects (default "default"). */
   eventNamespace?: string

@@ -1,170 +1,13 @@
 // PrimaryController with in-memory primaries and an in-memory secondary target whose observed
 // table is written as the target changes (as a reflector would): stamps, ownership, repair,
-// garbage collection, threadiness, requeue, resync, tertiary tables, status write-back, stop.
-// The same controller against a real nats-server and the test API server is test/nats-primary.test.ts.
+// garbage collection, threadiness, requeue, resync, status write-back, stop (fixtures.ts).
+// Kumori's controllerruntime scenarios (tertiary inputs, enqueue, delete hook, re-put, timeouts,
+// GC against the store) are in kumori.test.ts.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
-import {
-  PrimaryController,
-  ownerKeyLabelValue,
-  ownerStampKeys,
-  type EventSink,
-  type OwnerStamps,
-  type PrimaryControllerOptions,
-  type SecondaryTarget,
-  type SecondaryWriteResult,
-} from '@statewright/primary'
-
-setValidation(true)
-
-interface Prim {
-  key: string
-  revision: number
-  value: { spec: { n: number }; status?: unknown }
-}
-interface Obj {
-  kind: string
-  name: string
-  version: number
-  metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }
-  data: unknown
-}
-
-const primTable = () =>
-  new Table<Prim>({ name: 'prims', primary: defineIndex<Prim, string>({ name: 'key', key: (p) => p.key, unique: true }) })
-const objTable = () =>
-  new Table<Obj>({ name: 'objs', primary: defineIndex<Obj, string>({ name: 'name', key: (o) => o.name, unique: true }) })
-
-/** A target keeping objects in a Map and mirroring them into an observed table (a reflector's view). */
-class MemTarget implements SecondaryTarget<Obj> {
-  readonly store = new Map<string, Obj>()
-  private version = 0
-  writes = 0
-  constructor(
-    private db: DB,
-    private observed: Table<Obj>,
-  ) {}
-  kindOf(s: Obj) {
-    return s.kind
-  }
-  id(s: Obj) {
-    return s.name
-  }
-  describe(s: Obj) {
-    return `default/${s.name}`
-  }
-  stampsOf(s: Obj) {
-    return s.metadata
-  }
-  versionOf(s: Obj) {
-    return String(s.version)
-  }
-  withStamps(s: Obj, st: OwnerStamps): Obj {
-    return {
-      ...s,
-      metadata: { labels: { ...s.metadata.labels, ...st.labels }, annotations: { ...s.metadata.annotations, ...st.annotations } },
-    }
-  }
-  async set(o: Obj): Promise<Obj> {
-    const v = { ...o, version: ++this.version }
-    this.store.set(o.name, v)
-    await this.db.write(this.observed, (t) => this.observed.insert(t, v))
-    return v
-  }
-  async drop(name: string): Promise<void> {
-    const cur = this.store.get(name)
-    if (!cur) return
-    this.store.delete(name)
-    await this.db.write(this.observed, (t) => this.observed.delete(t, cur))
-  }
-  async apply(s: Obj, owned: (e: Obj) => boolean): Promise<{ result: SecondaryWriteResult; version?: string }> {
-    const cur = this.store.get(s.name)
-    if (cur && !owned(cur)) return { result: 'foreign' }
-    if (cur && JSON.stringify({ ...cur, version: 0 }) === JSON.stringify({ ...s, version: 0 }))
-      return { result: 'unchanged', version: String(cur.version) }
-    this.writes++
-    const v = await this.set(s)
-    return { result: cur ? 'updated' : 'created', version: String(v.version) }
-  }
-  async delete(s: Obj, owned: (e: Obj) => boolean): Promise<boolean> {
-    const cur = this.store.get(s.name)
-    if (!cur || !owned(cur)) return false
-    await this.drop(s.name)
-    return true
-  }
-}
-
-class Events implements EventSink {
-  readonly list: Array<{ type: string; name: string | undefined; namespace: string | undefined; reason: string; message: string }> = []
-  normal(o: any, reason: string, message: string) {
-    this.list.push({ type: 'Normal', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message })
-  }
-  warning(o: any, reason: string, message: string) {
-    this.list.push({ type: 'Warning', name: o.metadata?.name, namespace: o.metadata?.namespace, reason, message })
-  }
-}
-
-function setup(over: Partial<PrimaryControllerOptions<Prim>> = {}) {
-  const prims = primTable()
-  const observed = objTable()
-  const db = new DB({ tables: [prims, observed] })
-  const target = new MemTarget(db, observed)
-  const events = new Events()
-  const statuses = new Map<string, unknown>()
-  const calls: string[] = []
-  const c = new PrimaryController<Prim>({
-    name: 'test',
-    kind: 'App',
-    db,
-    primaries: prims,
-    events,
-    eventNamespace: 'apps',
-    secondaries: [{ kinds: ['Thing'], target, observed }],
-    status: {
-      writeStatus: async (p, status) => {
-        statuses.set(p.key, status)
-        // a status write changes the primary (as KvStatusWriter does), not its spec
-        await db.write(prims, (t) => {
-          const cur = prims.get(t, prims.primary.query(p.key))
-          if (cur) prims.insert(t, { ...cur, revision: cur.revision + 1, value: { ...cur.value, status } })
-        })
-      },
-    },
-    sync: (p) => {
-      calls.push(p.key)
-      return {
-        secondaries: [
-          { kind: 'Thing', name: `thing-${ownerKeyLabelValue(p.key).toLowerCase()}`, version: 0, metadata: {}, data: p.value.spec },
-        ],
-        status: { seen: p.value.spec.n },
-      }
-    },
-    retry: { minMs: 20, maxMs: 200 },
-    ...over,
-  })
-  // both tables start uninitialized, as a reflector's do until its first list
-  const t0 = db.tryWriteTxn([prims, observed])!
-  const done = [prims.registerInitializer(t0, 'x'), observed.registerInitializer(t0, 'y')]
-  t0.commit()
-  const initialize = () =>
-    db.write([prims, observed], (t) => {
-      for (const d of done) d(t)
-    })
-  const put = (key: string, n: number) =>
-    db.write(prims, (t) => {
-      const cur = prims.get(t, prims.primary.query(key))
-      prims.insert(t, { key, revision: (cur?.revision ?? 0) + 1, value: { spec: { n }, status: cur?.value.status } })
-    })
-  const del = (key: string) =>
-    db.write(prims, (t) => {
-      const cur = prims.get(t, prims.primary.query(key))
-      if (cur) prims.delete(t, cur)
-    })
-  return { c, db, prims, observed, target, events, statuses, calls, initialize, put, del }
-}
-
-const idle = (c: PrimaryController<any>) => c.waitIdle(AbortSignal.timeout(5000))
+import { DB, Table, defineIndex } from '@statewright/statedb'
+import { ownerKeyLabelValue, ownerStampKeys } from '@statewright/primary'
+import { setup, idle } from './fixtures.ts'
 
 test('owner stamps: labels and annotations, prefix statewright.io or kumori; the label hashes keys that are not label values', async () => {
   assert.equal(ownerStampKeys(), { key: 'statewright.io/ownerkey', kind: 'statewright.io/ownerkind' })
@@ -403,7 +246,7 @@ test('stop waits for a resync whose GC is deleting; nothing is deleted after sto
   assert.ok(!s.target.store.has('orphan'), 'the delete finished before stop returned')
 })
 
-test('tertiary tables are read through ctx.txn and their changes trigger nothing', async () => {
+test('a table read through ctx.txn without declaring it (not a tertiary input) triggers nothing when it changes', async () => {
   const ter = new Table<{ name: string; v: number }>({
     name: 'ter',
     primary: defineIndex<{ name: string; v: number }, string>({ name: 'name', key: (o) => o.name, unique: true }),
@@ -426,7 +269,7 @@ test('tertiary tables are read through ctx.txn and their changes trigger nothing
   await s.db.write(ter, (t) => ter.insert(t, { name: 'cfg', v: 8 }))
   await new Promise((r) => setTimeout(r, 100))
   await idle(s.c)
-  assert.is(s.c.stats.syncs, n, 'no sync for a tertiary change')
+  assert.is(s.c.stats.syncs, n, 'no sync for an undeclared table (declare it in options.tertiary: kumori.test.ts)')
   await s.c.stop()
 })
 

@@ -39,6 +39,11 @@ export interface Control {
   resourceVersion(): number
   /** Number of open watches. */
   watchCount(): number
+  /**
+   * Fast-forwards the emulated controllers: every Terminating namespace is emptied and removed, every
+   * gracefully deleted Pod is removed now (instead of after deletionTiming). Returns how many steps ran.
+   */
+  finishDeletions(): number
   /** Reads an object without HTTP (undefined when absent). */
   get(kind: KindRef, name: string, namespace?: string): any
 }
@@ -69,6 +74,7 @@ export function makeControl(s: TestServer): Control {
     clearRequestLog: () => s.clearRequestLog(),
     resourceVersion: () => s.store.rv,
     watchCount: () => s.watches.count,
+    finishDeletions: () => s.objects.lifecycle.finishAll(),
     get: (kind, name, namespace) => {
       const t = s.kind(kind)
       return s.store.get(t.storageKey, t.namespaced ? (namespace ?? 'default') : '', name)

@@ -87,6 +87,16 @@ export function resourceList(reg: Registry, group: string, version: string): Rec
         kind: t.kind,
         verbs: ['get', 'patch', 'update'],
       })
+    if (t.scale)
+      resources.push({
+        name: `${t.resource}/scale`,
+        singularName: '',
+        namespaced: t.namespaced,
+        group: 'autoscaling',
+        version: 'v1',
+        kind: 'Scale',
+        verbs: ['get', 'patch', 'update'],
+      })
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: group ? `${group}/${version}` : version, resources }
 }

@@ -151,7 +151,7 @@ export class GarbageCollector implements StorageObserver {
         obj.metadata.name,
         'merge',
         { metadata },
-        { manager: MANAGER, contentType: 'application/merge-patch+json' },
+        { manager: MANAGER, contentType: 'application/merge-patch+json', admit: false },
       ),
     )
   }

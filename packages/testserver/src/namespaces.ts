@@ -1,8 +1,9 @@
 // Namespaces: the checks writes into a namespace pass, and namespace deletion.
 // Invariants (as kube-apiserver and the namespace controller):
 // - a namespaced write needs its namespace to exist (404) and not be terminating (403);
-// - deleting a namespace marks it Terminating, deletes every namespaced object in it (finalizers
-//   and the garbage collector apply as usual), and removes it once nothing is left in it.
+// - deleting a namespace marks it Terminating; the namespace controller (a Lifecycle step, see
+//   objects.ts) later deletes every namespaced object in it (finalizers and the garbage collector
+//   apply as usual) and removes it once nothing is left in it.
 import type { Store } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
 import { StatusError, notFound } from './status.ts'
@@ -34,21 +35,25 @@ export class Namespaces {
     }
   }
 
-  /**
-   * Namespace deletion: marks it Terminating, deletes every namespaced object in it with `del`, and
-   * removes it once empty. Returns the namespace as it is now (removed or terminating).
-   */
-  terminate(t: ResourceType, cur: any, del: (rt: ResourceType, ns: string, name: string) => void): any {
-    let ns = cur
-    if (!cur.metadata.deletionTimestamp) {
-      const next = {
-        ...cur,
-        metadata: { ...cur.metadata, deletionTimestamp: nowSeconds(), deletionGracePeriodSeconds: 0 },
-        status: { ...(cur.status ?? {}), phase: 'Terminating' },
-      }
-      ;[ns] = this.store.write(t.storageKey, (put) => put(next))
+  /** The first step of a namespace's deletion: it is Terminating (deletionTimestamp, phase). */
+  markTerminating(t: ResourceType, cur: any): any {
+    if (cur.metadata.deletionTimestamp) return cur
+    const next = {
+      ...cur,
+      metadata: { ...cur.metadata, deletionTimestamp: nowSeconds(), deletionGracePeriodSeconds: 0 },
+      status: { ...(cur.status ?? {}), phase: 'Terminating' },
     }
-    const name = cur.metadata.name
+    const [ns] = this.store.write(t.storageKey, (put) => put(next))
+    return ns
+  }
+
+  /**
+   * The namespace controller's work: deletes every namespaced object in a Terminating namespace with
+   * `del` (finalizers and the garbage collector apply as usual) and removes it once empty.
+   */
+  empty(name: string, del: (rt: ResourceType, ns: string, name: string) => void): void {
+    const ns = this.store.get(NS_TYPE_KEY, '', name)
+    if (!ns?.metadata.deletionTimestamp) return
     for (const rt of this.namespacedStorage()) {
       for (const [, obj] of this.store.scan(rt.storageKey, name, undefined, this.store.snapshot())) {
         // the garbage collector may have removed it already, as a dependent of an earlier one
@@ -60,7 +65,7 @@ export class Namespaces {
           }
       }
     }
-    return this.finishIfEmpty(name) ?? ns
+    this.finishIfEmpty(name)
   }
 
   /** Removes a terminating namespace once nothing is left in it; returns the removed object. */

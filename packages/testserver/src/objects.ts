@@ -12,7 +12,9 @@
 //   deleting a namespace empties it first (namespaces.ts).
 // - With a garbage collector (gc.ts), every write and every removal from storage is shown to it
 //   after its commit, so ownerReferences cascades happen within the request that causes them.
-import type { Store, Snapshot } from './store.ts'
+import type { Store } from './store.ts'
+import { Lists, type ListOpts } from './lists.ts'
+import { WritePipeline, type AdmissionRequest, type FieldValidation, type Operation } from './admission.ts'
 import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
 import { apiVersionOf, typesFromCrd } from './resources.ts'
@@ -25,35 +27,54 @@ import {
   notFound,
   success,
   unsupportedMediaType,
-  expired,
   type Status,
 } from './status.ts'
 import { deepEqual, clone, mergePatch, jsonPatch, strategicMerge, type PatchKind } from './patch.ts'
 import { serverSideApply, recordUpdate, type Scope } from './apply.ts'
 import { fieldSchemaOf } from './schema.ts'
-import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
+import { objectJson } from './watch.ts'
+import { metaCauses } from './meta-validation.ts'
+import { Lifecycle } from './lifecycle.ts'
 import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
+const POD_TYPE_KEY = '/pods'
+const ROOT_CA_DESCRIPTION =
+  'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.'
 
 export interface WriteOpts {
   manager: string
   subresource?: string
   dryRun?: boolean
+  /** `fieldValidation` of the request (default Warn, as on a real server). */
+  fieldValidation?: FieldValidation
+  /**
+   * false: skip the admission pipeline (the garbage collector's metadata-only patches, which stay
+   * synchronous so cascades finish within the request that causes them).
+   */
+  admit?: boolean
 }
-export interface ListOpts {
-  matcher?: Matcher
-  limit?: number
-  continue?: string
-  resourceVersion?: string
-  resourceVersionMatch?: string
-  /** remainingItemCount is only reported without selectors, as on a real server. */
-  selected?: boolean
+/** What a write answers: the object and the warnings for the client's `Warning` headers. */
+export interface Written {
+  object: any
+  warnings: string[]
 }
 export interface DeleteOpts {
   preconditions?: { uid?: string; resourceVersion?: string }
   propagationPolicy?: string
+  /** Checked and answered as if carried out, nothing written (`dryRun=All`). */
+  dryRun?: boolean
+  /** A Pod's grace period (default its terminationGracePeriodSeconds); 0 removes it at once. */
+  gracePeriodSeconds?: number
+}
+
+/** How long the emulated controllers take after a DELETE (see lifecycle.ts; control.finishDeletions() skips the wait). */
+export interface DeletionTiming {
+  /** From a namespace's DELETE until the namespace controller empties and removes it. */
+  namespaceMs: number
+  /** From a scheduled Pod's graceful DELETE until the kubelet removes it (at most its grace period). */
+  podMs: number
 }
 
 /** The finalizers that carry a deletion's propagation policy until the garbage collector acts (gc.ts). */
@@ -67,8 +88,14 @@ export interface StorageObserver {
 }
 
 export class Objects {
-  private readonly snapshots = new Map<number, Snapshot>()
-  private readonly maxSnapshots = 64
+  private readonly lists: Lists
+  /** Every create and update goes through it (admission.ts); the server adds the schema steps. */
+  readonly pipeline = new WritePipeline()
+  /** The namespace controller's and kubelet's pending steps. */
+  readonly lifecycle = new Lifecycle()
+  timing: DeletionTiming = { namespaceMs: 200, podMs: 1000 }
+  /** The CA each namespace's kube-root-ca.crt ConfigMap carries. */
+  rootCaPem = ''
   /** Set by the server unless `gc: false`. */
   gc: StorageObserver | undefined
   private readonly namespaces: Namespaces
@@ -79,6 +106,7 @@ export class Objects {
     private readonly rand: () => number,
   ) {
     this.namespaces = new Namespaces(store, registry)
+    this.lists = new Lists(store)
     registry.onChange((change, t) => {
       if (change === 'added') store.ensure(t.storageKey)
     })
@@ -103,85 +131,13 @@ export class Objects {
     return this.out(t, o)
   }
 
-  /** The list as JSON text (items are serialized once and cached, which keeps 100k-item lists fast). */
+  /** The list as JSON text (see lists.ts). */
   listJson(t: ResourceType, ns: string | undefined, o: ListOpts): string {
-    let snap: Snapshot
-    let after: string | undefined
-    // The continue token carries the list's total (counted once, on the first page) and how many
-    // items earlier pages returned, so later pages stop at their limit instead of scanning the rest
-    // of the collection to count remainingItemCount (which made a paginated list quadratic).
-    let total: number | undefined
-    let seen = 0
-    if (o.continue) {
-      let tok: { rv: number; start: string; total?: number; seen?: number }
-      try {
-        tok = JSON.parse(Buffer.from(o.continue, 'base64').toString())
-      } catch {
-        throw badRequest('continue key is not valid: illegal base64 data')
-      }
-      const s = this.snapshots.get(tok.rv)
-      if (!s)
-        throw expired(
-          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.',
-        )
-      snap = s
-      after = tok.start
-      total = tok.total
-      seen = tok.seen ?? 0
-    } else snap = this.readAt(o.resourceVersion, o.resourceVersionMatch)
-    const items: string[] = []
-    const apiVersion = apiVersionOf(t)
-    let last: string | undefined
-    let more = false
-    let remaining = 0
-    for (const [key, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, after, snap)) {
-      if (o.matcher && !o.matcher(obj)) continue
-      if (o.limit && items.length >= o.limit) {
-        more = true
-        if (o.selected || total !== undefined) break
-        remaining++
-        continue
-      }
-      items.push(objectJson(obj, apiVersion, t.kind))
-      last = key
-    }
-    const meta: Record<string, unknown> = { resourceVersion: String(snap.rv) }
-    if (more && last !== undefined) {
-      this.keepSnapshot(snap)
-      if (total === undefined && !o.selected) total = seen + items.length + remaining
-      const tok = o.selected ? { rv: snap.rv, start: last } : { rv: snap.rv, start: last, total, seen: seen + items.length }
-      meta.continue = Buffer.from(JSON.stringify(tok)).toString('base64')
-      if (!o.selected) meta.remainingItemCount = total! - seen - items.length
-    }
-    return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[${items.join(',')}]}`
+    return this.lists.listJson(t, ns, o)
   }
-
-  private readAt(rv: string | undefined, match: string | undefined): Snapshot {
-    const cur = this.store.snapshot()
-    if (rv === undefined || rv === '' || rv === '0') return cur
-    if (!/^\d+$/.test(rv)) throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`)
-    const n = Number(rv)
-    if (n > cur.rv) {
-      throw new StatusError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, {
-        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-        retryAfterSeconds: 1,
-      })
-    }
-    if (match === 'Exact' && n !== cur.rv) {
-      const s = this.snapshots.get(n)
-      if (!s) throw expired(`too old resource version: ${n} (${cur.rv})`)
-      return s
-    }
-    return cur
-  }
-  private keepSnapshot(s: Snapshot): void {
-    this.snapshots.delete(s.rv)
-    this.snapshots.set(s.rv, s)
-    if (this.snapshots.size > this.maxSnapshots) this.snapshots.delete(this.snapshots.keys().next().value!)
-  }
-  /** Forget every kept snapshot: outstanding continue tokens expire (410), like after an etcd compaction. */
+  /** Forget every kept list view: outstanding continue tokens expire (410), like after an etcd compaction. */
   expireSnapshots(): void {
-    this.snapshots.clear()
+    this.lists.compact()
   }
 
   /** Sets apiVersion/kind for the version being served (storage is shared across versions). */
@@ -220,14 +176,12 @@ export class Objects {
       ])
     }
     const labels = obj.metadata?.labels
-    if (
-      labels !== undefined &&
-      (typeof labels !== 'object' || labels === null || Object.values(labels).some((v) => typeof v !== 'string'))
-    ) {
+    if (labels !== undefined && (typeof labels !== 'object' || labels === null || Array.isArray(labels)))
       throw invalid(t.kind, t.group, name, [
         { reason: 'FieldValueInvalid', message: 'Invalid value: label values must be strings', field: 'metadata.labels' },
       ])
-    }
+    const metaErrors = metaCauses(obj.metadata)
+    if (metaErrors.length) throw invalid(t.kind, t.group, name, metaErrors)
     if (t.crd === undefined && t.resource === 'customresourcedefinitions') {
       const s = obj.spec ?? {}
       if (name !== `${s.names?.plural}.${s.group}`) {
@@ -244,7 +198,7 @@ export class Objects {
 
   // ---------- writes ----------
   /** Creates an object; takes ownership of `body` (callers pass freshly parsed objects). */
-  create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): any {
+  create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): Written | Promise<Written> {
     this.checkBody(t, ns, body)
     const meta = { ...(body.metadata ?? {}) }
     if (!meta.name && meta.generateName) {
@@ -253,7 +207,8 @@ export class Objects {
     let obj: any = { ...body, apiVersion: apiVersionOf(t), kind: t.kind, metadata: meta }
     this.validate(t, obj)
     this.namespaces.check(t, ns)
-    if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
+    const existing = this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)
+    if (existing) throw alreadyExists(t, meta.name, !!existing.metadata.deletionTimestamp)
     delete meta.resourceVersion
     delete meta.deletionTimestamp
     delete meta.deletionGracePeriodSeconds
@@ -266,14 +221,38 @@ export class Objects {
     else delete meta.generation
     if (t.status) delete obj.status
     obj = this.defaults(t, obj)
-    meta.managedFields =
-      o.managedFields ??
-      recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
-    if (meta.managedFields.length === 0) delete meta.managedFields
-    if (o.dryRun) return obj
-    const [stored] = this.store.write(t.storageKey, (put) => put(obj))
-    this.afterWrite(t, stored)
-    return this.out(t, stored)
+    const req = this.admissionRequest(t, 'CREATE', obj, undefined, o)
+    const finish = (): Written => {
+      const obj = req.object
+      const meta = obj.metadata
+      meta.managedFields =
+        o.managedFields ??
+        recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
+      if (meta.managedFields.length === 0) delete meta.managedFields
+      if (o.dryRun) return { object: obj, warnings: req.warnings }
+      // an async admission step let other writes run: the name may be taken by now
+      if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
+      const [stored] = this.store.write(t.storageKey, (put) => put(obj))
+      this.afterWrite(t, stored)
+      if (t.storageKey === NS_TYPE_KEY) this.populateNamespace(meta.name)
+      return { object: this.out(t, stored), warnings: req.warnings }
+    }
+    const pending = o.admit === false ? undefined : this.pipeline.run(req)
+    return pending ? pending.then(finish) : finish()
+  }
+
+  private admissionRequest(t: ResourceType, operation: Operation, object: any, oldObject: any, o: WriteOpts): AdmissionRequest {
+    const req: AdmissionRequest = {
+      type: t,
+      operation,
+      object,
+      dryRun: !!o.dryRun,
+      fieldValidation: o.fieldValidation ?? 'Warn',
+      warnings: [],
+    }
+    if (oldObject !== undefined) req.oldObject = oldObject
+    if (o.subresource) req.subresource = o.subresource
+    return req
   }
 
   private defaults(t: ResourceType, obj: any): any {
@@ -283,7 +262,7 @@ export class Objects {
     return obj
   }
 
-  update(t: ResourceType, ns: string, name: string, body: any, o: WriteOpts): any {
+  update(t: ResourceType, ns: string, name: string, body: any, o: WriteOpts): Written | Promise<Written> {
     this.checkBody(t, ns, body, name)
     const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
     if (!cur) throw notFound(t, name)
@@ -305,7 +284,7 @@ export class Objects {
     kind: PatchKind | undefined,
     patch: any,
     o: WriteOpts & { force?: boolean; contentType: string },
-  ): any {
+  ): Written | Promise<Written> {
     if (kind === undefined || (kind === 'strategic' && !t.builtin)) throw unsupportedMediaType(o.contentType)
     const key = t.namespaced ? ns : ''
     const cur = this.store.get(t.storageKey, key, name)
@@ -331,7 +310,14 @@ export class Objects {
     return this.commitUpdate(t, cur, next, o, 'Update')
   }
 
-  private apply(t: ResourceType, ns: string, name: string, cur: any, applied: any, o: WriteOpts & { force?: boolean }): any {
+  private apply(
+    t: ResourceType,
+    ns: string,
+    name: string,
+    cur: any,
+    applied: any,
+    o: WriteOpts & { force?: boolean },
+  ): Written | Promise<Written> {
     if (!o.manager || o.manager === '__default__') {
       throw invalid('PatchOptions', 'meta.k8s.io', '', [
         { reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' },
@@ -365,9 +351,18 @@ export class Objects {
     return this.commitUpdate(t, cur, object, { ...o, keepManagedFields: true }, 'Apply')
   }
   /** The shared tail of update/patch/apply: status scoping, immutables, generation, no-op detection. */
-  private commitUpdate(t: ResourceType, cur: any, next: any, o: WriteOpts & { keepManagedFields?: boolean }, _op: 'Update' | 'Apply'): any {
+  private commitUpdate(
+    t: ResourceType,
+    cur: any,
+    next: any,
+    o: WriteOpts & { keepManagedFields?: boolean },
+    _op: 'Update' | 'Apply',
+  ): Written | Promise<Written> {
     const meta = { ...(next.metadata ?? {}) }
     const cm = cur.metadata
+    // a uid in the body is a precondition (rest.Update): another object's uid must not overwrite this one
+    if (meta.uid !== undefined && meta.uid !== '' && meta.uid !== cm.uid)
+      throw conflict(t, cm.name, `Precondition failed: UID in precondition: ${meta.uid}, UID in object meta: ${cm.uid}`)
     if (o.subresource === 'status') {
       next = { ...cur, status: next.status }
       if (next.status === undefined) delete next.status
@@ -405,6 +400,20 @@ export class Objects {
     next = { ...next, apiVersion: cur.apiVersion, kind: t.kind, metadata: meta }
     if (t.storageKey === NS_TYPE_KEY) next.spec = cur.spec
     this.validate(t, next)
+    const req = this.admissionRequest(t, 'UPDATE', next, cur, o)
+    const pending = o.admit === false ? undefined : this.pipeline.run(req)
+    return pending ? pending.then(() => this.finishUpdate(t, cur, req, o)) : this.finishUpdate(t, cur, req, o)
+  }
+
+  /** After admission: generation, managedFields, no-op detection, then the write. */
+  private finishUpdate(t: ResourceType, cur: any, req: AdmissionRequest, o: WriteOpts & { keepManagedFields?: boolean }): Written {
+    const next = req.object
+    const meta = next.metadata
+    const cm = cur.metadata
+    const done = (object: any): Written => ({ object, warnings: req.warnings })
+    // an async admission step let other writes run: this write was computed from a version now gone
+    if (this.store.get(t.storageKey, t.namespaced ? (cm.namespace ?? '') : '', cm.name)?.metadata.resourceVersion !== cm.resourceVersion)
+      throw conflict(t, cm.name)
     if (t.generation && specChanged(cur, next)) meta.generation = (cm.generation ?? 0) + 1
     if (!o.keepManagedFields) {
       const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
@@ -418,19 +427,25 @@ export class Objects {
       if (mf.length) meta.managedFields = mf
       else delete meta.managedFields
     } else if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields
-    if (sameIgnoringTimes(cur, next)) return this.out(t, cur)
-    if (o.dryRun) return this.out(t, next)
+    if (sameIgnoringTimes(cur, next)) return done(this.out(t, cur))
+    if (o.dryRun) return done(this.out(t, next))
     if (cm.deletionTimestamp && (meta.finalizers ?? []).length === 0) {
       const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
       this.afterDelete(t, gone)
-      return this.out(t, { ...next, metadata: { ...meta, resourceVersion: gone.metadata.resourceVersion } })
+      return done(this.out(t, { ...next, metadata: { ...meta, resourceVersion: gone.metadata.resourceVersion } }))
     }
     const [stored] = this.store.write(t.storageKey, (put) => put(next))
     this.afterWrite(t, stored)
-    return this.out(t, stored)
+    return done(this.out(t, stored))
   }
 
   delete(t: ResourceType, ns: string, name: string, d: DeleteOpts): any {
+    const { object, removed } = this.deleteObject(t, ns, name, d)
+    return removed && !returnsObject(t) ? success(t, name, object.metadata.uid) : this.out(t, object)
+  }
+
+  /** Deletes (or, dry-run, pretends to): the object as removed, or as it now is with its deletionTimestamp. */
+  private deleteObject(t: ResourceType, ns: string, name: string, d: DeleteOpts): { object: any; removed: boolean } {
     const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
     if (!cur) throw notFound(t, name)
     const p = d.preconditions ?? {}
@@ -447,44 +462,135 @@ export class Objects {
     // as the apiserver: these policies become finalizers that the garbage collector acts on and removes
     if (d.propagationPolicy === 'Foreground' && !finalizers.includes(FOREGROUND)) finalizers = [...finalizers, FOREGROUND]
     if (d.propagationPolicy === 'Orphan' && !finalizers.includes(ORPHAN)) finalizers = [...finalizers, ORPHAN]
-    if (t.storageKey === NS_TYPE_KEY)
-      return this.out(
-        t,
-        this.namespaces.terminate(t, cur, (rt, ns, name) => {
-          this.delete(rt, ns, name, {})
+    const terminating = (extra: Record<string, unknown> = {}) => ({
+      ...cur,
+      ...extra,
+      metadata: {
+        ...cur.metadata,
+        finalizers,
+        deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(),
+        deletionGracePeriodSeconds: 0,
+      },
+    })
+    if (t.storageKey === NS_TYPE_KEY) {
+      if (d.dryRun) return { object: terminating({ status: { ...(cur.status ?? {}), phase: 'Terminating' } }), removed: false }
+      const now = this.namespaces.markTerminating(t, cur)
+      this.lifecycle.schedule(`namespace/${name}`, this.timing.namespaceMs, () =>
+        this.namespaces.empty(name, (rt, ns, n) => {
+          this.delete(rt, ns, n, {})
         }),
       )
-    if (finalizers.length > 0) {
-      if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return this.out(t, cur)
+      return { object: now, removed: false } // a Namespace DELETE answers the Namespace, Terminating
+    }
+    const grace = t.storageKey === POD_TYPE_KEY ? (d.gracePeriodSeconds ?? cur.spec?.terminationGracePeriodSeconds ?? 30) : 0
+    if (grace > 0 && cur.spec?.nodeName && !cur.metadata.deletionTimestamp) {
+      // graceful: the Pod stays, Terminating, until the kubelet has stopped it (lifecycle.ts)
       const next = {
         ...cur,
         metadata: {
           ...cur.metadata,
-          finalizers,
-          deletionTimestamp: cur.metadata.deletionTimestamp ?? nowSeconds(),
-          deletionGracePeriodSeconds: 0,
+          finalizers: finalizers.length ? finalizers : undefined,
+          deletionTimestamp: new Date(Date.now() + grace * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
+          deletionGracePeriodSeconds: grace,
         },
       }
+      if (next.metadata.finalizers === undefined) delete next.metadata.finalizers
+      if (d.dryRun) return { object: next, removed: false }
       const [stored] = this.store.write(t.storageKey, (put) => put(next))
       this.afterWrite(t, stored)
-      return this.out(t, stored)
+      const uid = cur.metadata.uid
+      this.lifecycle.schedule(`pod/${ns}/${name}`, Math.min(grace * 1000, this.timing.podMs), () => {
+        try {
+          this.delete(t, ns, name, { gracePeriodSeconds: 0, preconditions: { uid } })
+        } catch (e) {
+          if (!(e instanceof StatusError && (e.code === 404 || e.code === 409))) throw e
+        }
+      })
+      return { object: stored, removed: false }
     }
+    if (t.storageKey === POD_TYPE_KEY && grace > 0 && cur.metadata.deletionTimestamp && cur.spec?.nodeName)
+      return { object: cur, removed: false } // already terminating: the kubelet removes it
+    if (t.storageKey === POD_TYPE_KEY && grace === 0 && cur.metadata.deletionTimestamp && finalizers.length === 0) {
+      // the kubelet's (or a forced) final DELETE of a Terminating Pod
+      this.lifecycle.cancel(`pod/${ns}/${name}`)
+      if (d.dryRun) return { object: cur, removed: true }
+      const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
+      this.afterDelete(t, gone)
+      return { object: gone, removed: true }
+    }
+    if (finalizers.length > 0) {
+      if (cur.metadata.deletionTimestamp && finalizers === cur.metadata.finalizers) return { object: cur, removed: false }
+      const next = terminating()
+      if (d.dryRun) return { object: next, removed: false }
+      const [stored] = this.store.write(t.storageKey, (put) => put(next))
+      this.afterWrite(t, stored)
+      return { object: stored, removed: false }
+    }
+    if (d.dryRun) return { object: cur, removed: true }
     const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
     this.afterDelete(t, gone)
-    return returnsObject(t) ? this.out(t, gone) : success(t, name, cur.metadata.uid)
+    return { object: gone, removed: true }
   }
 
-  deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined): string {
+  /** Sets the CA the kube-root-ca.crt ConfigMaps carry (the server's, once generated). */
+  setRootCa(pem: string): void {
+    this.rootCaPem = pem
+    const cmType = this.registry.byKind('v1', 'ConfigMap')
+    if (!cmType) return
+    for (const [, ns] of this.store.scan(NS_TYPE_KEY, undefined, undefined, this.store.snapshot())) {
+      if (!this.store.get(cmType.storageKey, ns.metadata.name, 'kube-root-ca.crt')) continue
+      this.patch(
+        cmType,
+        ns.metadata.name,
+        'kube-root-ca.crt',
+        'merge',
+        { data: { 'ca.crt': pem } },
+        {
+          manager: 'kube-controller-manager',
+          contentType: 'application/merge-patch+json',
+          admit: false,
+        },
+      )
+    }
+  }
+
+  /**
+   * What the namespace's controllers create in a new namespace: the `default` ServiceAccount and the
+   * `kube-root-ca.crt` ConfigMap with the cluster CA (at once here, a moment later on a real cluster).
+   */
+  private populateNamespace(ns: string): void {
+    const o = { manager: 'kube-controller-manager', admit: false }
+    const sa = this.registry.byKind('v1', 'ServiceAccount')
+    const cmType = this.registry.byKind('v1', 'ConfigMap')
+    if (sa && !this.store.get(sa.storageKey, ns, 'default')) this.create(sa, ns, { metadata: { name: 'default' } }, o)
+    if (cmType && !this.store.get(cmType.storageKey, ns, 'kube-root-ca.crt'))
+      this.create(
+        cmType,
+        ns,
+        {
+          metadata: { name: 'kube-root-ca.crt', annotations: { 'kubernetes.io/description': ROOT_CA_DESCRIPTION } },
+          data: { 'ca.crt': this.rootCaPem },
+        },
+        { ...o, manager: 'kube-controller-manager' },
+      )
+  }
+
+  /** DELETE on a collection: answers the list of what it deleted (as a real server does), as JSON. */
+  deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined, dryRun = false): string {
     const snap = this.store.snapshot()
+    const apiVersion = apiVersionOf(t)
+    const items: string[] = []
     for (const [, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)) {
       if (matcher && !matcher(obj)) continue
       try {
-        this.delete(t, obj.metadata.namespace ?? '', obj.metadata.name, {})
+        const { object } = this.deleteObject(t, obj.metadata.namespace ?? '', obj.metadata.name, { dryRun })
+        items.push(objectJson(object, apiVersion, t.kind))
       } catch (e) {
         if (!(e instanceof StatusError && e.code === 404)) throw e
       }
     }
-    return JSON.stringify(success(t, ''))
+    const meta = JSON.stringify({ resourceVersion: String(this.store.rv) })
+    return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta},"items":[${items.join(',')}]}`
   }
 
   private afterWrite(t: ResourceType, stored: any): void {

@@ -4,11 +4,28 @@
 // - `/openapi/v3` lists one document per served group-version; each document's URL carries a hash of
 //   its content, so clients that cache by hash see registrations made at run time.
 // - Every kind's schema carries `x-kubernetes-group-version-kind` (how kubectl finds it); a custom
-//   kind's schema is its CRD's openAPIV3Schema, a built-in kind's is written out for the common kinds
-//   and open (`x-kubernetes-preserve-unknown-fields`) for the others, since this server does not
-//   validate built-in objects against a schema.
+//   kind's schema is its CRD's openAPIV3Schema; a built-in kind's comes from builtin-openapi.json
+//   (generated from @kubernetes/client-node's models by scripts/gen-builtin-openapi.mjs: every field
+//   with its type and the first sentence of its description), with the schemas it refers to, so
+//   `kubectl explain deployment.spec.template` works.
 import { createHash } from 'node:crypto'
 import type { Registry, ResourceType } from './resources.ts'
+import { builtinOpenApi } from './builtin-openapi.ts'
+
+/** The names of the schemas `s` refers to, transitively (added to `into`). */
+function refsOf(s: unknown, into: Set<string>, all: Record<string, Record<string, unknown>>): void {
+  if (Array.isArray(s)) return s.forEach((x) => refsOf(x, into, all))
+  if (typeof s !== 'object' || s === null) return
+  for (const [k, v] of Object.entries(s)) {
+    if (k === '$ref' && typeof v === 'string') {
+      const name = v.slice('#/components/schemas/'.length)
+      if (!into.has(name) && all[name]) {
+        into.add(name)
+        refsOf(all[name], into, all)
+      }
+    } else refsOf(v, into, all)
+  }
+}
 
 type Schema = Record<string, unknown>
 const META = 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta'
@@ -138,6 +155,14 @@ function kindSchema(t: ResourceType): Schema {
       'x-kubernetes-group-version-kind': gvk,
     }
   }
+  const model = builtinOpenApi().kinds[`${t.group}/${t.kind}`]
+  const generated = model ? builtinOpenApi().schemas[model] : undefined
+  if (generated) {
+    const props = { ...(generated.properties as Record<string, Schema>) }
+    // metadata is the document's ObjectMeta schema, as on a real server
+    props.metadata = base.metadata!
+    return { ...generated, properties: props, 'x-kubernetes-group-version-kind': gvk }
+  }
   const known = BUILTIN_FIELDS[`${t.group}/${t.kind}`]
   if (known)
     return {
@@ -216,10 +241,13 @@ export function openApiDocument(reg: Registry, group: string, version: string): 
   if (types.length === 0) return undefined
   const schemas: Record<string, Schema> = { [META]: OBJECT_META }
   let allPaths: Record<string, Schema> = {}
+  const refs = new Set<string>()
   for (const t of types.sort((a, b) => a.resource.localeCompare(b.resource))) {
     schemas[schemaName(t)] = kindSchema(t)
+    if (t.builtin) refsOf(schemas[schemaName(t)], refs, builtinOpenApi().schemas)
     allPaths = { ...allPaths, ...paths(t) }
   }
+  for (const name of refs) schemas[name] ??= builtinOpenApi().schemas[name]!
   return { openapi: '3.0.0', info: { title: 'Kubernetes', version: 'v1.31.0-statewright' }, paths: allPaths, components: { schemas } }
 }
 

@@ -6,6 +6,8 @@
 // - Listeners are told synchronously of every registration change, so storage and discovery never
 //   see a type the other does not know.
 
+import { MORE_BUILTIN_TYPES } from './builtin-kinds.ts'
+
 export interface ResourceType {
   group: string
   version: string
@@ -30,12 +32,33 @@ export interface ResourceType {
    * strategy forbids it (Lease, every custom kind): such a PUT is 422 Invalid.
    */
   unconditionalUpdate: boolean
+  /** Serves `/scale` (autoscaling/v1 Scale over spec.replicas), as Deployments and StatefulSets do. */
+  scale: boolean
+  /** Where /scale reads and writes (a CRD's subresources.scale paths; `.spec.replicas` by default). */
+  scalePaths: ScalePaths
+  /** A CRD version's additionalPrinterColumns (server-side Table output). */
+  printerColumns?: PrinterColumn[]
   /** Storage identity shared by all versions of a kind. */
   storageKey: string
   /** Set for kinds registered through a CustomResourceDefinition: its name. */
   crd?: string
   /** A custom kind's openAPIV3Schema: server-side apply follows its list and map types. */
   schema?: Record<string, any>
+}
+
+export interface PrinterColumn {
+  name: string
+  type: string
+  jsonPath: string
+  format?: string
+  description?: string
+  priority?: number
+}
+
+export interface ScalePaths {
+  specReplicas: string
+  statusReplicas: string
+  selector?: string
 }
 
 export interface ResourceTypeInput {
@@ -53,6 +76,9 @@ export interface ResourceTypeInput {
   generation?: boolean
   selectableFields?: string[]
   unconditionalUpdate?: boolean
+  scale?: boolean
+  scalePaths?: ScalePaths
+  printerColumns?: PrinterColumn[]
   crd?: string
   /** openAPIV3Schema (custom kinds): x-kubernetes-list-type/-list-map-keys/-map-type drive apply. */
   schema?: Record<string, any>
@@ -82,9 +108,12 @@ export function makeType(input: ResourceTypeInput): ResourceType {
     generation: input.generation ?? !(input.builtin ?? false),
     selectableFields: input.selectableFields ?? [],
     unconditionalUpdate: input.unconditionalUpdate ?? input.builtin ?? false,
+    scale: input.scale ?? false,
+    scalePaths: input.scalePaths ?? { specReplicas: '.spec.replicas', statusReplicas: '.status.replicas' },
     storageKey: `${group}/${input.resource}`,
   }
   if (input.crd) t.crd = input.crd
+  if (input.printerColumns) t.printerColumns = input.printerColumns
   if (input.schema) t.schema = input.schema
   return t
 }
@@ -164,6 +193,7 @@ export const BUILTIN_TYPES: ResourceTypeInput[] = [
     shortNames: ['deploy'],
     status: true,
     generation: true,
+    scale: true,
     categories: ['all'],
   },
   {
@@ -175,6 +205,7 @@ export const BUILTIN_TYPES: ResourceTypeInput[] = [
     shortNames: ['sts'],
     status: true,
     generation: true,
+    scale: true,
     categories: ['all'],
   },
   {
@@ -199,6 +230,7 @@ export const BUILTIN_TYPES: ResourceTypeInput[] = [
     status: true,
     generation: true,
   },
+  ...MORE_BUILTIN_TYPES,
 ]
 
 export type RegistryListener = (change: 'added' | 'removed', t: ResourceType) => void
@@ -274,11 +306,18 @@ export function typesFromCrd(crd: any): ResourceTypeInput[] {
       shortNames: names.shortNames ?? [],
       categories: names.categories ?? [],
       status: !!v.subresources?.status,
+      scale: !!v.subresources?.scale,
+      scalePaths: {
+        specReplicas: v.subresources?.scale?.specReplicasPath ?? '.spec.replicas',
+        statusReplicas: v.subresources?.scale?.statusReplicasPath ?? '.status.replicas',
+        ...(v.subresources?.scale?.labelSelectorPath ? { selector: v.subresources.scale.labelSelectorPath } : {}),
+      },
       builtin: false,
       generation: true,
       selectableFields: (v.selectableFields ?? []).map((f: any) => String(f.jsonPath ?? '').replace(/^\./, '')),
       crd: crd.metadata?.name,
     }
+    if (Array.isArray(v.additionalPrinterColumns)) input.printerColumns = v.additionalPrinterColumns
     const schema = v.schema?.openAPIV3Schema ?? spec.validation?.openAPIV3Schema
     if (schema) input.schema = schema
     out.push(input)

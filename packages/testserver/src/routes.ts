@@ -56,7 +56,7 @@ function target(type: ResourceType, namespace: string | undefined, rest: string[
   if (namespace !== undefined) r.namespace = namespace
   if (rest[0] !== undefined) r.name = rest[0]
   if (rest[1] !== undefined) {
-    if (rest[1] !== 'status' || !type.status) return { kind: 'unknown' }
+    if (!((rest[1] === 'status' && type.status) || (rest[1] === 'scale' && type.scale))) return { kind: 'unknown' }
     r.subresource = rest[1]
   }
   return r

@@ -145,3 +145,32 @@ export function makeMatcher(
   if (l.length === 0 && f.length === 0) return undefined
   return (obj) => matchLabels(l, obj?.metadata?.labels) && matchFields(f, obj)
 }
+
+/** A metav1.LabelSelector (matchLabels + matchExpressions) in its string form, as /scale reports it. */
+export function labelSelectorString(sel: any): string {
+  const parts: string[] = []
+  for (const [k, v] of Object.entries(sel?.matchLabels ?? {})) parts.push(`${k}=${v}`)
+  for (const e of sel?.matchExpressions ?? []) {
+    const values = [...(e.values ?? [])].sort().join(',')
+    if (e.operator === 'In') parts.push(`${e.key} in (${values})`)
+    else if (e.operator === 'NotIn') parts.push(`${e.key} notin (${values})`)
+    else if (e.operator === 'Exists') parts.push(e.key)
+    else if (e.operator === 'DoesNotExist') parts.push(`!${e.key}`)
+  }
+  return parts.sort().join(',')
+}
+
+/** Whether a metav1.LabelSelector selects these labels (an empty selector selects everything). */
+export function labelSelectorMatches(sel: any, labels: Record<string, string> | undefined): boolean {
+  const l = labels ?? {}
+  for (const [k, v] of Object.entries(sel?.matchLabels ?? {})) if (l[k] !== v) return false
+  for (const e of sel?.matchExpressions ?? []) {
+    const has = Object.prototype.hasOwnProperty.call(l, e.key)
+    const vals: string[] = e.values ?? []
+    if (e.operator === 'In' && !(has && vals.includes(l[e.key]!))) return false
+    if (e.operator === 'NotIn' && has && vals.includes(l[e.key]!)) return false
+    if (e.operator === 'Exists' && !has) return false
+    if (e.operator === 'DoesNotExist' && has) return false
+  }
+  return true
+}

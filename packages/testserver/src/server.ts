@@ -28,9 +28,20 @@ import {
   toApiError,
   tooManyRequests,
   unauthorized,
+  unsupportedMediaType,
   serviceUnavailable,
 } from './status.ts'
 import { makeMatcher } from './selectors.ts'
+import { checkDryRun, checkFieldValidation, checkListOptions, type OptionsKind } from './options.ts'
+import { warningHeader } from './admission.ts'
+import { installCrdAdmission } from './crd-admission.ts'
+import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
+import { builtinValidationStep } from './builtin-validation.ts'
+import { builtinPruneStep } from './builtin-openapi.ts'
+import { scaleOf, writeScale } from './scale.ts'
+import { toTable, wantsTable } from './table.ts'
+import { parse as parseYaml } from 'yaml'
+import type { DeletionTiming, Written } from './objects.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
@@ -68,6 +79,13 @@ export interface TestServerOptions {
    * is collected, and the `orphan`/`foregroundDeletion` finalizers stay until a client removes them.
    */
   gc?: boolean
+  /**
+   * How long the emulated namespace controller and kubelet take after a DELETE (ms): a deleted
+   * namespace stays Terminating for `namespaceMs` (default 200) before it is emptied and removed; a
+   * scheduled Pod deleted with a grace period stays Terminating for min(grace, `podMs`) (default 1000).
+   * `control.finishDeletions()` fast-forwards both.
+   */
+  deletionTiming?: Partial<DeletionTiming>
 }
 
 export interface RequestLogEntry {
@@ -113,7 +131,12 @@ export class TestServer {
     const seed = opts.seed ?? 1
     this.store = new Store(opts.historySize ?? 10_000)
     this.objects = new Objects(this.store, this.registry, prng(seed ^ 0x5eed))
+    this.objects.timing = { ...this.objects.timing, ...(opts.deletionTiming ?? {}) }
     if (opts.gc !== false) this.objects.gc = new GarbageCollector(this.objects)
+    // admission in kube-apiserver's order: defaults (built-in, then a CRD's pruning and defaults), then validation
+    this.objects.pipeline.mutating.push(builtinPruneStep, builtinDefaultsStep(new ServiceAllocator()))
+    this.objects.pipeline.validating.push(builtinValidationStep)
+    installCrdAdmission(this.objects.pipeline)
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)
@@ -149,6 +172,7 @@ export class TestServer {
     if (this.opts.tls && !this.tls) {
       this.tls = await generateTls([this.host])
       ;(this.http as HttpsServer).setSecureContext({ key: this.tls.keyPem, cert: this.tls.certPem })
+      this.objects.setRootCa(this.tls.caPem)
     }
     await new Promise<void>((resolve, reject) => {
       const onErr = (e: Error) => reject(e)
@@ -186,6 +210,7 @@ export class TestServer {
   }
 
   async stop(): Promise<void> {
+    this.objects.lifecycle.stop()
     this.watches.closeAll('reset')
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
     for (const s of this.sockets) s.destroy()
@@ -290,6 +315,8 @@ export class TestServer {
   ): Promise<void> {
     const r = route(this.registry, path)
     const ok = (v: unknown, code = 200) => this.sendJson(res, code, typeof v === 'string' ? v : JSON.stringify(v))
+    const written = (w: Written, code = 200) =>
+      this.sendJson(res, code, JSON.stringify(w.object), w.warnings.length ? { Warning: w.warnings.map(warningHeader).join(', ') } : {})
     if (r.kind === 'unknown') {
       await drain(req)
       throw pathNotFound()
@@ -319,12 +346,19 @@ export class TestServer {
       throw pathNotFound()
     }
     const manager = q.fieldManager ?? defaultManager(req.headers['user-agent'])
-    const dryRun = q.dryRun === 'All'
+    const dryRun = checkDryRun(OPTIONS_KIND[method] ?? 'ListOptions', q.dryRun)
     const allowedFields = t.selectableFields
+    const fieldValidation = checkFieldValidation(q.fieldValidation)
     switch (method) {
       case 'GET': {
         await drain(req)
-        if (r.name !== undefined) return ok(this.objects.get(t, ns, r.name))
+        const table = r.subresource === undefined && wantsTable(req.headers.accept)
+        if (r.name !== undefined) {
+          const obj = this.objects.get(t, ns, r.name)
+          if (table) return ok(toTable(t, [obj], obj.metadata.resourceVersion))
+          return ok(r.subresource === 'scale' ? scaleOf(t, obj) : obj)
+        }
+        checkListOptions(q, watch)
         const matcher = makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)
         if (watch) {
           const w: Parameters<WatchHub['serve']>[2] = {
@@ -335,12 +369,9 @@ export class TestServer {
           if (matcher) w.matcher = matcher
           if (q.resourceVersion !== undefined) w.resourceVersion = q.resourceVersion
           if (q.timeoutSeconds) w.timeoutSeconds = Number(q.timeoutSeconds)
-          if (q.sendInitialEvents !== undefined) {
-            w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
-            if (w.sendInitialEvents && (q.resourceVersionMatch !== 'NotOlderThan' || !w.bookmarks)) {
-              throw badRequest('sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true')
-            }
-          }
+          if (q.sendInitialEvents !== undefined) w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
+          // kubectl get -w asks for Tables: each event carries a one-row Table
+          if (wantsTable(req.headers.accept)) w.transform = (obj) => toTable(t, [obj], obj.metadata.resourceVersion)
           this.watches.serve(req, res, w)
           return
         }
@@ -350,41 +381,70 @@ export class TestServer {
         if (q.continue) lo.continue = q.continue
         if (q.resourceVersion !== undefined) lo.resourceVersion = q.resourceVersion
         if (q.resourceVersionMatch) lo.resourceVersionMatch = q.resourceVersionMatch
-        return ok(this.objects.listJson(t, r.namespace, lo))
+        const list = this.objects.listJson(t, r.namespace, lo)
+        if (table) {
+          const { metadata, items } = JSON.parse(list)
+          const { resourceVersion, ...rest } = metadata
+          return ok(toTable(t, items, resourceVersion, rest))
+        }
+        return ok(list)
       }
       case 'POST': {
         const body = await readJson(req)
         if (r.name !== undefined) throw methodNotAllowed()
-        return ok(this.objects.create(t, ns, body, { manager, dryRun }), 201)
+        return written(await this.objects.create(t, ns, body, { manager, dryRun, fieldValidation }), 201)
       }
       case 'PUT': {
         const body = await readJson(req)
         if (r.name === undefined) throw methodNotAllowed()
-        return ok(this.objects.update(t, ns, r.name, body, { manager, dryRun, ...(r.subresource ? { subresource: r.subresource } : {}) }))
+        if (r.subresource === 'scale') return written(await writeScale(this.objects, t, ns, r.name, body, 'put', { manager, dryRun }))
+        return written(
+          await this.objects.update(t, ns, r.name, body, {
+            manager,
+            dryRun,
+            fieldValidation,
+            ...(r.subresource ? { subresource: r.subresource } : {}),
+          }),
+        )
       }
       case 'PATCH': {
         const contentType = req.headers['content-type'] ?? ''
         const kind = patchKindOf(contentType)
         const body = await readJson(req)
         if (r.name === undefined) throw methodNotAllowed()
+        if (r.subresource === 'scale') {
+          if (!kind) throw unsupportedMediaType(contentType)
+          return written(await writeScale(this.objects, t, ns, r.name, body, kind, { manager, dryRun }))
+        }
         const applyManager = kind === 'apply' ? (q.fieldManager ?? '__default__') : manager
         const existed = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name) !== undefined
-        const out = this.objects.patch(t, ns, r.name, kind, body, {
+        const out = await this.objects.patch(t, ns, r.name, kind, body, {
           manager: applyManager,
           dryRun,
+          fieldValidation,
           force: q.force === 'true',
           contentType,
           ...(r.subresource ? { subresource: r.subresource } : {}),
         })
-        return ok(out, kind === 'apply' && !existed ? 201 : 200)
+        return written(out, kind === 'apply' && !existed ? 201 : 200)
       }
       case 'DELETE': {
         const body = await readJson(req, true)
         if (r.name === undefined)
-          return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)))
+          return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields), dryRun))
         const pre = { ...(body?.preconditions ?? {}) }
         const prop = body?.propagationPolicy ?? q.propagationPolicy
-        return ok(this.objects.delete(t, ns, r.name, { preconditions: pre, ...(prop ? { propagationPolicy: prop } : {}) }))
+        const dry = dryRun || checkDryRun('DeleteOptions', Array.isArray(body?.dryRun) ? body.dryRun[0] : undefined)
+        const graceRaw = body?.gracePeriodSeconds ?? q.gracePeriodSeconds
+        const grace = graceRaw === undefined ? undefined : Number(graceRaw)
+        return ok(
+          this.objects.delete(t, ns, r.name, {
+            preconditions: pre,
+            dryRun: dry,
+            ...(prop ? { propagationPolicy: prop } : {}),
+            ...(grace !== undefined && Number.isFinite(grace) ? { gracePeriodSeconds: Math.max(0, grace) } : {}),
+          }),
+        )
       }
       default:
         await drain(req)
@@ -402,6 +462,14 @@ export class TestServer {
   kind(ref: KindRef | ResourceType): ResourceType {
     return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind)
   }
+}
+
+/** The options kind a verb's query parameters are validated as (dryRun's 422 names it). */
+const OPTIONS_KIND: Record<string, OptionsKind> = {
+  POST: 'CreateOptions',
+  PUT: 'UpdateOptions',
+  PATCH: 'PatchOptions',
+  DELETE: 'DeleteOptions',
 }
 
 function checkOptions(o: TestServerOptions): void {
@@ -445,18 +513,33 @@ function drain(req: IncomingMessage): Promise<void> {
   })
 }
 
+/** kube-apiserver's request body limit (3 MiB): a larger body is 413 before it is decoded. */
+const MAX_BODY = 3 * 1024 * 1024
+
+/** The request body as an object: JSON, or YAML when the Content-Type says so (application/yaml, apply-patch+yaml). */
 function readJson(req: IncomingMessage, optional = false): Promise<any> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
+    let size = 0
+    req.on('data', (c: Buffer) => {
+      size += c.length
+      if (size <= MAX_BODY) chunks.push(c)
+    })
     req.on('error', reject)
     req.on('end', () => {
+      if (size > MAX_BODY) return reject(new StatusError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${MAX_BODY}`))
       const text = Buffer.concat(chunks).toString('utf8')
       if (text.trim() === '') return optional ? resolve(undefined) : reject(badRequest('the request body is empty'))
       try {
         resolve(JSON.parse(text))
       } catch (e) {
-        reject(badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`))
+        if (!/yaml/i.test(req.headers['content-type'] ?? ''))
+          return reject(badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`))
+        try {
+          resolve(parseYaml(text))
+        } catch (ye) {
+          reject(badRequest(`error converting YAML to JSON: ${(ye as Error).message.split('\n')[0]}`))
+        }
       }
     })
   })

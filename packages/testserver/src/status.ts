@@ -61,8 +61,9 @@ function details(ref: ResourceRef, name: string, extra: Partial<StatusDetails> =
 export function notFound(ref: ResourceRef, name: string): StatusError {
   return new StatusError(404, 'NotFound', `${qualified(ref)} "${name}" not found`, details(ref, name))
 }
-export function alreadyExists(ref: ResourceRef, name: string): StatusError {
-  return new StatusError(409, 'AlreadyExists', `${qualified(ref)} "${name}" already exists`, details(ref, name))
+export function alreadyExists(ref: ResourceRef, name: string, beingDeleted = false): StatusError {
+  const msg = `${beingDeleted ? 'object is being deleted: ' : ''}${qualified(ref)} "${name}" already exists`
+  return new StatusError(409, 'AlreadyExists', msg, details(ref, name))
 }
 export function conflict(
   ref: ResourceRef,
@@ -72,7 +73,9 @@ export function conflict(
   return new StatusError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(ref)} "${name}": ${why}`, details(ref, name))
 }
 export function invalid(kind: string, group: string, name: string, causes: StatusCause[]): StatusError {
-  const what = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join(', ')
+  // as apimachinery's ToAggregate: several errors are listed in brackets
+  const each = causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message))
+  const what = each.length === 1 ? each[0] : `[${each.join(', ')}]`
   const d: StatusDetails = { name, kind, causes }
   if (group) d.group = group
   return new StatusError(422, 'Invalid', `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${what}`, d)

@@ -19,7 +19,7 @@ export interface StoreEvent {
   namespace: string
   type: EventType
   object: any
-  /** The state before a MODIFIED (for selector transitions). */
+  /** The state before a MODIFIED or DELETED (selector transitions; reading a past version). */
   prev?: any
 }
 export type Listener = (ev: StoreEvent) => void
@@ -166,7 +166,7 @@ export class Store {
             return undefined
           }
           const last = { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } }
-          events.push({ rv, storageKey, namespace: last.metadata.namespace ?? '', type: 'DELETED', object: last })
+          events.push({ rv, storageKey, namespace: last.metadata.namespace ?? '', type: 'DELETED', object: last, prev: old })
           out.push(last)
           return last
         },
@@ -213,6 +213,24 @@ export class Store {
       if (ev.storageKey === storageKey) out.push(ev)
     }
     return out
+  }
+
+  /**
+   * One table as it was at version `rv`, in key order: the current contents with every later event
+   * undone (as etcd reads a past revision). 'expired' once the history no longer covers rv.
+   */
+  rowsAt(storageKey: string, rv: number): Array<[string, any]> | 'expired' {
+    const later = this.since(storageKey, rv)
+    if (later === 'expired') return 'expired'
+    const rows = new Map<string, any>()
+    for (const [k, o] of this.scan(storageKey, undefined, undefined, this.snapshot())) rows.set(k, o)
+    for (let i = later.length - 1; i >= 0; i--) {
+      const ev = later[i]!
+      const key = objectKey(ev.namespace, ev.object.metadata.name)
+      if (ev.type === 'ADDED') rows.delete(key)
+      else rows.set(key, ev.prev)
+    }
+    return [...rows].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
   }
 
   /** Drops the whole history: any resume from an older version gets 410 Expired. */

@@ -23,6 +23,8 @@ export interface WatchRequest {
   bookmarks: boolean
   timeoutSeconds?: number
   sendInitialEvents?: boolean
+  /** Each event's object in another form (a server-side Table row, for `kubectl get -w`). */
+  transform?: (obj: any) => unknown
 }
 
 interface Active {
@@ -108,7 +110,10 @@ export class WatchHub {
     startStream(res)
     const a: Active = { res, req: w, buf: '', scheduled: false, bookmarks: w.bookmarks, close: () => {} }
     const apiVersion = apiVersionOf(w.type)
-    const lineOf = (type: string, obj: any) => eventLine(type, obj, apiVersion, w.type.kind)
+    const transform = w.transform
+    const lineOf = transform
+      ? (type: string, obj: any) => `{"type":"${type}","object":${JSON.stringify(transform({ ...obj, apiVersion, kind: w.type.kind }))}}\n`
+      : (type: string, obj: any) => eventLine(type, obj, apiVersion, w.type.kind)
 
     if (initial) {
       const snap = this.store.snapshot()

@@ -151,23 +151,30 @@ const applyRaw = async (path: string, body: any, manager: string, force = false)
 }
 
 test('a keyed item a manager stops applying goes whole, with its nested keyed lists (no husks)', async () => {
-  const pod = (containers: any[]) => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
+  // a Deployment's template (a Pod's containers cannot change after creation on a real server)
+  const deploy = (containers: any[]) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
     metadata: { name: 'husk', namespace: 'default' },
-    spec: { containers },
+    spec: { selector: { matchLabels: { app: 'husk' } }, template: { metadata: { labels: { app: 'husk' } }, spec: { containers } } },
   })
+  const path = '/apis/apps/v1/namespaces/default/deployments/husk'
   await applyRaw(
-    '/api/v1/namespaces/default/pods/husk',
-    pod([
+    path,
+    deploy([
       { name: 'a', image: 'x', env: [{ name: 'E', value: '1' }] },
       { name: 'b', image: 'y' },
     ]),
     'a',
   )
-  const r = await applyRaw('/api/v1/namespaces/default/pods/husk', pod([{ name: 'a', image: 'x' }]), 'a')
+  const r = await applyRaw(path, deploy([{ name: 'a', image: 'x' }]), 'a')
   assert.is(r.status, 200)
-  assert.equal(r.body.spec.containers, [{ name: 'a', image: 'x' }])
+  const containers = r.body.spec.template.spec.containers
+  assert.equal(
+    containers.map((c: any) => [c.name, c.image, c.env]),
+    [['a', 'x', undefined]],
+    "b went whole, and a's env with it",
+  )
 })
 
 async function crd(name: string, plural: string, kind: string, statusSchema: any) {
@@ -207,7 +214,12 @@ test("a CRD's list-map conditions: dropping one on /status removes it whole, the
   await crd('policies.ssa.example.com', 'policies', 'Policy', {
     type: 'object',
     properties: {
-      conditions: { type: 'array', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'], items: { type: 'object' } },
+      conditions: {
+        type: 'array',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['type'],
+        items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+      },
     },
   })
   const base = { apiVersion: 'ssa.example.com/v1', kind: 'Policy', metadata: { name: 'p', namespace: 'default' } }
@@ -227,7 +239,7 @@ test("a CRD's list-map conditions: dropping one on /status removes it whole, the
 test("a CRD list with no list type is atomic: another manager's different list conflicts, force replaces it", async () => {
   await crd('gizmos.ssa.example.com', 'gizmos', 'Gizmo', {
     type: 'object',
-    properties: { conditions: { type: 'array', items: { type: 'object' } } },
+    properties: { conditions: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } },
   })
   const base = { apiVersion: 'ssa.example.com/v1', kind: 'Gizmo', metadata: { name: 'g', namespace: 'default' } }
   await applyRaw('/apis/ssa.example.com/v1/namespaces/default/gizmos/g', { ...base, spec: {} }, 'ctl')

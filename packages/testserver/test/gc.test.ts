@@ -156,6 +156,7 @@ test('a namespace deletion whose contents own each other completes', async () =>
   const a = await cm('a', [], {}, 'gc-ns')
   await cm('b', [ref(a)], {}, 'gc-ns')
   await e.core.deleteNamespace({ name: 'gc-ns' })
+  e.server.control.finishDeletions() // the namespace controller's pass
   assert.is(e.server.control.get({ apiVersion: 'v1', kind: 'Namespace' }, 'gc-ns'), undefined)
 })
 

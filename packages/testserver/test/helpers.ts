@@ -63,3 +63,33 @@ export const cm = (name: string, data: Record<string, string> = {}, labels?: Rec
 })
 
 export { k8s }
+
+export interface RawResponse {
+  status: number
+  body: any
+  headers: Headers
+}
+/** One request over plain HTTP(S) with the server's token; a JSON body is sent as JSON unless a string. */
+export async function http(
+  e: { server: RunningTestServer },
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<RawResponse> {
+  const headers: Record<string, string> = { authorization: `Bearer ${e.server.token}` }
+  if (body !== undefined) headers['content-type'] = contentType
+  const res = await fetch(`${e.server.url}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  })
+  const text = await res.text()
+  let parsed: any = text
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    // not JSON: kept as text
+  }
+  return { status: res.status, body: parsed, headers: res.headers }
+}

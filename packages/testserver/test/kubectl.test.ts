@@ -104,6 +104,85 @@ test('kubectl apply (client-side) validates against /openapi/v3 without --valida
   assert.match(explain, 'KIND:       ConfigMap')
   assert.match(explain, /data\s+<map\[string\]string>/)
   assert.match(await ok('explain', 'configmap.metadata.labels'), 'labels')
+  // every built-in kind is described field by field (issue 30: kubectl explain failed for built-ins)
+  const containers = await ok('explain', 'deployment.spec.template.spec.containers')
+  assert.match(containers, /FIELD: containers <\[\]Container>/)
+  assert.match(containers, /image\s+<string>/)
+  assert.match(await ok('explain', 'jobs.spec'), /backoffLimit\s+<integer>/)
+})
+
+test("kubectl get prints the server-side Table: built-in columns and a CRD's additionalPrinterColumns", async () => {
+  const file = join(dir, 'table.yaml')
+  writeFileSync(
+    file,
+    `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.table.example.com}
+spec:
+  group: table.example.com
+  scope: Namespaced
+  names: {plural: gizmos, kind: Gizmo}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    additionalPrinterColumns:
+    - {name: Colour, type: string, jsonPath: .spec.colour}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {colour: {type: string}}}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: tabled, namespace: x}
+spec:
+  ports: [{port: 8080}]
+`,
+  )
+  await ok('apply', '-f', file)
+  writeFileSync(
+    file,
+    'apiVersion: table.example.com/v1\nkind: Gizmo\nmetadata: {name: g1, namespace: x}\nspec: {colour: blue}\nstatus: {conditions: [{type: Ready, status: "True"}]}\n',
+  )
+  await ok('apply', '-f', file)
+  const svc = await ok('get', 'svc', 'tabled', '-n', 'x')
+  assert.match(svc, /NAME\s+TYPE\s+CLUSTER-IP\s+EXTERNAL-IP\s+PORT\(S\)\s+AGE/)
+  assert.match(svc, /tabled\s+ClusterIP\s+10\.96\.\d+\.\d+\s+<none>\s+8080\/TCP/)
+  const gizmos = await ok('get', 'gizmos', '-n', 'x')
+  assert.match(gizmos, /NAME\s+COLOUR\s+READY/)
+  assert.match(gizmos, /g1\s+blue/)
+})
+
+test('kubectl: client-side apply of a CRD whose last-applied annotation is over 256 KiB fails; delete --dry-run=server keeps it', async () => {
+  const file = join(dir, 'huge.yaml')
+  const description = 'x'.repeat(300 * 1024)
+  writeFileSync(
+    file,
+    `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: huges.big.example.com}
+spec:
+  group: big.example.com
+  scope: Namespaced
+  names: {plural: huges, kind: Huge}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, description: "${description}"}
+`,
+  )
+  const r = await kubectl('apply', '-f', file)
+  assert.is.not(r.code, 0)
+  assert.match(r.stderr, 'metadata.annotations: Too long: must have at most 262144 bytes')
+  assert.match(await ok('apply', '--server-side', '-f', file), 'serverside-applied')
+  assert.match(await ok('delete', 'crd', 'huges.big.example.com', '--dry-run=server'), 'deleted (server dry run)')
+  assert.match(await ok('get', 'crd', 'huges.big.example.com', '-o', 'name'), 'huges.big.example.com')
 })
 
 test('kubectl get -w sees an update', async () => {

@@ -3,6 +3,8 @@
 // Invariants:
 // - With leader election, the leader-only parts start when a term starts and are stopped (awaited)
 //   when it ends; a part that fails to start is logged, not fatal to the term.
+// - A term's work starts on caches refreshed after the term began (Reflector.refresh): a new
+//   leader or shard holder never acts on an older view of its inputs than its predecessor did.
 // - With sharding, an acquired or released shard derives its own inputs again (./shards.ts): inputs
 //   of a shard this replica no longer holds derive nothing, so it stops applying them (and never
 //   deletes them); a released shard's work is done before its Lease is released.
@@ -52,6 +54,8 @@ export function newLeaderElector(o: {
   parts: readonly LeaderPart[]
   /** The term while leading, undefined between terms. */
   leading: (term: LeaseTerm | undefined) => void
+  /** Brings the caches up to date before the parts start (Reflector.refresh): resolves or rejects on the term's end. */
+  catchUp: (term: LeaseTerm) => Promise<unknown>
 }): LeaderElector {
   const le = o.leaderElection
   const parts = leaderOnly(
@@ -73,7 +77,16 @@ export function newLeaderElector(o: {
     onStartedLeading: (term) => {
       o.leading(term)
       o.logger.info({}, 'started leading')
-      return parts.onStartedLeading!(term)
+      // The parts start once the caches hold every change made before the term (a new leader never
+      // acts on an older view than its predecessor did); renewals go on meanwhile.
+      void o
+        .catchUp(term)
+        .catch((err) => {
+          if (!term.signal.aborted) o.logger.error({ err }, 'caches failed to catch up; starting anyway')
+        })
+        .then(() => {
+          if (!term.signal.aborted) parts.onStartedLeading!(term) // an ended term's stop already ran
+        })
     },
     onStoppedLeading: async (term, reason) => {
       o.leading(undefined)

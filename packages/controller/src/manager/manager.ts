@@ -129,7 +129,7 @@ export class Manager {
       fieldManager: o.name,
       ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}),
       ...(o.sharding || o.leaderElection ? { fence: (obj: KubeObject) => this.fenceOf(obj) } : {}),
-      ...((o.sharding && o.sharding.preconditions !== false) || o.leaderElection?.preconditions
+      ...((o.sharding && o.sharding.preconditions !== false) || (o.leaderElection && o.leaderElection.preconditions !== false)
         ? { preconditions: true, observedVersion: (obj: KubeObject, cluster: string) => this.observedVersion(obj, cluster) }
         : {}),
       ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}),
@@ -293,6 +293,7 @@ export class Manager {
             target: this.target,
             derivations: this.derivations,
             shardedCaches: () => this.shardedCaches,
+            catchUp: (term) => this.catchUp(term.signal),
             logger: this.logger,
           }),
         }).start()
@@ -304,6 +305,7 @@ export class Manager {
           leaderElection: le,
           logger: this.logger,
           parts: leaderParts,
+          catchUp: (term) => this.catchUp(term.signal),
           leading: (term) => {
             this.term = term
             this.leading = term !== undefined
@@ -324,6 +326,11 @@ export class Manager {
       await this.stop().catch(() => {})
       throw err
     }
+  }
+
+  /** Every cache listed again after now (see Reflector.refresh); rejects when `signal` aborts. */
+  private catchUp(signal: AbortSignal): Promise<unknown> {
+    return Promise.all([...this.reflectors.values()].map((r) => r.refresh(signal)))
   }
 
   /** Stops gracefully (idempotent): intake first, in-flight applies until the deadline, then the rest. */

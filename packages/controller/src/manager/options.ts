@@ -74,7 +74,10 @@ export interface ManagerOptions {
     leaseDurationMs?: number
     renewDeadlineMs?: number
     retryPeriodMs?: number
-    /** Apply with our last known resourceVersion as a precondition (default false; see `sharding.preconditions`). */
+    /**
+     * Apply with the resourceVersion we last wrote (or read) as a precondition, so that a write a
+     * stalled former leader sends late fails with 409 instead of overwriting a newer value (default true).
+     */
     preconditions?: boolean
   }
   /**

@@ -6,6 +6,8 @@
 // - a released or lost shard is done before its Lease is released: its inputs are derived again
 //   (their desired objects leave the table, deleting nothing in the cluster: deletes are gated on
 //   `held`), and every write made under its term has settled (the term's end aborted them);
+// - an acquired shard enters `held` only once every cache was listed again after its term began
+//   (Reflector.refresh): its new holder never acts on an older view than the previous one did;
 // - an acquired shard is derived again (only its inputs: fn runs for them, not for every input),
 //   then pruned against the cluster once the desired table is initialized, so what an input deleted
 //   while the shard had no holder left behind goes at once, not at the next full reconciliation;
@@ -27,6 +29,8 @@ export interface ShardWorkOptions {
   derivations: ReadonlyArray<Derivation<any, any>>
   /** Reflectors whose selector follows the held shards, each with its selector's fixed part. */
   shardedCaches: () => ReadonlyArray<{ reflector: Reflector<KubeObject>; base: string | undefined }>
+  /** Lists every cache again (coalesced by the reflectors): resolves once they hold what was before the call. */
+  catchUp: (term: LeaseTerm) => Promise<unknown>
   logger: Logger
 }
 
@@ -42,6 +46,15 @@ export class ShardWork {
 
   async acquired(shard: number, term: LeaseTerm): Promise<void> {
     const o = this.options
+    // Not held (nothing derived or written for it) until the caches hold every change made before
+    // the term began: the previous holder acted on no newer view than that.
+    try {
+      await o.catchUp(term)
+    } catch (err) {
+      if (!term.valid()) return
+      o.logger.warn({ err, shard }, 'caches failed to catch up; taking the shard anyway')
+    }
+    if (!term.valid()) return
     o.held.add(shard)
     o.logger.info({ shard, held: this.heldList() }, 'shard acquired')
     this.followSelectors()
