@@ -7,13 +7,20 @@
 //
 // Every sample is a fresh process; operator and informer samples alternate (A B A B ...), so load
 // that comes and goes falls on both alike; figures are medians. The embedded test server runs in
-// this process (HTTP, a bearer token). Times are from just before spawn to
+// this process (HTTP, a bearer token). A third process, the floor (bench/footprint/floor.mjs: plain
+// node, one GET of the ConfigMaps, the parsed items held), is what any Node process holding the
+// objects costs: the bound of the goals. Times are from just before spawn to
 // - the first request the server receives from the child (its request log), and
 // - the first 200 from the child's /readyz (polled every 5 ms; caches listed and watching).
 // RSS is read from /proc/<pid>/status (VmRSS) 2 s after /readyz answered 200. The 10k case seeds
 // 10 000 ConfigMaps of about 600 bytes of JSON each; its budget (the issue's goal) is 1.5x their
 // JSON size (as the server lists them) + 70 MiB.
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+//
+// The test loop: one operator test file (test/configmap-per-site.test.ts: a test server, a Manager,
+// a finalizer) as a fresh process, wall time through scripts/ts (the test runner's loader) against
+// tsx, alternating; what it spends where: node and the loader with the file's imports alone
+// (`TestFile_Imports`), and the test itself (uvu's own Duration).
+import { spawn, execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -29,6 +36,7 @@ const MiB = 1024 * 1024
 const CONTENDERS = {
   operator: join(root, 'bench/footprint/operator.mjs'),
   informer: join(root, 'bench/footprint/informer.mjs'),
+  floor: join(root, 'bench/footprint/floor.mjs'),
 } as const
 type Contender = keyof typeof CONTENDERS
 
@@ -77,7 +85,13 @@ async function sample(server: RunningTestServer, who: Contender, kubeconfig: str
   const t0 = Date.now()
   const child = spawn(process.execPath, [CONTENDERS[who], String(port)], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      KUBECONFIG: kubeconfig,
+      FOOTPRINT_SERVER: server.url,
+      FOOTPRINT_TOKEN: server.token ?? '',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   })
   let stderr = ''
@@ -102,7 +116,7 @@ async function sample(server: RunningTestServer, who: Contender, kubeconfig: str
 
 /** Samples of both contenders, alternating; the first round warms the file cache and is dropped. */
 async function rounds(server: RunningTestServer, kubeconfig: string, n: number, settleMs: number): Promise<Record<Contender, Sample[]>> {
-  const out: Record<Contender, Sample[]> = { operator: [], informer: [] }
+  const out: Record<Contender, Sample[]> = { operator: [], informer: [], floor: [] }
   for (let i = 0; i <= n; i++) {
     for (const who of Object.keys(CONTENDERS) as Contender[]) {
       const s = await sample(server, who, kubeconfig, settleMs)
@@ -110,6 +124,69 @@ async function rounds(server: RunningTestServer, kubeconfig: string, n: number, 
     }
   }
   return out
+}
+
+const LOADERS = { 'scripts/ts': join(root, 'scripts/ts/register.mjs'), tsx: 'tsx' } as const
+type Loader = keyof typeof LOADERS
+const TEST_IMPORTS = [
+  'uvu',
+  'yaml',
+  '@statewright/testserver',
+  '@statewright/k8s',
+  '@statewright/controller',
+  './examples/configmap-per-site.ts',
+]
+
+/** One fresh process; wall ms from spawn to exit, and its stdout. */
+function timed(args: string[]): { ms: number; stdout: string } {
+  const t0 = performance.now()
+  const r = spawnSync(process.execPath, ['--conditions=@statewright/source', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+  })
+  const ms = performance.now() - t0
+  if (r.status !== 0) throw new Error(`node ${args.join(' ')} exited ${r.status}: ${r.stderr}`)
+  return { ms, stdout: r.stdout }
+}
+
+async function testLoop(n: number): Promise<Result[]> {
+  const file = ['node_modules/uvu/bin.js', 'test', '^configmap-per-site\\.test\\.ts$']
+  const imports = `${TEST_IMPORTS.map((m) => `await import(${JSON.stringify(m)})`).join(';')}`
+  const wall: Record<Loader, number[]> = { 'scripts/ts': [], tsx: [] }
+  const imp: Record<Loader, number[]> = { 'scripts/ts': [], tsx: [] }
+  const test: number[] = []
+  for (let i = 0; i <= n; i++) {
+    for (const l of Object.keys(LOADERS) as Loader[]) {
+      const w = timed(['--import', LOADERS[l], ...file])
+      const m = timed(['--import', LOADERS[l], '--input-type=module', '-e', imports])
+      if (i === 0) continue // warms the file cache and the transform caches
+      wall[l].push(w.ms)
+      imp[l].push(m.ms)
+      const d = /Duration:\s+([\d.]+)ms/.exec(w.stdout)
+      if (l === 'scripts/ts' && d) test.push(Number(d[1]))
+    }
+  }
+  const tag = `${n} samples each, alternating`
+  return [
+    {
+      name: 'TestFile_Wall',
+      unit: 'ms',
+      value: median(wall['scripts/ts']),
+      baseline: 'the same under tsx',
+      baselineValue: median(wall.tsx),
+      note: tag,
+    },
+    {
+      name: 'TestFile_Imports',
+      unit: 'ms',
+      value: median(imp['scripts/ts']),
+      baseline: 'the same under tsx',
+      baselineValue: median(imp.tsx),
+      note: `node, the loader and the file's imports; ${tag}`,
+    },
+    { name: 'TestFile_Test', unit: 'ms', value: median(test), note: "uvu's Duration: the test itself" },
+  ]
 }
 
 export async function run(opts: RunOptions): Promise<Result[]> {
@@ -152,12 +229,22 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     })
     const tag = `${n} samples each, alternating`
     const k = `${objects / 1000}k`
+    const loop = await testLoop(opts.quick ? 3 : 9)
     return [
+      ...loop,
       pair('ColdStart_FirstRequest', 'ms', idle, (s) => s.firstRequestMs, tag),
       pair('ColdStart_Readyz', 'ms', idle, (s) => s.readyzMs, tag),
       pair('IdleRss', 'MiB', idle, (s) => s.rssBytes / MiB, `${tag}; 2 s after /readyz`),
       pair(`Readyz_${k}`, 'ms', full, (s) => s.readyzMs, `${objects} ConfigMaps listed and watched`),
       pair(`Rss_${k}`, 'MiB', full, (s) => s.rssBytes / MiB, `${objects} ConfigMaps cached`),
+      { name: 'ColdStart_Readyz_Floor', unit: 'ms', value: med(idle.floor, (s) => s.readyzMs), note: 'plain node: one GET, /readyz' },
+      { name: 'IdleRss_Floor', unit: 'MiB', value: med(idle.floor, (s) => s.rssBytes / MiB), note: 'plain node and an HTTP server' },
+      {
+        name: `Rss_${k}_Floor`,
+        unit: 'MiB',
+        value: med(full.floor, (s) => s.rssBytes / MiB),
+        note: `plain node holding the ${objects} parsed ConfigMaps`,
+      },
       {
         name: `Rss_${k}_Budget`,
         unit: 'MiB',

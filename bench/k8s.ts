@@ -4,6 +4,9 @@
 // - ReflectorSync_<n>: a Reflector's initial sync (paginated list into a statedb table) of n
 //   ConfigMaps, objects/s, against makeInformer's start() on the same objects (floor: ratio >= 1.0);
 // - ReflectorMemory_<n>: heap per cached object, reflector table vs informer cache (floor: <= 1.0);
+// - ListFloor_<n>, ListFloorMemory_<n>: what any client must do, the bound of the two above: the same
+//   paginated list (listAll, 500 a page, pipelined) parsed and held in an array, no table, no watch;
+//   measured like the reflector, against the same informer runs;
 // - Apply_<n>_c16: desired ConfigMaps applied by a reconciler through a Target (server-side apply,
 //   batches at concurrency 16, shared limiter), objects/s, against KubernetesObjectApi.patch with
 //   PatchStrategy.ServerSideApply at concurrency 16 (floor: ratio >= 0.9). At least 5 samples per
@@ -46,12 +49,12 @@ if (process.env.SW_K8S_BENCH_CHILD === 'server') {
 if (process.env.SW_K8S_BENCH_CHILD === 'client') {
   const { kubeconfig, ns, n, which } = JSON.parse(process.env.SW_K8S_BENCH_ARGS!)
   const c = { kubeconfig } as Child
-  const r = await (which === 'reflector' ? reflectorSync : informerSync)(c, ns, n)
+  const r = await (which === 'reflector' ? reflectorSync : which === 'floor' ? listFloor : informerSync)(c, ns, n)
   process.send!(r)
   process.exit(0)
 }
 
-async function memoryInChild(c: Child, which: 'reflector' | 'informer', ns: string, n: number): Promise<number> {
+async function memoryInChild(c: Child, which: 'reflector' | 'informer' | 'floor', ns: string, n: number): Promise<number> {
   const proc = fork(fileURLToPath(import.meta.url), [], {
     env: { ...process.env, SW_K8S_BENCH_CHILD: 'client', SW_K8S_BENCH_ARGS: JSON.stringify({ kubeconfig: c.kubeconfig, ns, n, which }) },
     execArgv: ['--conditions=@statewright/source', '--import', 'tsx', '--expose-gc'],
@@ -124,6 +127,24 @@ async function reflectorSync(c: Child, ns: string, n: number, _warm?: string): P
   await cluster.close()
   const bytes = (heapAfterGc() - before) / n
   if (db.readTxn() === undefined) throw new Error('unreachable') // keeps db (and the table) alive up to here
+  return { rate: n / secs, bytes }
+}
+
+async function listFloor(c: Child, ns: string, n: number): Promise<{ rate: number; bytes: number }> {
+  const { Cluster, listAll } = await import('@statewright/k8s')
+  const cluster = new Cluster({ kubeconfig: c.kubeconfig, qps: 0 })
+  const before = heapAfterGc()
+  const t0 = performance.now()
+  const { items } = await listAll(
+    cluster,
+    { apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', namespaced: true },
+    { namespace: ns },
+  )
+  const secs = (performance.now() - t0) / 1000
+  if (items.length !== n) throw new Error(`floor: ${items.length} objects, want ${n}`)
+  await cluster.close()
+  const bytes = (heapAfterGc() - before) / n
+  if (items.length !== n) throw new Error('unreachable') // keeps the items alive up to here
   return { rate: n / secs, bytes }
 }
 
@@ -218,11 +239,14 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     // warm-up (JIT, discovery, connections) on both sides, then alternate runs
     await reflectorSync(c, 'sync', n)
     await informerSync(c, 'sync', n)
+    await listFloor(c, 'sync', n)
     const refl: Array<{ rate: number; bytes: number }> = []
     const inf: Array<{ rate: number; bytes: number }> = []
+    const floor: Array<{ rate: number; bytes: number }> = []
     for (let i = 0; i < runs; i++) {
       refl.push(await reflectorSync(c, 'sync', n))
       inf.push(await informerSync(c, 'sync', n))
+      floor.push(await listFloor(c, 'sync', n))
     }
     const k = `${n / 1000}k`
     const rRate = median(refl.map((x) => x.rate))
@@ -235,8 +259,18 @@ export async function run(opts: RunOptions): Promise<Result[]> {
       baselineValue: Math.round(iRate),
       ratio: rRate / iRate,
     })
+    const fRate = median(floor.map((x) => x.rate))
+    results.push({
+      name: `ListFloor_${k}`,
+      unit: 'objects/s',
+      value: Math.round(fRate),
+      baseline: 'client-node makeInformer',
+      baselineValue: Math.round(iRate),
+      ratio: fRate / iRate,
+    })
     const rBytes = median([await memoryInChild(c, 'reflector', 'sync', n), await memoryInChild(c, 'reflector', 'sync', n)])
     const iBytes = median([await memoryInChild(c, 'informer', 'sync', n), await memoryInChild(c, 'informer', 'sync', n)])
+    const fBytes = median([await memoryInChild(c, 'floor', 'sync', n), await memoryInChild(c, 'floor', 'sync', n)])
     results.push({
       name: `ReflectorMemory_${k}`,
       unit: 'bytes/object',
@@ -244,6 +278,14 @@ export async function run(opts: RunOptions): Promise<Result[]> {
       baseline: 'client-node makeInformer',
       baselineValue: Math.round(iBytes),
       ratio: rBytes / iBytes,
+    })
+    results.push({
+      name: `ListFloorMemory_${k}`,
+      unit: 'bytes/object',
+      value: Math.round(fBytes),
+      baseline: 'client-node makeInformer',
+      baselineValue: Math.round(iBytes),
+      ratio: fBytes / iBytes,
     })
 
     const applyRuns = Math.max(5, runs)

@@ -24,6 +24,10 @@ if (existsSync(join(root, 'test'))) folders.push('test')
 const given = process.env.STATEWRIGHT_TEST_FOLDERS?.split(',').filter(Boolean)
 const selected = given ?? (only.length ? folders.filter((f) => only.some((o) => f.includes(o))) : folders)
 
+// The TypeScript loader of the test processes: ours (scripts/ts: esbuild, cached by content; about
+// 0.4 s less per process than tsx), or tsx with STATEWRIGHT_TS_LOADER=tsx. Processes the tests
+// start themselves name their own (tsx).
+const LOADER = process.env.STATEWRIGHT_TS_LOADER === 'tsx' ? 'tsx' : join(root, 'scripts/ts/register.mjs')
 const FOLDER_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS ?? 8 * 60_000)
 const EXIT_GRACE_MS = 15_000
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, '')
@@ -64,7 +68,7 @@ function runFolder(dir) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--conditions=@statewright/source', '--import', 'tsx', join(root, 'node_modules/uvu/bin.js'), dir, '\\.test\\.ts$'],
+      ['--conditions=@statewright/source', '--import', LOADER, join(root, 'node_modules/uvu/bin.js'), dir, '\\.test\\.ts$'],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv },
     )
     let out = ''

@@ -16,7 +16,6 @@ import { rbacOf } from './lib/rbac.ts'
 const UA = 'backup-operator-under-test'
 const NEEDED_UNEXERCISED = new Map([
   ['backup.statewright.io/backups/get', 'the finalizer reads a Backup again when its conditional patch gets 409'],
-  ['batch/cronjobs/get', 'a conditional apply (leader election: resourceVersion preconditions) that gets 409 reads the object again'],
   ['/events/patch', 'the Event recorder aggregates a repeated event by patching its count'],
 ])
 

@@ -18,7 +18,6 @@ const UA = 'site-controller-under-test'
 const NEEDED_UNEXERCISED = new Map([
   ['/events/patch', 'the Event recorder aggregates a repeated event by patching its count'],
   ['demo.statewright.io/sites/get', 'the finalizer reads a Site again when its conditional patch gets 409'],
-  ['/configmaps/get', 'a conditional apply (leader election: resourceVersion preconditions) that gets 409 reads the object again'],
 ])
 
 test('the ClusterRole allows every request the controller makes, and nothing it does not need', async () => {

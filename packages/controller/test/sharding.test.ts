@@ -33,7 +33,7 @@ test('sharded replicas: each ConfigMap applied by its shard holder; handover del
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: { name: `site-${s.metadata.name}`, namespace: 'default' },
-        data: { site: String(s.metadata.name) },
+        data: { site: String(s.metadata.name), v: String((s as { spec?: { v?: number } }).spec?.v ?? 0) },
       }),
     })
     return m
@@ -65,6 +65,20 @@ test('sharded replicas: each ConfigMap applied by its shard holder; handover del
     await waitForConvergence(a, { timeout: 10_000 })
     await waitForConvergence(b, { timeout: 10_000 })
     await until(() => count() === 12, 'every ConfigMap applied')
+    // once the shards are shared out (the first applies may come before: one replica held them
+    // all), a change of every Site is applied by its shard's holder alone
+    server.control.clearRequestLog()
+    for (let i = 0; i < 12; i++)
+      await clusters[0]!.request({
+        method: 'PATCH',
+        path: `/apis/demo.statewright.io/v1/namespaces/default/sites/s${i}`,
+        body: { spec: { v: 1 } },
+        contentType: 'application/merge-patch+json',
+      })
+    await until(
+      () => [...Array(12).keys()].every((i) => server.control.get(CM, `site-s${i}`, 'default')?.data?.v === '1'),
+      'every ConfigMap updated',
+    )
     const appliedBy = new Map<string, Set<string>>()
     for (const e of cms().filter((x) => x.method === 'PATCH')) {
       const n = e.path.split('/').pop()!

@@ -91,7 +91,6 @@ test('kubeconfig Secrets: a labelled Secret is a cluster; a rotated one reopens 
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name: 'leaf', namespace: 'fleet', labels: { 'example.com/kubeconfig': 'true' } },
-    type: 'Opaque',
     data: { value: Buffer.from(text).toString('base64') },
   })
   const secrets = new KubeconfigSecrets({

@@ -333,15 +333,15 @@ export class PrimaryController<P> {
           await db.write(this.work, (w) => mark(w))
           await this.gc().catch((e) => this.report(e, 'garbage collection failed'))
         }
-        const watches: Promise<unknown>[] = [ws.wait(signal)]
         if (this.markInitialized) {
-          // only the tables still waiting (an initialized table's watch has fired already)
+          // only the tables still waiting (an initialized table's watch has fired already); in the
+          // one WatchSet, so that a wait that loses the race leaves no listener behind
           for (const t of [this.options.primaries, ...this.options.secondaries.map((s) => s.observed)]) {
             const [ready, w] = t.initialized(txn)
-            if (!ready) watches.push(w.wait(signal))
+            if (!ready) ws.add(w)
           }
         }
-        await Promise.race(watches).catch(() => {})
+        await ws.wait(signal).catch(() => {})
       }
     } finally {
       primaryIter.close()

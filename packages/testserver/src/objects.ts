@@ -274,7 +274,10 @@ export class Objects {
       ])
     }
     if (rv !== undefined && rv !== '' && rv !== cur.metadata.resourceVersion) throw conflict(t, name)
-    return this.commitUpdate(t, cur, clone(body), o, 'Update')
+    // defaults apply to every decoded body, updates included (a Secret PUT without `type` is Opaque,
+    // not a change of an immutable field)
+    const next = t.resource === 'secrets' && t.group === '' && body.type === undefined ? { ...body, type: 'Opaque' } : body
+    return this.commitUpdate(t, cur, clone(next), o, 'Update')
   }
 
   patch(

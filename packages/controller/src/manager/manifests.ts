@@ -4,8 +4,9 @@
 // Invariants:
 // - Each rule comes from a part and the requests that part makes (test/rbac.test.ts runs a controller,
 //   records every request, and checks that the generated role allows each one and has nothing unused):
-//   a watch lists and watches; an owned kind is applied (patch) and deleted, and read again when a
-//   conditional apply gets 409 (preconditions, on with leader election and sharding); a reconcile step patches
+//   a watch lists and watches; an owned kind is applied (patch) and deleted, and read (get) before
+//   the first write of one not yet observed and when a conditional apply gets 409 (preconditions,
+//   on with leader election and sharding); a reconcile step patches
 //   /status; a finalizer reads (after a 409) and patches the object, and patches /status for its
 //   condition; Events are created and patched (aggregation); leader election gets, creates and
 //   updates its Lease; sharding also lists and deletes member Leases; installCrds gets and patches CRDs.
@@ -30,7 +31,7 @@ export interface ManagerShape {
   finalized: ReadonlyArray<{ kind: KindRef<any>; condition: boolean }>
   leaderElection: boolean
   sharding: boolean
-  /** Applies carry resourceVersion preconditions: a 409 makes the Target read the object again. */
+  /** Applies carry resourceVersion preconditions: the Target reads an object before its first write and after a 409. */
   preconditions: boolean
   crds: ReadonlyArray<KubeObject>
 }
