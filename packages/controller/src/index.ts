@@ -26,6 +26,7 @@ export {
   type StaticOf,
 } from './crd/customkind.ts'
 export { rbacRules, manifests, type PolicyRule, type ManifestOptions, type ManagerShape } from './manager/manifests.ts'
+export { WebhookServer, webhookPath, type AdmissionContext, type WebhookOptions, type WebhookServerOptions } from './webhooks/server.ts'
 export { ReconcileStep, type ChildObject, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
 // the shared health shape every part's health extends (the reconciler's)
 export type { Health, HealthLevel } from '@statewright/reconciler'

@@ -41,6 +41,8 @@ export type { TestServerOptions, RequestLogEntry, KindRef, Control }
 export type { FailRule, DelayRule } from './faults.ts'
 export type { ResourceType, ResourceTypeInput } from './resources.ts'
 export { kubeconfigYaml, kubeconfigObject } from './kubeconfig.ts'
+/** A throwaway CA and a serving certificate it signs (for webhooks' TLS in tests). */
+export { generateTls, type TlsMaterial } from './tls.ts'
 export {
   StatewrightError,
   ConfigError,

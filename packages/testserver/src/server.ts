@@ -35,6 +35,8 @@ import { makeMatcher } from './selectors.ts'
 import { checkDryRun, checkFieldValidation, checkListOptions, type OptionsKind } from './options.ts'
 import { warningHeader } from './admission.ts'
 import { installCrdAdmission } from './crd-admission.ts'
+import { installWebhookAdmission } from './webhooks.ts'
+import { NS_TYPE_KEY } from './namespaces.ts'
 import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
 import { builtinPruneStep } from './builtin-openapi.ts'
@@ -137,6 +139,11 @@ export class TestServer {
     this.objects.pipeline.mutating.push(builtinPruneStep, builtinDefaultsStep(new ServiceAllocator()))
     this.objects.pipeline.validating.push(builtinValidationStep)
     installCrdAdmission(this.objects.pipeline)
+    // webhooks after the built-in and schema steps, as kube-apiserver's admission chain runs them
+    installWebhookAdmission(this.objects.pipeline, {
+      store: this.store,
+      namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels,
+    })
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)

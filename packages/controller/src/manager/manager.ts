@@ -64,6 +64,7 @@ import { StatusWriter } from '../conditions.ts'
 import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
 import { installCrd } from '../crd/install.ts'
+import { WebhookServer, type WebhookOptions } from '../webhooks/server.ts'
 import { manifests, rbacRules, type ManagerShape, type ManifestOptions, type PolicyRule } from './manifests.ts'
 import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
 import type { ParseArgsConfig } from 'node:util'
@@ -97,6 +98,9 @@ export class Manager {
   /** Tables whose objects' /status a reconcile step writes, and finalizers' tables (for rbacRules). */
   private readonly statusTables: Table<any>[] = []
   private readonly finalizedTables: Array<{ table: Table<any>; condition: boolean }> = []
+  private readonly webhookServer: WebhookServer
+  private readonly webhookKinds: Array<{ kind: KindRef<any>; validate: boolean; mutate: boolean }> = []
+  private webhookUrl_: string | undefined
   private readonly metrics: ControllerMetrics | undefined
   private readonly k8sMetrics: K8sMetrics | undefined
   private readonly server: ManagerServer | undefined
@@ -174,6 +178,7 @@ export class Manager {
         onError: (err, path) => this.logger.error({ err, path }, 'http: answering a request failed'),
       })
     }
+    this.webhookServer = new WebhookServer(o.webhooks ?? {}, this.logger.child({ part: 'webhooks' }))
     if (o.probes) {
       this.probeServer = new ManagerServer(
         { probesWithoutToken: true, ...o.probes, probesOnly: true },
@@ -381,7 +386,26 @@ export class Manager {
         (!!this.options.sharding && this.options.sharding.preconditions !== false) ||
         (!!this.options.leaderElection && this.options.leaderElection.preconditions !== false),
       crds: [...crds.values()],
+      webhooks: this.webhookKinds,
     }
+  }
+
+  /**
+   * An admission webhook for a kind (validating, mutating or both), served over HTTPS by the
+   * Manager's webhook server (`webhooks` option) at controller-runtime's paths; returns the paths.
+   * Served on every replica (the API server may call any of them). manifests() writes its
+   * WebhookConfigurations.
+   */
+  webhook<T extends object = KubeObject>(o: WebhookOptions<T>): string[] {
+    this.notStarted('webhook')
+    const paths = this.webhookServer.add(o)
+    this.webhookKinds.push({ kind: o.for as KindRef<any>, validate: !!o.validate, mutate: !!o.mutate })
+    return paths
+  }
+
+  /** The webhook server's base URL once started (with webhooks). */
+  get webhookUrl(): string | undefined {
+    return this.webhookUrl_
   }
 
   /** Adds a part with a lifecycle (started by start(), stopped by stop()). */
@@ -407,6 +431,7 @@ export class Manager {
     try {
       if (this.server) this.url_ = await this.server.listen()
       if (this.probeServer) this.probesUrl_ = await this.probeServer.listen()
+      if (this.webhookServer.size) this.webhookUrl_ = await this.webhookServer.listen()
       for (const k of this.options.installCrds ?? []) await installCrd(this.cluster, k.crd, this.name, this.logger)
       for (const r of this.reflectors.values()) await r.start()
       const leaderParts: LeaderPart[] = [
@@ -515,6 +540,7 @@ export class Manager {
     for (const r of this.recorders.values()) await r.close()
     await this.server?.close()
     await this.probeServer?.close()
+    await this.webhookServer.close()
     for (const off of this.offMetrics.splice(0)) off()
     if (this.ownsCluster) await this.cluster.close()
     this.state = 'stopped'

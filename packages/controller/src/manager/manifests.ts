@@ -14,6 +14,7 @@
 import type { KindRef, KubeObject } from '@statewright/k8s'
 
 import { plural } from './watch.ts'
+import { webhookPath } from '../webhooks/server.ts'
 
 /** rbac.authorization.k8s.io/v1 PolicyRule. */
 export interface PolicyRule {
@@ -34,6 +35,8 @@ export interface ManagerShape {
   /** Applies carry resourceVersion preconditions: the Target reads an object before its first write and after a 409. */
   preconditions: boolean
   crds: ReadonlyArray<KubeObject>
+  /** Kinds with admission webhooks (served by the Manager's webhook server). */
+  webhooks?: ReadonlyArray<{ kind: KindRef<any>; validate: boolean; mutate: boolean }>
 }
 
 export interface ManifestOptions {
@@ -95,6 +98,8 @@ export function manifests(shape: ManagerShape, o: ManifestOptions = {}): KubeObj
   const labels = { 'app.kubernetes.io/name': m.name }
   const args = ['--metrics-bind-address=:8080', '--health-probe-bind-address=:8081', ...(m.leaderElection ? ['--leader-elect'] : [])]
   const probe = (path: string) => ({ httpGet: { path, port: 'probes' }, periodSeconds: 10 })
+  const hooks = m.webhooks ?? []
+  const certSecret = `${m.name}-webhook-cert`
   return [
     ...m.crds,
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: m.name, namespace: ns } },
@@ -106,6 +111,7 @@ export function manifests(shape: ManagerShape, o: ManifestOptions = {}): KubeObj
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: m.name },
       subjects: [{ kind: 'ServiceAccount', name: m.name, namespace: ns }],
     },
+    ...(hooks.length ? webhookManifests(m.name, ns, hooks, certSecret, labels) : []),
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -127,16 +133,83 @@ export function manifests(shape: ManagerShape, o: ManifestOptions = {}): KubeObj
                 ports: [
                   { name: 'metrics', containerPort: 8080 },
                   { name: 'probes', containerPort: 8081 },
+                  ...(hooks.length ? [{ name: 'webhooks', containerPort: 9443 }] : []),
                 ],
                 livenessProbe: probe('/healthz'),
                 readinessProbe: probe('/readyz'),
                 securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
                 resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+                ...(hooks.length
+                  ? { volumeMounts: [{ name: 'webhook-cert', mountPath: '/tmp/k8s-webhook-server/serving-certs', readOnly: true }] }
+                  : {}),
               },
             ],
+            ...(hooks.length ? { volumes: [{ name: 'webhook-cert', secret: { secretName: certSecret } }] } : {}),
           },
         },
       },
     },
+  ]
+}
+
+/**
+ * The webhooks' Service, WebhookConfigurations and their certificate, as kubebuilder's config does
+ * it: cert-manager issues the serving certificate into a Secret the Deployment mounts, and injects
+ * its CA into the configurations (the cert-manager.io/inject-ca-from annotation).
+ */
+function webhookManifests(
+  name: string,
+  ns: string,
+  hooks: NonNullable<ManagerShape['webhooks']>,
+  certSecret: string,
+  labels: Record<string, string>,
+): KubeObject[] {
+  const service = `${name}-webhook`
+  const inject = { 'cert-manager.io/inject-ca-from': `${ns}/${service}` }
+  const entry = (h: (typeof hooks)[number], what: 'validate' | 'mutate') => {
+    const group = groupOf(h.kind.apiVersion)
+    const version = h.kind.apiVersion.split('/').pop()!
+    return {
+      name: `${what === 'validate' ? 'v' : 'm'}${h.kind.kind.toLowerCase()}.${group || 'core.k8s.io'}`,
+      admissionReviewVersions: ['v1'],
+      sideEffects: 'None',
+      failurePolicy: 'Fail',
+      clientConfig: { service: { name: service, namespace: ns, path: webhookPath(h.kind, what) } },
+      rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [group], apiVersions: [version], resources: [resourceOf(h.kind)] }],
+    }
+  }
+  const config = (kind: string, what: 'validate' | 'mutate') => {
+    const list = hooks.filter((h) => h[what]).map((h) => entry(h, what))
+    return list.length
+      ? [
+          {
+            apiVersion: 'admissionregistration.k8s.io/v1',
+            kind,
+            metadata: { name: `${name}-${what}`, annotations: inject },
+            webhooks: list,
+          },
+        ]
+      : []
+  }
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: service, namespace: ns },
+      spec: { selector: labels, ports: [{ port: 443, targetPort: 'webhooks' }] },
+    },
+    { apiVersion: 'cert-manager.io/v1', kind: 'Issuer', metadata: { name: `${name}-selfsigned`, namespace: ns }, spec: { selfSigned: {} } },
+    {
+      apiVersion: 'cert-manager.io/v1',
+      kind: 'Certificate',
+      metadata: { name: service, namespace: ns },
+      spec: {
+        secretName: certSecret,
+        dnsNames: [`${service}.${ns}.svc`, `${service}.${ns}.svc.cluster.local`],
+        issuerRef: { kind: 'Issuer', name: `${name}-selfsigned` },
+      },
+    },
+    ...config('MutatingWebhookConfiguration', 'mutate'),
+    ...config('ValidatingWebhookConfiguration', 'validate'),
   ]
 }

@@ -16,6 +16,7 @@ import { ConfigError } from '../errors.ts'
 import type { Logger } from '../logging.ts'
 import type { Placed } from './desired.ts'
 import type { ReconcileResult } from './reconcilestep.ts'
+import type { WebhookServerOptions } from '../webhooks/server.ts'
 
 /** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
 export interface Component {
@@ -73,6 +74,8 @@ export interface ManagerOptions {
    * until Established: for development and tests; production installs them with `manifests()`.
    */
   installCrds?: ReadonlyArray<{ readonly crd: KubeObject }>
+  /** The admission webhooks' HTTPS server (started when a webhook is added; see webhook()). */
+  webhooks?: WebhookServerOptions
   /** A kubeconfig file to make the cluster from (instead of `cluster`; the --kubeconfig flag). */
   kubeconfig?: string
   /**
