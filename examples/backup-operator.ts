@@ -1,28 +1,35 @@
-// An operator on the everyday path: every Backup (backup.statewright.io/v1, backup-crd.yaml) gets a
-// CronJob that copies its volume to a bucket on schedule. `spec.pausedUntil` suspends it until then
-// (the Backup is requeued for that time), status says Ready and Paused, and deleting a Backup empties
-// its part of the bucket first (a finalizer), which an Event reports.
+// An operator on the everyday path: every Backup (a kind declared here, its CRD from the schema) gets
+// a CronJob that copies its volume to a bucket on schedule. `spec.pausedUntil` suspends it until then
+// (the Backup is requeued for that time), status says Ready and Paused, a webhook refuses a bad
+// schedule, and deleting a Backup empties its part of the bucket first (a finalizer; an Event).
 //   node --conditions=@statewright/source --import tsx examples/backup-operator.ts --help
+import { Type } from '@sinclair/typebox'
 import type { V1CronJob } from '@kubernetes/client-node'
-import { Manager } from '@statewright/controller'
-import { CronJob, type KubeObject } from '@statewright/k8s'
+import { Manager, customKind } from '@statewright/controller'
+import { CronJob } from '@statewright/k8s'
 
-export interface Backup extends KubeObject {
-  spec: { schedule: string; bucket: string; pausedUntil?: string }
-}
+export const Backup = customKind({
+  group: 'backup.statewright.io',
+  kind: 'Backup',
+  spec: Type.Object({ schedule: Type.String(), bucket: Type.String(), pausedUntil: Type.Optional(Type.String({ format: 'date-time' })) }),
+  status: Type.Object({ cronJob: Type.Optional(Type.String()) }),
+  printerColumns: [{ name: 'Schedule', type: 'string', jsonPath: '.spec.schedule' }],
+})
 /** Where the backups go; empty() deletes those under a prefix and says how many. */
 export interface Bucket {
   empty(bucket: string, prefix: string): Promise<number>
 }
+const badSchedule = (s: string) => (s.trim().split(/\s+/).length === 5 ? undefined : `spec.schedule "${s}" is not a cron schedule`)
 
 export function backupOperator(m: Manager, bucket: Bucket, now = Date.now): Manager {
-  const backups = m.watch<Backup>({ apiVersion: 'backup.statewright.io/v1', kind: 'Backup' })
+  const backups = m.watch(Backup)
+  m.webhook({ for: Backup, validate: (b) => badSchedule(b.spec.schedule) })
   m.reconcile({
     for: backups,
     owns: [CronJob],
     fn: (b) => {
       const { schedule, pausedUntil } = b.spec
-      if (schedule.trim().split(/\s+/).length !== 5) throw new Error(`spec.schedule "${schedule}" is not a cron schedule`)
+      if (badSchedule(schedule)) throw new Error(badSchedule(schedule)) // objects from before the webhook
       const pausedFor = pausedUntil ? Date.parse(pausedUntil) - now() : 0
       const cronJob: V1CronJob = {
         apiVersion: 'batch/v1',
@@ -67,7 +74,6 @@ export function backupOperator(m: Manager, bucket: Bucket, now = Date.now): Mana
   })
   return m
 }
-
 const bucket: Bucket = { empty: async () => 0 } // your object store's client here
 /** For `statewright manifests examples/backup-operator.ts --leader-elect`. */
 export default () => backupOperator(new Manager({ name: 'backup-operator' }), bucket)

@@ -1,26 +1,25 @@
 // The example operator of examples/backup-operator.ts (issue 27's contract), on the test server with
-// only waitForConvergence and table waits: a Backup gets its CronJob (owned), status and conditions;
-// a pause suspends the CronJob and the requeue un-suspends it when the pause ends, with no change to
-// the Backup; a bad schedule is Ready=False with a Warning Event naming the field; deleting a Backup
-// empties its bucket prefix first (the finalizer), reported by an Event, and takes the CronJob along.
+// only waitForConvergence and table waits: its CRD (from the TypeBox schema) installed at start; a
+// Backup gets its CronJob (owned), status and conditions; a pause suspends the CronJob and the requeue
+// un-suspends it when the pause ends, with no change to the Backup; a bad schedule from before the
+// webhook is Ready=False with a Warning Event naming the field, and the validating webhook (over TLS,
+// called by the test server) refuses a new one; deleting a Backup empties its bucket prefix first
+// (the finalizer), reported by an Event, and takes the CronJob along.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { readFileSync } from 'node:fs'
-import { parse } from 'yaml'
-import { startTestServer } from '@statewright/testserver'
-import { Cluster, CronJob } from '@statewright/k8s'
-import { Manager, conditionsOf, createLogger, findCondition, waitForConvergence } from '@statewright/controller'
-import { backupOperator } from '../examples/backup-operator.ts'
+import { generateTls, startTestServer } from '@statewright/testserver'
+import { ApiError, Cluster, CronJob } from '@statewright/k8s'
+import { Manager, conditionsOf, createLogger, findCondition, waitForConvergence, webhookPath } from '@statewright/controller'
+import { Backup, backupOperator } from '../examples/backup-operator.ts'
 import { waitTable } from './lib/wait.ts'
 
-const crd = parse(readFileSync(new URL('../examples/backup-crd.yaml', import.meta.url), 'utf8'))
 const BACKUP = { apiVersion: 'backup.statewright.io/v1', kind: 'Backup' }
 const BACKUPS = '/apis/backup.statewright.io/v1/namespaces/default/backups'
 
 test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer with an Event', async () => {
   const server = await startTestServer()
   const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
-  await cluster.request({ method: 'POST', path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', body: crd })
+  const tls = await generateTls(['127.0.0.1'])
   let clock = Date.parse('2026-01-01T00:00:00Z')
   const emptied: string[] = []
   const m = backupOperator(
@@ -31,6 +30,8 @@ test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer 
       http: false,
       logger: createLogger({ level: 'silent' }),
       retry: { minMs: 20, maxMs: 200 },
+      installCrds: [Backup],
+      webhooks: { port: 0, host: '127.0.0.1', cert: tls },
     }),
     { empty: async (bucket, prefix) => (emptied.push(`${bucket}/${prefix}`), 7) },
     () => clock,
@@ -55,8 +56,8 @@ test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer 
     return list.items as any[]
   }
   try {
+    await m.start() // installs the CRD
     await put('db', { schedule: '0 3 * * *', bucket: 'vault' })
-    await m.start()
     await waitForConvergence(m, { timeout: 15_000 })
     assert.is(cronJob('db').spec.schedule, '0 3 * * *')
     assert.is(cronJob('db').spec.suspend, false)
@@ -86,12 +87,39 @@ test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer 
     await waitForConvergence(m, { timeout: 15_000 })
     assert.is(cond('db', 'Paused')?.status, 'False')
 
-    await put('bad', { schedule: 'every night', bucket: 'vault' })
+    await put('bad', { schedule: 'every night', bucket: 'vault' }) // before the webhook is configured
     await waitForConvergence(m, { timeout: 15_000 })
     assert.equal([cond('bad', 'Ready')?.status, cond('bad', 'Ready')?.reason], ['False', 'ReconcileError'])
     assert.is(cond('bad', 'Ready')?.message, 'spec.schedule "every night" is not a cron schedule')
     assert.ok((await events('bad')).some((e) => e.type === 'Warning' && e.message.includes('spec.schedule')))
     assert.is(cronJob('bad'), undefined)
+
+    await cluster.request({
+      method: 'POST',
+      path: '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
+      body: {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingWebhookConfiguration',
+        metadata: { name: 'backup-operator' },
+        webhooks: [
+          {
+            name: 'vbackup.backup.statewright.io',
+            admissionReviewVersions: ['v1'],
+            sideEffects: 'None',
+            clientConfig: { url: m.webhookUrl + webhookPath(Backup, 'validate'), caBundle: Buffer.from(tls.caPem).toString('base64') },
+            rules: [
+              { operations: ['CREATE', 'UPDATE'], apiGroups: ['backup.statewright.io'], apiVersions: ['v1'], resources: ['backups'] },
+            ],
+          },
+        ],
+      },
+    })
+    const refused = await put('worse', { schedule: 'hourly', bucket: 'vault' }).catch((e) => e)
+    assert.ok(refused instanceof ApiError && refused.code === 403, String(refused))
+    assert.match(
+      refused.message,
+      'admission webhook "vbackup.backup.statewright.io" denied the request: spec.schedule "hourly" is not a cron schedule',
+    )
 
     await cluster.request({ method: 'DELETE', path: `${BACKUPS}/db` })
     await waitForConvergence(m, { timeout: 15_000 })

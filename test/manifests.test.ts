@@ -1,16 +1,15 @@
 // Manager.manifests() for the example operator of examples/backup-operator.ts (leader election on, as
 // deployed): the generated ClusterRole allows every request a run makes (created, paused, a bad
 // schedule, deleted with its finalizer) and has no rule the run did not use, but for the verbs below
-// with the reason they are needed; every manifest is accepted by the test server.
+// with the reason they are needed; the manifests (CRD and webhook configuration included) are
+// accepted by the test server, but for cert-manager's kinds, which it does not serve.
 // Follows test/rbac.test.ts (recorded requests against a role), here for a generated role.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { readFileSync } from 'node:fs'
-import { parse } from 'yaml'
-import { startTestServer } from '@statewright/testserver'
+import { generateTls, startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
-import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
-import { backupOperator } from '../examples/backup-operator.ts'
+import { Manager, createLogger, waitForConvergence, webhookPath } from '@statewright/controller'
+import { Backup, backupOperator } from '../examples/backup-operator.ts'
 import { rbacOf } from './lib/rbac.ts'
 
 const UA = 'backup-operator-under-test'
@@ -26,7 +25,7 @@ test('the generated ClusterRole is exactly what a run of the operator needs; the
   await admin.request({
     method: 'POST',
     path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-    body: parse(readFileSync(new URL('../examples/backup-crd.yaml', import.meta.url), 'utf8')),
+    body: Backup.crd,
   })
   let clock = Date.parse('2026-01-01T00:00:00Z')
   const m = backupOperator(
@@ -38,6 +37,7 @@ test('the generated ClusterRole is exactly what a run of the operator needs; the
       logger: createLogger({ level: 'silent' }),
       retry: { minMs: 20, maxMs: 100 },
       leaderElection: { namespace: 'default', retryPeriodMs: 100, leaseDurationMs: 1000, renewDeadlineMs: 800 },
+      webhooks: { port: 0, host: '127.0.0.1', cert: await generateTls(['127.0.0.1']) },
     }),
     { empty: async () => 1 },
     () => clock,
@@ -87,8 +87,24 @@ test('the generated ClusterRole is exactly what a run of the operator needs; the
     const objs = m.manifests({ namespace: 'backup-system', image: 'example.com/backup-operator:1.0' })
     assert.equal(
       objs.map((o) => o.kind),
-      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Deployment'],
+      [
+        'CustomResourceDefinition',
+        'ServiceAccount',
+        'ClusterRole',
+        'ClusterRoleBinding',
+        'Service',
+        'Issuer',
+        'Certificate',
+        'ValidatingWebhookConfiguration',
+        'Deployment',
+      ],
     )
+    const vwc: any = objs.find((o) => o.kind === 'ValidatingWebhookConfiguration')
+    assert.equal(vwc.webhooks[0].clientConfig.service, {
+      name: 'backup-operator-webhook',
+      namespace: 'backup-system',
+      path: webhookPath(Backup, 'validate'),
+    })
     const deploy: any = objs.find((o) => o.kind === 'Deployment')
     assert.equal(deploy.spec.template.spec.containers[0].args, [
       '--metrics-bind-address=:8080',
@@ -101,14 +117,18 @@ test('the generated ClusterRole is exactly what a run of the operator needs; the
       path: '/api/v1/namespaces',
       body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'backup-system' } },
     })
-    for (const o of objs) {
+    const RESOURCES: Record<string, string> = {
+      ServiceAccount: 'serviceaccounts',
+      ClusterRole: 'clusterroles',
+      ClusterRoleBinding: 'clusterrolebindings',
+      Service: 'services',
+      ValidatingWebhookConfiguration: 'validatingwebhookconfigurations',
+      Deployment: 'deployments',
+    }
+    // the CRD is installed already; cert-manager's kinds are not served by the test server
+    for (const o of objs.filter((x) => RESOURCES[x.kind!])) {
       const group = o.apiVersion!.includes('/') ? `/apis/${o.apiVersion}` : `/api/${o.apiVersion}`
-      const res = {
-        ServiceAccount: 'serviceaccounts',
-        ClusterRole: 'clusterroles',
-        ClusterRoleBinding: 'clusterrolebindings',
-        Deployment: 'deployments',
-      }[o.kind as string]!
+      const res = RESOURCES[o.kind!]!
       const ns = o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : ''
       await admin.request({ method: 'POST', path: `${group}${ns}/${res}`, body: o })
     }

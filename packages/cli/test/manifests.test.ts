@@ -1,7 +1,7 @@
 // `statewright manifests`: the deployment of examples/backup-operator.ts from the module itself, with
-// no cluster and no kubeconfig (a fresh HOME): CRD-less operator -> ServiceAccount, ClusterRole (the
+// no cluster and no kubeconfig (a fresh HOME): its CRD (from the schema), ServiceAccount, ClusterRole (the
 // rules Manager.rbacRules() derives, which test/manifests.test.ts proves against a recorded run),
-// binding and Deployment; a module without a Manager is refused naming the export.
+// binding, webhook Service, certificate and configuration, and Deployment; a module without a Manager is refused naming the export.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { spawnSync } from 'node:child_process'
@@ -27,9 +27,19 @@ test('an operator module: ServiceAccount, ClusterRole, binding, Deployment, with
   const docs = parseAllDocuments(r.stdout).map((d) => d.toJS())
   assert.equal(
     docs.map((d) => d.kind),
-    ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Deployment'],
+    [
+      'CustomResourceDefinition',
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Service',
+      'Issuer',
+      'Certificate',
+      'ValidatingWebhookConfiguration',
+      'Deployment',
+    ],
   )
-  const role = docs[1]
+  const role = docs[2]
   assert.ok(
     role.rules.some((x: any) => x.resources[0] === 'backups/status' && x.verbs.join() === 'patch'),
     'the reconcile step writes status',
@@ -38,7 +48,7 @@ test('an operator module: ServiceAccount, ClusterRole, binding, Deployment, with
     role.rules.some((x: any) => x.resources[0] === 'leases'),
     '--leader-elect adds the Lease rules',
   )
-  const deploy = docs[3]
+  const deploy = docs[8]
   assert.is(deploy.metadata.namespace, 'ops')
   assert.is(deploy.spec.template.spec.containers[0].image, 'example.com/backup:1')
   assert.ok(deploy.spec.template.spec.containers[0].args.includes('--leader-elect'))

@@ -387,6 +387,7 @@ export class Manager {
         (!!this.options.leaderElection && this.options.leaderElection.preconditions !== false),
       crds: [...crds.values()],
       webhooks: this.webhookKinds,
+      installsCrds: (this.options.installCrds ?? []).length > 0,
     }
   }
 

@@ -35,6 +35,8 @@ export interface ManagerShape {
   /** Applies carry resourceVersion preconditions: the Target reads an object before its first write and after a 409. */
   preconditions: boolean
   crds: ReadonlyArray<KubeObject>
+  /** The Manager installs CRDs at start (installCrds): it reads and applies them. */
+  installsCrds?: boolean
   /** Kinds with admission webhooks (served by the Manager's webhook server). */
   webhooks?: ReadonlyArray<{ kind: KindRef<any>; validate: boolean; mutate: boolean }>
 }
@@ -77,7 +79,7 @@ export function rbacRules(m: ManagerShape): PolicyRule[] {
   allow('', 'events', 'create', 'patch')
   if (m.leaderElection) allow('coordination.k8s.io', 'leases', 'get', 'create', 'update')
   if (m.sharding) allow('coordination.k8s.io', 'leases', 'get', 'list', 'create', 'update', 'delete')
-  if (m.crds.length) allow('apiextensions.k8s.io', 'customresourcedefinitions', 'get', 'patch')
+  if (m.installsCrds) allow('apiextensions.k8s.io', 'customresourcedefinitions', 'get', 'patch')
   return [...rules]
     .map(([key, verbs]) => {
       const [group, resource] = key.split('\u0000') as [string, string]
