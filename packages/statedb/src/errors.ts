@@ -36,6 +36,7 @@
 //   ├─ TestServerError          testserver: src/errors.ts
 //   │  ├─ (itself)              'UnknownKind'     a control call names a kind the server does not serve
 //   │  ├─ (itself)              'Internal'        a broken invariant of the store (a bug)
+//   │  ├─ (itself)              'WebhookCall'     an admission webhook could not be called or answered garbage
 //   │  └─ StatusError           400, 404, 409...  what a handler answers: the HTTP status of its Status (a number); src/status.ts, not exported
 //   ├─ PrimaryError             primary: src/errors.ts
 //   │  └─ SyncError             'Sync'            a PrimaryController sync, or a write of its secondaries, failed (retried with backoff)
