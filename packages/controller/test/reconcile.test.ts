@@ -6,7 +6,7 @@
 // requeues with backoff) and kopf's handler outcomes (status written back, an exception retried).
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import type { KubeObject } from '@statewright/k8s'
+import { ConfigMap, type KubeObject } from '@statewright/k8s'
 import { Manager, createLogger, findCondition, conditionsOf, waitForConvergence } from '@statewright/controller'
 import { GADGET, createGadget, env, gadget, waitTable, type Env } from './helpers.ts'
 
@@ -181,6 +181,41 @@ test('requeueAfterMs runs fn again later without any change; a bad value is the 
     const ready = findCondition(conditionsOf(gadgetOf(e, 'bad')), 'Ready')!
     assert.is(ready.status, 'False')
     assert.match(ready.message, 'requeueAfterMs must be a non-negative number of ms, not -5')
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
+test('a built-in kind without status (readyCondition false): children applied, no /status request', async () => {
+  const e = await env()
+  const m = manager(e)
+  try {
+    m.reconcile({
+      for: ConfigMap,
+      readyCondition: false,
+      observedGeneration: false,
+      fn: (cm) =>
+        cm.metadata?.name === 'in'
+          ? {
+              children: {
+                apiVersion: 'v1',
+                kind: 'ConfigMap',
+                metadata: { name: 'out', namespace: 'default' },
+                data: { v: cm.data?.v ?? '' },
+              },
+            }
+          : {},
+    })
+    await e.cluster.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'in' }, data: { v: 'x' } },
+    })
+    await m.start()
+    await waitForConvergence(m, { timeout: 10_000 })
+    assert.is(e.server.control.get(CM, 'out', 'default').data.v, 'x')
+    assert.is(statusWrites(e), 0)
   } finally {
     await m.stop()
     await e.stop()

@@ -301,6 +301,8 @@ export class ReconcileStep<T extends object = KubeObject> {
     const liveStatus = (live.status ?? {}) as Record<string, unknown>
     const ownedNow = [...Object.keys(fields), ...conditions.map((c) => `condition:${c.type}`)].sort()
     const before = this.owned.get(r.key)
+    // nothing to own, nothing owned before: no write (a kind without a status subresource, readyCondition false)
+    if (ownedNow.length === 0 && (!before || before.fields.length === 0)) return
     const changed =
       !before ||
       before.uid !== r.uid ||
