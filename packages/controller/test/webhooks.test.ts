@@ -1,5 +1,5 @@
 // Admission webhooks end to end without a cluster: the Manager serves them over TLS, the test server
-// calls them from its admission pipeline as kube-apiserver does (rules, object and namespace
+// calls them from its admission pipeline as kube-apiserver does (CREATE, UPDATE and DELETE; rules, object and namespace
 // selectors, dry-run and sideEffects, failurePolicy, timeoutSeconds, garbage answers), and the write
 // is admitted, mutated or refused with kube-apiserver's words naming the webhook.
 // Follows controller-runtime's webhook server (pkg/webhook/admission: Denied is 403, an error 500,
@@ -59,6 +59,7 @@ async function withManager(fn: (e: Env, m: Manager) => Promise<void>) {
   m.webhook<KubeObject>({
     for: GADGET,
     validate: (g, ctx) => {
+      if (ctx.operation === 'DELETE') return g.metadata.labels?.protected === 'true' ? `${g.metadata.name} is protected` : undefined
       const size = Number((g.spec as any)?.size ?? 0)
       if ((g.spec as any)?.explode) throw new Error('the validator broke')
       if (size > 10) return `spec.size must be at most 10, not ${size}`
@@ -149,6 +150,23 @@ test('selectors and dry-run: objectSelector and namespaceSelector pick the objec
     )
     assert.is(fx.code, 400)
     assert.match(fx.message, 'admission webhook "fx.gadget.example.com" does not support dry run')
+  })
+})
+
+test('DELETE: a validating webhook gets the stored object and may refuse its deletion (dry runs too)', async () => {
+  await withManager(async (e, m) => {
+    await createGadget(e.cluster, gadget('keep', {}, { labels: { protected: 'true' } }))
+    await createGadget(e.cluster, gadget('free', {}))
+    const url = m.webhookUrl + webhookPath(GADGET, 'validate')
+    await configure(e, 'Validating', 'deletes', [hook('del.gadget.example.com', url, { rules: [{ ...RULES[0], operations: ['DELETE'] }] })])
+    const path = '/apis/example.com/v1/namespaces/default/gadgets'
+    const kept = await refused(e.cluster.request({ method: 'DELETE', path: `${path}/keep` }))
+    assert.is(kept.code, 403)
+    assert.match(kept.message, 'admission webhook "del.gadget.example.com" denied the request: keep is protected')
+    assert.ok(e.server.control.get(GADGET, 'keep', 'default'), 'still there')
+    await refused(e.cluster.request({ method: 'DELETE', path: `${path}/keep`, query: { dryRun: 'All' } }))
+    await e.cluster.request({ method: 'DELETE', path: `${path}/free` })
+    assert.is(e.server.control.get(GADGET, 'free', 'default'), undefined)
   })
 })
 

@@ -35,7 +35,7 @@ import { makeMatcher } from './selectors.ts'
 import { checkDryRun, checkFieldValidation, checkListOptions, type OptionsKind } from './options.ts'
 import { warningHeader } from './admission.ts'
 import { installCrdAdmission } from './crd-admission.ts'
-import { installWebhookAdmission } from './webhooks.ts'
+import { admitDelete, installWebhookAdmission, type WebhookSource } from './webhooks.ts'
 import { NS_TYPE_KEY } from './namespaces.ts'
 import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
@@ -126,6 +126,8 @@ export class TestServer {
   private tmpDir: string | undefined
   private readonly opts: TestServerOptions
   logLimit = 100_000
+  /** What the admission webhooks read (webhooks.ts). */
+  private readonly webhookSource: WebhookSource
 
   constructor(opts: TestServerOptions = {}) {
     checkOptions(opts)
@@ -140,10 +142,8 @@ export class TestServer {
     this.objects.pipeline.validating.push(builtinValidationStep)
     installCrdAdmission(this.objects.pipeline)
     // webhooks after the built-in and schema steps, as kube-apiserver's admission chain runs them
-    installWebhookAdmission(this.objects.pipeline, {
-      store: this.store,
-      namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels,
-    })
+    this.webhookSource = { store: this.store, namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels }
+    installWebhookAdmission(this.objects.pipeline, this.webhookSource)
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)
@@ -444,6 +444,8 @@ export class TestServer {
         const dry = dryRun || checkDryRun('DeleteOptions', Array.isArray(body?.dryRun) ? body.dryRun[0] : undefined)
         const graceRaw = body?.gracePeriodSeconds ?? q.gracePeriodSeconds
         const grace = graceRaw === undefined ? undefined : Number(graceRaw)
+        const stored = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name)
+        if (stored) await admitDelete(this.webhookSource, t, stored, dry)
         return ok(
           this.objects.delete(t, ns, r.name, {
             preconditions: pre,

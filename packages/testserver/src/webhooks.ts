@@ -16,10 +16,13 @@
 //   matching webhook makes it fail with 400, as the real server does.
 // - Webhook configurations themselves are never sent to webhooks (a broken webhook cannot lock its
 //   own configuration). Only clientConfig.url is called: a Service reference is a call failure.
-// - Only CREATE and UPDATE reach the pipeline (DELETE has no admission here yet).
+// - CREATE and UPDATE go through the write pipeline; a DELETE of one object is admitted before it by
+//   admitDelete (validating webhooks only: object null, oldObject the stored one); a deletecollection
+//   and the garbage collector's deletes are not sent to webhooks.
 import { request } from 'node:https'
 import { randomUUID } from 'node:crypto'
 import type { AdmissionRequest, WritePipeline } from './admission.ts'
+import type { ResourceType } from './resources.ts'
 import { StatusError, internalError } from './status.ts'
 import { TestServerError } from './errors.ts'
 
@@ -62,7 +65,16 @@ export function installWebhookAdmission(p: WritePipeline, src: WebhookSource): v
   p.validating.push((req) => run(req, src, VALIDATING, false))
 }
 
-function run(req: AdmissionRequest, src: WebhookSource, storageKey: string, mutating: boolean): void | Promise<void> {
+/** An admission request of any operation (the write pipeline's are CREATE and UPDATE). */
+type WebhookRequest = Omit<AdmissionRequest, 'operation'> & { operation: AdmissionRequest['operation'] | 'DELETE' }
+
+/** Admits the DELETE of `oldObject` (the stored object): the matching validating webhooks, in order. */
+export function admitDelete(src: WebhookSource, type: ResourceType, oldObject: any, dryRun: boolean): void | Promise<void> {
+  const req: WebhookRequest = { type, operation: 'DELETE', object: undefined, oldObject, dryRun, fieldValidation: 'Ignore', warnings: [] }
+  return run(req, src, VALIDATING, false)
+}
+
+function run(req: WebhookRequest, src: WebhookSource, storageKey: string, mutating: boolean): void | Promise<void> {
   if (req.type.group === GROUP && req.type.resource.endsWith('webhookconfigurations')) return
   if (!src.store.has(storageKey)) return
   const hooks: Webhook[] = []
@@ -74,7 +86,7 @@ function run(req: AdmissionRequest, src: WebhookSource, storageKey: string, muta
   })()
 }
 
-function matches(w: Webhook, req: AdmissionRequest, src: WebhookSource): boolean {
+function matches(w: Webhook, req: WebhookRequest, src: WebhookSource): boolean {
   const t = req.type
   const resource = req.subresource ? `${t.resource}/${req.subresource}` : t.resource
   const any = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === '*' || x === v)
@@ -96,7 +108,7 @@ function matches(w: Webhook, req: AdmissionRequest, src: WebhookSource): boolean
   return true
 }
 
-async function call(w: Webhook, req: AdmissionRequest, mutating: boolean): Promise<void> {
+async function call(w: Webhook, req: WebhookRequest, mutating: boolean): Promise<void> {
   if (req.dryRun && w.sideEffects !== 'None' && w.sideEffects !== 'NoneOnDryRun')
     throw new StatusError(400, 'BadRequest', `admission webhook "${w.name}" does not support dry run`)
   const t = req.type
@@ -115,10 +127,10 @@ async function call(w: Webhook, req: AdmissionRequest, mutating: boolean): Promi
       ...(t.namespaced ? { namespace: req.object?.metadata?.namespace } : {}),
       operation: req.operation,
       userInfo: { username: 'system:admin', groups: ['system:masters', 'system:authenticated'] },
-      object: req.object,
+      object: req.object ?? null,
       oldObject: req.oldObject ?? null,
       dryRun: req.dryRun,
-      options: { apiVersion: 'meta.k8s.io/v1', kind: req.operation === 'CREATE' ? 'CreateOptions' : 'UpdateOptions' },
+      options: { apiVersion: 'meta.k8s.io/v1', kind: `${req.operation[0]}${req.operation.slice(1).toLowerCase()}Options` },
     },
   }
   let response: any
