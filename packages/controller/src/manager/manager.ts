@@ -15,7 +15,9 @@
 //   with leader election the leader's term (applies, deletes, prunes, finalizers, status writes),
 //   with sharding the term of the object's shard; a write goes on the wire only while its term is
 //   valid and is cut off when it ends.
-// This file: the Manager's registration of parts and its lifecycle; the parts' wiring is beside it.
+// This file: the Manager's registration of parts and its lifecycle; the parts' wiring is beside it
+// (reconcilestep.ts, flags.ts, manifests.ts, ../webhooks, ../crd). It is longer than a file should
+// be because each public method of the one Manager class is here; their machinery is not.
 import { ConfigError, UsageError } from '../errors.ts'
 import { DB, Table } from '@statewright/statedb'
 import { loadOptionalPeer, type Reconciler, type PromRegistry } from '@statewright/reconciler'
@@ -41,7 +43,7 @@ import {
 } from '@statewright/k8s'
 import { Derivation } from '../derive/derivation.ts'
 import type { Finalizer } from '../finalizers.ts'
-import { ManagerServer } from '../http.ts'
+import { ManagerServer, type HttpSources } from '../http.ts'
 import type { NamedGraph } from '@statewright/statedb'
 import { createLogger, type Logger } from '../logging.ts'
 import { ControllerMetrics } from '../metrics.ts'
@@ -65,7 +67,7 @@ import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
 import { installCrd } from '../crd/install.ts'
 import { WebhookServer, type WebhookOptions } from '../webhooks/server.ts'
-import { manifests, rbacRules, type ManagerShape, type ManifestOptions, type PolicyRule } from './manifests.ts'
+import { manifests, rbacRules, shapeOf, type ManagerShape, type ManifestOptions, type PolicyRule } from './manifests.ts'
 import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
 import type { ParseArgsConfig } from 'node:util'
 import { byName, newDriftWatcher, newReflector, ownedTableName, plural } from './watch.ts'
@@ -179,20 +181,20 @@ export class Manager {
       })
     }
     this.webhookServer = new WebhookServer(o.webhooks ?? {}, this.logger.child({ part: 'webhooks' }))
-    if (o.probes) {
-      this.probeServer = new ManagerServer(
-        { probesWithoutToken: true, ...o.probes, probesOnly: true },
-        {
-          db: this.db,
-          registry: undefined,
-          live: () => this.state === 'running' || this.state === 'starting',
-          ready: () => this.readiness(),
-          status: () => ({}),
-          reconcilers: () => [],
-          graphs: () => [],
-          onError: (err, path) => this.logger.error({ err, path }, 'http: answering a probe failed'),
-        },
-      )
+    // the probes alone on their own address (--health-probe-bind-address), without the token
+    if (o.probes) this.probeServer = new ManagerServer({ probesWithoutToken: true, ...o.probes, probesOnly: true }, this.probeSources())
+  }
+
+  private probeSources(): HttpSources {
+    return {
+      db: this.db,
+      registry: undefined,
+      live: () => this.state === 'running' || this.state === 'starting',
+      ready: () => this.readiness(),
+      status: () => ({}),
+      reconcilers: () => [],
+      graphs: () => [],
+      onError: (err, path) => this.logger.error({ err, path }, 'http: answering a probe failed'),
     }
   }
 
@@ -367,28 +369,16 @@ export class Manager {
   }
 
   private shape(): ManagerShape {
-    const kindOf = (t: Table<any>) => [...this.watched.values()].find((w) => w.table === t)?.kind
-    const crds = new Map<string, KubeObject>()
-    for (const k of [...(this.options.installCrds ?? []), ...[...this.watched.values()].map((w) => w.kind as { crd?: KubeObject })])
-      if (k.crd) crds.set(String(k.crd.metadata.name), k.crd)
-    return {
-      name: this.name,
-      watched: [...this.watched.values()].map((w) => w.kind),
-      owned: [...this.owned.values()],
-      statusWritten: this.statusTables.map(kindOf).filter((k): k is KindRef => !!k),
-      finalized: this.finalizedTables.flatMap((f) => {
-        const kind = kindOf(f.table)
-        return kind ? [{ kind, condition: f.condition }] : []
-      }),
-      leaderElection: !!this.options.leaderElection,
-      sharding: !!this.options.sharding,
-      preconditions:
-        (!!this.options.sharding && this.options.sharding.preconditions !== false) ||
-        (!!this.options.leaderElection && this.options.leaderElection.preconditions !== false),
-      crds: [...crds.values()],
-      webhooks: this.webhookKinds,
-      installsCrds: (this.options.installCrds ?? []).length > 0,
-    }
+    const { name, options, watched, owned, statusTables, finalizedTables, webhookKinds } = this
+    return shapeOf({
+      name,
+      options,
+      watched: [...watched.values()],
+      owned: [...owned.values()],
+      statusTables,
+      finalizedTables,
+      webhookKinds,
+    })
   }
 
   /**

@@ -12,6 +12,8 @@
 //   updates its Lease; sharding also lists and deletes member Leases; installCrds gets and patches CRDs.
 // - A kind's resource is its ResourceRef's, else the lower-case plural the Manager names tables by.
 import type { KindRef, KubeObject } from '@statewright/k8s'
+import type { Table } from '@statewright/statedb'
+import type { ManagerOptions } from './options.ts'
 
 import { plural } from './watch.ts'
 import { webhookPath } from '../webhooks/server.ts'
@@ -39,6 +41,39 @@ export interface ManagerShape {
   installsCrds?: boolean
   /** Kinds with admission webhooks (served by the Manager's webhook server). */
   webhooks?: ReadonlyArray<{ kind: KindRef<any>; validate: boolean; mutate: boolean }>
+}
+
+/** A Manager's shape from its registrations (the tables of reconcile steps and finalizers by their watched kind). */
+export function shapeOf(p: {
+  name: string
+  options: ManagerOptions
+  watched: ReadonlyArray<{ kind: KindRef<any>; table: Table<any> }>
+  owned: ReadonlyArray<KindRef<any>>
+  statusTables: ReadonlyArray<Table<any>>
+  finalizedTables: ReadonlyArray<{ table: Table<any>; condition: boolean }>
+  webhookKinds: NonNullable<ManagerShape['webhooks']>
+}): ManagerShape {
+  const o = p.options
+  const kindOf = (t: Table<any>) => p.watched.find((w) => w.table === t)?.kind
+  const crds = new Map<string, KubeObject>()
+  for (const k of [...(o.installCrds ?? []), ...p.watched.map((w) => w.kind as { crd?: KubeObject })])
+    if (k.crd) crds.set(String(k.crd.metadata.name), k.crd)
+  return {
+    name: p.name,
+    watched: p.watched.map((w) => w.kind),
+    owned: p.owned,
+    statusWritten: p.statusTables.map(kindOf).filter((k): k is KindRef<any> => !!k),
+    finalized: p.finalizedTables.flatMap((f) => {
+      const kind = kindOf(f.table)
+      return kind ? [{ kind, condition: f.condition }] : []
+    }),
+    leaderElection: !!o.leaderElection,
+    sharding: !!o.sharding,
+    preconditions: (!!o.sharding && o.sharding.preconditions !== false) || (!!o.leaderElection && o.leaderElection.preconditions !== false),
+    crds: [...crds.values()],
+    webhooks: p.webhookKinds,
+    installsCrds: (o.installCrds ?? []).length > 0,
+  }
 }
 
 export interface ManifestOptions {
