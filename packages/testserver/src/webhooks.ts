@@ -17,6 +17,7 @@
 // - Webhook configurations themselves are never sent to webhooks (a broken webhook cannot lock its
 //   own configuration). Only clientConfig.url is called: a Service reference is a call failure.
 // - Only CREATE and UPDATE reach the pipeline (DELETE has no admission here yet).
+import { TestServerError } from './errors.ts'
 import { request } from 'node:https'
 import { randomUUID } from 'node:crypto'
 import type { AdmissionRequest, WritePipeline } from './admission.ts'
@@ -24,6 +25,14 @@ import { StatusError, internalError } from './status.ts'
 import { labelSelectorMatches } from './selectors.ts'
 import { jsonPatch } from './patch.ts'
 import type { Store } from './store.ts'
+
+/** A webhook call that failed (no answer, not an AdmissionReview): turned into the 500 a real server answers. */
+class WebhookCallError extends TestServerError {
+  override name = 'WebhookCallError'
+  constructor(message: string) {
+    super(message, 'Internal')
+  }
+}
 
 const GROUP = 'admissionregistration.k8s.io'
 const MUTATING = `${GROUP}/mutatingwebhookconfigurations`
@@ -122,9 +131,9 @@ async function call(w: Webhook, req: AdmissionRequest, mutating: boolean): Promi
   try {
     response = await post(w, review)
     if (response?.apiVersion !== 'admission.k8s.io/v1' || response?.kind !== 'AdmissionReview' || typeof response.response !== 'object')
-      throw new Error('the answer is not an admission.k8s.io/v1 AdmissionReview')
-    if (response.response.uid !== uid) throw new Error(`the answer's response.uid is not the request's (${uid})`)
-    if (typeof response.response.allowed !== 'boolean') throw new Error('the answer has no response.allowed')
+      throw new WebhookCallError('the answer is not an admission.k8s.io/v1 AdmissionReview')
+    if (response.response.uid !== uid) throw new WebhookCallError(`the answer's response.uid is not the request's (${uid})`)
+    if (typeof response.response.allowed !== 'boolean') throw new WebhookCallError('the answer has no response.allowed')
   } catch (err) {
     if (w.failurePolicy === 'Ignore') return
     throw internalError(`failed calling webhook "${w.name}": ${(err as Error).message}`)
@@ -151,10 +160,10 @@ function post(w: Webhook, body: unknown): Promise<any> {
   const url = w.clientConfig?.url
   if (!url) {
     const s = w.clientConfig?.service
-    return Promise.reject(new Error(`the test server calls clientConfig.url only, not Service ${s?.namespace}/${s?.name}`))
+    return Promise.reject(new WebhookCallError(`the test server calls clientConfig.url only, not Service ${s?.namespace}/${s?.name}`))
   }
   const u = new URL(url)
-  if (u.protocol !== 'https:') return Promise.reject(new Error(`${url}: a webhook is called over https`))
+  if (u.protocol !== 'https:') return Promise.reject(new WebhookCallError(`${url}: a webhook is called over https`))
   const ca = w.clientConfig?.caBundle ? Buffer.from(w.clientConfig.caBundle, 'base64').toString('utf8') : undefined
   const timeoutMs = Math.min(Math.max(w.timeoutSeconds ?? 10, 1), 30) * 1000
   const data = JSON.stringify(body)
@@ -172,18 +181,20 @@ function post(w: Webhook, body: unknown): Promise<any> {
         res.on('data', (c: Buffer) => chunks.push(c))
         res.on('error', reject)
         res.on('end', () => {
-          if (res.statusCode !== 200) return reject(new Error(`the webhook answered HTTP ${res.statusCode}`))
+          if (res.statusCode !== 200) return reject(new WebhookCallError(`the webhook answered HTTP ${res.statusCode}`))
           try {
             resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')))
           } catch {
-            reject(new Error('the answer is not JSON'))
+            reject(new WebhookCallError('the answer is not JSON'))
           }
         })
       },
     )
     r.on('error', (e: Error) =>
       reject(
-        e.name === 'AbortError' || e.name === 'TimeoutError' ? new Error(`no answer within ${timeoutMs / 1000} s (timeoutSeconds)`) : e,
+        e.name === 'AbortError' || e.name === 'TimeoutError'
+          ? new WebhookCallError(`no answer within ${timeoutMs / 1000} s (timeoutSeconds)`)
+          : e,
       ),
     )
     r.end(data)
