@@ -11,6 +11,7 @@
 //   (the CRD must say so: x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [type]).
 import { ConfigError, InvalidObjectError } from './errors.ts'
 import {
+  NOT_LEADING,
   objectPath,
   resolveKind,
   describe,
@@ -124,10 +125,11 @@ export interface StatusWriterOptions {
   /** Take fields over from other managers (default true, as controllers do for their own status). */
   force?: boolean
   /**
-   * The lease term each write is made under (a leader-elected Manager passes its term): asked right
-   * before each write, which is sent only while the term is valid (k8s's WriteFence).
+   * The lease term each write is made under (a leader-elected Manager passes its term; a sharded one
+   * the term of the object's shard): asked right before each write, with the object, which is sent
+   * only while the term is valid (k8s's WriteFence); null: not ours to write (refused).
    */
-  fence?: () => WriteFence | null | undefined
+  fence?: (obj: KubeObject) => WriteFence | null | undefined
 }
 
 export interface StatusPatch {
@@ -156,7 +158,7 @@ export class StatusWriter {
     this.fence = opts.fence
   }
 
-  private readonly fence: (() => WriteFence | null | undefined) | undefined
+  private readonly fence: ((obj: KubeObject) => WriteFence | null | undefined) | undefined
 
   /**
    * Applies `status` to `obj` (the freshest copy you have: lastTransitionTime is kept from its
@@ -191,6 +193,7 @@ export class StatusWriter {
         }
       })
     }
+    const fence = this.fence?.(obj)
     return this.cluster.request({
       method: 'PATCH',
       path: `${objectPath(ref, name, namespace)}/status`,
@@ -199,7 +202,8 @@ export class StatusWriter {
       contentType: 'application/apply-patch+yaml',
       what,
       ...(opts.signal ? { signal: opts.signal } : {}),
-      ...fenceOption(this.fence),
+      // null: not ours to write, refused as a term that is over would be
+      ...(fence === undefined ? {} : { fence: fence ?? NOT_LEADING }),
     })
   }
 }

@@ -5,6 +5,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { setCondition, findCondition, isConditionTrue, conditionsOf, StatusWriter, type Condition } from '@statewright/controller'
 import { env, gadget, createGadget, GADGET, type Env } from './helpers.ts'
+import { FencedError, type WriteFence } from '@statewright/k8s'
 
 const t0 = new Date('2024-01-01T00:00:00.123Z')
 const t1 = new Date('2024-01-01T00:05:00Z')
@@ -140,6 +141,42 @@ test('StatusWriter refuses duplicate condition types and objects without a name,
       assert.match(err.message, 'Gadget.example.com default/?: status needs an object with apiVersion, kind and metadata.name'),
   )
   assert.throws(() => new StatusWriter({ cluster: e.cluster, fieldManager: '' }), /fieldManager must be a non-empty string/)
+})
+
+test('StatusWriter asks its fence with the object: a write whose term is over, or not ours (null), is refused and nothing is sent', async () => {
+  const created = await createGadget(e.cluster, gadget('g-fenced', { size: 1 }))
+  const asked: string[] = []
+  let valid = true
+  const term: WriteFence = {
+    lease: 'shard-3',
+    transitions: 1,
+    signal: new AbortController().signal,
+    valid: () => valid,
+    validUntil: () => Date.now() + 60_000,
+  }
+  const w = new StatusWriter({
+    cluster: e.cluster,
+    fieldManager: 'fenced',
+    fence: (obj) => {
+      asked.push(String(obj.metadata.name))
+      return obj.metadata.name === 'g-fenced' ? term : null
+    },
+  })
+  await w.apply(created, { phase: 'A' })
+  assert.equal(asked, ['g-fenced'])
+  valid = false
+  const refused = await w.apply(created, { phase: 'B' }).then(
+    () => undefined,
+    (err: Error) => err,
+  )
+  assert.instance(refused, FencedError)
+  const other = await w.apply({ ...created, metadata: { ...created.metadata, name: 'g-other' } }, { phase: 'C' }).then(
+    () => undefined,
+    (err: Error) => err,
+  )
+  assert.instance(other, FencedError, 'null: not ours to write')
+  const live = await e.cluster.request<any>({ path: `/apis/${GADGET.apiVersion}/namespaces/default/gadgets/g-fenced` })
+  assert.is(live.status?.phase, 'A', 'the refused write was not sent')
 })
 
 test.run()

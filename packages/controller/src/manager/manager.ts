@@ -308,7 +308,7 @@ export class Manager {
       readyCondition: o.readyCondition ?? 'Ready',
       observedGeneration: o.observedGeneration ?? true,
       ownerReferences: o.ownerReferences ?? true,
-      writer: new StatusWriter({ cluster: this.cluster, fieldManager: this.name, fence: () => this.writeFence() }),
+      writer: new StatusWriter({ cluster: this.cluster, fieldManager: this.name, fence: (obj) => this.primaryFence(obj) }),
       events: this.events,
       retry: this.options.retry,
       logger: this.logger.child({ reconcile: name }),
@@ -619,6 +619,17 @@ export class Manager {
     const shard = shardLabelOf(obj)
     const term = this.held.has(shard) ? this.shardLeases?.termOfShard(shard) : undefined
     return term ?? null
+  }
+
+  /**
+   * The fence of a write about a primary (its status): its shard's term when sharded (null, refused,
+   * once the shard is not held), else the leader's.
+   */
+  private primaryFence(obj: KubeObject): WriteFence | null | undefined {
+    const sh = this.options.sharding
+    if (!sh) return this.writeFence()
+    const shard = shardOfInput(obj, sh.shards)
+    return (this.held.has(shard) ? this.shardLeases?.termOfShard(shard) : undefined) ?? null
   }
 
   /** The resourceVersion an owned object was last observed with (its owned-kind table), for preconditions. */
