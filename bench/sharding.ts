@@ -13,54 +13,19 @@
 // On this 2-core machine replicas share two cores: convergence cannot speed up with more replicas;
 // what the figures show is that it does not slow down (no shard lost or held idle) and that each
 // replica's cache and memory shrink with its share.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { Socket } from 'node:net'
-import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
 import { median, type Result, type RunOptions } from './lib/index.ts'
+import { loadEveryCore, spawnJsonLines, type JsonLineChild } from '../test/lib/child.ts'
 
 const REPLICA = fileURLToPath(new URL('./lib/sharding-replica.ts', import.meta.url))
 const ITEM = { group: 'demo.statewright.io', version: 'v1', resource: 'items', kind: 'Item' }
 const SHARDS = 32
 
-interface Replica {
-  id: string
-  child: ChildProcess
-  lines: Array<Record<string, any>>
-  exited: boolean
-}
-
-function startReplica(id: string, kubeconfig: string, cachePerShard: boolean): Replica {
-  const child = spawn(
-    process.execPath,
-    [
-      '--expose-gc',
-      '--conditions=@statewright/source',
-      '--import',
-      'tsx',
-      REPLICA,
-      JSON.stringify({ kubeconfig, identity: id, shards: SHARDS, cachePerShard }),
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  )
-  const r: Replica = { id, child, lines: [], exited: false }
-  let buf = ''
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString()
-    for (let i; (i = buf.indexOf('\n')) >= 0;) {
-      const line = buf.slice(0, i)
-      buf = buf.slice(i + 1)
-      try {
-        r.lines.push(JSON.parse(line))
-      } catch {
-        /* not a line of ours */
-      }
-    }
-  })
-  child.on('exit', () => (r.exited = true))
-  return r
+function startReplica(id: string, kubeconfig: string, cachePerShard: boolean): JsonLineChild {
+  return spawnJsonLines(id, REPLICA, { kubeconfig, identity: id, shards: SHARDS, cachePerShard }, ['--expose-gc'])
 }
 
 async function until(cond: () => boolean, what: string, ms: number): Promise<void> {
@@ -82,7 +47,7 @@ interface Round {
 async function round(replicas: number, items: number, idleMs: number, cachePerShard: boolean): Promise<Round> {
   const server = await startTestServer({ kinds: [ITEM] })
   const admin = new Cluster({ kubeconfig: server.kubeconfig, qps: 0, userAgent: 'bench-admin' })
-  const procs: Replica[] = []
+  const procs: JsonLineChild[] = []
   try {
     for (let i = 0; i < replicas; i++) procs.push(startReplica(`r${i}`, server.kubeconfig, cachePerShard))
     await until(() => procs.every((p) => p.lines.some((l) => l.ev === 'ready')), `${replicas} replicas ready`, 120_000)
@@ -162,9 +127,7 @@ async function round(replicas: number, items: number, idleMs: number, cachePerSh
 async function fenceToWire(writes: number): Promise<number[]> {
   const server = await startTestServer({})
   const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0, userAgent: 'bench-fence' })
-  const load = Array.from({ length: Math.max(2, availableParallelism()) }, () =>
-    spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }),
-  )
+  const unload = loadEveryCore()
   const original = Socket.prototype.write
   let checkedAt: number | undefined
   const gaps: number[] = []
@@ -204,7 +167,7 @@ async function fenceToWire(writes: number): Promise<number[]> {
     return gaps.slice(1) // the first one opened the connection
   } finally {
     Socket.prototype.write = original
-    for (const l of load) l.kill('SIGKILL')
+    unload()
     await cluster.close()
     await server.stop()
   }

@@ -11,12 +11,11 @@
 // - no ConfigMap ever goes back to an older value, and each ends at its Item's last value.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
+import { loadEveryCore, spawnJsonLines, type JsonLineChild } from '../../../test/lib/child.ts'
 
 const CHILD = fileURLToPath(new URL('./fencing-child.ts', import.meta.url))
 const TIMING = { leaseDurationMs: 2400, renewDeadlineMs: 1600, retryPeriodMs: 300 }
@@ -26,42 +25,16 @@ const ITEM = { group: 'demo.statewright.io', version: 'v1', resource: 'items', k
 
 type Mode = 'sharded' | 'leader'
 
-interface Proc {
-  id: string
-  child: ChildProcess
-  lines: any[]
-  exited: boolean
-}
-
-function start(id: string, kubeconfig: string, mode: Mode, extra: Record<string, unknown> = {}): Proc {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=@statewright/source',
-      '--import',
-      'tsx',
-      CHILD,
-      JSON.stringify({ kubeconfig, identity: id, mode, shards: SHARDS, ...TIMING, busyMs: TIMING.renewDeadlineMs * 2.5, ...extra }),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  const p: Proc = { id, child, lines: [], exited: false }
-  let buf = ''
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString()
-    for (let i; (i = buf.indexOf('\n')) >= 0;) {
-      const line = buf.slice(0, i)
-      buf = buf.slice(i + 1)
-      try {
-        p.lines.push(JSON.parse(line))
-      } catch {
-        /* not ours */
-      }
-    }
+function start(id: string, kubeconfig: string, mode: Mode, extra: Record<string, unknown> = {}): JsonLineChild {
+  return spawnJsonLines(id, CHILD, {
+    kubeconfig,
+    identity: id,
+    mode,
+    shards: SHARDS,
+    ...TIMING,
+    busyMs: TIMING.renewDeadlineMs * 2.5,
+    ...extra,
   })
-  child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${id}] ${d}`))
-  child.on('exit', () => (p.exited = true))
-  return p
 }
 
 /** Every version of a kind, as a watch delivers them, with the time each arrived here. */
@@ -102,8 +75,8 @@ for (const mode of (process.env.FENCE_MODE ? [process.env.FENCE_MODE] : ['sharde
     const stop = new AbortController()
     const leases: Array<{ rv: number; at: number; obj: any }> = []
     const cms: Array<{ rv: number; at: number; obj: any }> = []
-    const load: ChildProcess[] = []
-    const procs: Proc[] = []
+    let unload = () => {}
+    const procs: JsonLineChild[] = []
     const n = new Map<string, number>()
     try {
       await record(admin, '/apis/coordination.k8s.io/v1/namespaces/default/leases', leases, stop.signal)
@@ -117,8 +90,7 @@ for (const mode of (process.env.FENCE_MODE ? [process.env.FENCE_MODE] : ['sharde
         n.set(`i${i}`, 0)
       }
       // the test loads the machine: one busy process per core
-      for (let c = 0; c < Math.max(2, availableParallelism()); c++)
-        load.push(spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }))
+      unload = loadEveryCore()
       procs.push(
         start('r0', server.kubeconfig, mode),
         start('r1', server.kubeconfig, mode, { stopAfterCheck: 2 }),
@@ -174,7 +146,7 @@ for (const mode of (process.env.FENCE_MODE ? [process.env.FENCE_MODE] : ['sharde
       }
       offDelay?.()
       clearInterval(watchStops)
-      for (const l of load) l.kill('SIGKILL')
+      unload()
       if (stateOf(r1.child.pid!) === 'T') r1.child.kill('SIGCONT')
 
       // converged: every ConfigMap has its Item's last value
@@ -243,7 +215,7 @@ for (const mode of (process.env.FENCE_MODE ? [process.env.FENCE_MODE] : ['sharde
       void fenced
     } finally {
       stop.abort()
-      for (const l of load) l.kill('SIGKILL')
+      unload()
       for (const p of procs) {
         p.child.kill('SIGCONT')
         p.child.kill('SIGTERM')

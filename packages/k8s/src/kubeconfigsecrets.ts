@@ -13,10 +13,9 @@ import { DB, Table, defineIndex, type ChangeIterator } from '@statewright/stated
 import { logTo, type Logger } from '@statewright/reconciler'
 import { Reflector } from './reflector.ts'
 import { ConfigError } from './errors.ts'
-import { Kubeconfig } from './kubeconfig.ts'
 import { namespacedName, type KubeObject } from './gvk.ts'
 import type { Cluster } from './cluster.ts'
-import type { ClusterDefaults, ClusterRegistry } from './registry.ts'
+import { kubeconfigInSecret, type ClusterDefaults, type ClusterRegistry } from './registry.ts'
 
 export interface KubeconfigSecretsOptions {
   /** Where the Secrets are (the management cluster). */
@@ -34,7 +33,6 @@ export interface KubeconfigSecretsOptions {
   logger?: Logger
 }
 
-const KEYS = ['value', 'value.yaml', 'kubeconfig']
 const byName = defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true })
 
 export class KubeconfigSecrets {
@@ -100,16 +98,19 @@ export class KubeconfigSecrets {
 
   private put(key: string, secret: KubeObject): void {
     const o = this.options
-    const data: Record<string, string> = (secret as { data?: Record<string, string> }).data ?? {}
-    const dataKey = o.key ?? KEYS.find((k) => data[k] !== undefined)
     const name = o.nameOf ? o.nameOf(secret) : String(secret.metadata.name)
     const what = `Secret ${key}`
-    if (!dataKey || data[dataKey] === undefined) {
-      this.log(new ConfigError(`${what} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`), name)
+    // parse first: a broken kubeconfig leaves the cluster on its last good credentials
+    let text: string
+    try {
+      const found = kubeconfigInSecret(what, (secret as { data?: Record<string, string> }).data ?? {}, o.key)
+      if (!found.kubeconfig.getCurrentCluster()) throw new ConfigError(`${what}: its kubeconfig's current context names no cluster`)
+      text = found.text
+    } catch (err) {
+      this.log(err as Error, name)
       return
     }
-    const yaml = Buffer.from(data[dataKey], 'base64').toString('utf8')
-    const digest = createHash('sha256').update(yaml).digest('hex')
+    const digest = createHash('sha256').update(text).digest('hex')
     const had = this.added.get(key)
     if (had && had.digest === digest && had.name === name) return
     const registry = o.registry
@@ -117,18 +118,9 @@ export class KubeconfigSecrets {
       this.log(new ConfigError(`${what}: cluster "${name}" is already registered by someone else; not replaced`), name)
       return
     }
-    // parse first: a broken kubeconfig leaves the cluster on its last good credentials
-    try {
-      const kc = Kubeconfig.fromString(yaml)
-      if (!kc.getCurrentCluster()) throw new ConfigError('its current context names no cluster')
-    } catch (err) {
-      const why = String((err as Error)?.message ?? err).split('\n')[0]
-      this.log(new ConfigError(`${what}: key "${dataKey}" is not a valid kubeconfig: ${why}`), name)
-      return
-    }
     if (had) void registry.remove(had.name)
     try {
-      registry.addKubeconfig(name, yaml, o.defaults ?? {})
+      registry.addKubeconfig(name, text, o.defaults ?? {})
       this.added.set(key, { name, digest })
     } catch (err) {
       this.added.delete(key)

@@ -190,9 +190,7 @@ export class WatchOnDemand {
 
   /** The owners using a {cluster, kind} cache. */
   usersOf(cache: { cluster: string; apiVersion: string; kind: string }): string[] {
-    const out = new Set<string>()
-    for (const os of this.owners.get(cacheKeyOf(cache))?.values() ?? []) for (const o of os.keys()) out.add(o)
-    return [...out].sort()
+    return this.usersWithTargets(cacheKeyOf(cache)).owners
   }
 
   /** The targets an owner watches. */
@@ -402,10 +400,7 @@ export class WatchOnDemand {
     if (e.type === 'removed') {
       for (const c of [...this.caches.values()]) {
         if (c.cluster !== e.name) continue
-        this.caches.delete(c.key)
-        const p = this.stopCache(c)
-        this.stopping.add(p)
-        void p.finally(() => this.stopping.delete(p))
+        this.retire(c)
         this.cacheEvent(c, 'closed', `cluster ${e.name} was removed from the registry`)
       }
       return
@@ -427,12 +422,17 @@ export class WatchOnDemand {
       cache.gc = undefined
       cache.stopsAt = undefined
       if (cache.refs > 0 || this.caches.get(cache.key) !== cache) return
-      this.caches.delete(cache.key)
-      const p = this.stopCache(cache)
-      this.stopping.add(p)
-      void p.finally(() => this.stopping.delete(p))
+      this.retire(cache)
       this.cacheEvent(cache, 'stopped')
     }, this.graceMs)
+  }
+
+  /** Takes a cache out of use and stops it (stop() waits for that). */
+  private retire(c: Cache): void {
+    this.caches.delete(c.key)
+    const p = this.stopCache(c)
+    this.stopping.add(p)
+    void p.finally(() => this.stopping.delete(p))
   }
 
   private stopCache(c: Cache): Promise<void> {

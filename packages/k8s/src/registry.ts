@@ -23,6 +23,23 @@ export interface SecretRef {
 
 const SECRET_KEYS = ['value', 'value.yaml', 'kubeconfig']
 
+/**
+ * The kubeconfig a Secret's data holds (under `key`, else the first of "value", "value.yaml",
+ * "kubeconfig"), parsed. Throws a ConfigError naming the Secret (`what`) when there is none or it does
+ * not parse; YAML errors quote the lines around the fault (tokens, keys), so only the first line of one is kept.
+ */
+export function kubeconfigInSecret(what: string, data: Record<string, string>, key?: string): { text: string; kubeconfig: Kubeconfig } {
+  const k = key ?? SECRET_KEYS.find((n) => data[n] !== undefined)
+  if (!k || data[k] === undefined) throw new ConfigError(`${what} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`)
+  const text = Buffer.from(data[k], 'base64').toString('utf8')
+  try {
+    return { text, kubeconfig: Kubeconfig.fromString(text) }
+  } catch (err) {
+    const why = String((err as Error)?.message ?? err).split('\n')[0]
+    throw new ConfigError(`${what}: key "${k}" is not a valid kubeconfig: ${why}`)
+  }
+}
+
 /** A cluster added to or removed from a registry (a removed cluster is closed after its listeners ran). */
 export interface RegistryEvent {
   type: 'added' | 'removed'
@@ -85,20 +102,7 @@ export class ClusterRegistry {
       path: `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/secrets/${encodeURIComponent(ref.name)}`,
       what: `Secret ${ref.namespace}/${ref.name}`,
     })
-    const data: Record<string, string> = secret?.data ?? {}
-    const key = ref.key ?? SECRET_KEYS.find((k) => data[k] !== undefined)
-    if (!key || data[key] === undefined) {
-      throw new ConfigError(`Secret ${ref.namespace}/${ref.name} has no kubeconfig (keys: ${Object.keys(data).join(', ') || 'none'})`)
-    }
-    const yaml = Buffer.from(data[key], 'base64').toString('utf8')
-    let kc: Kubeconfig
-    try {
-      kc = Kubeconfig.fromString(yaml)
-    } catch (err) {
-      // YAML errors quote the lines around the fault (tokens, keys): keep only the first line.
-      const why = String((err as Error)?.message ?? err).split('\n')[0]
-      throw new ConfigError(`Secret ${ref.namespace}/${ref.name}: key "${key}" is not a valid kubeconfig: ${why}`)
-    }
+    const { kubeconfig: kc } = kubeconfigInSecret(`Secret ${ref.namespace}/${ref.name}`, secret?.data ?? {}, ref.key)
     return this.fromKubeConfig(name, kc, { ...opts, context: ref.context })
   }
 

@@ -186,16 +186,14 @@ export class Target {
     this.kinds.set(groupKind(obj as KindRef), { apiVersion: obj.apiVersion, kind: obj.kind })
     const r = await resolveKind(cluster, obj as KindRef)
     const key = objectKey(cluster.name, obj)
+    const path = objectPath(r, obj.metadata.name, obj.metadata.namespace)
     let before = this.lastApplied.get(key)
+    let looked = false // the server was asked for the object's current version already
     if (!this.adopt && before === undefined) {
       // Not applied by us in this process: an object of this name must carry our label to be ours.
       // (A create between this read and the apply is adopted: the window of one request.)
-      let cur: KubeObject | undefined
-      try {
-        cur = await cluster.request({ path: objectPath(r, obj.metadata.name, obj.metadata.namespace), signal: ctx?.signal, what })
-      } catch (err) {
-        if (!isNotFound(err)) throw err
-      }
+      const cur = await readCurrent(cluster, path, ctx?.signal, what)
+      looked = true
       if (cur && cur.metadata?.labels?.[this.ownerLabel] !== this.owner) {
         this.stats.errors++
         this.count(cluster, 'apply', 'error')
@@ -205,27 +203,17 @@ export class Target {
       }
       before = cur?.metadata?.resourceVersion
     }
-    if (before === undefined && ctx?.full) {
+    if (before === undefined && ctx?.full && !looked) {
       // No record of ours (a restart): read the current version to tell a no-op from a change.
-      try {
-        const cur = await cluster.request({ path: objectPath(r, obj.metadata.name, obj.metadata.namespace), signal: ctx.signal, what })
-        before = cur?.metadata?.resourceVersion
-      } catch (err) {
-        if (!isNotFound(err)) throw err
-      }
+      before = (await readCurrent(cluster, path, ctx.signal, what))?.metadata?.resourceVersion
+      looked = true
     }
     const fence = this.fenceOf(obj, cluster)
-    const path = objectPath(r, obj.metadata.name, obj.metadata.namespace)
     let known = this.options.preconditions ? (this.lastApplied.get(key) ?? this.options.observedVersion?.(obj, cluster.name)) : undefined
-    if (this.options.preconditions && known === undefined && before === undefined) {
+    if (this.options.preconditions && known === undefined && before === undefined && !looked) {
       // Nothing known of it (a first write after a restart or a shard move): read its version, so
       // that this write too is conditional on what it was computed against.
-      try {
-        const cur = await cluster.request<KubeObject>({ path, signal: ctx?.signal, what })
-        known = before = cur?.metadata?.resourceVersion
-      } catch (err) {
-        if (!isNotFound(err)) throw err
-      }
+      known = before = (await readCurrent(cluster, path, ctx?.signal, what))?.metadata?.resourceVersion
     } else if (known === undefined) known = before && this.options.preconditions ? before : undefined
     this.stats.applies++
     let res: KubeObject
@@ -248,13 +236,7 @@ export class Target {
         // The precondition failed: written (or deleted) since we last knew it. While our term holds,
         // the write is still ours to make: on the version there is now (a late one is refused by its fence).
         if (fence && !fence.valid()) throw err
-        let cur: KubeObject | undefined
-        try {
-          cur = await cluster.request<KubeObject>({ path, signal: ctx?.signal, what })
-        } catch (e) {
-          if (!isNotFound(e)) throw e
-        }
-        known = cur?.metadata?.resourceVersion
+        known = (await readCurrent(cluster, path, ctx?.signal, what))?.metadata?.resourceVersion
         this.stats.preconditionRetries++
         res = await this.tracked(fence, send())
       }
@@ -466,4 +448,14 @@ export function targetReconciler(
     operations: target.operations,
     ...(batch ? { batchOperations: target.batchOperations } : {}),
   })
+}
+
+/** The object at `path` as the server has it now; undefined when there is none. */
+async function readCurrent(cluster: Cluster, path: string, signal: AbortSignal | undefined, what: string): Promise<KubeObject | undefined> {
+  try {
+    return await cluster.request<KubeObject>({ path, signal, what })
+  } catch (err) {
+    if (isNotFound(err)) return undefined
+    throw err
+  }
 }

@@ -2,51 +2,16 @@
 // the others take over within the lease duration (plus the polling period); a clean stop releases.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { wallNow } from '../src/lease.ts'
 import { startServer } from './helpers.ts'
+import { spawnJsonLines } from '../../../test/lib/child.ts'
 import { checkFencing, waitUntil, type Period } from './leader-fixtures.ts'
 
 const FAST = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 100 }
 const CHILD = fileURLToPath(new URL('./leader-child.ts', import.meta.url))
 
-interface Proc {
-  id: string
-  child: ChildProcess
-  lines: any[]
-  exited: boolean
-}
-
-function startChild(id: string, kubeconfig: string): Proc {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=@statewright/source', '--import', 'tsx', CHILD, JSON.stringify({ kubeconfig, identity: id, lease: 'procs', ...FAST })],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
-  const p: Proc = { id, child, lines: [], exited: false }
-  let buf = ''
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString()
-    let i
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i)
-      buf = buf.slice(i + 1)
-      try {
-        p.lines.push(JSON.parse(line))
-      } catch {
-        /* not ours */
-      }
-    }
-  })
-  child.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${id}] ${d}`))
-  child.on('exit', () => {
-    p.exited = true
-  })
-  return p
-}
+const startChild = (id: string, kubeconfig: string) => spawnJsonLines(id, CHILD, { kubeconfig, identity: id, lease: 'procs', ...FAST })
 
 test('three processes: frozen holder, killed holder, clean stop; never two leaders at once', async () => {
   const server = await startServer({ seed: 11 })
@@ -75,7 +40,7 @@ test('three processes: frozen holder, killed holder, clean stop; never two leade
     // thawed, the old holder finds its deadline passed: it stopped acting before the new leader began
     frozen.child.kill('SIGCONT')
     await waitUntil(() => frozen.lines.some((l) => l.ev === 'stopped'), 'the thawed holder to report its end', 5000)
-    const end1 = frozen.lines.find((l) => l.ev === 'stopped')
+    const end1 = frozen.lines.find((l) => l.ev === 'stopped')!
     assert.ok(end1.period.end <= second.at, `old term ended ${end1.period.end}, new began ${second.at}`)
 
     // 2. kill the current holder outright

@@ -68,18 +68,25 @@ test('initial values go into the table in one transaction that initializes it; p
   await kv.delete('k1')
   await kv.purge('k2')
   await kv.put('new', JSON.stringify({ n: 1 }))
-  await waitTable(
-    db,
-    table,
-    (t) => table.count(t) === 48 && (table.get(t, table.primary.query('k0'))?.value as any)?.i === 'changed',
-    'updates',
-  )
-  assert.ok(sameContents(tableContents(db, table), await bucketContents(kv)))
-  const h = r.health()
-  assert.is(h.lists, 1)
-  assert.is(h.ready, true)
-  assert.ok(h.revision >= 54)
-  await r.stop()
+  try {
+    await waitTable(
+      db,
+      table,
+      (t) => table.count(t) === 48 && (table.get(t, table.primary.query('k0'))?.value as any)?.i === 'changed',
+      'updates',
+    )
+    // nats-server 2.9.10 may skip entries around the purge (gaps.test.ts): the reflector then finds
+    // the gap and lists again, so the table reaches the bucket a little later
+    const want = await bucketContents(kv)
+    await waitTable(db, table, () => sameContents(tableContents(db, table), want), 'the table to equal the bucket')
+    const h = r.health()
+    assert.is(h.lists, 1 + h.relists)
+    assert.is(h.relists, h.gaps, 'a list again only for a skipped entry')
+    assert.is(h.ready, true)
+    assert.ok(h.revision >= 54)
+  } finally {
+    await r.stop()
+  }
 })
 
 test('an empty bucket initializes the table at once', async () => {

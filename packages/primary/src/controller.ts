@@ -96,7 +96,7 @@ export class PrimaryController<P> {
   private goneInStore = new Set<string>()
   private gcTimer: NodeJS.Timeout | undefined
   /** Syncs past their timeout that have not ended yet (stop waits for them). */
-  private readonly abandoned = new Set<Promise<void>>()
+  private readonly abandoned = new Inflight()
 
   constructor(opts: PrimaryControllerOptions<P>) {
     validateOptions(opts)
@@ -204,7 +204,7 @@ export class PrimaryController<P> {
     await this.reconciler.stop()
     await Promise.allSettled(inflight)
     while (this.inflight.size) await Promise.allSettled(this.inflight.snapshot())
-    await Promise.allSettled([...this.abandoned])
+    await Promise.allSettled(this.abandoned.snapshot())
   }
 
   /**
@@ -357,7 +357,7 @@ export class PrimaryController<P> {
 
   private async primaryChanges(iter: ChangeIterator<P>, txn: ReadTxn) {
     const [changes, watch] = iter.next(txn)
-    const marks: Array<{ key: string; hash?: string; ours?: boolean }> = []
+    const marks: Array<{ key: string; hash?: string; primary?: P }> = []
     for (const c of changes) {
       let key: string
       try {
@@ -375,7 +375,7 @@ export class PrimaryController<P> {
           this.report(new SyncError(`primary "${key}": spec failed: ${(err as Error).message}`), 'the spec of a primary failed', key)
           continue
         }
-        marks.push({ key, hash, ours: this.written.isOurs(key, c.object) })
+        marks.push({ key, hash, primary: c.object })
       }
     }
     if (marks.length) {
@@ -388,7 +388,7 @@ export class PrimaryController<P> {
             this.requeues.cancel(m.key)
             this.tertiary.forget(m.key)
             this.written.forget(m.key)
-          } else if (!cur || cur.hash !== m.hash || !m.ours) {
+          } else if (!cur || cur.hash !== m.hash || !this.written.isOurs(m.key, m.primary)) {
             this.work.insert(w, { key: m.key, hash: m.hash, owned: cur?.owned ?? [], status: s })
           }
         }
@@ -449,7 +449,7 @@ export class PrimaryController<P> {
       const running = Promise.resolve(this.options.sync(p, { txn: ctx.txn, signal, key, read: reads.read, list: reads.list }))
       // past the timeout the sync is not waited for (stop still waits for it); on stop it is
       res = await Promise.race([running, timeoutHit]).catch((err) => {
-        if (err === abort.signal.reason && !ctx.signal.aborted) this.abandon(running)
+        if (err === abort.signal.reason && !ctx.signal.aborted) void this.abandoned.track(running).catch(() => {})
         throw err
       })
       if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
@@ -484,16 +484,6 @@ export class PrimaryController<P> {
     }
     if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) this.requeueAfter(key, res.requeueAfterMs)
     return changed
-  }
-
-  /** A sync let go at its timeout: stop still waits for it to end. */
-  private abandon(running: Promise<unknown>): void {
-    const p = running.then(
-      () => {},
-      () => {},
-    )
-    this.abandoned.add(p)
-    void p.finally(() => this.abandoned.delete(p))
   }
 
   private async writeErrorStatus(p: P, msg: string, status: unknown, ctx: OpContext): Promise<void> {
