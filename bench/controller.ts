@@ -12,6 +12,8 @@
 // 4. API requests per policy change: this controller (watches; writes only what changed) against a
 //    policy-centric baseline that lists gateways, routes, policies and ConfigMaps on every change and
 //    applies every ConfigMap and every policy status again.
+// 5. The docs' operator (examples/backup-operator.ts) as deployed: compiled, configured by flags;
+//    cold start to /readyz and idle RSS (bench/footprint/backup-operator.ts).
 import { DB } from '@statewright/statedb'
 import { Cluster, type KubeObject } from '@statewright/k8s'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
@@ -22,6 +24,7 @@ import { rateLimitController } from '../examples/ratelimit/main.ts'
 import { RATE_LIMIT_CRDS } from '../examples/ratelimit/crds.ts'
 import { gatewayTables, gateway, route, policy, gatewayClass } from '../packages/topology/test/topology-fixtures.ts'
 import { median, type Result, type RunOptions } from './lib/index.ts'
+import { operatorFootprint } from './footprint/backup-operator.ts'
 
 const GW = 'gateway.networking.k8s.io/v1'
 const topoOf = (t: ReturnType<typeof gatewayTables>, name: string, listenersByHostname = true) => {
@@ -335,5 +338,6 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     ...(await upkeep(q ? 1000 : 10_000, q ? 200 : 1000, q ? 2 : 3)),
     ...(await wideGateway(64, 500)),
     ...(await endToEnd(q ? 100 : 500, 64, 500)),
+    ...(await operatorFootprint(q)),
   ]
 }

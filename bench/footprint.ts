@@ -20,14 +20,13 @@
 // a finalizer) as a fresh process, wall time through scripts/ts (the test runner's loader) against
 // tsx, alternating; what it spends where: node and the loader with the file's imports alone
 // (`TestFile_Imports`), and the test itself (uvu's own Duration).
-import { spawn, execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
 import { median, type Result, type RunOptions } from './lib/index.ts'
+import { freePort, sampleStart } from './lib/process.ts'
 
 const root = new URL('..', import.meta.url).pathname
 const SITE = { group: 'demo.statewright.io', version: 'v1', resource: 'sites', kind: 'Site' }
@@ -46,44 +45,13 @@ interface Sample {
   rssBytes: number
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
-  const port = (s.address() as { port: number }).port
-  await new Promise((r) => s.close(r))
-  return port
-}
-
-function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`)
-  return Number(m[1]) * 1024
-}
-
-async function readyz(port: number): Promise<boolean> {
-  try {
-    const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) })
-    await res.arrayBuffer()
-    return res.status === 200
-  } catch {
-    return false
-  }
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return
-  const exited = new Promise((r) => child.once('exit', r))
-  child.kill('SIGTERM')
-  const t = setTimeout(() => child.kill('SIGKILL'), 5000)
-  await exited
-  clearTimeout(t)
-}
-
 async function sample(server: RunningTestServer, who: Contender, kubeconfig: string, settleMs: number): Promise<Sample> {
   const port = await freePort()
   const before = server.control.requestLog().length
-  const t0 = Date.now()
-  const child = spawn(process.execPath, [CONTENDERS[who], String(port)], {
+  let firstRequestMs = 0
+  const s = await sampleStart({
+    who,
+    args: [CONTENDERS[who], String(port)],
     cwd: root,
     env: {
       PATH: process.env.PATH,
@@ -92,26 +60,15 @@ async function sample(server: RunningTestServer, who: Contender, kubeconfig: str
       FOOTPRINT_SERVER: server.url,
       FOOTPRINT_TOKEN: server.token ?? '',
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    port,
+    settleMs,
+    onReady: (t0) => {
+      const first = server.control.requestLog().slice(before)[0]
+      if (!first) throw new Error(`${who}: ready without a request to the server`)
+      firstRequestMs = first.time - t0
+    },
   })
-  let stderr = ''
-  child.stderr!.on('data', (d) => (stderr += d))
-  try {
-    const deadline = Date.now() + 120_000
-    let readyAt = 0
-    while (!readyAt) {
-      if (child.exitCode !== null) throw new Error(`${who} exited (${child.exitCode}): ${stderr}`)
-      if (Date.now() > deadline) throw new Error(`${who}: /readyz not 200 within 120 s: ${stderr}`)
-      if (await readyz(port)) readyAt = Date.now()
-      else await sleep(5)
-    }
-    const first = server.control.requestLog().slice(before)[0]
-    if (!first) throw new Error(`${who}: ready without a request to the server`)
-    await sleep(settleMs)
-    return { firstRequestMs: first.time - t0, readyzMs: readyAt - t0, rssBytes: rssOf(child.pid!) }
-  } finally {
-    await stop(child)
-  }
+  return { firstRequestMs, ...s }
 }
 
 /** Samples of both contenders, alternating; the first round warms the file cache and is dropped. */

@@ -8,8 +8,10 @@ import * as assert from 'uvu/assert'
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startTestServer } from '@statewright/testserver'
+import { request as httpsRequest } from 'node:https'
+import { generateTls, startTestServer } from '@statewright/testserver'
 import { ConfigError, Manager, parseManagerFlags, waitForConvergence } from '@statewright/controller'
+import { Cluster } from '@statewright/k8s'
 
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseManagerFlags('op', { argv, env })
 const flagsOf = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
@@ -67,6 +69,8 @@ test('values: addresses, booleans, levels; a flag beats its variable', () => {
   assert.is(flagsOf(['--zap-log-level=2']).logLevel, 'trace', 'a zap verbosity')
   assert.is(flagsOf(['--log-level', 'warn']).logLevel, 'warn')
   assert.is(flagsOf([], { LOG_LEVEL: 'error' }).logLevel, 'error')
+  assert.equal(flagsOf(['--webhook-cert-path=/certs', '--webhook-port=0']), { webhookCertPath: '/certs', webhookPort: 0 })
+  assert.equal(flagsOf([], { WEBHOOK_PORT: '9444' }), { webhookPort: 9444 })
   assert.equal(flagsOf([]), {}, 'nothing given: the Manager keeps its defaults')
 })
 
@@ -80,6 +84,8 @@ test('bad input: a bad value or an unknown flag is a ConfigError naming it', () 
     [['--leader-elect'], {}, /flag --leader-elect needs --leader-election-namespace/],
     [['--metrics-addr=:8080'], {}, /flag --metrics-addr.*--help lists the flags/],
     [['--kubeconfig'], {}, /flag --kubeconfig/],
+    [['--webhook-port=https'], {}, /flag --webhook-port: "https" is not a port/],
+    [[], { WEBHOOK_PORT: '70000' }, /\$WEBHOOK_PORT: "70000" is not a port/],
   ]
   for (const [argv, env, want] of cases) {
     try {
@@ -126,6 +132,37 @@ test('a Manager from flags: kubeconfig file, metrics and probes on two servers, 
     assert.is((await fetch(`${m.probesUrl}/statusz`)).status, 404, 'the probes server serves probes only')
     assert.is((await fetch(`${m.url}/statusz`)).status, 401, 'the main server keeps its token')
     assert.is((await fetch(`${m.url}/statusz`, { headers: { authorization: 'Bearer t0ken' } })).status, 200)
+  } finally {
+    await m.stop()
+    await server.stop()
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a Manager from flags serves its webhooks from --webhook-cert-path on --webhook-port', async () => {
+  const server = await startTestServer()
+  const dir = mkdtempSync(join(tmpdir(), 'flags-certs-'))
+  const tls = await generateTls(['127.0.0.1'])
+  writeFileSync(join(dir, 'tls.crt'), tls.certPem)
+  writeFileSync(join(dir, 'tls.key'), tls.keyPem)
+  const m = Manager.fromFlags(
+    { name: 'hooked', handleSignals: false, cluster: new Cluster({ kubeconfig: server.kubeconfig, qps: 0 }), http: false },
+    { argv: [`--webhook-cert-path=${dir}`, '--webhook-port=0', '--zap-log-level=silent'], env: {} },
+  )
+  try {
+    m.webhook({ for: { apiVersion: 'v1', kind: 'ConfigMap' }, validate: () => 'no' })
+    await m.start()
+    const url = new URL(m.webhookUrl!)
+    assert.is.not(url.port, '9443', 'the port the flag names (0: a free one)')
+    // the certificate served is the one in the directory: a client trusting only its CA gets through
+    const body = await new Promise<string>((resolve, reject) => {
+      const req = httpsRequest({ host: '127.0.0.1', port: url.port, path: '/nothing', method: 'POST', ca: tls.caPem }, (res) => {
+        let b = ''
+        res.on('data', (d) => (b += d)).on('end', () => resolve(b))
+      })
+      req.on('error', reject).end('{}')
+    })
+    assert.match(body, /validate-core-v1-configmap/, 'the server lists its webhook paths')
   } finally {
     await m.stop()
     await server.stop()

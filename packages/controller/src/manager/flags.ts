@@ -24,6 +24,10 @@ export interface ManagerFlags {
   kubeconfig?: string
   /** `--zap-log-level` (or `--log-level`). */
   logLevel?: LogLevel
+  /** `--webhook-cert-path`: the directory with the webhook server's tls.crt and tls.key (kubebuilder's flag). */
+  webhookCertPath?: string
+  /** `--webhook-port`: the webhook server's port (default 9443). */
+  webhookPort?: number
 }
 
 export type ParsedFlags =
@@ -69,6 +73,13 @@ const FLAGS: FlagSpec[] = [
     type: 'string',
     help: 'trace, debug, info, warn, error, fatal, silent, or a zap verbosity 1-10 (debug, >1 trace)',
   },
+  {
+    name: 'webhook-cert-path',
+    env: 'WEBHOOK_CERT_PATH',
+    type: 'string',
+    help: 'directory with the webhook certificate, tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs)',
+  },
+  { name: 'webhook-port', env: 'WEBHOOK_PORT', type: 'string', help: 'port of the webhook server, 0 picks a free one (default 9443)' },
 ]
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
 
@@ -139,6 +150,10 @@ export function parseManagerFlags(
         ? { value: v['log-level']!, from: 'flag --log-level' }
         : given('zap-log-level')
   if (level) flags.logLevel = logLevel(String(level.value), level.from)
+  const certPath = given('webhook-cert-path')
+  if (certPath) flags.webhookCertPath = String(certPath.value)
+  const webhookPort = given('webhook-port')
+  if (webhookPort) flags.webhookPort = port(String(webhookPort.value), webhookPort.from)
   const extra: Record<string, string | boolean | undefined> = {}
   for (const k of Object.keys(o.extra ?? {})) extra[k] = v[k]
   return { help: false, flags, extra, positionals: parsed.positionals }
@@ -154,6 +169,12 @@ function address(s: string, from: string): { host: string; port: number } | null
       `${from}: ${JSON.stringify(s)} is not an address: give [host]:port (":8080", "127.0.0.1:8080") or "0" to turn it off`,
     )
   return { host: m[1] ?? (m[2] || '0.0.0.0'), port }
+}
+
+function port(s: string, from: string): number {
+  const n = /^\d{1,5}$/.test(s) ? Number(s) : NaN
+  if (!(n >= 0 && n <= 65535)) throw new ConfigError(`${from}: ${JSON.stringify(s)} is not a port (0-65535)`)
+  return n
 }
 
 function boolean(v: string | boolean, from: string): boolean {
@@ -193,6 +214,12 @@ export function withFlags(o: ManagerOptions, f: ManagerFlags): ManagerOptions {
     else if (probes && out.http !== false) out.http = { ...(out.http ?? {}), probesWithoutToken: true }
     else if (probes) out.http = { ...probes, probesOnly: true, probesWithoutToken: true }
   }
+  if (f.webhookCertPath !== undefined || f.webhookPort !== undefined)
+    out.webhooks = {
+      ...(o.webhooks ?? {}),
+      ...(f.webhookCertPath !== undefined ? { certDir: f.webhookCertPath } : {}),
+      ...(f.webhookPort !== undefined ? { port: f.webhookPort } : {}),
+    }
   if (f.leaderElect === false) delete out.leaderElection
   if (f.leaderElect)
     out.leaderElection = {

@@ -103,3 +103,44 @@ function defaultIdentity(): string {
   const host = (process.env.POD_NAME || process.env.HOSTNAME || 'statewright').toLowerCase().replace(/[^a-z0-9.-]/g, '-')
   return `${host}-${Math.random().toString(36).slice(2, 8)}`
 }
+
+/**
+ * Starts a Manager's work as its options say: sharded (every part now; the shard leases decide what
+ * each part derives), leader-elected (the parts during each term), or always (the parts now).
+ * `leading` follows: a term (leader election), true (sharded or always), undefined between terms.
+ */
+export async function startWork(o: {
+  cluster: Cluster
+  name: string
+  options: ManagerOptions
+  logger: Logger
+  parts: readonly LeaderPart[]
+  work: () => ShardWork
+  catchUp: (term: LeaseTerm) => Promise<unknown>
+  leading: (term: LeaseTerm | true | undefined) => void
+}): Promise<{ elector?: LeaderElector; shardLeases?: ShardedLeases }> {
+  const { sharding, leaderElection } = o.options
+  if (sharding) {
+    for (const p of o.parts) await p.start()
+    o.leading(true)
+    const shardLeases = newShardLeases({ cluster: o.cluster, name: o.name, sharding, logger: o.logger, work: o.work() })
+    return { shardLeases: shardLeases.start() }
+  }
+  if (leaderElection) {
+    o.leading(undefined)
+    const elector = newLeaderElector({
+      cluster: o.cluster,
+      name: o.name,
+      leaderElection,
+      logger: o.logger,
+      parts: o.parts,
+      catchUp: o.catchUp,
+      leading: o.leading,
+    })
+    elector.start()
+    return { elector }
+  }
+  for (const p of o.parts) await p.start()
+  o.leading(true)
+  return {}
+}

@@ -16,8 +16,9 @@
 //   with sharding the term of the object's shard; a write goes on the wire only while its term is
 //   valid and is cut off when it ends.
 // This file: the Manager's registration of parts and its lifecycle; the parts' wiring is beside it
-// (reconcilestep.ts, flags.ts, manifests.ts, ../webhooks, ../crd). It is longer than a file should
-// be because each public method of the one Manager class is here; their machinery is not.
+// (servers.ts, fences.ts, leadership.ts, reconcilestep.ts, flags.ts, manifests.ts, ../webhooks,
+// ../crd). It is longer than a file should be because each public method of the one Manager class
+// is here, with its doc comment; their machinery is not.
 import { ConfigError, UsageError } from '../errors.ts'
 import { DB, Table } from '@statewright/statedb'
 import { loadOptionalPeer, type Reconciler, type PromRegistry } from '@statewright/reconciler'
@@ -29,12 +30,10 @@ import {
   EventRecorder,
   K8sMetrics,
   LeaderElector,
-  NOT_LEADING,
   Reflector,
   ShardedLeases,
   Target,
   newDesiredTable,
-  type LeaseTerm,
   type WriteFence,
   type DesiredObject,
   type DesiredTable,
@@ -43,14 +42,15 @@ import {
 } from '@statewright/k8s'
 import { Derivation } from '../derive/derivation.ts'
 import type { Finalizer } from '../finalizers.ts'
-import { ManagerServer, type HttpSources } from '../http.ts'
 import type { NamedGraph } from '@statewright/statedb'
 import { createLogger, type Logger } from '../logging.ts'
 import { ControllerMetrics } from '../metrics.ts'
 import { SHARD_LABEL, desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
 import { managedFinalizer } from './managedfinalizer.ts'
 import { readinessOf, statusOf, type ManagerParts, type ManagerState } from './health.ts'
-import { newLeaderElector, newShardLeases, type LeaderPart } from './leadership.ts'
+import { startWork, type LeaderPart } from './leadership.ts'
+import { ManagerServers } from './servers.ts'
+import { WriteFences } from './fences.ts'
 import {
   validateOptions,
   type Component,
@@ -66,7 +66,7 @@ import { StatusWriter } from '../conditions.ts'
 import { ShardWork } from './shards.ts'
 import { trapSignals } from './signals.ts'
 import { installCrd } from '../crd/install.ts'
-import { WebhookServer, type WebhookOptions } from '../webhooks/server.ts'
+import type { WebhookOptions } from '../webhooks/server.ts'
 import { manifests, rbacRules, shapeOf, type ManagerShape, type ManifestOptions, type PolicyRule } from './manifests.ts'
 import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
 import type { ParseArgsConfig } from 'node:util'
@@ -100,26 +100,20 @@ export class Manager {
   /** Tables whose objects' /status a reconcile step writes, and finalizers' tables (for rbacRules). */
   private readonly statusTables: Table<any>[] = []
   private readonly finalizedTables: Array<{ table: Table<any>; condition: boolean }> = []
-  private readonly webhookServer: WebhookServer
   private readonly webhookKinds: Array<{ kind: KindRef<any>; validate: boolean; mutate: boolean }> = []
-  private webhookUrl_: string | undefined
   private readonly metrics: ControllerMetrics | undefined
   private readonly k8sMetrics: K8sMetrics | undefined
-  private readonly server: ManagerServer | undefined
-  private readonly probeServer: ManagerServer | undefined
-  private probesUrl_: string | undefined
+  private readonly servers: ManagerServers
   private elector: LeaderElector | undefined
   private shardLeases: ShardedLeases | undefined
   /** Shards this replica holds now (sharded managers). */
   private readonly held = new Set<number>()
-  /** The leader's term while leading (leader election). */
-  private term: LeaseTerm | undefined
+  private readonly fences: WriteFences
   /** Reflectors whose cache follows the held shards (sharded managers), with their selector's fixed part. */
   private readonly shardedCaches: Array<{ reflector: Reflector<KubeObject>; base: string | undefined }> = []
   private state: ManagerState = 'new'
   private stopping: Promise<void> | undefined
   private leading = false
-  private url_: string | undefined
   private readonly offSignals: Array<() => void> = []
   private readonly offMetrics: Array<() => void> = []
 
@@ -134,6 +128,7 @@ export class Manager {
     this.registry = o.registry ?? (prom ? new prom.Registry() : undefined)
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
+    this.fences = new WriteFences(o, this.held, (shard) => this.shardLeases?.termOfShard(shard))
     this.ownsCluster = !o.cluster
     this.cluster = o.cluster ?? new Cluster(o.kubeconfig !== undefined ? { kubeConfig: Kubeconfig.fromFile(o.kubeconfig) } : {})
     for (const c of [this.cluster, ...(o.clusters ?? [])]) {
@@ -148,7 +143,7 @@ export class Manager {
       clusters: [...this.clusters.values()],
       fieldManager: o.name,
       ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}),
-      ...(o.sharding || o.leaderElection ? { fence: (obj: KubeObject) => this.fenceOf(obj) } : {}),
+      ...(o.sharding || o.leaderElection ? { fence: (obj: KubeObject) => this.fences.ofDesired(obj) } : {}),
       ...((o.sharding && o.sharding.preconditions !== false) || (o.leaderElection && o.leaderElection.preconditions !== false)
         ? { preconditions: true, observedVersion: (obj: KubeObject, cluster: string) => this.observedVersion(obj, cluster) }
         : {}),
@@ -168,8 +163,9 @@ export class Manager {
       events: (cluster) => this.eventsFor(cluster ?? this.cluster.name),
       ...(this.metrics ? { metrics: this.metrics } : {}),
     })
-    if (o.http !== false) {
-      this.server = new ManagerServer(o.http ?? {}, {
+    this.servers = new ManagerServers(
+      o,
+      {
         db: this.db,
         registry: this.registry,
         live: () => this.state === 'running' || this.state === 'starting',
@@ -178,24 +174,9 @@ export class Manager {
         reconcilers: () => [this.reconciler, ...this.components.flatMap((c) => c.reconcilers?.() ?? [])],
         graphs: () => this.graphs(),
         onError: (err, path) => this.logger.error({ err, path }, 'http: answering a request failed'),
-      })
-    }
-    this.webhookServer = new WebhookServer(o.webhooks ?? {}, this.logger.child({ part: 'webhooks' }))
-    // the probes alone on their own address (--health-probe-bind-address), without the token
-    if (o.probes) this.probeServer = new ManagerServer({ probesWithoutToken: true, ...o.probes, probesOnly: true }, this.probeSources())
-  }
-
-  private probeSources(): HttpSources {
-    return {
-      db: this.db,
-      registry: undefined,
-      live: () => this.state === 'running' || this.state === 'starting',
-      ready: () => this.readiness(),
-      status: () => ({}),
-      reconcilers: () => [],
-      graphs: () => [],
-      onError: (err, path) => this.logger.error({ err, path }, 'http: answering a probe failed'),
-    }
+      },
+      this.logger,
+    )
   }
 
   /**
@@ -308,7 +289,7 @@ export class Manager {
       readyCondition: o.readyCondition ?? 'Ready',
       observedGeneration: o.observedGeneration ?? true,
       ownerReferences: o.ownerReferences ?? true,
-      writer: new StatusWriter({ cluster: this.cluster, fieldManager: this.name, fence: (obj) => this.primaryFence(obj) }),
+      writer: new StatusWriter({ cluster: this.cluster, fieldManager: this.name, fence: (obj) => this.fences.ofPrimary(obj) }),
       events: this.events,
       retry: this.options.retry,
       logger: this.logger.child({ reconcile: name }),
@@ -389,14 +370,14 @@ export class Manager {
    */
   webhook<T extends object = KubeObject>(o: WebhookOptions<T>): string[] {
     this.notStarted('webhook')
-    const paths = this.webhookServer.add(o)
+    const paths = this.servers.webhooks.add(o)
     this.webhookKinds.push({ kind: o.for as KindRef<any>, validate: !!o.validate, mutate: !!o.mutate })
     return paths
   }
 
   /** The webhook server's base URL once started (with webhooks). */
   get webhookUrl(): string | undefined {
-    return this.webhookUrl_
+    return this.servers.webhookUrl
   }
 
   /** Adds a part with a lifecycle (started by start(), stopped by stop()). */
@@ -407,12 +388,12 @@ export class Manager {
 
   /** The probes server's base URL once started (`probes`). */
   get probesUrl(): string | undefined {
-    return this.probesUrl_
+    return this.servers.probesUrl
   }
 
   /** The HTTP server's base URL once started. */
   get url(): string | undefined {
-    return this.url_
+    return this.servers.url
   }
 
   async start(): Promise<void> {
@@ -420,37 +401,38 @@ export class Manager {
       throw new UsageError(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
     this.state = 'starting'
     try {
-      if (this.server) this.url_ = await this.server.listen()
-      if (this.probeServer) this.probesUrl_ = await this.probeServer.listen()
-      if (this.webhookServer.size) this.webhookUrl_ = await this.webhookServer.listen()
+      await this.servers.listen()
       for (const k of this.options.installCrds ?? []) await installCrd(this.cluster, k.crd, this.name, this.logger)
       for (const r of this.reflectors.values()) await r.start()
-      const leaderParts: LeaderPart[] = [
+      const parts: LeaderPart[] = [
         ...this.derivations,
         this.reconciler,
         ...this.drift.map((d, i) => ({ name: `drift-${i}`, start: () => d.start(), stop: () => d.stop() })),
         ...this.components.filter((c) => c.leaderOnly),
       ]
       for (const c of this.components.filter((c) => !c.leaderOnly)) await c.start()
-      const le = this.options.leaderElection
-      const sh = this.options.sharding
-      if (sh && this.components.some((c) => c.leaderOnly))
+      if (this.options.sharding && this.components.some((c) => c.leaderOnly))
         throw new ConfigError(
           `Manager "${this.name}": leader-only components (${this.components
             .filter((c) => c.leaderOnly)
             .map((c) => c.name)
             .join(', ')}) need leaderElection, not sharding`,
         )
-      if (sh) {
-        for (const p of leaderParts) await p.start()
-        this.leading = true
-        this.shardLeases = newShardLeases({
-          cluster: this.cluster,
-          name: this.name,
-          sharding: sh,
-          logger: this.logger,
-          work: new ShardWork({
-            shards: sh.shards,
+      const work = await startWork({
+        cluster: this.cluster,
+        name: this.name,
+        options: this.options,
+        logger: this.logger,
+        parts,
+        catchUp: (term) => this.catchUp(term.signal),
+        leading: (term) => {
+          this.fences.term = term === true ? undefined : term
+          this.leading = term !== undefined
+          if (!this.options.sharding) this.metrics?.leading(this.name, this.leading) // a shard holder is no leader
+        },
+        work: () =>
+          new ShardWork({
+            shards: this.options.sharding!.shards,
             held: this.held,
             db: this.db,
             desired: this.desired,
@@ -460,31 +442,12 @@ export class Manager {
             catchUp: (term) => this.catchUp(term.signal),
             logger: this.logger,
           }),
-        }).start()
-      } else if (le) {
-        this.metrics?.leading(this.name, false)
-        this.elector = newLeaderElector({
-          cluster: this.cluster,
-          name: this.name,
-          leaderElection: le,
-          logger: this.logger,
-          parts: leaderParts,
-          catchUp: (term) => this.catchUp(term.signal),
-          leading: (term) => {
-            this.term = term
-            this.leading = term !== undefined
-            this.metrics?.leading(this.name, this.leading)
-          },
-        })
-        this.elector.start()
-      } else {
-        for (const p of leaderParts) await p.start()
-        this.leading = true
-        this.metrics?.leading(this.name, true)
-      }
+      })
+      this.elector = work.elector
+      this.shardLeases = work.shardLeases
       if (this.options.handleSignals !== false) this.offSignals.push(...trapSignals(this.logger, () => this.stop()))
       this.state = 'running'
-      this.logger.info({ url: this.url_, leaderElection: !!le }, 'manager started')
+      this.logger.info({ url: this.servers.url, leaderElection: !!this.options.leaderElection }, 'manager started')
     } catch (err) {
       this.logger.error({ err }, 'manager failed to start')
       await this.stop().catch(() => {})
@@ -529,9 +492,7 @@ export class Manager {
     for (const d of this.drift) await d.stop()
     for (const c of this.components) await c.stop()
     for (const r of this.recorders.values()) await r.close()
-    await this.server?.close()
-    await this.probeServer?.close()
-    await this.webhookServer.close()
+    await this.servers.close()
     for (const off of this.offMetrics.splice(0)) off()
     if (this.ownsCluster) await this.cluster.close()
     this.state = 'stopped'
@@ -609,27 +570,7 @@ export class Manager {
    * Pass it to writes of your own that belong to the leader's work (RequestOptions.fence).
    */
   writeFence(): WriteFence | undefined {
-    if (!this.options.leaderElection) return undefined
-    return this.term ?? NOT_LEADING
-  }
-
-  /** The fence of a write of `obj`: its shard's term (sharding), the leader's (leader election); null: not ours. */
-  private fenceOf(obj: KubeObject): WriteFence | null | undefined {
-    if (!this.options.sharding) return this.writeFence()
-    const shard = shardLabelOf(obj)
-    const term = this.held.has(shard) ? this.shardLeases?.termOfShard(shard) : undefined
-    return term ?? null
-  }
-
-  /**
-   * The fence of a write about a primary (its status): its shard's term when sharded (null, refused,
-   * once the shard is not held), else the leader's.
-   */
-  private primaryFence(obj: KubeObject): WriteFence | null | undefined {
-    const sh = this.options.sharding
-    if (!sh) return this.writeFence()
-    const shard = shardOfInput(obj, sh.shards)
-    return (this.held.has(shard) ? this.shardLeases?.termOfShard(shard) : undefined) ?? null
+    return this.fences.leader()
   }
 
   /** The resourceVersion an owned object was last observed with (its owned-kind table), for preconditions. */

@@ -1,0 +1,119 @@
+// The controller suite's operator part (issue 27): the docs' whole operator, examples/backup-operator.ts
+// (a custom kind from a TypeBox schema, reconcile with status, an owned CronJob, a finalizer, a
+// validating webhook over TLS, flags), run as a user deploys it: compiled (esbuild, the packages'
+// dist/, plain node) and configured by flags only. Measured from outside, fresh processes:
+// - cold start: just before spawn to the first 200 of /readyz (caches listed and watching, the
+//   webhook server listening);
+// - idle RSS: VmRSS 2 s after that.
+// Side by side, alternating (A B C A B C ...; the first round warms the file cache and is dropped):
+// the same file run from source under tsx (what `npm start`-style development costs), and the floor
+// (bench/footprint/floor.mjs: plain node, one GET, an HTTP server): what any Node process costs.
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { build } from 'esbuild'
+import { generateTls, startTestServer } from '@statewright/testserver'
+import { Backup } from '../../examples/backup-operator.ts'
+import { median, type Result } from '../lib/index.ts'
+import { freePort, sampleStart, type StartSample } from '../lib/process.ts'
+
+const root = new URL('../..', import.meta.url).pathname
+const MiB = 1024 * 1024
+const CONTENDERS = ['compiled', 'tsx', 'floor'] as const
+type Contender = (typeof CONTENDERS)[number]
+
+/** Bundles the example alone (its imports stay imports, resolved to the packages' dist/) into node_modules/.cache. */
+async function compile(): Promise<string> {
+  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-b', join(root, 'tsconfig.build.json')], {
+    stdio: 'inherit',
+  })
+  const dir = join(root, 'node_modules/.cache/statewright-bench')
+  mkdirSync(dir, { recursive: true })
+  const out = join(dir, 'backup-operator.mjs')
+  await build({
+    entryPoints: [join(root, 'examples/backup-operator.ts')],
+    outfile: out,
+    bundle: true,
+    packages: 'external',
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+  })
+  return out
+}
+
+export async function operatorFootprint(quick: boolean): Promise<Result[]> {
+  const compiled = await compile()
+  const tmp = mkdtempSync(join(tmpdir(), 'statewright-bench-operator-'))
+  const server = await startTestServer()
+  try {
+    const res = await fetch(`${server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(Backup.crd),
+    })
+    if (res.status !== 201) throw new Error(`the Backup CRD was refused: ${res.status} ${await res.text()}`)
+    const kubeconfig = join(tmp, 'kubeconfig')
+    writeFileSync(kubeconfig, server.kubeconfig)
+    const certs = join(tmp, 'certs')
+    mkdirSync(certs)
+    const tls = await generateTls(['127.0.0.1'])
+    writeFileSync(join(certs, 'tls.crt'), tls.certPem)
+    writeFileSync(join(certs, 'tls.key'), tls.keyPem)
+
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig }
+    const argsOf = (who: Contender, port: number): { args: string[]; env: NodeJS.ProcessEnv } => {
+      const flags = [
+        `--health-probe-bind-address=127.0.0.1:${port}`,
+        '--metrics-bind-address=127.0.0.1:0',
+        `--webhook-cert-path=${certs}`,
+        '--webhook-port=0',
+        '--zap-log-level=error',
+      ]
+      if (who === 'compiled') return { args: [compiled, ...flags], env }
+      if (who === 'tsx')
+        return { args: ['--conditions=@statewright/source', '--import', 'tsx', join(root, 'examples/backup-operator.ts'), ...flags], env }
+      return {
+        args: [join(root, 'bench/footprint/floor.mjs'), String(port)],
+        env: { ...env, FOOTPRINT_SERVER: server.url, FOOTPRINT_TOKEN: server.token ?? '' },
+      }
+    }
+    const samples: Record<Contender, StartSample[]> = { compiled: [], tsx: [], floor: [] }
+    const n = quick ? 3 : 9
+    for (let i = 0; i <= n; i++) {
+      for (const who of CONTENDERS) {
+        const port = await freePort()
+        const s = await sampleStart({ who, ...argsOf(who, port), cwd: root, port, settleMs: 2000 })
+        if (i > 0) samples[who].push(s)
+      }
+    }
+    const ms = (who: Contender) => median(samples[who].map((s) => s.readyzMs))
+    const rss = (who: Contender) => median(samples[who].map((s) => s.rssBytes / MiB))
+    const tag = `${n} samples each, alternating with the tsx run and the floor`
+    return [
+      {
+        name: 'Operator_ColdStart_Readyz',
+        unit: 'ms',
+        value: ms('compiled'),
+        baseline: 'the same file under tsx',
+        baselineValue: ms('tsx'),
+        note: `examples/backup-operator.ts compiled, flags only; ${tag}`,
+      },
+      {
+        name: 'Operator_IdleRss',
+        unit: 'MiB',
+        value: rss('compiled'),
+        baseline: 'the same file under tsx',
+        baselineValue: rss('tsx'),
+        note: `2 s after /readyz; ${tag}`,
+      },
+      { name: 'Operator_ColdStart_Readyz_Floor', unit: 'ms', value: ms('floor'), note: 'plain node: one GET, /readyz' },
+      { name: 'Operator_IdleRss_Floor', unit: 'MiB', value: rss('floor'), note: 'plain node and an HTTP server' },
+    ]
+  } finally {
+    await server.stop()
+    rmSync(tmp, { recursive: true, force: true })
+  }
+}
