@@ -14,9 +14,13 @@
 // - Every change goes through Objects' own delete and patch, so finalizers, events and versions
 //   behave exactly as for a client's write, and each step re-reads current state (a dependent may
 //   have been collected by an earlier step of the same cascade).
+// - Its deletes are admitted by validating webhooks as the real collector's API deletes are: when a
+//   webhook matches, that delete (and what cascades from it) finishes after the call, not within the
+//   request; a denial leaves the dependent in place (logged; the real collector would retry).
 import { FOREGROUND, ORPHAN, type Objects, type StorageObserver } from './objects.ts'
 import type { ResourceType } from './resources.ts'
 import { StatusError } from './status.ts'
+import { then } from './conversion.ts'
 
 const MANAGER = 'generic-garbage-collector'
 
@@ -121,11 +125,14 @@ export class GarbageCollector implements StorageObserver {
   private deleteDependent(dep: any, policy: 'Background' | 'Foreground'): void {
     const t = this.typeOf(dep)
     if (!t || dep.metadata.deletionTimestamp) return
+    // the real collector deletes through the API: validating webhooks admit it (asynchronously when any matches)
     ignoreGone(() =>
-      this.objects.delete(t, dep.metadata.namespace ?? '', dep.metadata.name, {
-        propagationPolicy: policy,
-        preconditions: { uid: dep.metadata.uid },
-      }),
+      then(this.objects.admitDelete?.(t, dep, false), () =>
+        this.objects.delete(t, dep.metadata.namespace ?? '', dep.metadata.name, {
+          propagationPolicy: policy,
+          preconditions: { uid: dep.metadata.uid },
+        }),
+      ),
     )
   }
 

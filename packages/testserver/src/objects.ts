@@ -22,7 +22,7 @@ import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
 import { apiVersionOf } from './resources.ts'
 import { isCrdType, syncCrd, crdRemoved } from './crds.ts'
-import { Conversion, then, type MaybePromise } from './conversion.ts'
+import { Conversion, isPromise, then, type MaybePromise } from './conversion.ts'
 import {
   StatusError,
   alreadyExists,
@@ -103,6 +103,8 @@ export class Objects {
   rootCaPem = ''
   /** Set by the server unless `gc: false`. */
   gc: StorageObserver | undefined
+  /** The admission of a DELETE of a stored object (validating webhooks, webhooks.ts), set by the server. */
+  admitDelete: ((t: ResourceType, stored: any, dryRun: boolean) => MaybePromise<void>) | undefined
   private readonly namespaces: Namespaces
 
   constructor(
@@ -595,23 +597,36 @@ export class Objects {
   }
 
   /** DELETE on a collection: answers the list of what it deleted (as a real server does), as JSON. */
+  /** Each item is admitted as a DELETE of its own, then deleted (a denial ends it there, as on a real server). */
   deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined, dryRun = false): MaybePromise<string> {
     const snap = this.store.snapshot()
     const apiVersion = apiVersionOf(t)
+    const targets = [...this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)].filter(
+      ([, o]) => !matcher || matcher(o),
+    )
     const deleted: any[] = []
-    for (const [, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)) {
-      if (matcher && !matcher(obj)) continue
+    const one = (obj: any) => {
       try {
         deleted.push(this.deleteObject(t, obj.metadata.namespace ?? '', obj.metadata.name, { dryRun }).object)
       } catch (e) {
         if (!(e instanceof StatusError && e.code === 404)) throw e
       }
     }
-    const meta = JSON.stringify({ resourceVersion: String(this.store.rv) })
-    return then(this.conversion.forList(t, deleted), (objs) => {
-      const items = objs.map((o) => objectJson(o, apiVersion, t.kind)).join(',')
-      return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta},"items":[${items}]}`
-    })
+    const from = (i: number): MaybePromise<void> => {
+      for (; i < targets.length; i++) {
+        const obj = targets[i]![1]
+        const admitted = this.admitDelete?.(t, obj, dryRun)
+        if (isPromise(admitted)) return admitted.then(() => (one(obj), from(i + 1)))
+        one(obj)
+      }
+    }
+    return then(from(0), () =>
+      then(this.conversion.forList(t, deleted), (objs) => {
+        const meta = JSON.stringify({ resourceVersion: String(this.store.rv) })
+        const items = objs.map((o) => objectJson(o, apiVersion, t.kind)).join(',')
+        return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta},"items":[${items}]}`
+      }),
+    )
   }
 
   private afterWrite(t: ResourceType, stored: any): void {

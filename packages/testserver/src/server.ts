@@ -48,6 +48,7 @@ import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
 import type { ServiceResolver } from './webhook-client.ts'
+import { then } from './conversion.ts'
 import { ConfigError, TestServerError } from './errors.ts'
 
 export interface TestServerOptions {
@@ -156,6 +157,9 @@ export class TestServer {
     if (opts.serviceResolver) this.webhookSource.resolveService = this.objects.conversion.resolveService = opts.serviceResolver
     if (opts.conversionTimeoutMs !== undefined) this.objects.conversion.timeoutMs = opts.conversionTimeoutMs
     installWebhookAdmission(this.objects.pipeline, this.webhookSource)
+    // DELETEs (one object, each item of a deletecollection, the garbage collector's) are admitted in the request's version
+    this.objects.admitDelete = (t, stored, dry) =>
+      then(this.objects.conversion.toType(t, stored), (o) => admitDelete(this.webhookSource, t, o, dry))
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)
@@ -460,7 +464,7 @@ export class TestServer {
         const graceRaw = body?.gracePeriodSeconds ?? q.gracePeriodSeconds
         const grace = graceRaw === undefined ? undefined : Number(graceRaw)
         const stored = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name)
-        if (stored) await admitDelete(this.webhookSource, t, await this.objects.conversion.toType(t, stored), dry)
+        if (stored) await this.objects.admitDelete?.(t, stored, dry)
         return ok(
           await this.objects.delete(t, ns, r.name, {
             preconditions: pre,

@@ -17,9 +17,10 @@
 // - Webhook configurations themselves are never sent to webhooks (a broken webhook cannot lock its
 //   own configuration). A Service reference is called where the server's `serviceResolver` says
 //   (webhook-client.ts, shared with conversion webhooks); without one it is a call failure.
-// - CREATE and UPDATE go through the write pipeline; a DELETE of one object is admitted before it by
-//   admitDelete (validating webhooks only: object null, oldObject the stored one); a deletecollection
-//   and the garbage collector's deletes are not sent to webhooks.
+// - CREATE and UPDATE go through the write pipeline; a DELETE is admitted before it by admitDelete
+//   (validating webhooks only: object null, oldObject the stored one in the request's version): a
+//   DELETE of one object, each item of a deletecollection, and each delete of the garbage collector
+//   (whose cascade then finishes asynchronously when a webhook matches).
 import { randomUUID } from 'node:crypto'
 import type { AdmissionRequest, WritePipeline } from './admission.ts'
 import type { ResourceType } from './resources.ts'

@@ -1,116 +1,30 @@
 // Custom resources converted between their CRD's versions as kube-apiserver converts them: stored in
 // the storage version of their write, read at any served version, strategy None or a conversion
 // webhook (ConversionReview v1 over HTTPS). Scenarios follow apiextensions-apiserver's
-// test/integration/conversion/conversion_test.go; the webhook is a small converting server below.
+// test/integration/conversion/conversion_test.go; the webhook is a small converting server (conversion-fixture.ts).
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { createServer, type Server } from 'node:https'
-import { env, http, watchAll, waitFor, type Env } from './helpers.ts'
-import { generateTls } from '../src/index.ts'
-
-const G = 'stable.example.com'
-const CRD_PATH = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions`
-const path = (v: string, name = '', ns = 'default') => `/apis/${G}/${v}/namespaces/${ns}/multiversions${name ? `/${name}` : ''}`
-
-// The hub is v1beta1 (spec.size); v1alpha1 spells it spec.sizeText (a string), v1beta2 spec.dims.size.
-const toHub = (o: any): number =>
-  o.apiVersion.endsWith('v1alpha1') ? Number(o.spec?.sizeText) : o.apiVersion.endsWith('v1beta2') ? o.spec?.dims?.size : o.spec?.size
-function specAt(version: string, size: number, color?: string): any {
-  const c = color === undefined ? {} : { color }
-  if (version === 'v1alpha1') return { sizeText: String(size), ...c }
-  if (version === 'v1beta2') return { dims: { size }, ...c }
-  return { size, ...c }
-}
-/** The webhook's conversion: through the hub, color and status kept. */
-const convertObject = (o: any, to: string) => ({ ...o, apiVersion: to, spec: specAt(to.split('/')[1]!, toHub(o), o.spec?.color) })
-
-const schema = (spec: Record<string, unknown>, color?: string) => ({
-  openAPIV3Schema: {
-    type: 'object',
-    properties: {
-      spec: { type: 'object', properties: { ...spec, color: { type: 'string', ...(color ? { default: color } : {}) } } },
-      status: { type: 'object', properties: { ready: { type: 'boolean' } } },
-    },
-  },
-})
-function crd(conversion?: any, storage = 'v1beta1'): any {
-  const v = (name: string, s: any, scale?: string) => ({
-    name,
-    served: true,
-    storage: name === storage,
-    schema: s,
-    subresources: { status: {}, ...(scale ? { scale: { specReplicasPath: scale, statusReplicasPath: '.status.replicas' } } : {}) },
-  })
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `multiversions.${G}` },
-    spec: {
-      group: G,
-      scope: 'Namespaced',
-      names: { plural: 'multiversions', kind: 'MultiVersion' },
-      versions: [
-        v('v1alpha1', schema({ sizeText: { type: 'string' } }, 'green')),
-        v('v1beta1', schema({ size: { type: 'integer' } }), '.spec.size'),
-        v('v1beta2', schema({ dims: { type: 'object', properties: { size: { type: 'integer' } } } }, 'blue'), '.spec.dims.size'),
-      ],
-      ...(conversion ? { conversion } : {}),
-    },
-  }
-}
-
-type Behaviour = (review: any) => { status?: number; body: string } | 'hang'
-const converting: Behaviour = (review) => ({
-  body: JSON.stringify(
-    answer(
-      review,
-      review.request.objects.map((o: any) => convertObject(o, review.request.desiredAPIVersion)),
-    ),
-  ),
-})
-const answer = (review: any, convertedObjects: any[], extra: any = {}) => ({
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'ConversionReview',
-  response: { uid: review.request.uid, convertedObjects, result: { status: 'Success' }, ...extra },
-})
-
-/** A converting HTTPS webhook whose behaviour a test swaps; it records every request. */
-interface Converter {
-  url: string
-  caBundle: string
-  requests: any[]
-  behave(b: Behaviour): void
-  close(): Promise<void>
-}
-async function startConverter(): Promise<Converter> {
-  const tls = await generateTls(['127.0.0.1', `conv.default.svc`])
-  const requests: any[] = []
-  let behaviour = converting
-  const server: Server = createServer({ key: tls.keyPem, cert: tls.certPem }, (req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const review = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-      requests.push(review.request)
-      const r = behaviour(review)
-      if (r === 'hang') return
-      res.writeHead(r.status ?? 200, { 'content-type': 'application/json' })
-      res.end(r.body)
-    })
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const port = (server.address() as any).port
-  return {
-    url: `https://127.0.0.1:${port}/convert`,
-    caBundle: Buffer.from(tls.caPem).toString('base64'),
-    requests,
-    behave: (b) => (behaviour = b),
-    close: () => {
-      server.closeAllConnections()
-      return new Promise((r) => server.close(() => r()))
-    },
-  }
-}
+import { env, http, watchAll, waitFor } from './helpers.ts'
+import {
+  G,
+  CRD_PATH,
+  path,
+  toHub,
+  convertObject,
+  specAt,
+  crd,
+  converting,
+  answer,
+  webhook,
+  mv,
+  stored,
+  setStorage,
+  VERSIONS,
+  startConverter,
+  withCrd,
+  type Behaviour,
+  type Converter,
+} from './conversion-fixture.ts'
 
 let conv: Converter
 test.before(async () => {
@@ -120,40 +34,9 @@ test.after(async () => {
   await conv.close()
 })
 
-const webhook = (c: Converter, reviewVersions = ['v1']) => ({
-  strategy: 'Webhook',
-  webhook: { clientConfig: { url: c.url, caBundle: c.caBundle }, conversionReviewVersions: reviewVersions },
-})
-async function withCrd(conversion: any, body: (e: Env) => Promise<void>, opts: Parameters<typeof env>[0] = {}): Promise<void> {
-  const e = await env({ conversionTimeoutMs: 500, ...opts })
-  try {
-    const res = await http(e, 'POST', CRD_PATH, crd(conversion))
-    assert.is(res.status, 201, JSON.stringify(res.body))
-    await body(e)
-  } finally {
-    conv.behave(converting)
-    await e.server.stop()
-  }
-}
-const mv = (version: string, name: string, size: number, color?: string) => ({
-  apiVersion: `${G}/${version}`,
-  kind: 'MultiVersion',
-  metadata: { name },
-  spec: specAt(version, size, color),
-})
-const stored = (e: Env, name: string) => e.server.control.get({ apiVersion: `${G}/v1beta1`, kind: 'MultiVersion' }, name, 'default')
-async function setStorage(e: Env, version: string): Promise<any> {
-  const cur = (await http(e, 'GET', `${CRD_PATH}/multiversions.${G}`)).body
-  cur.spec.versions = cur.spec.versions.map((v: any) => ({ ...v, storage: v.name === version }))
-  const res = await http(e, 'PUT', `${CRD_PATH}/multiversions.${G}`, cur)
-  assert.is(res.status, 200, JSON.stringify(res.body))
-  return (await http(e, 'GET', `${CRD_PATH}/multiversions.${G}`)).body
-}
-const VERSIONS = ['v1alpha1', 'v1beta1', 'v1beta2']
-
 // follows TestWebhookConverter "nontrivial-converter" validateStorageVersion + validateMixedStorageVersions, with strategy None
 test('None: objects keep the version they were stored in; storedVersions grows; a no-op update migrates', async () => {
-  await withCrd(undefined, async (e) => {
+  await withCrd(conv, undefined, async (e) => {
     assert.is((await http(e, 'POST', path('v1alpha1'), mv('v1alpha1', 'a', 1))).status, 201)
     assert.is(stored(e, 'a').apiVersion, `${G}/v1beta1`, 'stored in the storage version')
     const crdNow = await setStorage(e, 'v1beta2')
@@ -180,7 +63,7 @@ test('None: objects keep the version they were stored in; storedVersions grows; 
 
 // follows TestWebhookConverter "nontrivial-converter" validateNonTrivialConverted and validateDefaulting (write side)
 test('Webhook: a write is defaulted at its version, stored converted, read converted at every version', async () => {
-  await withCrd(webhook(conv), async (e) => {
+  await withCrd(conv, webhook(conv), async (e) => {
     for (const [i, v] of VERSIONS.entries()) {
       const body = { ...mv(v, `c-${v}`, 10 + i), garbage: 'x' }
       const res = await http(e, 'POST', path(v), body)
@@ -228,7 +111,7 @@ test('Webhook: a write is defaulted at its version, stored converted, read conve
 
 // follows TestWebhookConverter "nontrivial-converter" validateNonTrivialConvertedList; "noop-converter": objects already in the version are not sent
 test('Webhook: a list is one review of the objects not in the listed version; none when all are', async () => {
-  await withCrd(webhook(conv), async (e) => {
+  await withCrd(conv, webhook(conv), async (e) => {
     for (const [i, v] of VERSIONS.entries()) assert.is((await http(e, 'POST', path(v), mv(v, `l-${v}`, i))).status, 201)
     conv.requests.length = 0
     const same = await http(e, 'GET', path('v1beta1'))
@@ -251,7 +134,7 @@ test('Webhook: a list is one review of the objects not in the listed version; no
 
 // follows TestWebhookConverter "metadata-mutating": labels and annotations from the webhook are kept, other metadata restored
 test('Webhook: the webhook may change labels and annotations only', async () => {
-  await withCrd(webhook(conv), async (e) => {
+  await withCrd(conv, webhook(conv), async (e) => {
     conv.behave((review) => ({
       body: JSON.stringify(
         answer(
@@ -338,7 +221,7 @@ const FAULTS: Array<[string, Behaviour, string]> = [
 ]
 for (const [what, behaviour, message] of FAULTS) {
   test(`Webhook fault, ${what}: every verb at a converting version fails with a clear 500; the server keeps serving`, async () => {
-    await withCrd(webhook(conv), async (e) => {
+    await withCrd(conv, webhook(conv), async (e) => {
       assert.is((await http(e, 'POST', path('v1beta1'), mv('v1beta1', 'f', 3))).status, 201)
       conv.behave(behaviour)
       const prefix = `conversion webhook for ${G}/v1beta`
@@ -366,7 +249,7 @@ for (const [what, behaviour, message] of FAULTS) {
 }
 
 test('Webhook: a watch converts its events in order, and ends with an ERROR event when a conversion fails', async () => {
-  await withCrd(webhook(conv), async (e) => {
+  await withCrd(conv, webhook(conv), async (e) => {
     assert.is((await http(e, 'POST', path('v1beta1'), mv('v1beta1', 'w0', 0))).status, 201)
     const w = await watchAll(e.kc, path('v1beta2'))
     for (let i = 1; i <= 5; i++) assert.is((await http(e, 'POST', path('v1beta1'), mv('v1beta1', `w${i}`, i))).status, 201)
@@ -398,6 +281,7 @@ test('Service references: resolved by the serviceResolver option (certificate ch
   }
   const seen: unknown[] = []
   await withCrd(
+    conv,
     svc,
     async (e) => {
       assert.is((await http(e, 'POST', path('v1alpha1'), mv('v1alpha1', 's', 4))).status, 201)
@@ -406,7 +290,7 @@ test('Service references: resolved by the serviceResolver option (certificate ch
     { serviceResolver: (ns, name, p) => (seen.push([ns, name, p]), `https://127.0.0.1:${port}`) },
   )
   assert.equal(seen[0], ['default', 'conv', 8443])
-  await withCrd(svc, async (e) => {
+  await withCrd(conv, svc, async (e) => {
     const res = await http(e, 'POST', path('v1alpha1'), mv('v1alpha1', 's', 4))
     assert.is(res.status, 500)
     assert.match(
@@ -433,7 +317,7 @@ test('CRD validation: a Webhook conversion needs a client config and v1 among co
 // A plain Map model: the hub value (size) of each object. Random creates, updates, patches, deletes
 // and reads at random versions, with the storage version moving, through the reversible webhook.
 test('randomized: reads at any version equal the model, whatever version each object is stored in', async () => {
-  await withCrd(webhook(conv), async (e) => {
+  await withCrd(conv, webhook(conv), async (e) => {
     let seed = 7
     const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n)
     const model = new Map<string, number>()
