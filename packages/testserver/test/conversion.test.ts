@@ -315,16 +315,17 @@ test('CRD validation: a Webhook conversion needs a client config and v1 among co
 })
 
 // A plain Map model: the hub value (size) of each object. Random creates, updates, patches, deletes
-// and reads at random versions, with the storage version moving, through the reversible webhook.
+// applies and reads at random versions, with the storage version moving, through the reversible webhook.
 test('randomized: reads at any version equal the model, whatever version each object is stored in', async () => {
   await withCrd(conv, webhook(conv), async (e) => {
     let seed = 7
     const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff), seed % n)
     const model = new Map<string, number>()
+    conv.requests.length = 0
     for (let step = 0; step < 150; step++) {
       const v = VERSIONS[rand(3)]!
       const name = `r${rand(6)}`
-      const op = rand(6)
+      const op = rand(7)
       if (op === 0) await setStorage(e, VERSIONS[rand(3)]!)
       else if (op === 1) {
         const size = rand(1000)
@@ -343,6 +344,19 @@ test('randomized: reads at any version equal the model, whatever version each ob
         assert.is(res.status, 200, JSON.stringify(res.body))
         assert.is(toHub(res.body), size)
         model.set(name, size)
+      } else if (op === 5) {
+        // follows TestWebhookNotCalledForUnusedVersions: server-side apply at any served version
+        const size = rand(1000)
+        const res = await http(
+          e,
+          'PATCH',
+          path(v, name) + '?fieldManager=rnd&force=true',
+          mv(v, name, size),
+          'application/apply-patch+yaml',
+        )
+        assert.ok(res.status === 200 || res.status === 201, JSON.stringify(res.body))
+        assert.is(toHub(res.body), size)
+        model.set(name, size)
       } else if (op === 4 && model.has(name)) {
         assert.is((await http(e, 'DELETE', path(v, name))).status, 200)
         model.delete(name)
@@ -353,6 +367,7 @@ test('randomized: reads at any version equal the model, whatever version each ob
         assert.ok(list.items.every((o: any) => o.apiVersion === `${G}/${v}`))
       }
     }
+    assert.ok(conv.requests.length > 20, `the webhook converted (${conv.requests.length} reviews)`)
   })
 })
 
