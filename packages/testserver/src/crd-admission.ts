@@ -15,6 +15,7 @@ import { pruneAndDefault } from './pruning.ts'
 import { causesOf, compileSchema, listErrors } from './schema-validation.ts'
 import { celCauses, celLoaded, hasRules, loadCel } from './cel.ts'
 import { checkCrdSchemas } from './structural.ts'
+import { crdVersionsStep } from './crds.ts'
 
 /** Cached per schema object (schema-validation.ts): a CRD change brings new objects, so new validators. */
 function validatorOf(t: ResourceType): ValidateFunction {
@@ -76,5 +77,5 @@ function withoutMeta(o: any): any {
 
 export function installCrdAdmission(p: WritePipeline): void {
   p.mutating.push(pruneStep)
-  p.validating.push(validateStep)
+  p.validating.push(validateStep, crdVersionsStep)
 }

@@ -6,8 +6,8 @@
 //   └─ TestServerError    this file
 //      ├─ (itself)        'UnknownKind'   a control call names a kind the server does not serve
 //      ├─ (itself)        'Internal'      a broken invariant of the store (a bug)
-//      ├─ (itself)        'WebhookCall'   an admission webhook could not be called or answered garbage
-//                                         (webhooks.ts; the write then fails with 500 or the call is ignored)
+//      ├─ (itself)        'WebhookCall'   an admission or conversion webhook could not be called or answered garbage
+//                                         (webhook-client.ts; the request then fails with 500 or the call is ignored)
 //      └─ StatusError     400, 404, 409, 410, 422, 429, 5xx   what a handler answers: `status` is the
 //                                         Kubernetes Status sent, `code` its HTTP status (src/status.ts)
 // StatusError is what the HTTP handlers throw and the server turns into a response; a client sees

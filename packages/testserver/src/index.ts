@@ -40,6 +40,8 @@ export { TestServer }
 export type { TestServerOptions, RequestLogEntry, KindRef, Control }
 export type { FailRule, DelayRule } from './faults.ts'
 export type { ResourceType, ResourceTypeInput } from './resources.ts'
+/** How a webhook's Service reference is reached (the `serviceResolver` option). */
+export type { ServiceResolver } from './webhook-client.ts'
 export { kubeconfigYaml, kubeconfigObject } from './kubeconfig.ts'
 /** A throwaway CA and a serving certificate it signs (for webhooks' TLS in tests). */
 export { generateTls, type TlsMaterial } from './tls.ts'

@@ -12,6 +12,10 @@ import { apiVersionOf } from './resources.ts'
 import { StatusError, badRequest, expired } from './status.ts'
 import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
+import { then, type MaybePromise } from './conversion.ts'
+
+/** A page's objects in the listed type's version (a CRD's conversion; the same array when nothing to do). */
+export type ListConverter = (t: ResourceType, objs: any[]) => MaybePromise<any[]>
 
 export interface ListOpts {
   matcher?: Matcher
@@ -35,10 +39,13 @@ export class Lists {
   /** Versions at or below this were forgotten by control.compact(). */
   private compactedRv = 0
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly convert: ListConverter = (_t, objs) => objs,
+  ) {}
 
   /** The list as JSON text (items are serialized once and cached, which keeps 100k-item lists fast). */
-  listJson(t: ResourceType, ns: string | undefined, o: ListOpts): string {
+  listJson(t: ResourceType, ns: string | undefined, o: ListOpts): MaybePromise<string> {
     let view: View
     let after: string | undefined
     // The continue token carries the list's total (counted once, on the first page) and how many
@@ -60,7 +67,7 @@ export class Lists {
       total = tok.total
       seen = tok.seen ?? 0
     } else view = this.readAt(t, o.resourceVersion, o.resourceVersionMatch)
-    const items: string[] = []
+    const items: any[] = []
     const apiVersion = apiVersionOf(t)
     let last: string | undefined
     let more = false
@@ -73,7 +80,7 @@ export class Lists {
         remaining++
         continue
       }
-      items.push(objectJson(obj, apiVersion, t.kind))
+      items.push(obj)
       last = key
     }
     const meta: Record<string, unknown> = { resourceVersion: String(view.rv) }
@@ -84,7 +91,10 @@ export class Lists {
       meta.continue = Buffer.from(JSON.stringify(tok)).toString('base64')
       if (!o.selected) meta.remainingItemCount = total! - seen - items.length
     }
-    return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[${items.join(',')}]}`
+    return then(this.convert(t, items), (objs) => {
+      const json = objs.map((obj) => objectJson(obj, apiVersion, t.kind)).join(',')
+      return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${JSON.stringify(meta)},"items":[${json}]}`
+    })
   }
 
   private *rows(t: ResourceType, view: View, ns: string | undefined, after: string | undefined): Generator<[string, any]> {

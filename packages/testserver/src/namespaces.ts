@@ -86,3 +86,33 @@ export class Namespaces {
     return [...seen.values()]
   }
 }
+
+const ROOT_CA_DESCRIPTION =
+  'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.'
+
+/**
+ * What the namespace's controllers create in a new namespace: the `default` ServiceAccount and the
+ * `kube-root-ca.crt` ConfigMap with the cluster CA (at once here, a moment later on a real cluster).
+ */
+export function populateNamespace(
+  registry: Registry,
+  store: Store,
+  ns: string,
+  rootCaPem: string,
+  create: (t: ResourceType, ns: string, body: any, o: { manager: string; admit: false }) => unknown,
+): void {
+  const o = { manager: 'kube-controller-manager', admit: false } as const
+  const sa = registry.byKind('v1', 'ServiceAccount')
+  const cmType = registry.byKind('v1', 'ConfigMap')
+  if (sa && !store.get(sa.storageKey, ns, 'default')) create(sa, ns, { metadata: { name: 'default' } }, o)
+  if (cmType && !store.get(cmType.storageKey, ns, 'kube-root-ca.crt'))
+    create(
+      cmType,
+      ns,
+      {
+        metadata: { name: 'kube-root-ca.crt', annotations: { 'kubernetes.io/description': ROOT_CA_DESCRIPTION } },
+        data: { 'ca.crt': rootCaPem },
+      },
+      o,
+    )
+}

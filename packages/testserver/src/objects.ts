@@ -12,12 +12,17 @@
 //   deleting a namespace empties it first (namespaces.ts).
 // - With a garbage collector (gc.ts), every write and every removal from storage is shown to it
 //   after its commit, so ownerReferences cascades happen within the request that causes them.
+// - A write at version X is admitted at X (the stored object converted to X first: patches, oldObject,
+//   no-op detection), then stored in the storage version; answers are converted back to X
+//   (conversion.ts). Internal writes (admit: false) keep the stored version and stay synchronous.
 import type { Store } from './store.ts'
 import { Lists, type ListOpts } from './lists.ts'
 import { WritePipeline, type AdmissionRequest, type FieldValidation, type Operation } from './admission.ts'
 import { objectKey } from './store.ts'
 import type { Registry, ResourceType } from './resources.ts'
-import { apiVersionOf, typesFromCrd } from './resources.ts'
+import { apiVersionOf } from './resources.ts'
+import { isCrdType, syncCrd, crdRemoved } from './crds.ts'
+import { Conversion, isPromise, then, type MaybePromise } from './conversion.ts'
 import {
   StatusError,
   alreadyExists,
@@ -36,12 +41,10 @@ import type { Matcher } from './selectors.ts'
 import { objectJson } from './watch.ts'
 import { metaCauses } from './meta-validation.ts'
 import { Lifecycle } from './lifecycle.ts'
-import { Namespaces, NS_TYPE_KEY, nowSeconds } from './namespaces.ts'
+import { Namespaces, NS_TYPE_KEY, nowSeconds, populateNamespace } from './namespaces.ts'
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/
 const POD_TYPE_KEY = '/pods'
-const ROOT_CA_DESCRIPTION =
-  'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.'
 
 export interface WriteOpts {
   manager: string
@@ -89,6 +92,8 @@ export interface StorageObserver {
 
 export class Objects {
   private readonly lists: Lists
+  /** Between a CRD's versions: writes are stored in the storage version, reads converted (conversion.ts). */
+  readonly conversion: Conversion
   /** Every create and update goes through it (admission.ts); the server adds the schema steps. */
   readonly pipeline = new WritePipeline()
   /** The namespace controller's and kubelet's pending steps. */
@@ -98,6 +103,8 @@ export class Objects {
   rootCaPem = ''
   /** Set by the server unless `gc: false`. */
   gc: StorageObserver | undefined
+  /** The admission of a DELETE of a stored object (validating webhooks, webhooks.ts), set by the server. */
+  admitDelete: ((t: ResourceType, stored: any, dryRun: boolean) => MaybePromise<void>) | undefined
   private readonly namespaces: Namespaces
 
   constructor(
@@ -106,7 +113,8 @@ export class Objects {
     private readonly rand: () => number,
   ) {
     this.namespaces = new Namespaces(store, registry)
-    this.lists = new Lists(store)
+    this.conversion = new Conversion(store)
+    this.lists = new Lists(store, (t, objs) => this.conversion.forList(t, objs))
     registry.onChange((change, t) => {
       if (change === 'added') store.ensure(t.storageKey)
     })
@@ -132,7 +140,7 @@ export class Objects {
   }
 
   /** The list as JSON text (see lists.ts). */
-  listJson(t: ResourceType, ns: string | undefined, o: ListOpts): string {
+  listJson(t: ResourceType, ns: string | undefined, o: ListOpts): MaybePromise<string> {
     return this.lists.listJson(t, ns, o)
   }
   /** Forget every kept list view: outstanding continue tokens expire (410), like after an etcd compaction. */
@@ -140,10 +148,12 @@ export class Objects {
     this.lists.compact()
   }
 
-  /** Sets apiVersion/kind for the version being served (storage is shared across versions). */
-  private out(t: ResourceType, o: any): any {
-    const apiVersion = apiVersionOf(t)
-    return o.apiVersion === apiVersion && o.kind === t.kind ? o : { ...o, apiVersion, kind: t.kind }
+  /** A stored object in the version being served (conversion.ts). */
+  private out(t: ResourceType, o: any): MaybePromise<any> {
+    return this.conversion.toType(t, o)
+  }
+  private written(t: ResourceType, o: any, warnings: string[]): MaybePromise<Written> {
+    return then(this.out(t, o), (object) => ({ object, warnings }))
   }
 
   private checkBody(t: ResourceType, ns: string, body: any, urlName?: string): void {
@@ -198,7 +208,7 @@ export class Objects {
 
   // ---------- writes ----------
   /** Creates an object; takes ownership of `body` (callers pass freshly parsed objects). */
-  create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): Written | Promise<Written> {
+  create(t: ResourceType, ns: string, body: any, o: WriteOpts & { managedFields?: any[] }): MaybePromise<Written> {
     this.checkBody(t, ns, body)
     const meta = { ...(body.metadata ?? {}) }
     if (!meta.name && meta.generateName) {
@@ -222,7 +232,7 @@ export class Objects {
     if (t.status) delete obj.status
     obj = this.defaults(t, obj)
     const req = this.admissionRequest(t, 'CREATE', obj, undefined, o)
-    const finish = (): Written => {
+    const finish = (): MaybePromise<Written> => {
       const obj = req.object
       const meta = obj.metadata
       meta.managedFields =
@@ -230,12 +240,15 @@ export class Objects {
         recordUpdate(undefined, obj, { manager: o.manager, apiVersion: apiVersionOf(t), scope: 'all', schema: fieldSchemaOf(t) })
       if (meta.managedFields.length === 0) delete meta.managedFields
       if (o.dryRun) return { object: obj, warnings: req.warnings }
-      // an async admission step let other writes run: the name may be taken by now
-      if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
-      const [stored] = this.store.write(t.storageKey, (put) => put(obj))
-      this.afterWrite(t, stored)
-      if (t.storageKey === NS_TYPE_KEY) this.populateNamespace(meta.name)
-      return { object: this.out(t, stored), warnings: req.warnings }
+      return then(o.admit === false ? obj : this.conversion.toStorage(t, obj), (toStore) => {
+        // an async admission step or conversion let other writes run: the name may be taken by now
+        if (this.store.get(t.storageKey, t.namespaced ? ns : '', meta.name)) throw alreadyExists(t, meta.name)
+        const [stored] = this.store.write(t.storageKey, (put) => put(toStore))
+        this.afterWrite(t, stored)
+        if (t.storageKey === NS_TYPE_KEY)
+          populateNamespace(this.registry, this.store, meta.name, this.rootCaPem, (...a) => this.create(...a))
+        return this.written(t, stored, req.warnings)
+      })
     }
     const pending = o.admit === false ? undefined : this.pipeline.run(req)
     return pending ? pending.then(finish) : finish()
@@ -262,7 +275,7 @@ export class Objects {
     return obj
   }
 
-  update(t: ResourceType, ns: string, name: string, body: any, o: WriteOpts): Written | Promise<Written> {
+  update(t: ResourceType, ns: string, name: string, body: any, o: WriteOpts): MaybePromise<Written> {
     this.checkBody(t, ns, body, name)
     const cur = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
     if (!cur) throw notFound(t, name)
@@ -277,7 +290,8 @@ export class Objects {
     // defaults apply to every decoded body, updates included (a Secret PUT without `type` is Opaque,
     // not a change of an immutable field)
     const next = t.resource === 'secrets' && t.group === '' && body.type === undefined ? { ...body, type: 'Opaque' } : body
-    return this.commitUpdate(t, cur, clone(next), o, 'Update')
+    // the stored object in the request's version: the update is made, admitted and compared there
+    return then(this.out(t, cur), (curX) => this.commitUpdate(t, curX, clone(next), o, 'Update'))
   }
 
   patch(
@@ -287,10 +301,22 @@ export class Objects {
     kind: PatchKind | undefined,
     patch: any,
     o: WriteOpts & { force?: boolean; contentType: string },
-  ): Written | Promise<Written> {
+  ): MaybePromise<Written> {
     if (kind === undefined || (kind === 'strategic' && !t.builtin)) throw unsupportedMediaType(o.contentType)
-    const key = t.namespaced ? ns : ''
-    const cur = this.store.get(t.storageKey, key, name)
+    const stored = this.store.get(t.storageKey, t.namespaced ? ns : '', name)
+    // a patch applies to the stored object converted to the request's version (as kube-apiserver)
+    return then(stored ? this.out(t, stored) : undefined, (cur) => this.patchAt(t, ns, name, cur, kind, patch, o))
+  }
+
+  private patchAt(
+    t: ResourceType,
+    ns: string,
+    name: string,
+    cur: any,
+    kind: PatchKind,
+    patch: any,
+    o: WriteOpts & { force?: boolean; contentType: string },
+  ): MaybePromise<Written> {
     if (kind === 'apply') return this.apply(t, ns, name, cur, patch, o)
     if (o.force) throw badRequest('force is only allowed for apply patches')
     if (!cur) throw notFound(t, name)
@@ -320,7 +346,7 @@ export class Objects {
     cur: any,
     applied: any,
     o: WriteOpts & { force?: boolean },
-  ): Written | Promise<Written> {
+  ): MaybePromise<Written> {
     if (!o.manager || o.manager === '__default__') {
       throw invalid('PatchOptions', 'meta.k8s.io', '', [
         { reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' },
@@ -360,7 +386,7 @@ export class Objects {
     next: any,
     o: WriteOpts & { keepManagedFields?: boolean },
     _op: 'Update' | 'Apply',
-  ): Written | Promise<Written> {
+  ): MaybePromise<Written> {
     const meta = { ...(next.metadata ?? {}) }
     const cm = cur.metadata
     // a uid in the body is a precondition (rest.Update): another object's uid must not overwrite this one
@@ -409,14 +435,20 @@ export class Objects {
   }
 
   /** After admission: generation, managedFields, no-op detection, then the write. */
-  private finishUpdate(t: ResourceType, cur: any, req: AdmissionRequest, o: WriteOpts & { keepManagedFields?: boolean }): Written {
+  private finishUpdate(
+    t: ResourceType,
+    cur: any,
+    req: AdmissionRequest,
+    o: WriteOpts & { keepManagedFields?: boolean },
+  ): MaybePromise<Written> {
     const next = req.object
     const meta = next.metadata
     const cm = cur.metadata
     const done = (object: any): Written => ({ object, warnings: req.warnings })
-    // an async admission step let other writes run: this write was computed from a version now gone
-    if (this.store.get(t.storageKey, t.namespaced ? (cm.namespace ?? '') : '', cm.name)?.metadata.resourceVersion !== cm.resourceVersion)
-      throw conflict(t, cm.name)
+    // an async admission step or conversion let other writes run: this write was computed from a version now gone
+    const storedNow = () => this.store.get(t.storageKey, t.namespaced ? (cm.namespace ?? '') : '', cm.name)
+    const stored = storedNow()
+    if (stored?.metadata.resourceVersion !== cm.resourceVersion) throw conflict(t, cm.name)
     if (t.generation && specChanged(cur, next)) meta.generation = (cm.generation ?? 0) + 1
     if (!o.keepManagedFields) {
       const scope: Scope = o.subresource === 'status' ? 'status' : t.status ? 'main' : 'all'
@@ -430,19 +462,26 @@ export class Objects {
       if (mf.length) meta.managedFields = mf
       else delete meta.managedFields
     } else if (Array.isArray(meta.managedFields) && meta.managedFields.length === 0) delete meta.managedFields
-    if (sameIgnoringTimes(cur, next)) return done(this.out(t, cur))
-    if (o.dryRun) return done(this.out(t, next))
+    // a no-op keeps the object, unless it is stored in an older version: then it is rewritten in the
+    // storage version, as etcd gets new bytes (how kube-storage-version-migrator migrates)
+    const internal = o.admit === false
+    if (sameIgnoringTimes(cur, next) && (internal || this.conversion.inStorageVersion(t, stored))) return done(cur)
+    if (o.dryRun) return done(next)
     if (cm.deletionTimestamp && (meta.finalizers ?? []).length === 0) {
-      const [gone] = this.store.write(t.storageKey, (_put, del) => del(cur))
+      const [gone] = this.store.write(t.storageKey, (_put, del) => del(stored))
       this.afterDelete(t, gone)
-      return done(this.out(t, { ...next, metadata: { ...meta, resourceVersion: gone.metadata.resourceVersion } }))
+      return done({ ...next, metadata: { ...meta, resourceVersion: gone.metadata.resourceVersion } })
     }
-    const [stored] = this.store.write(t.storageKey, (put) => put(next))
-    this.afterWrite(t, stored)
-    return done(this.out(t, stored))
+    // internal writes (the garbage collector's) keep the stored version: they stay synchronous
+    return then(this.conversion.toStorage(t, next, internal ? stored : undefined), (toStore) => {
+      if (storedNow()?.metadata.resourceVersion !== cm.resourceVersion) throw conflict(t, cm.name)
+      const [written] = this.store.write(t.storageKey, (put) => put(toStore))
+      this.afterWrite(t, written)
+      return this.written(t, written, req.warnings)
+    })
   }
 
-  delete(t: ResourceType, ns: string, name: string, d: DeleteOpts): any {
+  delete(t: ResourceType, ns: string, name: string, d: DeleteOpts): MaybePromise<any> {
     const { object, removed } = this.deleteObject(t, ns, name, d)
     return removed && !returnsObject(t) ? success(t, name, object.metadata.uid) : this.out(t, object)
   }
@@ -557,92 +596,48 @@ export class Objects {
     }
   }
 
-  /**
-   * What the namespace's controllers create in a new namespace: the `default` ServiceAccount and the
-   * `kube-root-ca.crt` ConfigMap with the cluster CA (at once here, a moment later on a real cluster).
-   */
-  private populateNamespace(ns: string): void {
-    const o = { manager: 'kube-controller-manager', admit: false }
-    const sa = this.registry.byKind('v1', 'ServiceAccount')
-    const cmType = this.registry.byKind('v1', 'ConfigMap')
-    if (sa && !this.store.get(sa.storageKey, ns, 'default')) this.create(sa, ns, { metadata: { name: 'default' } }, o)
-    if (cmType && !this.store.get(cmType.storageKey, ns, 'kube-root-ca.crt'))
-      this.create(
-        cmType,
-        ns,
-        {
-          metadata: { name: 'kube-root-ca.crt', annotations: { 'kubernetes.io/description': ROOT_CA_DESCRIPTION } },
-          data: { 'ca.crt': this.rootCaPem },
-        },
-        { ...o, manager: 'kube-controller-manager' },
-      )
-  }
-
   /** DELETE on a collection: answers the list of what it deleted (as a real server does), as JSON. */
-  deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined, dryRun = false): string {
+  /** Each item is admitted as a DELETE of its own, then deleted (a denial ends it there, as on a real server). */
+  deleteCollection(t: ResourceType, ns: string | undefined, matcher: Matcher | undefined, dryRun = false): MaybePromise<string> {
     const snap = this.store.snapshot()
     const apiVersion = apiVersionOf(t)
-    const items: string[] = []
-    for (const [, obj] of this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)) {
-      if (matcher && !matcher(obj)) continue
+    const targets = [...this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, snap)].filter(
+      ([, o]) => !matcher || matcher(o),
+    )
+    const deleted: any[] = []
+    const one = (obj: any) => {
       try {
-        const { object } = this.deleteObject(t, obj.metadata.namespace ?? '', obj.metadata.name, { dryRun })
-        items.push(objectJson(object, apiVersion, t.kind))
+        deleted.push(this.deleteObject(t, obj.metadata.namespace ?? '', obj.metadata.name, { dryRun }).object)
       } catch (e) {
         if (!(e instanceof StatusError && e.code === 404)) throw e
       }
     }
-    const meta = JSON.stringify({ resourceVersion: String(this.store.rv) })
-    return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta},"items":[${items.join(',')}]}`
+    const from = (i: number): MaybePromise<void> => {
+      for (; i < targets.length; i++) {
+        const obj = targets[i]![1]
+        const admitted = this.admitDelete?.(t, obj, dryRun)
+        if (isPromise(admitted)) return admitted.then(() => (one(obj), from(i + 1)))
+        one(obj)
+      }
+    }
+    return then(from(0), () =>
+      then(this.conversion.forList(t, deleted), (objs) => {
+        const meta = JSON.stringify({ resourceVersion: String(this.store.rv) })
+        const items = objs.map((o) => objectJson(o, apiVersion, t.kind)).join(',')
+        return `{"kind":${JSON.stringify(t.listKind)},"apiVersion":${JSON.stringify(apiVersion)},"metadata":${meta},"items":[${items}]}`
+      }),
+    )
   }
 
   private afterWrite(t: ResourceType, stored: any): void {
-    if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') this.syncCrd(t, stored)
+    if (isCrdType(t)) syncCrd(this.store, this.registry, t, stored)
     this.gc?.written(t, stored)
   }
   private afterDelete(t: ResourceType, gone: any): void {
-    if (t.group === 'apiextensions.k8s.io' && t.resource === 'customresourcedefinitions') {
-      for (const rt of this.registry.all()) if (rt.crd === gone.metadata.name) this.registry.unregister(rt)
-      const first = typesFromCrd(gone)[0]
-      if (first && !this.registry.all().some((rt) => rt.storageKey === `${first.group}/${first.resource}`))
-        void this.store.drop(`${first.group}/${first.resource}`)
-    }
+    if (isCrdType(t)) crdRemoved(this.store, this.registry, gone)
     this.gc?.removed(gone)
     if (t.namespaced && gone.metadata.namespace) this.namespaces.finishIfEmpty(gone.metadata.namespace)
   }
-  /** Registers the kinds a CRD defines and reports it Established, as the real CRD controller does. */
-  private syncCrd(t: ResourceType, crd: any): void {
-    if (crd.metadata.deletionTimestamp) return
-    const inputs = typesFromCrd(crd)
-    for (const rt of this.registry.all())
-      if (rt.crd === crd.metadata.name && !inputs.some((i) => i.version === rt.version)) this.registry.unregister(rt)
-    for (const i of inputs) this.registry.register(i)
-    const names = crd.spec?.names ?? {}
-    const cond = (type: string, reason: string, message: string) => ({
-      type,
-      status: 'True',
-      lastTransitionTime: crd.metadata.creationTimestamp,
-      reason,
-      message,
-    })
-    const status = {
-      conditions: [
-        cond('NamesAccepted', 'NoConflicts', 'no conflicts found'),
-        cond('Established', 'InitialNamesAccepted', 'the initial names have been accepted'),
-      ],
-      acceptedNames: {
-        plural: names.plural,
-        singular: names.singular ?? String(names.kind ?? '').toLowerCase(),
-        kind: names.kind,
-        listKind: names.listKind ?? `${names.kind}List`,
-        ...(names.shortNames ? { shortNames: names.shortNames } : {}),
-      },
-      storedVersions: (crd.spec?.versions ?? []).filter((v: any) => v.storage).map((v: any) => v.name),
-    }
-    if (deepEqual(crd.status, status)) return
-    this.store.write(t.storageKey, (put) => put({ ...crd, status }))
-  }
-
   /** Inserts n objects directly (no HTTP), one batch, names `${prefix}${i}`. */
   seed(t: ResourceType, ns: string, n: number, template: any = {}, prefix = 'obj-'): number {
     this.namespaces.check(t, ns)

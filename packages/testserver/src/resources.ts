@@ -1,8 +1,9 @@
 // The kind registry: which resources the server serves, built-in and registered at run time.
 // Invariants:
 // - A resource type is identified by (group, version, plural); `key` is "group/version/plural".
-// - A kind registered in several versions shares one storage table per (group, plural): objects are
-//   stored once and served in every version (no conversion: apiVersion is rewritten on the way out).
+// - A kind registered in several versions shares one storage table per (group, plural): each object
+//   is stored once, in the version it was stored in, and converted to the version served
+//   (conversion.ts: a CRD's strategy; apiVersion only for kinds without a CRD).
 // - Listeners are told synchronously of every registration change, so storage and discovery never
 //   see a type the other does not know.
 

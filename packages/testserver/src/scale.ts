@@ -51,7 +51,7 @@ export async function writeScale(
   patchKind: PatchKind | 'put',
   opts: { manager: string; dryRun: boolean },
 ): Promise<Written> {
-  const cur = objects.get(t, ns, name)
+  const cur = await objects.get(t, ns, name)
   let scale = scaleOf(t, cur)
   if (patchKind === 'put') scale = body
   else if (patchKind === 'json') scale = jsonPatch(scale, body)

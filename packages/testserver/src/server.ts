@@ -42,11 +42,13 @@ import { builtinValidationStep } from './builtin-validation.ts'
 import { builtinPruneStep } from './builtin-openapi.ts'
 import { scaleOf, writeScale } from './scale.ts'
 import { toTable, wantsTable } from './table.ts'
-import { parse as parseYaml } from 'yaml'
+import { drain, readJson } from './request-body.ts'
 import type { DeletionTiming, Written } from './objects.ts'
 import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
+import type { ServiceResolver } from './webhook-client.ts'
+import { then } from './conversion.ts'
 import { ConfigError, TestServerError } from './errors.ts'
 
 export interface TestServerOptions {
@@ -88,6 +90,15 @@ export interface TestServerOptions {
    * `control.finishDeletions()` fast-forwards both.
    */
   deletionTiming?: Partial<DeletionTiming>
+  /**
+   * Where a webhook's Service reference (`clientConfig.service`, admission and CRD conversion) is
+   * reached: `(namespace, name, port) => 'https://127.0.0.1:8443'`, like kube-apiserver's
+   * ServiceResolver; the reference's path is appended and the certificate must name
+   * `<name>.<namespace>.svc`. Without it, calling a Service reference fails saying so.
+   */
+  serviceResolver?: ServiceResolver
+  /** How long a CRD conversion webhook may take (default 30000 ms, kube-apiserver's). */
+  conversionTimeoutMs?: number
 }
 
 export interface RequestLogEntry {
@@ -143,7 +154,12 @@ export class TestServer {
     installCrdAdmission(this.objects.pipeline)
     // webhooks after the built-in and schema steps, as kube-apiserver's admission chain runs them
     this.webhookSource = { store: this.store, namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels }
+    if (opts.serviceResolver) this.webhookSource.resolveService = this.objects.conversion.resolveService = opts.serviceResolver
+    if (opts.conversionTimeoutMs !== undefined) this.objects.conversion.timeoutMs = opts.conversionTimeoutMs
     installWebhookAdmission(this.objects.pipeline, this.webhookSource)
+    // DELETEs (one object, each item of a deletecollection, the garbage collector's) are admitted in the request's version
+    this.objects.admitDelete = (t, stored, dry) =>
+      then(this.objects.conversion.toType(t, stored), (o) => admitDelete(this.webhookSource, t, o, dry))
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)
@@ -361,7 +377,7 @@ export class TestServer {
         await drain(req)
         const table = r.subresource === undefined && wantsTable(req.headers.accept)
         if (r.name !== undefined) {
-          const obj = this.objects.get(t, ns, r.name)
+          const obj = await this.objects.get(t, ns, r.name)
           if (table) return ok(toTable(t, [obj], obj.metadata.resourceVersion))
           return ok(r.subresource === 'scale' ? scaleOf(t, obj) : obj)
         }
@@ -379,6 +395,7 @@ export class TestServer {
           if (q.sendInitialEvents !== undefined) w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
           // kubectl get -w asks for Tables: each event carries a one-row Table
           if (wantsTable(req.headers.accept)) w.transform = (obj) => toTable(t, [obj], obj.metadata.resourceVersion)
+          if (t.crd) w.convert = (obj) => this.objects.conversion.toType(t, obj)
           this.watches.serve(req, res, w)
           return
         }
@@ -388,7 +405,7 @@ export class TestServer {
         if (q.continue) lo.continue = q.continue
         if (q.resourceVersion !== undefined) lo.resourceVersion = q.resourceVersion
         if (q.resourceVersionMatch) lo.resourceVersionMatch = q.resourceVersionMatch
-        const list = this.objects.listJson(t, r.namespace, lo)
+        const list = await this.objects.listJson(t, r.namespace, lo)
         if (table) {
           const { metadata, items } = JSON.parse(list)
           const { resourceVersion, ...rest } = metadata
@@ -438,16 +455,18 @@ export class TestServer {
       case 'DELETE': {
         const body = await readJson(req, true)
         if (r.name === undefined)
-          return ok(this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields), dryRun))
+          return ok(
+            await this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields), dryRun),
+          )
         const pre = { ...(body?.preconditions ?? {}) }
         const prop = body?.propagationPolicy ?? q.propagationPolicy
         const dry = dryRun || checkDryRun('DeleteOptions', Array.isArray(body?.dryRun) ? body.dryRun[0] : undefined)
         const graceRaw = body?.gracePeriodSeconds ?? q.gracePeriodSeconds
         const grace = graceRaw === undefined ? undefined : Number(graceRaw)
         const stored = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name)
-        if (stored) await admitDelete(this.webhookSource, t, stored, dry)
+        if (stored) await this.objects.admitDelete?.(t, stored, dry)
         return ok(
-          this.objects.delete(t, ns, r.name, {
+          await this.objects.delete(t, ns, r.name, {
             preconditions: pre,
             dryRun: dry,
             ...(prop ? { propagationPolicy: prop } : {}),
@@ -490,6 +509,8 @@ function checkOptions(o: TestServerOptions): void {
   if (o.bookmarkIntervalMs !== undefined && !(o.bookmarkIntervalMs > 0 && Number.isFinite(o.bookmarkIntervalMs)))
     throw bad('bookmarkIntervalMs must be a positive number of ms', o.bookmarkIntervalMs)
   if (o.seed !== undefined && !Number.isFinite(o.seed)) throw bad('seed must be a finite number', o.seed)
+  if (o.conversionTimeoutMs !== undefined && !(o.conversionTimeoutMs > 0 && Number.isFinite(o.conversionTimeoutMs)))
+    throw bad('conversionTimeoutMs must be a positive number of ms', o.conversionTimeoutMs)
 }
 
 function failureError(f: FailRule): StatusError {
@@ -511,47 +532,6 @@ function failureError(f: FailRule): StatusError {
 function defaultManager(ua: string | undefined): string {
   if (!ua) return 'unknown'
   return ua.split('/')[0]!.slice(0, 128) || 'unknown'
-}
-
-function drain(req: IncomingMessage): Promise<void> {
-  if (req.readableEnded || req.complete) return Promise.resolve()
-  return new Promise((resolve) => {
-    req.on('end', resolve)
-    req.on('error', () => resolve())
-    req.resume()
-  })
-}
-
-/** kube-apiserver's request body limit (3 MiB): a larger body is 413 before it is decoded. */
-const MAX_BODY = 3 * 1024 * 1024
-
-/** The request body as an object: JSON, or YAML when the Content-Type says so (application/yaml, apply-patch+yaml). */
-function readJson(req: IncomingMessage, optional = false): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    req.on('data', (c: Buffer) => {
-      size += c.length
-      if (size <= MAX_BODY) chunks.push(c)
-    })
-    req.on('error', reject)
-    req.on('end', () => {
-      if (size > MAX_BODY) return reject(new StatusError(413, 'RequestEntityTooLarge', `Request entity too large: limit is ${MAX_BODY}`))
-      const text = Buffer.concat(chunks).toString('utf8')
-      if (text.trim() === '') return optional ? resolve(undefined) : reject(badRequest('the request body is empty'))
-      try {
-        resolve(JSON.parse(text))
-      } catch (e) {
-        if (!/yaml/i.test(req.headers['content-type'] ?? ''))
-          return reject(badRequest(`couldn't get version/kind; json parse error: ${(e as Error).message}`))
-        try {
-          resolve(parseYaml(text))
-        } catch (ye) {
-          reject(badRequest(`error converting YAML to JSON: ${(ye as Error).message.split('\n')[0]}`))
-        }
-      }
-    })
-  })
 }
 
 /** A Go duration ("1500ms", "2s", "1.5m") in ms; undefined when it is not one. */

@@ -8,12 +8,17 @@
 // - Selector transitions follow the real server: an object entering the selection is ADDED, one
 //   leaving it is DELETED with its previous content (the last state the watcher could select) and the
 //   new resourceVersion, as the apiserver's watch cache sends it.
+// - A custom kind's events are converted to the watched version (conversion.ts). A webhook makes it
+//   asynchronous: lines then queue behind the pending conversion (bookmarks too), so the order of
+//   the stream never changes; a conversion that fails ends the watch with an ERROR event (a 500
+//   Status), as the apiserver's etcd watcher ends a watch whose object it cannot decode.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Store, StoreEvent } from './store.ts'
 import type { ResourceType } from './resources.ts'
 import { apiVersionOf } from './resources.ts'
 import type { Matcher } from './selectors.ts'
 import { expired, badRequest, type StatusError } from './status.ts'
+import { conversionFailure, isPromise, type MaybePromise } from './conversion.ts'
 
 export interface WatchRequest {
   type: ResourceType
@@ -25,6 +30,8 @@ export interface WatchRequest {
   sendInitialEvents?: boolean
   /** Each event's object in another form (a server-side Table row, for `kubectl get -w`). */
   transform?: (obj: any) => unknown
+  /** Each event's object in the watched version (a CRD's conversion; a promise when a webhook converts). */
+  convert?: (obj: any) => MaybePromise<any>
 }
 
 interface Active {
@@ -34,6 +41,10 @@ interface Active {
   scheduled: boolean
   bookmarks: boolean
   close: () => void
+  /** The last line still being converted: later lines wait for it (order is kept). */
+  tail: Promise<void> | undefined
+  /** A conversion failed: the watch has ended. */
+  failed?: boolean
 }
 
 export class WatchHub {
@@ -69,7 +80,7 @@ export class WatchHub {
   }
   /** Sends a bookmark on every watch that asked for them (also used by the interval). */
   sendBookmarks(): void {
-    for (const a of this.active) if (a.bookmarks) this.enqueue(a, bookmarkLine(a.req.type, this.store.rv, false))
+    for (const a of this.active) if (a.bookmarks) this.put(a, bookmarkLine(a.req.type, this.store.rv, false))
   }
 
   /** Ends every watch: gracefully (end of stream) or abruptly (socket reset). */
@@ -108,31 +119,37 @@ export class WatchHub {
     }
 
     startStream(res)
-    const a: Active = { res, req: w, buf: '', scheduled: false, bookmarks: w.bookmarks, close: () => {} }
+    const a: Active = { res, req: w, buf: '', scheduled: false, bookmarks: w.bookmarks, close: () => {}, tail: undefined }
     const apiVersion = apiVersionOf(w.type)
     const transform = w.transform
-    const lineOf = transform
+    const serialize = transform
       ? (type: string, obj: any) => `{"type":"${type}","object":${JSON.stringify(transform({ ...obj, apiVersion, kind: w.type.kind }))}}\n`
       : (type: string, obj: any) => eventLine(type, obj, apiVersion, w.type.kind)
+    const convert = w.convert
+    const lineOf = (type: string, obj: any): MaybePromise<string> => {
+      if (!convert) return serialize(type, obj)
+      const c = convert(obj)
+      return isPromise(c) ? c.then((o) => serialize(type, o)) : serialize(type, c)
+    }
 
     if (initial) {
       const snap = this.store.snapshot()
       for (const [, obj] of this.store.scan(sk, w.namespace, undefined, snap)) {
-        if (!w.matcher || w.matcher(obj)) a.buf += lineOf('ADDED', obj)
+        if (!w.matcher || w.matcher(obj)) this.put(a, lineOf('ADDED', obj), false)
       }
-      if (w.sendInitialEvents) a.buf += bookmarkLine(w.type, snap.rv, true)
+      if (w.sendInitialEvents) this.put(a, bookmarkLine(w.type, snap.rv, true), false)
       startRv = snap.rv
     } else {
       for (const ev of backlog) {
         const l = this.lineFor(ev, w, lineOf)
-        if (l) a.buf += l
+        if (l) this.put(a, l, false)
       }
     }
     const from = startRv ?? this.store.rv
     const unsubscribe = this.store.subscribe(sk, (ev) => {
       if (ev.rv <= from) return
       const l = this.lineFor(ev, w, lineOf)
-      if (l) this.enqueue(a, l)
+      if (l) this.put(a, l)
     })
     let timeout: NodeJS.Timeout | undefined
     if (w.timeoutSeconds && w.timeoutSeconds > 0) {
@@ -160,7 +177,7 @@ export class WatchHub {
     if (a.buf) this.schedule(a)
   }
 
-  private lineFor(ev: StoreEvent, w: WatchRequest, lineOf: (t: string, o: any) => string): string | undefined {
+  private lineFor(ev: StoreEvent, w: WatchRequest, lineOf: (t: string, o: any) => MaybePromise<string>): MaybePromise<string> | undefined {
     if (w.namespace !== undefined && ev.namespace !== w.namespace) return undefined
     if (!w.matcher) return lineOf(ev.type, ev.object)
     const now = w.matcher(ev.object)
@@ -173,9 +190,37 @@ export class WatchHub {
     return undefined
   }
 
-  private enqueue(a: Active, line: string): void {
-    a.buf += line
-    this.schedule(a)
+  /** Queues a line in stream order: at once, or after the conversions before it (`flush`: schedule a write). */
+  private put(a: Active, line: MaybePromise<string>, flush = true): void {
+    if (a.failed) return
+    if (!a.tail && !isPromise(line)) {
+      a.buf += line
+      if (flush) this.schedule(a)
+      return
+    }
+    if (isPromise(line)) line.catch(() => {}) // handled in order below; not an unhandled rejection meanwhile
+    const prev = a.tail ?? Promise.resolve()
+    const mine: Promise<void> = prev
+      .then(() => line)
+      .then(
+        (l) => {
+          if (a.tail === mine) a.tail = undefined
+          if (a.failed) return
+          a.buf += l
+          this.schedule(a)
+        },
+        (err) => this.fail(a, err),
+      )
+    a.tail = mine
+  }
+  /** A conversion failed: the watch ends with an ERROR event carrying its 500 Status. */
+  private fail(a: Active, err: unknown): void {
+    if (a.failed) return
+    a.failed = true
+    a.tail = undefined
+    this.flush(a)
+    if (!a.res.writableEnded && !a.res.destroyed) a.res.end(JSON.stringify({ type: 'ERROR', object: conversionFailure(err).status }) + '\n')
+    a.close()
   }
   private schedule(a: Active): void {
     if (a.scheduled) return

@@ -15,18 +15,17 @@
 // - A dry-run request reaches only webhooks whose sideEffects are None or NoneOnDryRun; any other
 //   matching webhook makes it fail with 400, as the real server does.
 // - Webhook configurations themselves are never sent to webhooks (a broken webhook cannot lock its
-//   own configuration). Only clientConfig.url is called: a Service reference is a call failure.
-// - CREATE and UPDATE go through the write pipeline; a DELETE of one object is admitted before it by
-//   admitDelete (validating webhooks only: object null, oldObject the stored one); a deletecollection
-//   and the garbage collector's deletes are not sent to webhooks.
-import { request } from 'node:https'
+//   own configuration). A Service reference is called where the server's `serviceResolver` says
+//   (webhook-client.ts, shared with conversion webhooks); without one it is a call failure.
+// - CREATE and UPDATE go through the write pipeline; a DELETE is admitted before it by admitDelete
+//   (validating webhooks only: object null, oldObject the stored one in the request's version): a
+//   DELETE of one object, each item of a deletecollection, and each delete of the garbage collector
+//   (whose cascade then finishes asynchronously when a webhook matches).
 import { randomUUID } from 'node:crypto'
 import type { AdmissionRequest, WritePipeline } from './admission.ts'
 import type { ResourceType } from './resources.ts'
 import { StatusError, internalError } from './status.ts'
-import { TestServerError } from './errors.ts'
-
-const callError = (message: string) => new TestServerError(message, 'WebhookCall')
+import { callError, postJson, type ServiceResolver, type WebhookClientConfig } from './webhook-client.ts'
 import { labelSelectorMatches } from './selectors.ts'
 import { jsonPatch } from './patch.ts'
 import type { Store } from './store.ts'
@@ -44,7 +43,7 @@ interface Rule {
 }
 interface Webhook {
   name: string
-  clientConfig?: { url?: string; caBundle?: string; service?: { namespace?: string; name?: string } }
+  clientConfig?: WebhookClientConfig
   rules?: Rule[]
   failurePolicy?: 'Fail' | 'Ignore'
   namespaceSelector?: unknown
@@ -57,6 +56,8 @@ interface Webhook {
 export interface WebhookSource {
   store: Store
   namespaceLabels(name: string): Record<string, string> | undefined
+  /** Where a Service reference is (the server's `serviceResolver` option); none: a call failure. */
+  resolveService?: ServiceResolver
 }
 
 /** Adds the webhook steps to the pipeline: mutating ones last among mutations, validating ones last. */
@@ -82,7 +83,7 @@ function run(req: WebhookRequest, src: WebhookSource, storageKey: string, mutati
     for (const w of (cfg.webhooks ?? []) as Webhook[]) if (matches(w, req, src)) hooks.push(w)
   if (hooks.length === 0) return // synchronous: plain writes stay fast
   return (async () => {
-    for (const w of hooks) await call(w, req, mutating)
+    for (const w of hooks) await call(w, req, mutating, src.resolveService)
   })()
 }
 
@@ -108,7 +109,7 @@ function matches(w: Webhook, req: WebhookRequest, src: WebhookSource): boolean {
   return true
 }
 
-async function call(w: Webhook, req: WebhookRequest, mutating: boolean): Promise<void> {
+async function call(w: Webhook, req: WebhookRequest, mutating: boolean, resolve: ServiceResolver | undefined): Promise<void> {
   if (req.dryRun && w.sideEffects !== 'None' && w.sideEffects !== 'NoneOnDryRun')
     throw new StatusError(400, 'BadRequest', `admission webhook "${w.name}" does not support dry run`)
   const t = req.type
@@ -135,7 +136,7 @@ async function call(w: Webhook, req: WebhookRequest, mutating: boolean): Promise
   }
   let response: any
   try {
-    response = await post(w, review)
+    response = await post(w, review, resolve)
     if (response?.apiVersion !== 'admission.k8s.io/v1' || response?.kind !== 'AdmissionReview' || typeof response.response !== 'object')
       throw callError('the answer is not an admission.k8s.io/v1 AdmissionReview')
     if (response.response.uid !== uid) throw callError(`the answer's response.uid is not the request's (${uid})`)
@@ -162,45 +163,7 @@ async function call(w: Webhook, req: WebhookRequest, mutating: boolean): Promise
   }
 }
 
-function post(w: Webhook, body: unknown): Promise<any> {
-  const url = w.clientConfig?.url
-  if (!url) {
-    const s = w.clientConfig?.service
-    return Promise.reject(callError(`the test server calls clientConfig.url only, not Service ${s?.namespace}/${s?.name}`))
-  }
-  const u = new URL(url)
-  if (u.protocol !== 'https:') return Promise.reject(callError(`${url}: a webhook is called over https`))
-  const ca = w.clientConfig?.caBundle ? Buffer.from(w.clientConfig.caBundle, 'base64').toString('utf8') : undefined
+function post(w: Webhook, body: unknown, resolve: ServiceResolver | undefined): Promise<any> {
   const timeoutMs = Math.min(Math.max(w.timeoutSeconds ?? 10, 1), 30) * 1000
-  const data = JSON.stringify(body)
-  return new Promise((resolve, reject) => {
-    const r = request(
-      u,
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
-        ...(ca ? { ca } : {}),
-        signal: AbortSignal.timeout(timeoutMs),
-      },
-      (res) => {
-        const chunks: Buffer[] = []
-        res.on('data', (c: Buffer) => chunks.push(c))
-        res.on('error', reject)
-        res.on('end', () => {
-          if (res.statusCode !== 200) return reject(callError(`the webhook answered HTTP ${res.statusCode}`))
-          try {
-            resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')))
-          } catch {
-            reject(callError('the answer is not JSON'))
-          }
-        })
-      },
-    )
-    r.on('error', (e: Error) =>
-      reject(
-        e.name === 'AbortError' || e.name === 'TimeoutError' ? callError(`no answer within ${timeoutMs / 1000} s (timeoutSeconds)`) : e,
-      ),
-    )
-    r.end(data)
-  })
+  return postJson(w.clientConfig, body, timeoutMs, resolve, ' (timeoutSeconds)')
 }
