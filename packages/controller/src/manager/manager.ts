@@ -385,7 +385,7 @@ export class Manager {
    * An admission webhook for a kind (validating, mutating or both), served over HTTPS by the
    * Manager's webhook server (`webhooks` option) at controller-runtime's paths; returns the paths.
    * Served on every replica (the API server may call any of them). manifests() writes its
-   * WebhookConfigurations.
+   * WebhookConfigurations. A custom kind whose versions convert is also served at /convert.
    */
   webhook<T extends object = KubeObject>(o: WebhookOptions<T>): string[] {
     this.notStarted('webhook')
@@ -423,7 +423,8 @@ export class Manager {
       if (this.server) this.url_ = await this.server.listen()
       if (this.probeServer) this.probesUrl_ = await this.probeServer.listen()
       if (this.webhookServer.size) this.webhookUrl_ = await this.webhookServer.listen()
-      for (const k of this.options.installCrds ?? []) await installCrd(this.cluster, k.crd, this.name, this.logger)
+      for (const k of this.options.installCrds ?? [])
+        await installCrd(this.cluster, this.webhookServer.installable(k.crd, this.webhookUrl_), this.name, this.logger)
       for (const r of this.reflectors.values()) await r.start()
       const leaderParts: LeaderPart[] = [
         ...this.derivations,
