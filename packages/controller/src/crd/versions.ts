@@ -123,7 +123,8 @@ export class KindConversion {
           throw new ConversionError(`${what}: ${label} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err })
         }
       }
-      if (typeof out !== 'object' || out === null || Array.isArray(out) || typeof (out as KubeObject).metadata !== 'object')
+      const meta = (out as KubeObject | null)?.metadata
+      if (typeof out !== 'object' || out === null || Array.isArray(out) || typeof meta !== 'object' || meta === null)
         throw new ConversionError(`${what}: ${label} returned ${out === null ? 'null' : typeof out}, not an object with metadata`)
       return { ...(out as KubeObject), apiVersion: `${this.group}/${version}`, kind: this.kind }
     }

@@ -65,6 +65,8 @@ export class ConversionWebhook {
       const o = obj as KubeObject
       if (typeof o.apiVersion !== 'string' || typeof o.kind !== 'string')
         return failure(`${at} (${objectName(o)}) has no apiVersion and kind to convert from`)
+      if (typeof o.metadata !== 'object' || o.metadata === null || Array.isArray(o.metadata))
+        return failure(`${at}: ${o.kind} from ${o.apiVersion} has no metadata`)
       const group = o.apiVersion.includes('/') ? o.apiVersion.slice(0, o.apiVersion.indexOf('/')) : ''
       const c = this.get(group, o.kind)
       if (!c)
