@@ -5,15 +5,12 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import fc from 'fast-check'
-import { request } from 'node:https'
 import { Type } from '@sinclair/typebox'
-import { generateTls, startTestServer, type RunningTestServer, type TlsMaterial } from '@statewright/testserver'
-import { Cluster, type KubeObject, type ResourceRef } from '@statewright/k8s'
-import { ConfigError, ConversionError, Manager, WebhookServer, createLogger, customKind, type CustomObject } from '@statewright/controller'
+import type { KubeObject, ResourceRef } from '@statewright/k8s'
+import { ConfigError, ConversionError, Manager, customKind, type CustomObject } from '@statewright/controller'
 import { ExternalJob, RETRIES_ANNOTATION } from './conversion-kind.ts'
 
 type Equals<A, B> = (<X>() => X extends A ? 1 : 2) extends <X>() => X extends B ? 1 : 2 ? true : false
-const quiet = createLogger({ level: 'silent' })
 const G = 'jobs.example.com'
 const job = (version: string, spec: object, extra: Partial<KubeObject> = {}): KubeObject => ({
   apiVersion: `${G}/${version}`,
