@@ -21,7 +21,15 @@ const entries = pkgs.map((p) => join(root, 'packages', p, 'src', 'index.ts'))
 const program = ts.createProgram(entries, { ...options, customConditions: ['@statewright/source'] })
 const checker = program.getTypeChecker()
 const flags = ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope
-const oneLine = (s) => s.replace(/\s+/g, ' ').trim()
+/**
+ * One line; a union of string literals sorted: the checker prints union members in type-creation
+ * order, which moves with unrelated changes anywhere in the program.
+ */
+const oneLine = (s) =>
+  s
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/"[^"]*"(?: \| "[^"]*")+/g, (m) => m.split(' | ').sort().join(' | '))
 /** A member's name; a well-known symbol by its name, not by the checker's numbered id (which moves with unrelated changes). */
 const memberName = (p) => p.getName().replace(/^__@(\w+)@\d+$/, '[Symbol.$1]')
 /** Members marked @internal are not part of the contract (they are public only for the package's own files). */

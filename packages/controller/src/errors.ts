@@ -10,14 +10,15 @@
 //   │  └─ InvalidObjectError 'InvalidObject' an object or condition lacking what the operation needs
 //   └─ ControllerError      below
 //      ├─ CleanupError      'Cleanup'        a finalizer's cleanup failed (retried with backoff)
-//      └─ WorkflowError     'Workflow'       a Workflow step's error joined with the error it was given (`errors`)
+//      ├─ WorkflowError     'Workflow'       a Workflow step's error joined with the error it was given (`errors`)
+//      └─ ConversionError   'Conversion'     an object could not be converted between its kind's versions (the /convert webhook answers Failure with the message)
 // Errors of the layers below keep their classes (statedb's StateDBError, k8s's ApiError...); object
 // errors of derivations and reconcilers are kept as statuses and in health, not thrown.
 export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
 export { InvalidObjectError } from '@statewright/k8s'
 import { StatewrightError } from '@statewright/statedb'
 
-export type ControllerErrorCode = 'Cleanup' | 'Workflow'
+export type ControllerErrorCode = 'Cleanup' | 'Workflow' | 'Conversion'
 
 /** The controller's own failures: finalizer cleanups. */
 export class ControllerError extends StatewrightError {
@@ -43,5 +44,13 @@ export class WorkflowError extends ControllerError {
   override name = 'WorkflowError'
   constructor(readonly errors: readonly unknown[]) {
     super(errors.map((e) => (e instanceof Error ? e.message : String(e))).join('\n'), 'Workflow', { cause: errors.at(-1) })
+  }
+}
+
+/** An object could not be converted between its kind's versions; the message names it and both versions. */
+export class ConversionError extends ControllerError {
+  override name = 'ConversionError'
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Conversion', options)
   }
 }

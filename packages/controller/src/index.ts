@@ -27,6 +27,8 @@ export {
 } from './crd/customkind.ts'
 export { rbacRules, manifests, type PolicyRule, type ManifestOptions, type ManagerShape } from './manager/manifests.ts'
 export { WebhookServer, webhookPath, type AdmissionContext, type WebhookOptions, type WebhookServerOptions } from './webhooks/server.ts'
+export { KindConversion, type Converted, type VersionOptions, type SameSchemaVersionOptions } from './crd/versions.ts'
+export { ConversionWebhook, CONVERT_PATH, type ConversionAnswer } from './webhooks/conversion.ts'
 export { ReconcileStep, type ChildObject, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
 // the shared health shape every part's health extends (the reconciler's)
 export type { Health, HealthLevel } from '@statewright/reconciler'
@@ -66,6 +68,7 @@ export {
   ControllerError,
   CleanupError,
   WorkflowError,
+  ConversionError,
   type StatewrightErrorCode,
   type ControllerErrorCode,
 } from './errors.ts'

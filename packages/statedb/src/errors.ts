@@ -47,7 +47,8 @@
 //   │  └─ InvalidInputError     'InvalidInput'    gen-types input without a usable CustomResourceDefinition
 //   └─ ControllerError          controller: src/errors.ts
 //      ├─ CleanupError          'Cleanup'         a finalizer's cleanup failed (retried with backoff)
-//      └─ WorkflowError         'Workflow'        what a Workflow's error handler gets: a step's error joined with the carried-over one
+//      ├─ WorkflowError         'Workflow'        what a Workflow's error handler gets: a step's error joined with the carried-over one
+//      └─ ConversionError       'Conversion'      an object could not be converted between its custom kind's versions
 // Codes are strings, but for the two classes that carry an HTTP status (ApiError, StatusError), as
 // Kubernetes' Status.code does. Object errors of reconcilers and derivations are statuses, not
 // thrown: an operation's own error is kept as it is.

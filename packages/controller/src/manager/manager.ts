@@ -366,7 +366,7 @@ export class Manager {
    * An admission webhook for a kind (validating, mutating or both), served over HTTPS by the
    * Manager's webhook server (`webhooks` option) at controller-runtime's paths; returns the paths.
    * Served on every replica (the API server may call any of them). manifests() writes its
-   * WebhookConfigurations.
+   * WebhookConfigurations. A custom kind whose versions convert is also served at /convert.
    */
   webhook<T extends object = KubeObject>(o: WebhookOptions<T>): string[] {
     this.notStarted('webhook')
@@ -402,7 +402,8 @@ export class Manager {
     this.state = 'starting'
     try {
       await this.servers.listen()
-      for (const k of this.options.installCrds ?? []) await installCrd(this.cluster, k.crd, this.name, this.logger)
+      for (const k of this.options.installCrds ?? [])
+        await installCrd(this.cluster, this.servers.webhooks.installable(k.crd, this.servers.webhookUrl), this.name, this.logger)
       for (const r of this.reflectors.values()) await r.start()
       const parts: LeaderPart[] = [
         ...this.derivations,

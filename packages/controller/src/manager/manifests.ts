@@ -11,12 +11,17 @@
 //   condition; Events are created and patched (aggregation); leader election gets, creates and
 //   updates its Lease; sharding also lists and deletes member Leases; installCrds gets and patches CRDs.
 // - A kind's resource is its ResourceRef's, else the lower-case plural the Manager names tables by.
+// - A CRD whose versions convert through a webhook points at the webhook Service's /convert, its CA
+//   injected by cert-manager as the WebhookConfigurations' is; one whose kind the Manager does not
+//   convert (no m.webhook({ for })) is a ConfigError: the API server could not serve it.
 import type { KindRef, KubeObject } from '@statewright/k8s'
 import type { Table } from '@statewright/statedb'
 import type { ManagerOptions } from './options.ts'
 
 import { plural } from './watch.ts'
 import { webhookPath } from '../webhooks/server.ts'
+import { CONVERT_PATH, webhookConversionOf } from '../webhooks/conversion.ts'
+import { ConfigError } from '../errors.ts'
 
 /** rbac.authorization.k8s.io/v1 PolicyRule. */
 export interface PolicyRule {
@@ -138,7 +143,7 @@ export function manifests(shape: ManagerShape, o: ManifestOptions = {}): KubeObj
   const hooks = m.webhooks ?? []
   const certSecret = `${m.name}-webhook-cert`
   return [
-    ...m.crds,
+    ...m.crds.map((crd) => withConversionService(crd, m.name, ns, hooks)),
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: m.name, namespace: ns } },
     { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: m.name }, rules: rbacRules(m) },
     {
@@ -187,6 +192,26 @@ export function manifests(shape: ManagerShape, o: ManifestOptions = {}): KubeObj
       },
     },
   ]
+}
+
+/** A CRD converted by a webhook, pointed at the Manager's webhook Service (see the file's invariants). */
+function withConversionService(crd: KubeObject, name: string, ns: string, hooks: NonNullable<ManagerShape['webhooks']>): KubeObject {
+  const spec = crd.spec as { group?: string; names?: { kind?: string }; conversion?: { strategy?: string; webhook?: any } } | undefined
+  if (spec?.conversion?.strategy !== 'Webhook' || spec.conversion.webhook?.clientConfig) return crd
+  const served = hooks.some((h) => {
+    const c = webhookConversionOf(h.kind)
+    return c?.group === spec.group && c?.kind === spec.names?.kind
+  })
+  if (!served)
+    throw new ConfigError(
+      `manifests: CustomResourceDefinition ${crd.metadata.name} converts through a webhook, but Manager "${name}" does not serve /convert for ${spec.names?.kind}: add m.webhook({ for: ${spec.names?.kind} })`,
+    )
+  const service = { name: `${name}-webhook`, namespace: ns, path: CONVERT_PATH, port: 443 }
+  return {
+    ...crd,
+    metadata: { ...crd.metadata, annotations: { ...crd.metadata.annotations, 'cert-manager.io/inject-ca-from': `${ns}/${name}-webhook` } },
+    spec: { ...spec, conversion: { ...spec.conversion, webhook: { ...spec.conversion.webhook, clientConfig: { service } } } },
+  }
 }
 
 /**

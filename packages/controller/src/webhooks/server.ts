@@ -1,7 +1,8 @@
 // Admission webhooks served by the Manager, as controller-runtime's webhook server serves them: HTTPS
 // (a certificate from a directory, as cert-manager mounts a Secret: tls.crt and tls.key, read again
 // when they change; or given in memory), one path per webhook ("/validate-<group>-<version>-<kind>",
-// "/mutate-..."), AdmissionReview v1 in and out.
+// "/mutate-..."), AdmissionReview v1 in and out; and /convert, the CRD conversion webhook of the kinds
+// given whose versions convert (conversion.ts).
 // Invariants:
 // - A validate function's message (or messages) is a denial (403 Forbidden, the messages joined);
 //   nothing returned is an admission; warnings go back as the response's warnings.
@@ -11,6 +12,8 @@
 //   the write, naming the webhook); a request that is not an AdmissionReview answers 400. Nothing a
 //   request does stops the server.
 // - TLS only: no plain-HTTP listener exists.
+// - A body over the limit (3 MiB for an AdmissionReview, the API server's object limit;
+//   maxConversionReviewBytes for a ConversionReview, which holds a list's objects) is a 413.
 import { createServer, type Server } from 'node:https'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { readFileSync, statSync } from 'node:fs'
@@ -20,6 +23,7 @@ import jsonpatch from 'fast-json-patch'
 import type { KindRef, KubeObject } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
 import type { Logger } from '../logging.ts'
+import { CONVERT_PATH, ConversionWebhook, webhookConversionOf } from './conversion.ts'
 
 export interface AdmissionContext<T> {
   operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT'
@@ -31,7 +35,10 @@ export interface AdmissionContext<T> {
 }
 
 export interface WebhookOptions<T extends object = KubeObject> {
-  /** The kind it admits (its group, version and kind name the path). */
+  /**
+   * The kind it admits (its group, version and kind name the path). A custom kind whose versions
+   * convert (customKind(...).withVersion) is also converted at /convert, with or without validate and mutate.
+   */
   for: KindRef<T>
   /** A message (or messages) refuses the object; nothing admits it. */
   validate?: (obj: T, ctx: AdmissionContext<T>) => string | readonly string[] | undefined | void
@@ -46,8 +53,18 @@ export interface WebhookServerOptions {
   host?: string
   /** Directory with tls.crt and tls.key (default /tmp/k8s-webhook-server/serving-certs, controller-runtime's). */
   certDir?: string
-  /** The certificate and key in memory (tests), instead of certDir. */
-  cert?: { certPem: string; keyPem: string }
+  /**
+   * The certificate and key in memory (tests), instead of certDir; caPem, the CA that signed it, is
+   * the caBundle of the CRDs installCrds installs with a conversion webhook (with certDir: its ca.crt).
+   */
+  cert?: { certPem: string; keyPem: string; caPem?: string }
+  /**
+   * The base URL the API server calls this server at, for the CRDs installCrds installs with a
+   * conversion webhook (development: e.g. "https://host.docker.internal:9443"); default: the address it listens on.
+   */
+  url?: string
+  /** The largest ConversionReview accepted (default 64 MiB: a list's objects come in one review). */
+  maxConversionReviewBytes?: number
 }
 
 /** A webhook's path, controller-runtime's way: /validate-backup-example-com-v1-backup. */
@@ -63,6 +80,8 @@ export class WebhookServer {
     { kind: string; what: 'validate' | 'mutate'; fn: (obj: any, ctx: AdmissionContext<any>) => unknown }
   >()
   private certStamp = ''
+  /** The kinds converted at /convert. */
+  readonly conversions = new ConversionWebhook()
 
   constructor(
     private readonly options: WebhookServerOptions,
@@ -71,8 +90,14 @@ export class WebhookServer {
 
   /** Registers a webhook's paths; returns them. */
   add<T extends object>(o: WebhookOptions<T>): string[] {
-    if (!o.validate && !o.mutate) throw new ConfigError(`webhook for ${o.for.kind}: give validate, mutate or both`)
+    const conversion = webhookConversionOf(o.for)
+    if (!o.validate && !o.mutate && !conversion)
+      throw new ConfigError(`webhook for ${o.for?.kind}: give validate, mutate or both (or a custom kind whose versions convert)`)
     const paths: string[] = []
+    if (conversion) {
+      this.conversions.add(conversion)
+      paths.push(CONVERT_PATH)
+    }
     for (const what of ['validate', 'mutate'] as const) {
       const fn = o[what]
       if (!fn) continue
@@ -85,7 +110,38 @@ export class WebhookServer {
   }
 
   get size(): number {
-    return this.hooks.size
+    return this.hooks.size + this.conversions.size
+  }
+
+  /**
+   * `crd` as installCrds installs it: with a conversion webhook (strategy Webhook) and no clientConfig,
+   * pointed at this server's /convert (`url` option, else `listenUrl`) with the CA as caBundle; a
+   * ConfigError when this server does not convert its kind (the API server could not read it).
+   */
+  installable(crd: KubeObject, listenUrl: string | undefined): KubeObject {
+    const spec = crd.spec as { group?: string; names?: { kind?: string }; conversion?: { strategy?: string; webhook?: any } } | undefined
+    if (spec?.conversion?.strategy !== 'Webhook' || spec.conversion.webhook?.clientConfig) return crd
+    const name = String(crd.metadata.name)
+    const base = this.options.url ?? listenUrl
+    if (!this.conversions.get(spec.group ?? '', spec.names?.kind ?? '') || !base)
+      throw new ConfigError(
+        `installCrds: CustomResourceDefinition ${name} converts through a webhook, but this Manager does not serve /convert for ${spec.names?.kind}: add m.webhook({ for: ${spec.names?.kind} }) and the webhooks option`,
+      )
+    const ca = this.caPem()
+    const clientConfig = {
+      url: `${base.replace(/\/$/, '')}${CONVERT_PATH}`,
+      ...(ca ? { caBundle: Buffer.from(ca).toString('base64') } : {}),
+    }
+    return { ...crd, spec: { ...spec, conversion: { ...spec.conversion, webhook: { ...spec.conversion.webhook, clientConfig } } } }
+  }
+
+  private caPem(): string | undefined {
+    if (this.options.cert) return this.options.cert.caPem
+    try {
+      return readFileSync(join(this.options.certDir ?? '/tmp/k8s-webhook-server/serving-certs', 'ca.crt'), 'utf8')
+    } catch {
+      return undefined
+    }
   }
 
   /** Listens over TLS; a missing certificate or a port in use is a ConfigError that says so. */
@@ -164,12 +220,18 @@ export class WebhookServer {
     try {
       const path = (req.url ?? '/').split('?')[0]!
       const hook = this.hooks.get(path)
-      if (req.method !== 'POST' || !hook) return send(404, { error: 'not found', paths: [...this.hooks.keys()] })
+      const converts = path === CONVERT_PATH && this.conversions.size > 0
+      const paths = [...this.hooks.keys(), ...(this.conversions.size ? [CONVERT_PATH] : [])]
+      if (req.method !== 'POST' || (!hook && !converts)) return send(404, { error: 'not found', paths })
+      const limit = converts ? (this.options.maxConversionReviewBytes ?? 64 * 1024 * 1024) : 3 * 1024 * 1024
       const chunks: Buffer[] = []
       let size = 0
       for await (const c of req as AsyncIterable<Buffer>) {
         size += c.length
-        if (size > 3 * 1024 * 1024) return send(413, { error: 'an AdmissionReview is at most 3 MiB' })
+        if (size > limit) {
+          res.setHeader('connection', 'close') // the rest of the body is not read
+          return send(413, { error: `a ${converts ? 'ConversionReview' : 'AdmissionReview'} is at most ${limit} bytes` })
+        }
         chunks.push(c)
       }
       let review: any
@@ -178,6 +240,13 @@ export class WebhookServer {
       } catch {
         return send(400, { error: 'the body is not JSON' })
       }
+      if (converts) {
+        const a = this.conversions.review(review)
+        const result = (a.body.response as { result?: { status?: string; message?: string } } | undefined)?.result
+        if (result?.status === 'Failure') this.log.warn({ path, message: result.message }, 'conversion failed')
+        return send(a.code, a.body)
+      }
+      if (!hook) return send(404, { error: 'not found', paths })
       const r = review?.request
       if (review?.kind !== 'AdmissionReview' || typeof r?.uid !== 'string')
         return send(400, { error: 'not an AdmissionReview with a request.uid' })
