@@ -3,6 +3,7 @@
 // unless it returns a Promise.
 import type { TestServer, KindRef, RequestLogEntry } from './server.ts'
 import type { FailRule, DelayRule } from './faults.ts'
+import { GarbageCollector, type GcFailure } from './gc.ts'
 import type { ResourceType, ResourceTypeInput } from './resources.ts'
 
 export interface Control {
@@ -46,6 +47,8 @@ export interface Control {
   finishDeletions(): number
   /** Reads an object without HTTP (undefined when absent). */
   get(kind: KindRef, name: string, namespace?: string): any
+  /** The garbage collector's failed steps, oldest first (a delete a webhook denied; the newest 100). */
+  gcFailures(): GcFailure[]
 }
 
 export function makeControl(s: TestServer): Control {
@@ -79,5 +82,6 @@ export function makeControl(s: TestServer): Control {
       const t = s.kind(kind)
       return s.store.get(t.storageKey, t.namespaced ? (namespace ?? 'default') : '', name)
     },
+    gcFailures: () => [...(s.objects.gc instanceof GarbageCollector ? s.objects.gc.failures : [])],
   }
 }

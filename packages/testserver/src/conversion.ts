@@ -23,6 +23,10 @@ import { apiVersionOf } from './resources.ts'
 import { internalError, StatusError } from './status.ts'
 import { metaCauses } from './meta-validation.ts'
 import { postJson, type ServiceResolver } from './webhook-client.ts'
+import { TestServerError } from './errors.ts'
+
+/** A webhook's answer that fails the conversion (the request then fails with 500, naming the webhook). */
+const conversionError = (message: string) => new TestServerError(message, 'WebhookCall')
 
 export const CRD_STORAGE_KEY = 'apiextensions.k8s.io/customresourcedefinitions'
 /** kube-apiserver's webhook client timeout (setGlobalDefaults), which conversion calls get. */
@@ -145,16 +149,16 @@ export class Conversion {
 /** getConvertedObjectsFromResponse (v1): the checks of the review itself. */
 function convertedObjects(uid: string, answer: any): unknown[] {
   if (answer?.apiVersion !== 'apiextensions.k8s.io/v1' || answer?.kind !== 'ConversionReview')
-    throw new Error(
+    throw conversionError(
       `expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got ${answer?.apiVersion ?? ''}, Kind=${answer?.kind ?? ''}`,
     )
   const r = answer.response
-  if (typeof r !== 'object' || r === null) throw new Error('no response provided')
-  if (r.uid !== uid) throw new Error(`expected response.uid="${uid}", got "${r.uid ?? ''}"`)
+  if (typeof r !== 'object' || r === null) throw conversionError('no response provided')
+  if (r.uid !== uid) throw conversionError(`expected response.uid="${uid}", got "${r.uid ?? ''}"`)
   const status = r.result?.status
   if (status !== 'Success') {
-    if (r.result?.message) throw new Error(String(r.result.message))
-    throw new Error(`response.result.status was '${status ?? ''}', not 'Success'`)
+    if (r.result?.message) throw conversionError(String(r.result.message))
+    throw conversionError(`response.result.status was '${status ?? ''}', not 'Success'`)
   }
   return Array.isArray(r.convertedObjects) ? r.convertedObjects : []
 }
@@ -175,9 +179,9 @@ function sameIdentity(a: any, b: any): string | undefined {
 
 /** restoreObjectMeta: the original metadata, with the webhook's labels and annotations (checked). */
 function restoreMeta(original: any, answered: unknown): any {
-  if (answered === undefined) throw new Error('missing metadata in converted object')
+  if (answered === undefined) throw conversionError('missing metadata in converted object')
   if (typeof answered !== 'object' || answered === null || Array.isArray(answered))
-    throw new Error(`invalid metadata of type ${goType(answered)} in converted object`)
+    throw conversionError(`invalid metadata of type ${goType(answered)} in converted object`)
   const meta: any = { ...original }
   for (const field of ['labels', 'annotations'] as const) {
     const v = (answered as any)[field]
@@ -185,13 +189,14 @@ function restoreMeta(original: any, answered: unknown): any {
       delete meta[field]
       continue
     }
-    if (typeof v !== 'object' || Array.isArray(v)) throw new Error(`invalid metadata.${field} of type ${goType(v)} in converted object`)
+    if (typeof v !== 'object' || Array.isArray(v))
+      throw conversionError(`invalid metadata.${field} of type ${goType(v)} in converted object`)
     for (const [k, x] of Object.entries(v))
-      if (typeof x !== 'string') throw new Error(`metadata.${field}[${k}] must be a string, but is ${goType(x)} in converted object`)
+      if (typeof x !== 'string') throw conversionError(`metadata.${field}[${k}] must be a string, but is ${goType(x)} in converted object`)
     meta[field] = v
   }
   const causes = metaCauses({ labels: meta.labels, annotations: meta.annotations })
-  if (causes.length) throw new Error(causes.map((c) => `${c.field}: ${c.message}`).join(', '))
+  if (causes.length) throw conversionError(causes.map((c) => `${c.field}: ${c.message}`).join(', '))
   return meta
 }
 

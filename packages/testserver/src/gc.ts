@@ -16,7 +16,8 @@
 //   have been collected by an earlier step of the same cascade).
 // - Its deletes are admitted by validating webhooks as the real collector's API deletes are: when a
 //   webhook matches, that delete (and what cascades from it) finishes after the call, not within the
-//   request; a denial leaves the dependent in place (logged; the real collector would retry).
+//   request; a denial leaves the dependent in place, recorded in `failures` (control.gcFailures();
+//   the real collector would retry with backoff).
 import { FOREGROUND, ORPHAN, type Objects, type StorageObserver } from './objects.ts'
 import type { ResourceType } from './resources.ts'
 import { StatusError } from './status.ts'
@@ -33,8 +34,26 @@ interface OwnerRef {
 }
 type Presence = 'present' | 'absent' | 'unresolvable'
 
+/** A collector's step that failed (a delete a webhook denied, a patch refused): the newest 100 are kept. */
+export interface GcFailure {
+  object: string
+  message: string
+  time: number
+}
+
 export class GarbageCollector implements StorageObserver {
+  readonly failures: GcFailure[] = []
   constructor(private readonly objects: Objects) {}
+
+  private failed(obj: any, err: unknown): void {
+    const m = obj?.metadata ?? {}
+    this.failures.push({
+      object: `${obj?.kind ?? '?'} ${m.namespace ? `${m.namespace}/` : ''}${m.name ?? '?'}`,
+      message: err instanceof Error ? err.message : String(err),
+      time: Date.now(),
+    })
+    if (this.failures.length > 100) this.failures.splice(0, this.failures.length - 100)
+  }
 
   /** An object was removed from storage: collect its dependents; owners waiting on it may go. */
   removed(gone: any): void {
@@ -126,13 +145,15 @@ export class GarbageCollector implements StorageObserver {
     const t = this.typeOf(dep)
     if (!t || dep.metadata.deletionTimestamp) return
     // the real collector deletes through the API: validating webhooks admit it (asynchronously when any matches)
-    ignoreGone(() =>
-      then(this.objects.admitDelete?.(t, dep, false), () =>
-        this.objects.delete(t, dep.metadata.namespace ?? '', dep.metadata.name, {
-          propagationPolicy: policy,
-          preconditions: { uid: dep.metadata.uid },
-        }),
-      ),
+    ignoreGone(
+      (err) => this.failed(dep, err),
+      () =>
+        then(this.objects.admitDelete?.(t, dep, false), () =>
+          this.objects.delete(t, dep.metadata.namespace ?? '', dep.metadata.name, {
+            propagationPolicy: policy,
+            preconditions: { uid: dep.metadata.uid },
+          }),
+        ),
     )
   }
 
@@ -151,15 +172,17 @@ export class GarbageCollector implements StorageObserver {
 
   /** A merge patch of metadata, through the same path as a client's PATCH (versions, events, finalizers). */
   private patchMeta(t: ResourceType, obj: any, metadata: Record<string, unknown>): void {
-    ignoreGone(() =>
-      this.objects.patch(
-        t,
-        obj.metadata.namespace ?? '',
-        obj.metadata.name,
-        'merge',
-        { metadata },
-        { manager: MANAGER, contentType: 'application/merge-patch+json', admit: false },
-      ),
+    ignoreGone(
+      (err) => this.failed(obj, err),
+      () =>
+        this.objects.patch(
+          t,
+          obj.metadata.namespace ?? '',
+          obj.metadata.name,
+          'merge',
+          { metadata },
+          { manager: MANAGER, contentType: 'application/merge-patch+json', admit: false },
+        ),
     )
   }
 }
@@ -170,12 +193,12 @@ function refsOf(obj: any): OwnerRef[] {
 }
 
 /** A cascade step may find its object already collected (404) or replaced by a new one (409, uid). */
-function ignoreGone(fn: () => unknown): void {
+function ignoreGone(failed: (err: unknown) => void, fn: () => unknown): void {
   const gone = (e: unknown) => e instanceof StatusError && (e.code === 404 || e.code === 409)
   try {
     const r = fn()
     // a write that had to convert by webhook finishes later: its failure must not go unhandled
-    if (r instanceof Promise) r.catch((e) => void (gone(e) || console.error('testserver gc:', (e as Error).message)))
+    if (r instanceof Promise) r.catch((e) => void (gone(e) || failed(e)))
   } catch (e) {
     if (!gone(e)) throw e
   }

@@ -39,6 +39,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Run
 export { TestServer }
 export type { TestServerOptions, RequestLogEntry, KindRef, Control }
 export type { FailRule, DelayRule } from './faults.ts'
+export type { GcFailure } from './gc.ts'
 export type { ResourceType, ResourceTypeInput } from './resources.ts'
 /** How a webhook's Service reference is reached (the `serviceResolver` option). */
 export type { ServiceResolver } from './webhook-client.ts'

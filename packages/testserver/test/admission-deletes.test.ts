@@ -116,6 +116,10 @@ test('garbage collector: its deletes are admitted; a denied one leaves the depen
   await waitFor(() => hook.reviews.length === 2, 'both deletes reviewed')
   assert.equal(hook.reviews.map((r) => r.name).sort(), ['dep', 'held'])
   assert.is((await http(e, 'GET', '/api/v1/namespaces/default/configmaps/held')).status, 200, 'the denied delete left it')
+  await waitFor(() => e.server.control.gcFailures().length === 1, 'the denial recorded')
+  const [failure] = e.server.control.gcFailures()
+  assert.is(failure!.object, 'ConfigMap default/held')
+  assert.match(failure!.message, /denied the request/)
 })
 
 test.run()
