@@ -25,7 +25,9 @@ export {
   type ResourceRef,
 } from './gvk.ts'
 export * from './kinds.ts'
-export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
+export { Reflector } from './reflector.ts'
+export type { ReflectorOptions } from './reflector-options.ts'
+export type { ReflectorHealth, ReflectorState } from './reflector-health.ts'
 export type { WatchEvent } from './ndjson.ts'
 export {
   StatewrightError,
