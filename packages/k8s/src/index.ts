@@ -92,5 +92,6 @@ export {
 export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
 export { ClusterRegistry, type ClusterDefaults, type SecretRef, type RegistryEvent } from './registry.ts'
 export { KubeconfigSecrets, type KubeconfigSecretsOptions } from './kubeconfigsecrets.ts'
-export { WatchOnDemand, targetString, type TargetRef, type WatchOnDemandOptions, type CacheInfo, type CacheEvent } from './ondemand.ts'
+export { WatchOnDemand, type WatchOnDemandOptions, type CacheInfo, type CacheEvent } from './ondemand.ts'
+export { targetString, type TargetRef } from './ondemand-targets.ts'
 export { KubeSecondaries, kubeStatusWriter } from './secondaries.ts'
