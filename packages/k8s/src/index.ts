@@ -25,7 +25,9 @@ export {
   type ResourceRef,
 } from './gvk.ts'
 export * from './kinds.ts'
-export { Reflector, type ReflectorOptions, type ReflectorHealth, type ReflectorState } from './reflector.ts'
+export { Reflector } from './reflector.ts'
+export type { ReflectorOptions } from './reflector-options.ts'
+export type { ReflectorHealth, ReflectorState } from './reflector-health.ts'
 export type { WatchEvent } from './ndjson.ts'
 export {
   StatewrightError,
@@ -90,5 +92,6 @@ export {
 export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
 export { ClusterRegistry, type ClusterDefaults, type SecretRef, type RegistryEvent } from './registry.ts'
 export { KubeconfigSecrets, type KubeconfigSecretsOptions } from './kubeconfigsecrets.ts'
-export { WatchOnDemand, targetString, type TargetRef, type WatchOnDemandOptions, type CacheInfo, type CacheEvent } from './ondemand.ts'
+export { WatchOnDemand, type WatchOnDemandOptions, type CacheInfo, type CacheEvent } from './ondemand.ts'
+export { targetString, type TargetRef } from './ondemand-targets.ts'
 export { KubeSecondaries, kubeStatusWriter } from './secondaries.ts'

@@ -1,7 +1,8 @@
 // Watch on demand (after Flux's pipeline controller, PR #201): owners (say pipelines) ask to watch
 // targets {cluster, kind, namespace/name}; the first ask for a {cluster, kind} starts one reflector
 // (a cache: its own statedb DB and table) shared by every owner of that cluster and kind; an index
-// from target to owners turns a target's change into "these owners are pending again".
+// from target to owners (ondemand-targets.ts) turns a target's change into "these owners are pending
+// again".
 // - ensureWatch(owner, target) registers the pair, starts the cache if needed and (by default)
 //   resolves once the cache is synced, so get(target) reads it;
 // - setTargets(owner, targets) replaces an owner's whole set (targets it no longer names are
@@ -20,18 +21,12 @@ import { InvalidObjectError, StoppedError } from './errors.ts'
 import type { DB as DBType, Index, Table as TableType } from '@statewright/statedb'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import type { ClusterRegistry, RegistryEvent } from './registry.ts'
-import { Reflector, type ReflectorHealth, type ReflectorOptions } from './reflector.ts'
+import { Reflector } from './reflector.ts'
+import type { ReflectorHealth } from './reflector-health.ts'
+import type { ReflectorOptions } from './reflector-options.ts'
 import { namespacedName, type KubeObject } from './gvk.ts'
 import { logTo, type Logger } from '@statewright/reconciler'
-
-/** A target: one object of one kind in one cluster. Cluster-scoped kinds have no namespace. */
-export interface TargetRef {
-  cluster: string
-  apiVersion: string
-  kind: string
-  namespace?: string
-  name: string
-}
+import { TargetIndex, cacheKeyOf, objKeyOf, targetString, type TargetRef } from './ondemand-targets.ts'
 
 export interface WatchOnDemandOptions {
   registry: ClusterRegistry
@@ -97,26 +92,12 @@ interface Cache {
   state: 'starting' | 'synced' | 'lost'
 }
 
-export function targetString(t: TargetRef): string {
-  return `${t.cluster}/${t.apiVersion}/${t.kind}/${t.namespace ? t.namespace + '/' : ''}${t.name}`
-}
-
-function cacheKeyOf(t: { cluster: string; apiVersion: string; kind: string }): string {
-  return `${t.cluster}\u0000${t.apiVersion}\u0000${t.kind}`
-}
-
-function objKeyOf(t: { namespace?: string; name: string }): string {
-  return t.namespace ? `${t.namespace}/${t.name}` : t.name
-}
-
 export class WatchOnDemand {
   private readonly options: WatchOnDemandOptions
   private readonly graceMs: number
   private readonly caches = new Map<string, Cache>()
-  /** cacheKey -> objKey -> owner -> target */
-  private readonly owners = new Map<string, Map<string, Map<string, TargetRef>>>()
-  /** owner -> targetString -> target */
-  private readonly byOwner = new Map<string, Map<string, TargetRef>>()
+  /** Who watches what (ondemand-targets.ts). */
+  private readonly targets = new TargetIndex()
   private readonly stopping = new Set<Promise<void>>()
   private stopped = false
   private readonly unsubscribe: () => void
@@ -145,7 +126,7 @@ export class WatchOnDemand {
    */
   async setTargets(owner: string, targets: TargetRef[], opts: { waitSynced?: boolean; signal?: AbortSignal } = {}): Promise<void> {
     const want = new Map(targets.map((t) => [targetString(t), t]))
-    for (const [k, t] of [...(this.byOwner.get(owner) ?? [])]) if (!want.has(k)) this.unwatch(owner, t)
+    for (const [k, t] of [...(this.targets.targetsOf(owner) ?? [])]) if (!want.has(k)) this.unwatch(owner, t)
     const caches = targets.map((t) => this.add(owner, t))
     if (!opts.waitSynced) return
     await Promise.all(caches.map((c) => c.reflector.waitSynced(opts.signal)))
@@ -153,17 +134,8 @@ export class WatchOnDemand {
 
   /** The owner no longer watches the target. */
   unwatch(owner: string, target: TargetRef): void {
-    const ts = this.byOwner.get(owner)
-    const tk = targetString(target)
-    if (!ts?.has(tk)) return
-    ts.delete(tk)
-    if (ts.size === 0) this.byOwner.delete(owner)
+    if (!this.targets.remove(owner, target)) return
     const ck = cacheKeyOf(target)
-    const objs = this.owners.get(ck)
-    const os = objs?.get(objKeyOf(target))
-    os?.delete(owner)
-    if (os && os.size === 0) objs!.delete(objKeyOf(target))
-    if (objs && objs.size === 0) this.owners.delete(ck)
     const cache = this.caches.get(ck)
     if (cache) {
       cache.refs--
@@ -173,7 +145,7 @@ export class WatchOnDemand {
 
   /** Drops every target of the owner. */
   forget(owner: string): void {
-    for (const t of [...(this.byOwner.get(owner)?.values() ?? [])]) this.unwatch(owner, t)
+    for (const t of [...(this.targets.targetsOf(owner)?.values() ?? [])]) this.unwatch(owner, t)
   }
 
   /** The target as cached (undefined when absent or its cache is not synced/started). */
@@ -190,17 +162,17 @@ export class WatchOnDemand {
 
   /** The owners using a {cluster, kind} cache. */
   usersOf(cache: { cluster: string; apiVersion: string; kind: string }): string[] {
-    return this.usersWithTargets(cacheKeyOf(cache)).owners
+    return this.targets.usersWithTargets(cacheKeyOf(cache)).owners
   }
 
   /** The targets an owner watches. */
   targetsOf(owner: string): TargetRef[] {
-    return [...(this.byOwner.get(owner)?.values() ?? [])]
+    return [...(this.targets.targetsOf(owner)?.values() ?? [])]
   }
 
   /** The owners of a target. */
   ownersOf(target: TargetRef): string[] {
-    return [...(this.owners.get(cacheKeyOf(target))?.get(objKeyOf(target))?.keys() ?? [])].sort()
+    return this.targets.ownersOf(target)
   }
 
   /** Running caches. */
@@ -238,18 +210,7 @@ export class WatchOnDemand {
     const ck = cacheKeyOf(target)
     let cache = this.caches.get(ck)
     if (!cache) cache = this.startCache(target)
-    const tk = targetString(target)
-    let ts = this.byOwner.get(owner)
-    if (!ts) this.byOwner.set(owner, (ts = new Map()))
-    if (!ts.has(tk)) {
-      ts.set(tk, target)
-      let objs = this.owners.get(ck)
-      if (!objs) this.owners.set(ck, (objs = new Map()))
-      let os = objs.get(objKeyOf(target))
-      if (!os) objs.set(objKeyOf(target), (os = new Map()))
-      os.set(owner, target)
-      cache.refs++
-    }
+    if (this.targets.add(owner, target)) cache.refs++
     if (cache.gc) {
       clearTimeout(cache.gc)
       cache.gc = undefined
@@ -311,7 +272,7 @@ export class WatchOnDemand {
         const [batch, watch] = iter.next(db.readTxn())
         const owners = new Set<string>()
         const targets: TargetRef[] = []
-        const objs = this.owners.get(cache.key)
+        const objs = this.targets.objectsOf(cache.key)
         if (objs) {
           for (const ch of batch) {
             const os = objs.get(namespacedName(ch.object))
@@ -336,25 +297,13 @@ export class WatchOnDemand {
     }
   }
 
-  /** The targets of a cache and their owners, as onChange takes them. */
-  private usersWithTargets(key: string): { owners: string[]; targets: TargetRef[] } {
-    const owners = new Set<string>()
-    const targets: TargetRef[] = []
-    for (const os of this.owners.get(key)?.values() ?? [])
-      for (const [owner, target] of os) {
-        owners.add(owner)
-        targets.push(target)
-      }
-    return { owners: [...owners].sort(), targets }
-  }
-
   /** Reports a cache's new state and tells its owners (their status depends on it). */
   private cacheEvent(
     c: { key: string; cluster: string; apiVersion: string; kind: string },
     type: CacheEvent['type'],
     message?: string,
   ): void {
-    const { owners, targets } = this.usersWithTargets(c.key)
+    const { owners, targets } = this.targets.usersWithTargets(c.key)
     try {
       this.options.onCacheEvent?.({
         type,
@@ -405,7 +354,7 @@ export class WatchOnDemand {
       }
       return
     }
-    for (const [key, objs] of this.owners) {
+    for (const [key, objs] of this.targets.caches()) {
       if (this.caches.has(key) || objs.size === 0) continue
       const first = objs.values().next().value!.values().next().value as TargetRef
       if (first.cluster !== e.name) continue

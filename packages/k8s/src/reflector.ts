@@ -9,138 +9,32 @@
 //   wrong; an attempt that made progress (a list, a watch that resumed) starts the backoff over;
 // - watch events are coalesced by object (the latest wins) into write transactions of at most
 //   `batchSize` objects, written at most `batchDelayMs` after the first event of a batch;
-// - the table is initialized (statedb initializer) after the first complete list;
+// - the table is initialized (statedb initializer) after the first complete list, in the same
+//   transaction; how listed and watched objects become rows is reflector-rows.ts;
 // - state-of-world mode: no watch, a full list replacing the table every `intervalMs`.
 import { ReflectorError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { DB, RetryOptions, Table, Txn, WriteTxn } from '@statewright/statedb'
-import { backoffDelay, markSensitive, resolveRetry } from '@statewright/statedb'
-import { ApiError, isGone, type Cluster } from './cluster.ts'
-import { collectionPath, describe, namespacedName, resolveKind, type KindRef, type KubeObject, type ResourceRef } from './gvk.ts'
+import type { RetryOptions, WriteTxn } from '@statewright/statedb'
+import { backoffDelay, resolveRetry } from '@statewright/statedb'
+import { ApiError, isGone } from './cluster.ts'
+import { collectionPath, namespacedName, resolveKind, type KubeObject, type ResourceRef } from './gvk.ts'
 import { LineDecoder, parseEvent } from './ndjson.ts'
 import { listAll } from './list.ts'
 import { Batcher, type Pending } from './batch.ts'
-import type { K8sMetrics } from './metrics.ts'
-import { StringPool, compactObject } from './compact.ts'
-import { logTo, type Health, type Logger } from '@statewright/reconciler'
-
-export interface ReflectorOptions<Obj = KubeObject> {
-  cluster: Cluster
-  db: DB
-  table: Table<Obj>
-  /** The kind (discovery finds its resource) or a ResourceRef (no discovery). */
-  kind: KindRef | ResourceRef
-  /** Name in health, metrics and the table's initializer (default "<cluster>/<kind>"). */
-  name?: string
-  /** Only this namespace (default: all). */
-  namespace?: string
-  labelSelector?: string
-  fieldSelector?: string
-  /**
-   * Turns a cluster object into the table's objects: one, several (an array), or none. Default: the
-   * object itself, compacted (compactObject: metadata.managedFields dropped unless keepManagedFields,
-   * repeated metadata strings shared). The object is fresh from JSON.parse: a transform may keep it.
-   */
-  transform?: (obj: KubeObject) => Obj | Obj[] | undefined | null
-  /** The primary key of a table object as a string (default: namespace/name of a Kubernetes object). */
-  key?: (obj: Obj) => string
-  /** Insert with a merge (table.modify) instead of replacing. */
-  merge?: (old: Obj, obj: Obj) => Obj
-  /** The table objects this reflector owns, for relists (default: the whole table). */
-  queryAll?: (txn: Txn) => Iterable<Obj>
-  keepManagedFields?: boolean
-  /**
-   * Mark what this reflector stores as sensitive (statedb's markSensitive): inspection then redacts
-   * its `data`/`stringData` whatever a transform made of it. Default: true for core Secrets.
-   */
-  sensitive?: boolean
-  /** Objects per list page (default 500). */
-  pageSize?: number
-  /** Most objects per write transaction (default 1000). */
-  batchSize?: number
-  /** Longest delay between an event and its write, ms (default 10). */
-  batchDelayMs?: number
-  /** Server-side watch timeout: random in [s, 2s] (default 300 s, like client-go). */
-  watchTimeoutSeconds?: number
-  /** Backoff after failures (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter ±20%). */
-  retry?: RetryOptions
-  /** Readiness is lost when lists and watches have failed for this long without a success (default 15 000 ms). */
-  lostAfterMs?: number
-  /** State-of-world mode: no watch; a full list every intervalMs replaces the table. */
-  stateOfWorld?: { intervalMs: number }
-  metrics?: K8sMetrics
-  /**
-   * Logs every failure at warn (the reflector retries anyway), with `err`, the reflector's name, its
-   * cluster and kind: "list/watch failed; retrying with backoff", or "object skipped".
-   */
-  logger?: Logger
-}
-
-export type ReflectorState = 'new' | 'listing' | 'watching' | 'waiting' | 'backoff' | 'stopped'
-
-/**
- * A reflector's health: the shared `Health` (level `ok` while lists and watches succeed, `degraded`
- * while they fail or the watch is lost, `stopped`; the message says the state and the last error)
- * and its counters.
- */
-export interface ReflectorHealth extends Health {
-  name: string
-  cluster: string
-  state: ReflectorState
-  /** The first complete list is in the table. */
-  synced: boolean
-  /**
-   * Readiness: synced, not stopped, and its watch not lost (lists and watches failing for
-   * `lostAfterMs` without a success). A routine watch restart, a relist after 410 or a brief
-   * failure keeps it ready: the table stays complete and catches up.
-   */
-  ready: boolean
-  /** Unix ms of the last complete list. */
-  lastSyncAt: number | undefined
-  /** Unix ms of the last watch event or bookmark. */
-  lastEventAt: number | undefined
-  resourceVersion: string | undefined
-  /** Complete lists, the first included. */
-  lists: number
-  /** Lists forced by 410 Gone / Expired. */
-  relists: number
-  watches: number
-  events: number
-  errors: number
-  lastError: string | undefined
-  /** Objects in the table (queryAll). */
-  objects: number
-}
-
-/** The level and message of a reflector: stopped, degraded while failing (with the last error), else ok. */
-function reflectorLevel(
-  state: string,
-  failing: boolean,
-  lastError: string | undefined,
-  objects: number,
-): Pick<Health, 'level' | 'message'> {
-  if (state === 'stopped') return { level: 'stopped', message: 'stopped' }
-  if (failing) return { level: 'degraded', message: `${state}: ${lastError ?? 'failing'}` }
-  return { level: 'ok', message: `${state}, ${objects} objects` }
-}
+import { logTo } from '@statewright/reconciler'
+import type { ReflectorOptions } from './reflector-options.ts'
+import { reflectorLevel, type ReflectorHealth } from './reflector-health.ts'
+import { ReflectedRows } from './reflector-rows.ts'
 
 class Relist extends Error {
   override name = 'Relist'
 }
 
-function markAll<T>(out: T | T[] | undefined | null): T | T[] | undefined | null {
-  for (const o of Array.isArray(out) ? out : [out]) if (typeof o === 'object' && o !== null) markSensitive(o)
-  return out
-}
-
 export class Reflector<Obj = KubeObject> {
   readonly name: string
   private readonly options: ReflectorOptions<Obj>
-  private readonly keyOf: (obj: Obj) => string
   private readonly retry: Required<RetryOptions>
-  private readonly transform: (obj: KubeObject) => Obj | Obj[] | undefined | null
-  /** Outputs per source object, kept when a transform is given (to delete stale outputs). */
-  private readonly sources: Map<string, { rv: string | undefined; outs: Obj[] }> | undefined
+  private readonly rows: ReflectedRows<Obj>
   private readonly batcher: Batcher<KubeObject>
   private ctrl = new AbortController()
   private loop: Promise<void> | undefined
@@ -172,14 +66,7 @@ export class Reflector<Obj = KubeObject> {
     this.labelSelector = opts.labelSelector
     this.name = opts.name ?? `${opts.cluster.name}/${opts.kind.kind}`
     this.retry = resolveRetry(opts.retry, `reflector ${this.name}`)
-    this.keyOf = opts.key ?? ((obj: Obj) => namespacedName(obj as unknown as KubeObject))
-    const keep = !!opts.keepManagedFields
-    const pool = new StringPool()
-    // Objects come fresh from JSON.parse and are not shared yet: compact them in place.
-    const transform = opts.transform ?? ((obj) => compactObject(obj, pool, keep) as unknown as Obj)
-    const sensitive = opts.sensitive ?? (opts.kind.kind === 'Secret' && opts.kind.apiVersion === 'v1')
-    this.transform = sensitive ? (obj) => markAll(transform(obj)) : transform
-    this.sources = opts.transform ? new Map() : undefined
+    this.rows = new ReflectedRows(opts, this.name, (err) => this.failed(err, true))
     this.batcher = new Batcher(opts.batchSize ?? 1000, opts.batchDelayMs ?? 10, (b) => this.writeBatch(b))
   }
 
@@ -197,7 +84,6 @@ export class Reflector<Obj = KubeObject> {
     this.loop = this.run()
   }
 
-  /** Stops watching, writes what is buffered and resolves when nothing is left running. */
   /** The label selector of the next list and watch (options.labelSelector until setLabelSelector). */
   private labelSelector: string | undefined
 
@@ -250,6 +136,7 @@ export class Reflector<Obj = KubeObject> {
     }
   }
 
+  /** Stops watching, writes what is buffered and resolves when nothing is left running. */
   async stop(): Promise<void> {
     this.ctrl.abort(new StoppedError(`reflector ${this.name} stopped`))
     await this.loop
@@ -272,12 +159,7 @@ export class Reflector<Obj = KubeObject> {
   }
 
   health(): ReflectorHealth {
-    const txn = this.options.db.readTxn()
-    let objects: number
-    if (this.options.queryAll) {
-      objects = 0
-      for (const _ of this.options.queryAll(txn)) objects++
-    } else objects = this.options.table.count(txn)
+    const objects = this.rows.count(this.options.db.readTxn())
     const now = Date.now()
     // a watch open for a second is working (a server that closes at once is not), events or not
     const steady = this.watchingSince !== undefined && now - this.watchingSince >= 1000
@@ -389,73 +271,12 @@ export class Reflector<Obj = KubeObject> {
   private async replace(items: KubeObject[]): Promise<void> {
     const { db, table } = this.options
     await db.write(table, (txn) => {
-      if (!this.sources && !this.options.queryAll && table.count(txn) === 0) {
-        // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
-        // key, and statedb packs nodes three-quarters full on ascending inserts.
-        for (const item of items) for (const o of this.outputs(item)) this.put(txn, o)
-        if (!this.h.synced && this.markInitialized) this.markInitialized(txn)
-        return
-      }
-      const existing = new Map<string, Obj>()
-      for (const obj of this.options.queryAll ? this.options.queryAll(txn) : table.all(txn)) existing.set(this.keyOf(obj), obj)
-      const keep = new Set<string>()
-      if (this.sources) {
-        const old = this.sources
-        const next = new Map<string, { rv: string | undefined; outs: Obj[] }>()
-        for (const src of items) {
-          const sk = namespacedName(src)
-          const rv = src.metadata.resourceVersion
-          const prev = old.get(sk)
-          let outs: Obj[]
-          if (prev && rv !== undefined && prev.rv === rv) outs = prev.outs
-          else {
-            outs = this.outputs(src)
-            for (const o of outs) this.put(txn, o)
-          }
-          for (const o of outs) keep.add(this.keyOf(o))
-          next.set(sk, { rv, outs })
-        }
-        old.clear()
-        for (const [k, v] of next) old.set(k, v)
-      } else {
-        for (const src of items) {
-          const outs = this.outputs(src)
-          for (const o of outs) {
-            const k = this.keyOf(o)
-            keep.add(k)
-            const cur = existing.get(k) as KubeObject | undefined
-            const rv = (o as KubeObject).metadata?.resourceVersion
-            if (cur && rv !== undefined && cur.metadata?.resourceVersion === rv) continue // unchanged
-            this.put(txn, o)
-          }
-        }
-      }
-      for (const [k, obj] of existing) if (!keep.has(k)) table.delete(txn, obj)
+      this.rows.replace(txn, items)
       if (!this.h.synced && this.markInitialized) this.markInitialized(txn)
     })
     this.h.synced = true
     this.failingSince = undefined
-    this.gauge('objects', this.options.queryAll ? keepCount(this.options.queryAll(db.readTxn())) : table.count(db.readTxn()))
-  }
-
-  private outputs(src: KubeObject): Obj[] {
-    try {
-      const out = this.transform(src)
-      if (out === undefined || out === null) return []
-      return Array.isArray(out) ? out : [out]
-    } catch (err) {
-      this.failed(new ReflectorError(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`), true)
-      return []
-    }
-  }
-
-  private put(txn: WriteTxn, obj: Obj): void {
-    try {
-      if (this.options.merge) this.options.table.modify(txn, obj, this.options.merge)
-      else this.options.table.insert(txn, obj)
-    } catch (err) {
-      this.failed(new ReflectorError(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`), true)
-    }
+    this.gauge('objects', this.rows.count(db.readTxn()))
   }
 
   private async watch(): Promise<void> {
@@ -553,29 +374,7 @@ export class Reflector<Obj = KubeObject> {
   private async writeBatch(batch: Map<string, Pending<KubeObject>>): Promise<void> {
     const { db, table } = this.options
     try {
-      await db.write(table, (txn) => {
-        for (const [sk, p] of batch) {
-          if (this.sources) {
-            const prev = this.sources.get(sk)
-            if (p.type === 'delete') {
-              for (const o of prev?.outs ?? this.outputs(p.object)) table.delete(txn, o)
-              this.sources.delete(sk)
-              continue
-            }
-            const outs = this.outputs(p.object)
-            if (prev) {
-              const keys = new Set(outs.map((o) => this.keyOf(o)))
-              for (const o of prev.outs) if (!keys.has(this.keyOf(o))) table.delete(txn, o)
-            }
-            for (const o of outs) this.put(txn, o)
-            this.sources.set(sk, { rv: p.object.metadata.resourceVersion, outs })
-          } else if (p.type === 'delete') {
-            for (const o of this.outputs(p.object)) table.delete(txn, o)
-          } else {
-            for (const o of this.outputs(p.object)) this.put(txn, o)
-          }
-        }
-      })
+      await db.write(table, (txn) => this.rows.apply(txn, batch))
       if (!this.options.queryAll) this.gauge('objects', table.count(db.readTxn()))
     } catch (err) {
       this.failed(new ReflectorError(`reflector ${this.name}: write of ${batch.size} objects failed: ${(err as Error).message}`))
@@ -598,19 +397,5 @@ export class Reflector<Obj = KubeObject> {
     const m = this.options.metrics
     if (!m) return
     ;(what === 'up' ? m.reflectorUp : m.reflectorObjects).set(this.labels(), v)
-  }
-}
-
-function keepCount(it: Iterable<unknown>): number {
-  let n = 0
-  for (const _ of it) n++
-  return n
-}
-
-function safeDescribe(obj: KubeObject): string {
-  try {
-    return describe(obj)
-  } catch {
-    return 'an object'
   }
 }

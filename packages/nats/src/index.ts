@@ -2,14 +2,9 @@
 // into a statedb table; a target gives the reconciler CAS writes into a bucket; KvSecondaries and
 // KvStatusWriter plug a bucket into @statewright/primary's PrimaryController; startNatsServer
 // runs a nats-server for tests. The one public face of the package; docs/nats.md explains it.
-export {
-  NatsKvReflector,
-  type KvRow,
-  type NatsKvReflectorOptions,
-  type NatsKvReflectorHealth,
-  type NatsReflectorState,
-  type NatsMetrics,
-} from './reflector.ts'
+export { NatsKvReflector } from './reflector.ts'
+export type { KvRow, NatsKvReflectorOptions, NatsMetrics } from './reflector-options.ts'
+export type { NatsKvReflectorHealth, NatsReflectorState } from './reflector-health.ts'
 export {
   NatsKvTarget,
   KvSecondaries,

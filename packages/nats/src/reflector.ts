@@ -11,98 +11,20 @@
 //   the gap was skipped (nats-server 2.9.10 does this around purges), and it relists at once;
 // - every `verifyIntervalMs` it relists anyway (the source of truth, not the stream, decides): a
 //   relist writes only rows whose revision changed, so an idle check costs the list and nothing more;
-// - DEL and PURGE delete the row; a value that does not decode is an error naming bucket, key and
-//   revision, that row is skipped and the reflector keeps running;
+// - how entries become rows (DEL and PURGE delete the row; a value that does not decode is an error
+//   naming bucket, key and revision, that row is skipped and the reflector keeps running) is
+//   reflector-rows.ts;
 // - a missing bucket (or any other failure) is retried with exponential backoff, forever; health()
 //   says what is wrong.
 import { BucketError, ConfigError, DecodeError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { NatsConnection } from '@nats-io/transport-node'
-import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv'
+import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv'
 import { skippedInRange } from './gaps.ts'
-import { backoffDelay, resolveRetry, type DB, type RetryOptions, type Table, type WriteTxn } from '@statewright/statedb'
-import { logTo, type Health, type Logger } from '@statewright/reconciler'
-
-/** A key-value entry as the default transform stores it. */
-export interface KvRow<V = unknown> {
-  readonly key: string
-  readonly revision: number
-  readonly value: V
-}
-
-/** Counters and gauges a reflector reports (prom-client's Counter and Gauge fit). */
-export interface NatsMetrics {
-  inc(name: 'events' | 'errors' | 'lists' | 'relists', labels: { reflector: string; bucket: string; op?: string }, value?: number): void
-  set(name: 'objects' | 'watching' | 'revision', labels: { reflector: string; bucket: string }, value: number): void
-}
-
-export interface NatsKvReflectorOptions<V = unknown, Obj = KvRow<V>> {
-  nc: NatsConnection
-  bucket: string
-  db: DB
-  table: Table<Obj>
-  /** Name in health, metrics and the table's initializer (default "nats/<bucket>"). */
-  name?: string
-  /** Only these keys (NATS subject wildcards allowed: "sites.>"); default every key. */
-  keys?: string | string[]
-  /** Turns the stored bytes into a value (default JSON.parse of UTF-8). Throwing skips the entry. */
-  decode?: (bytes: Uint8Array, entry: KvEntry) => V
-  /** Turns an entry into the table's object, or none (default the KvRow itself). */
-  transform?: (row: KvRow<V>) => Obj | undefined | null
-  /** Timeout of the JetStream API requests the reflector makes (default 5000 ms, the client's). */
-  requestTimeoutMs?: number
-  /** Backoff after failures (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter ±20%). */
-  retry?: RetryOptions
-  metrics?: NatsMetrics
-  /**
-   * Relist this often even when nothing looks wrong, to catch what no watch reported (default
-   * 300 000 ms; 0: never). Only rows whose revision changed are written.
-   */
-  verifyIntervalMs?: number
-  /**
-   * Logs every failure at warn (the reflector retries anyway; an entry that cannot be decoded is
-   * skipped), with `err`, the reflector's name and bucket.
-   */
-  logger?: Logger
-}
-
-export type NatsReflectorState = 'new' | 'listing' | 'watching' | 'backoff' | 'stopped'
-
-/**
- * A reflector's health: the shared `Health` (level `degraded` while backing off after a failure, with
- * the last error; `stopped`; else `ok`) and its counters.
- */
-export interface NatsKvReflectorHealth extends Health {
-  name: string
-  bucket: string
-  state: NatsReflectorState
-  /** The first complete list is in the table. */
-  synced: boolean
-  /** Synced and not stopped (a backoff after a lost connection keeps it ready: the table catches up). */
-  ready: boolean
-  lastSyncAt: number | undefined
-  lastEventAt: number | undefined
-  /** The last revision applied (the resume point is this + 1). */
-  revision: number
-  /** Complete lists, the first included. */
-  lists: number
-  /** Lists forced by lost history, a skipped entry or a verification. */
-  relists: number
-  /** Revision jumps in which the stream still held a message the watch had not delivered. */
-  gaps: number
-  /** Rows a forced relist found different from the table (what the watch had missed). */
-  repaired: number
-  /** Watches started (the first, and one per resume). */
-  watches: number
-  /** Entries applied. */
-  events: number
-  errors: number
-  lastError: string | undefined
-  objects: number
-}
-
-const textDecoder = new TextDecoder()
-const jsonDecode = (b: Uint8Array): any => JSON.parse(textDecoder.decode(b))
+import { backoffDelay, resolveRetry, type RetryOptions, type WriteTxn } from '@statewright/statedb'
+import { logTo } from '@statewright/reconciler'
+import type { KvRow, NatsKvReflectorOptions } from './reflector-options.ts'
+import { natsReflectorLevel, type NatsKvReflectorHealth } from './reflector-health.ts'
+import { KvReflectedRows } from './reflector-rows.ts'
 
 /** Why the watch loop ended: a reconnect (resume), stop, or a failure. */
 class Interrupted extends Error {}
@@ -111,10 +33,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   readonly name: string
   private readonly options: NatsKvReflectorOptions<V, Obj>
   private readonly retry: Required<RetryOptions>
-  private readonly decode: (bytes: Uint8Array, entry: KvEntry) => V
-  private readonly transform: (row: KvRow<V>) => Obj | undefined | null
-  /** With a transform: the object each key produced (for deletes). */
-  private readonly byKey = new Map<string, Obj>()
+  private readonly rows: KvReflectedRows<V, Obj>
   private readonly stopper = new AbortController()
   private loop: Promise<void> | undefined
   private markInitialized: ((txn: WriteTxn) => void) | undefined
@@ -138,8 +57,6 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
   }
   /** Set by a skipped entry or a verification: the loop's next round lists. */
   private relistWanted: string | undefined
-  /** The KV revision each key's row came from (a relist skips rows that did not change). */
-  private readonly revOf = new Map<string, number>()
   /** The next revision the current watch should deliver (gap detection). */
   private expect = 0
   private gapCheck: Promise<void> = Promise.resolve()
@@ -153,8 +70,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     this.options = opts
     this.retry = resolveRetry(opts.retry, `NatsKvReflector of bucket "${opts.bucket}"`)
     this.name = opts.name ?? `nats/${opts.bucket}`
-    this.decode = opts.decode ?? jsonDecode
-    this.transform = opts.transform ?? ((row) => row as unknown as Obj)
+    this.rows = new KvReflectedRows(opts, (err) => this.fail(err))
   }
 
   /** Registers the table initializer and starts listing and watching. */
@@ -245,11 +161,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
       name: this.name,
       bucket: this.options.bucket,
       ...this.h,
-      ...(this.h.state === 'stopped'
-        ? { level: 'stopped' as const, message: 'stopped' }
-        : this.h.state === 'backoff'
-          ? { level: 'degraded' as const, message: `backoff: ${this.h.lastError ?? 'failing'}` }
-          : { level: 'ok' as const, message: `${this.h.state}, ${objects} objects` }),
+      ...natsReflectorLevel(this.h.state, this.h.lastError, objects),
       ready: this.h.synced && this.h.state !== 'stopped',
       revision: this.rev,
       objects,
@@ -409,97 +321,14 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
     throw new Interrupted()
   }
 
-  /** The object an entry becomes (undefined: none; an error is reported and the entry skipped). */
-  private objectOf(e: KvEntry): { obj: Obj | undefined; ok: boolean } {
-    let value: V
-    try {
-      value = this.decode(e.value, e)
-    } catch (err) {
-      this.fail(
-        new DecodeError(
-          `bucket "${this.options.bucket}", key "${e.key}", revision ${e.revision}: cannot decode the value: ${(err as Error).message}`,
-        ),
-      )
-      return { obj: undefined, ok: false }
-    }
-    try {
-      return { obj: this.transform({ key: e.key, revision: e.revision, value }) ?? undefined, ok: true }
-    } catch (err) {
-      this.fail(
-        new DecodeError(
-          `bucket "${this.options.bucket}", key "${e.key}", revision ${e.revision}: transform failed: ${(err as Error).message}`,
-        ),
-      )
-      return { obj: undefined, ok: false }
-    }
-  }
-
-  private removeKey(txn: WriteTxn, key: string): void {
-    this.revOf.delete(key)
-    const t = this.options.table
-    if (this.options.transform) {
-      const old = this.byKey.get(key)
-      if (old !== undefined) {
-        t.delete(txn, old)
-        this.byKey.delete(key)
-      }
-    } else {
-      t.delete(txn, { key, revision: 0, value: undefined } as unknown as Obj)
-    }
-  }
-
-  private put(txn: WriteTxn, key: string, obj: Obj | undefined, revision: number): void {
-    if (obj === undefined) return this.removeKey(txn, key)
-    this.revOf.set(key, revision)
-    if (this.options.transform) {
-      const old = this.byKey.get(key)
-      if (old !== undefined && this.options.table.primary.keyOf(old) !== this.options.table.primary.keyOf(obj))
-        this.options.table.delete(txn, old)
-      this.byKey.set(key, obj)
-    }
-    this.options.table.insert(txn, obj)
-  }
-
   /** Replaces the table's contents with the listed entries, in one transaction that also initializes it. */
   private async replace(entries: Iterable<KvWatchEntry>, maxRev: number): Promise<void> {
     const t = this.options.table
     const txn = await this.options.db.writeTxn(t)
     if (this.stopper.signal.aborted) return txn.abort() // stopped: nothing more is written
-    let changed = 0
+    let changed: number
     try {
-      const keep = new Set<unknown>()
-      for (const e of entries) {
-        if (e.operation !== 'PUT') continue
-        // unchanged since it was written: keep the row as it is (a verification writes nothing)
-        const old = this.options.transform ? this.byKey.get(e.key) : t.get(txn, t.primary.query(e.key as never))
-        const same = this.options.transform ? this.revOf.get(e.key) === e.revision : (old as KvRow | undefined)?.revision === e.revision
-        if (same && old !== undefined) {
-          keep.add(t.primary.keyOf(old))
-          continue
-        }
-        const { obj, ok } = this.objectOf(e)
-        if (!ok) {
-          // keep what the table had for a key whose new value does not decode
-          const old = this.options.transform ? this.byKey.get(e.key) : t.get(txn, t.primary.query(e.key as never))
-          if (old !== undefined) keep.add(t.primary.keyOf(old))
-          continue
-        }
-        if (obj === undefined) continue
-        this.put(txn, e.key, obj, e.revision)
-        changed++
-        keep.add(t.primary.keyOf(obj))
-      }
-      const stale: Obj[] = []
-      for (const o of t.all(txn)) if (!keep.has(t.primary.keyOf(o))) stale.push(o)
-      for (const o of stale) t.delete(txn, o)
-      changed += stale.length
-      if (this.options.transform) {
-        for (const [k, o] of this.byKey)
-          if (!keep.has(t.primary.keyOf(o))) {
-            this.byKey.delete(k)
-            this.revOf.delete(k)
-          }
-      } else for (const o of stale) this.revOf.delete(String(t.primary.keyOf(o)))
+      changed = this.rows.replace(txn, entries)
       this.markInitialized?.(txn)
       this.markInitialized = undefined
       txn.commit()
@@ -543,12 +372,7 @@ export class NatsKvReflector<V = unknown, Obj = KvRow<V>> {
         if (e.revision > maxRev) maxRev = e.revision
         this.h.events++
         this.options.metrics?.inc('events', { ...this.labels(), op: e.operation })
-        if (e.operation === 'PUT') {
-          const { obj, ok } = this.objectOf(e)
-          if (ok) this.put(txn, e.key, obj, e.revision)
-        } else {
-          this.removeKey(txn, e.key)
-        }
+        this.rows.apply(txn, e)
       }
       txn.commit()
     } catch (err) {

@@ -6,22 +6,19 @@
 //   dedup by key, per-key exponential backoff, at most `concurrency` syncs at once (batches with a
 //   worker pool), never two at once for one key (one round at a time, a key once per round).
 // - A primary change whose spec hash is unchanged (a status write-back) marks nothing: no loop.
-// - sync(primary, ctx) returns the secondaries; each is stamped with the owner key and kind (labels
-//   and annotations), and written through its target with an ownership check on what the target
-//   reads: an object with our name but not our owner annotation is never adopted (ErrResourceExists:
-//   a Warning event, an error status, a retry with backoff; it is created once the foreign object
-//   is gone). Secondaries a primary stopped returning are deleted; a deleted primary's go too.
+// - sync(primary, ctx) returns the secondaries, written with owner stamps and an ownership check:
+//   an object with our name but not our owner annotation is never adopted (ErrResourceExists: a
+//   Warning event, an error status, a retry with backoff; it is created once the foreign object is
+//   gone). Secondaries a primary stopped returning are deleted; a deleted primary's go too. Syncing
+//   and removing is sync.ts.
 // - Secondaries are observed through tables (reflectors). A change of one of ours that is not our
 //   own write (its version differs from the one our write returned) re-marks its owner pending
 //   (HandleSecondary): an edit or a delete is repaired. Objects are mapped to their owner by the
 //   owner-key annotation, which holds the exact key (the label holds it when it is a valid label
 //   value, else a stable hash).
-// - GarbageSecondaries: secondaries stamped with our owner kind whose owner key is not a primary are
-//   deleted, at start (once every table is initialized), at every resync and every gcIntervalMs.
-//   With `primaryKeys` the store decides, not the table: a primary the store no longer holds (a
-//   delete the table missed) loses its secondaries and is not synced while the store lacks it.
-//   Objects without our stamps (the owner-kind annotation: annotations are authoritative, labels
-//   are for selectors) are never touched.
+// - GarbageSecondaries (garbage.ts): secondaries stamped with our owner kind whose owner key is not
+//   a primary are deleted, at start (once every table is initialized), at every resync and every
+//   gcIntervalMs.
 // - Resync: every resyncIntervalMs all primaries are marked pending again and GC runs.
 // - requeueAfterMs marks the key pending again later, without counting as an error; enqueue(key,
 //   afterMs) does the same from outside.
@@ -29,18 +26,14 @@
 //   status write-back (its status is the one we last wrote): a re-put gets a status, no loop.
 // - Tertiary tables (options.tertiary): no primary is marked before they are initialized; a
 //   change of an object a sync read through ctx.read/ctx.list marks its readers pending (tertiary.ts).
-// - A sync is bounded by syncTimeoutMs (its signal aborts; it fails and is retried). Syncs of one
-//   round run `concurrency` at once and a round ends with its slowest sync: the timeout bounds how
-//   long one slow key holds the others (Kumori's workers are independent: see docs/nats.md).
-// - onDelete runs before a deleted primary's secondaries are deleted.
-// - Events (Normal "Synced", Warning "ErrResourceExists") go to an EventRecorder (aggregated and
-//   rate-limited); a primary that is not a Kubernetes object is named by a pseudo-object in
-//   `eventNamespace`.
-// This file: the lifecycle, following primaries and observed tables, syncs; the parts are beside it.
+// - Syncs of one round run `concurrency` at once and a round ends with its slowest sync:
+//   syncTimeoutMs bounds how long one slow key holds the others (Kumori's workers are independent:
+//   see docs/nats.md).
+// This file: the lifecycle and following primaries and observed tables; the parts are beside it.
+// Over ~400 lines only by this header: it states the contract of the whole controller, once.
 import { SyncError, UsageError } from './errors.ts'
-import { Reconciler, logTo, statusPending, type OpContext, type StatusIndex } from '@statewright/reconciler'
+import { Reconciler, logTo, statusPending, type StatusIndex } from '@statewright/reconciler'
 import { WatchSet, type ChangeIterator, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
-import type { InvolvedObject } from '@statewright/reconciler'
 import type { PrimaryHealth } from './options.ts'
 import {
   defaultKey,
@@ -49,14 +42,15 @@ import {
   validateOptions,
   type PrimaryControllerOptions,
   type PrimaryControllerStats,
-  type SyncResult,
 } from './options.ts'
 import { Secondaries } from './secondaries.ts'
 import { ownerKeyIn, ownerStampKeys, stampsFor } from './stamps.ts'
-import { WrittenStatuses, errorStatusOf, involvedObject } from './status.ts'
+import { WrittenStatuses } from './status.ts'
 import type { OwnerStamps, SecondaryTarget } from '@statewright/reconciler'
 import { Inflight, Requeues, markPending, newWorkTable, type MutableWork, type Work } from './work.ts'
 import { TertiaryReads } from './tertiary.ts'
+import { GarbageSecondaries } from './garbage.ts'
+import { PrimarySyncs } from './sync.ts'
 
 export class PrimaryController<P> {
   readonly name: string
@@ -85,18 +79,14 @@ export class PrimaryController<P> {
   private readonly inflight = new Inflight()
   private follow: { ctrl: AbortController; done: Promise<void> } | undefined
   private resyncTimer: NodeJS.Timeout | undefined
-  private gcDone = false
   /** Table revisions the follow loop has processed: primaries first, then each observed table. */
   private processed: number[] = []
-  private lastGcError: string | undefined
   private readonly tertiary: TertiaryReads
   /** The status each key's last sync wrote (canonical JSON): a primary change carrying it is our write-back. */
   private readonly written = new WrittenStatuses()
-  /** Primaries the table holds but the store did not at the last GC (see primaryKeys). */
-  private goneInStore = new Set<string>()
   private gcTimer: NodeJS.Timeout | undefined
-  /** Syncs past their timeout that have not ended yet (stop waits for them). */
-  private readonly abandoned = new Inflight()
+  private readonly garbage: GarbageSecondaries<P>
+  private readonly syncs: PrimarySyncs<P>
 
   constructor(opts: PrimaryControllerOptions<P>) {
     validateOptions(opts)
@@ -122,6 +112,20 @@ export class PrimaryController<P> {
     this.statusIndex = statusIndex
     this.work = table
     opts.db.register(this.work)
+    this.garbage = new GarbageSecondaries(opts, this.work, this.secondaries)
+    this.syncs = new PrimarySyncs({
+      options: opts,
+      keyOf: this.keyOf,
+      stats: this.stats,
+      secondaries: this.secondaries,
+      requeues: this.requeues,
+      written: this.written,
+      tertiary: this.tertiary,
+      stamps: (key) => this.stamps(key),
+      goneFromStore: (key) => this.garbage.goneFromStore(key),
+      requeueAfter: (key, ms) => this.requeueAfter(key, ms),
+      report: (err, msg, key) => this.report(err, msg, key),
+    })
     this.reconciler = new Reconciler<Work>({
       db: opts.db,
       table: this.work,
@@ -132,12 +136,12 @@ export class PrimaryController<P> {
       ...(opts.retry ? { retry: opts.retry } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
       operations: {
-        update: (w, ctx) => this.inflight.track(this.syncOne(w as MutableWork, ctx)),
-        delete: (w, ctx) => this.inflight.track(this.removeOwned(w, ctx)),
+        update: (w, ctx) => this.inflight.track(this.syncs.syncOne(w as MutableWork, ctx)),
+        delete: (w, ctx) => this.inflight.track(this.syncs.removeOwned(w, ctx)),
       },
       batchOperations: {
-        updateBatch: (entries, ctx) => this.inflight.pool(entries, this.concurrency, (w) => this.syncOne(w as MutableWork, ctx)),
-        deleteBatch: (entries, ctx) => this.inflight.pool(entries, this.concurrency, (w) => this.removeOwned(w, ctx)),
+        updateBatch: (entries, ctx) => this.inflight.pool(entries, this.concurrency, (w) => this.syncs.syncOne(w as MutableWork, ctx)),
+        deleteBatch: (entries, ctx) => this.inflight.pool(entries, this.concurrency, (w) => this.syncs.removeOwned(w, ctx)),
       },
     })
   }
@@ -204,7 +208,7 @@ export class PrimaryController<P> {
     await this.reconciler.stop()
     await Promise.allSettled(inflight)
     while (this.inflight.size) await Promise.allSettled(this.inflight.snapshot())
-    await Promise.allSettled(this.abandoned.snapshot())
+    await Promise.allSettled(this.syncs.abandoned.snapshot())
   }
 
   /**
@@ -233,7 +237,10 @@ export class PrimaryController<P> {
     for (const w of this.work.all(txn)) if (w.status.kind === 'error') errors.push({ key: w.key, error: w.status.error ?? '' })
     const ready = this.follow !== undefined && this.work.initialized(txn)[0]
     if (!this.follow) return { level: 'stopped', message: 'stopped', ready: false, errors }
-    const problems = [...errors.slice(0, 3).map((e) => `${e.key}: ${e.error}`), ...(this.lastGcError ? [`gc: ${this.lastGcError}`] : [])]
+    const problems = [
+      ...errors.slice(0, 3).map((e) => `${e.key}: ${e.error}`),
+      ...(this.garbage.lastError ? [`gc: ${this.garbage.lastError}`] : []),
+    ]
     return {
       level: problems.length ? 'degraded' : 'ok',
       message: problems.length ? `${errors.length} errors: ${problems.join('; ')}` : `${this.work.count(txn)} primaries`,
@@ -254,7 +261,7 @@ export class PrimaryController<P> {
         ...this.tertiary.revisions(txn),
       ]
       const caughtUp = revisions.every((rev, i) => (this.processed[i] ?? -1) >= rev)
-      if (caughtUp && pending.count() === 0 && this.gcDone && this.requeues.size === 0 && this.inflight.size === 0) {
+      if (caughtUp && pending.count() === 0 && this.garbage.done && this.requeues.size === 0 && this.inflight.size === 0) {
         // the reconciler has acted on every change of the work table, deletes of rows included
         const rev = this.work.revision(txn)
         await this.reconciler.waitForRevision(rev, { signal })
@@ -270,34 +277,12 @@ export class PrimaryController<P> {
   }
 
   /**
-   * GarbageSecondaries: deletes observed secondaries stamped with our kind whose owner key is not a
-   * primary. Runs only once every table is initialized.
+   * GarbageSecondaries (garbage.ts): deletes observed secondaries stamped with our kind whose owner
+   * key is not a primary. Runs only once every table is initialized.
    */
   async gc(): Promise<number> {
     if (!this.allInitialized(this.options.db.readTxn()) || this.markInitialized) return 0
-    const primaries = this.options.primaries
-    const inTable = (txn: ReadTxn, owner: string) => primaries.get(txn, primaries.primary.query(owner as never)) !== undefined
-    let store: Set<string> | undefined
-    let before: ReadTxn | undefined
-    if (this.options.primaryKeys) {
-      before = this.options.db.readTxn() // a primary the table got after this is newer than the store's answer
-      store = new Set(await this.options.primaryKeys(AbortSignal.timeout(60_000)))
-      const gone = new Set<string>()
-      for (const w of this.work.all(before)) if (!store.has(w.key) && inTable(before, w.key)) gone.add(w.key)
-      this.goneInStore = gone
-    }
-    const { deleted, failures } = await this.secondaries.garbage((owner) => {
-      // the latest snapshot for each object: a primary that appeared since keeps its secondaries
-      const now = this.options.db.readTxn()
-      if (store && before && inTable(before, owner) && !store.has(owner)) return false // the store deleted it
-      if (inTable(now, owner)) return true
-      return this.work.get(now, this.work.primary.query(owner)) !== undefined // its delete is still running
-    })
-    this.gcDone = true
-    this.lastGcError = failures.length ? failures.slice(0, 3).join('; ') : undefined
-    if (failures.length)
-      throw new SyncError(`garbage secondaries of ${this.options.kind}: ${failures.length} failure(s): ${this.lastGcError}`)
-    return deleted
+    return this.garbage.collect()
   }
 
   // ---- following primaries and secondaries ----
@@ -416,86 +401,6 @@ export class PrimaryController<P> {
     return watch
   }
 
-  // ---- syncing ----
-
-  private involved(p: P | undefined, key: string): InvolvedObject {
-    return involvedObject(p, key, this.options.kind, this.options.eventNamespace ?? 'default')
-  }
-
-  private async syncOne(w: MutableWork, ctx: OpContext): Promise<boolean> {
-    const key = w.key
-    this.requeues.cancel(key)
-    const p = this.options.primaries.get(ctx.txn, this.options.primaries.primary.query(key as never))
-    if (p === undefined) return false // deleted since: its delete comes next
-    if (this.goneInStore.has(key)) return false // the store no longer holds it (see primaryKeys)
-    this.stats.syncs++
-    let res: SyncResult
-    const limitMs = this.options.syncTimeoutMs ?? 60_000
-    // one signal per sync, aborted by stop (ctx.signal) or the timeout; listeners removed after
-    const abort = new AbortController()
-    const onStop = () => abort.abort(ctx.signal.reason)
-    ctx.signal.addEventListener('abort', onStop, { once: true })
-    let timedOut!: (err: Error) => void
-    const timeoutHit = new Promise<never>((_, reject) => (timedOut = reject))
-    timeoutHit.catch(() => {})
-    const timer = setTimeout(() => {
-      const err = new SyncError(`sync of ${this.options.kind} "${key}" timed out after ${limitMs} ms`)
-      abort.abort(err)
-      timedOut(err)
-    }, limitMs)
-    const signal = abort.signal
-    const reads = this.tertiary.recorder(key, ctx.txn)
-    try {
-      const running = Promise.resolve(this.options.sync(p, { txn: ctx.txn, signal, key, read: reads.read, list: reads.list }))
-      // past the timeout the sync is not waited for (stop still waits for it); on stop it is
-      res = await Promise.race([running, timeoutHit]).catch((err) => {
-        if (err === abort.signal.reason && !ctx.signal.aborted) void this.abandoned.track(running).catch(() => {})
-        throw err
-      })
-      if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
-    } catch (err) {
-      this.stats.syncErrors++
-      const msg = `sync of ${this.options.kind} "${key}" failed: ${(err as Error).message}`
-      await this.writeErrorStatus(p, msg, undefined, ctx)
-      throw new SyncError(msg)
-    } finally {
-      clearTimeout(timer)
-      ctx.signal.removeEventListener('abort', onStop)
-      reads.commit()
-    }
-    const { applied, changed, failures } = await this.secondaries.write(
-      key,
-      w.owned,
-      res.secondaries,
-      this.stamps(key),
-      this.involved(p, key),
-      ctx.signal,
-    )
-    w.owned = applied
-    if (failures.length) {
-      this.stats.syncErrors++
-      const msg = failures.join('; ')
-      await this.writeErrorStatus(p, msg, res.status, ctx)
-      throw new SyncError(msg)
-    }
-    if (res.status !== undefined && this.options.status) {
-      this.written.set(key, res.status)
-      await this.options.status.writeStatus(p, res.status, ctx.signal)
-    }
-    if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) this.requeueAfter(key, res.requeueAfterMs)
-    return changed
-  }
-
-  private async writeErrorStatus(p: P, msg: string, status: unknown, ctx: OpContext): Promise<void> {
-    if (!this.options.status) return
-    const written = errorStatusOf(msg, status, this.options.errorStatus)
-    this.written.set(this.keyOf(p), written)
-    await this.options.status.writeStatus(p, written, ctx.signal).catch((e) => {
-      const key = this.keyOf(p)
-      this.report(new SyncError(`status of "${key}": ${(e as Error).message}`), 'status write failed', key)
-    })
-  }
-
   private requeueAfter(key: string, ms: number): void {
     this.stats.requeues++
     this.requeues.after(key, ms, () => {
@@ -504,21 +409,6 @@ export class PrimaryController<P> {
         .write(this.work, (w) => void markPending(w, this.work, [key]))
         .catch((e) => this.report(e, 'requeue failed', key))
     })
-  }
-
-  /** A primary is gone: delete what it owned and what is observed with its stamp. */
-  private async removeOwned(w: Work, ctx: OpContext): Promise<void> {
-    this.requeues.cancel(w.key)
-    if (this.options.primaries.get(ctx.txn, this.options.primaries.primary.query(w.key as never)) !== undefined) return // back again
-    if (this.options.onDelete) {
-      try {
-        await this.options.onDelete(w.key, { signal: ctx.signal })
-      } catch (err) {
-        throw new SyncError(`delete hook of ${this.options.kind} "${w.key}" failed: ${(err as Error).message}`)
-      }
-    }
-    const failures = await this.secondaries.removeAll(w.key, w.owned, this.involved(undefined, w.key), ctx.signal)
-    if (failures.length) throw new SyncError(`secondaries of deleted ${this.options.kind} "${w.key}": ${failures.join('; ')}`)
   }
 
   private report(err: Error, msg: string, key?: string): void {

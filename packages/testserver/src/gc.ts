@@ -18,7 +18,8 @@
 //   webhook matches, that delete (and what cascades from it) finishes after the call, not within the
 //   request; a denial leaves the dependent in place, recorded in `failures` (control.gcFailures();
 //   the real collector would retry with backoff).
-import { FOREGROUND, ORPHAN, type Objects, type StorageObserver } from './objects.ts'
+import type { Objects, StorageObserver } from './objects.ts'
+import { FOREGROUND, ORPHAN } from './object-deletes.ts'
 import type { ResourceType } from './resources.ts'
 import { StatusError } from './status.ts'
 import { then } from './conversion.ts'

@@ -1,6 +1,7 @@
 // @statewright/testserver: a Kubernetes API server for tests (real wire protocol, statedb storage,
 // fault injection). Start one per simulated cluster; stop it at the end of the test.
-import { TestServer, type TestServerOptions, type RequestLogEntry, type KindRef } from './server.ts'
+import { TestServer, type RequestLogEntry, type KindRef } from './server.ts'
+import type { TestServerOptions } from './server-options.ts'
 import { makeControl, type Control } from './control.ts'
 
 export interface RunningTestServer {

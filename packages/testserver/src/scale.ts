@@ -3,7 +3,8 @@
 // the object; writing it changes only the replicas field, through the object's own update path
 // (admission, resourceVersion precondition, generation bump, watch event).
 import type { ResourceType } from './resources.ts'
-import type { Objects, Written } from './objects.ts'
+import type { Objects } from './objects.ts'
+import type { Written } from './write-rules.ts'
 import { badRequest } from './status.ts'
 import { mergePatch, jsonPatch, type PatchKind } from './patch.ts'
 import { labelSelectorString } from './selectors.ts'

@@ -1,10 +1,10 @@
-// The HTTP server: authentication, fault injection, request log, then dispatch to objects/watch.
+// The HTTP server: its lifecycle (listen, stop, refuse connections), and in front of every request
+// authentication, fault injection and the request log; then dispatch.ts carries the request out.
 // Invariants:
 // - Every response is JSON with Content-Type application/json; errors are Status objects.
 // - Faults apply before authentication and handlers, in a deterministic order (see faults.ts).
 // - stop() ends every watch and destroys every socket, so a test process can exit.
-// - Options are checked at construction (ConfigError naming the option): a NaN from a CLI flag would
-//   otherwise grow the history without bound or send bookmarks in a tight loop.
+// - Options are checked at construction (server-options.ts).
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
 import type { Socket } from 'node:net'
@@ -12,94 +12,24 @@ import { writeFileSync, rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Store } from './store.ts'
-import { Registry, type ResourceType, type ResourceTypeInput } from './resources.ts'
+import { Registry, type ResourceType } from './resources.ts'
 import { Objects } from './objects.ts'
 import { GarbageCollector } from './gc.ts'
 import { WatchHub } from './watch.ts'
 import { Faults, prng, type FailRule, type DelayRule } from './faults.ts'
-import { route } from './routes.ts'
-import { apiGroup, apiGroupList, coreVersions, resourceList, versionInfo } from './discovery.ts'
-import { openApiDocument, openApiIndex } from './openapi.ts'
-import {
-  StatusError,
-  badRequest,
-  methodNotAllowed,
-  pathNotFound,
-  toApiError,
-  tooManyRequests,
-  unauthorized,
-  unsupportedMediaType,
-  serviceUnavailable,
-} from './status.ts'
-import { makeMatcher } from './selectors.ts'
-import { checkDryRun, checkFieldValidation, checkListOptions, type OptionsKind } from './options.ts'
-import { warningHeader } from './admission.ts'
+import { StatusError, toApiError, tooManyRequests, unauthorized, serviceUnavailable } from './status.ts'
 import { installCrdAdmission } from './crd-admission.ts'
 import { admitDelete, installWebhookAdmission, type WebhookSource } from './webhooks.ts'
 import { NS_TYPE_KEY } from './namespaces.ts'
 import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
 import { builtinPruneStep } from './builtin-openapi.ts'
-import { scaleOf, writeScale } from './scale.ts'
-import { toTable, wantsTable } from './table.ts'
-import { drain, readJson } from './request-body.ts'
-import type { DeletionTiming, Written } from './objects.ts'
-import { patchKindOf } from './patch.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
-import type { ServiceResolver } from './webhook-client.ts'
 import { then } from './conversion.ts'
-import { ConfigError, TestServerError } from './errors.ts'
-
-export interface TestServerOptions {
-  /** Port to listen on; 0 (default) picks a free one. */
-  port?: number
-  host?: string
-  /** Bearer token clients must send; default a fixed random-looking token. `null` disables auth. */
-  token?: string | null
-  /** Seed for fault decisions, uids and generated names. */
-  seed?: number
-  /** Watch history kept for resumes (events); older resumes get 410 Expired. */
-  historySize?: number
-  bookmarkIntervalMs?: number
-  /** Cluster/user/context name in the kubeconfig. */
-  name?: string
-  /** Write the kubeconfig here (default: a temporary file removed by stop()). */
-  kubeconfigPath?: string
-  /** Answer expired watch resumes with HTTP 410 instead of an ERROR event. */
-  watchExpiredAsHttp410?: boolean
-  /**
-   * Serve HTTPS with a CA and a serving certificate generated at startup, in memory; the kubeconfig
-   * carries the CA. Needed for kubectl/client-go, which never send a bearer token over plain HTTP.
-   * Off by default for the library (client-node is fine with HTTP, and tests start many servers);
-   * the CLI serves HTTPS unless `--insecure-http`.
-   */
-  tls?: boolean
-  /** Kinds to register at start. */
-  kinds?: ResourceTypeInput[]
-  /**
-   * Garbage collection by ownerReferences (default true): dependents whose owners are all gone are
-   * deleted, Orphan and Foreground propagation are carried out. `false` behaves like envtest: nothing
-   * is collected, and the `orphan`/`foregroundDeletion` finalizers stay until a client removes them.
-   */
-  gc?: boolean
-  /**
-   * How long the emulated namespace controller and kubelet take after a DELETE (ms): a deleted
-   * namespace stays Terminating for `namespaceMs` (default 200) before it is emptied and removed; a
-   * scheduled Pod deleted with a grace period stays Terminating for min(grace, `podMs`) (default 1000).
-   * `control.finishDeletions()` fast-forwards both.
-   */
-  deletionTiming?: Partial<DeletionTiming>
-  /**
-   * Where a webhook's Service reference (`clientConfig.service`, admission and CRD conversion) is
-   * reached: `(namespace, name, port) => 'https://127.0.0.1:8443'`, like kube-apiserver's
-   * ServiceResolver; the reference's path is appended and the certificate must name
-   * `<name>.<namespace>.svc`. Without it, calling a Service reference fails saying so.
-   */
-  serviceResolver?: ServiceResolver
-  /** How long a CRD conversion webhook may take (default 30000 ms, kube-apiserver's). */
-  conversionTimeoutMs?: number
-}
+import { TestServerError } from './errors.ts'
+import { checkOptions, type TestServerOptions } from './server-options.ts'
+import { dispatch, sendError, type DispatchContext } from './dispatch.ts'
 
 export interface RequestLogEntry {
   time: number
@@ -139,6 +69,8 @@ export class TestServer {
   logLimit = 100_000
   /** What the admission webhooks read (webhooks.ts). */
   private readonly webhookSource: WebhookSource
+  /** What a request's handler reads and writes (dispatch.ts). */
+  private readonly dispatchContext: DispatchContext
 
   constructor(opts: TestServerOptions = {}) {
     checkOptions(opts)
@@ -167,6 +99,13 @@ export class TestServer {
     for (const k of opts.kinds ?? []) this.registry.register(k)
     for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
       this.objects.create(this.type('v1', 'Namespace'), '', { metadata: { name: ns } }, { manager: 'kube-apiserver' })
+    }
+    this.dispatchContext = {
+      registry: this.registry,
+      store: this.store,
+      objects: this.objects,
+      watches: this.watches,
+      address: () => `${this.host}:${this.port}`,
     }
     const handler = (req: IncomingMessage, res: ServerResponse) => this.onRequest(req, res)
     // with TLS, the certificate is set by listen() once generated
@@ -299,10 +238,10 @@ export class TestServer {
       // a client that gave up while its request was held is not served (as a real server drops a
       // queued request whose context is cancelled): a write cut off by its lease term never lands late
       if (req.socket.destroyed) return
-      if (fail) return this.sendError(res, failureError(fail))
+      if (fail) return sendError(res, failureError(fail))
       if (this.token !== null && token !== this.token && !/^\/(healthz|livez|readyz)$/.test(u.pathname))
-        return this.sendError(res, unauthorized())
-      this.handle(req, res, method, u.pathname, query, watch).catch((e) => this.sendError(res, toApiError(e)))
+        return sendError(res, unauthorized())
+      dispatch(this.dispatchContext, req, res, method, u.pathname, query, watch).catch((e) => sendError(res, toApiError(e)))
     }
     // A request given a `timeout` that it spent waiting (a held request) is not carried out: 504, as
     // kube-apiserver answers a request whose deadline passed in its queue.
@@ -310,174 +249,10 @@ export class TestServer {
     if (delay > 0 && deadline !== undefined && delay >= deadline)
       setTimeout(() => {
         if (!req.socket.destroyed)
-          this.sendError(res, new StatusError(504, 'Timeout', 'Timeout: request did not complete within the allotted timeout'))
+          sendError(res, new StatusError(504, 'Timeout', 'Timeout: request did not complete within the allotted timeout'))
       }, deadline)
     else if (delay > 0) setTimeout(go, delay)
     else go()
-  }
-
-  private sendJson(res: ServerResponse, code: number, body: string, headers: Record<string, string> = {}): void {
-    if (res.headersSent || res.destroyed) {
-      if (!res.writableEnded) res.end()
-      return
-    }
-    res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), ...headers })
-    res.end(body)
-  }
-  private sendError(res: ServerResponse, e: StatusError): void {
-    this.sendJson(res, e.code, JSON.stringify(e.status), e.headers)
-  }
-
-  private async handle(
-    req: IncomingMessage,
-    res: ServerResponse,
-    method: string,
-    path: string,
-    q: Record<string, string>,
-    watch: boolean,
-  ): Promise<void> {
-    const r = route(this.registry, path)
-    const ok = (v: unknown, code = 200) => this.sendJson(res, code, typeof v === 'string' ? v : JSON.stringify(v))
-    const written = (w: Written, code = 200) =>
-      this.sendJson(res, code, JSON.stringify(w.object), w.warnings.length ? { Warning: w.warnings.map(warningHeader).join(', ') } : {})
-    if (r.kind === 'unknown') {
-      await drain(req)
-      throw pathNotFound()
-    }
-    if (r.kind !== 'object') {
-      await drain(req)
-      if (method !== 'GET') throw methodNotAllowed()
-      if (r.kind === 'discovery') {
-        if (r.doc === 'health') return this.sendJson(res, 200, '"ok"')
-        return ok(
-          r.doc === 'version' ? versionInfo() : r.doc === 'api' ? coreVersions(`${this.host}:${this.port}`) : apiGroupList(this.registry),
-        )
-      }
-      if (r.kind === 'openapi') {
-        const doc = r.version === undefined ? openApiIndex(this.registry) : openApiDocument(this.registry, r.group ?? '', r.version)
-        if (!doc) throw pathNotFound()
-        return ok(doc)
-      }
-      const doc = r.kind === 'group' ? apiGroup(this.registry, r.group) : resourceList(this.registry, r.group, r.version)
-      if (!doc) throw pathNotFound()
-      return ok(doc)
-    }
-    const t = r.type
-    const ns = r.namespace ?? ''
-    if (t.namespaced && r.namespace === undefined && (r.name !== undefined || (method !== 'GET' && method !== 'DELETE'))) {
-      await drain(req)
-      throw pathNotFound()
-    }
-    const manager = q.fieldManager ?? defaultManager(req.headers['user-agent'])
-    const dryRun = checkDryRun(OPTIONS_KIND[method] ?? 'ListOptions', q.dryRun)
-    const allowedFields = t.selectableFields
-    const fieldValidation = checkFieldValidation(q.fieldValidation)
-    switch (method) {
-      case 'GET': {
-        await drain(req)
-        const table = r.subresource === undefined && wantsTable(req.headers.accept)
-        if (r.name !== undefined) {
-          const obj = await this.objects.get(t, ns, r.name)
-          if (table) return ok(toTable(t, [obj], obj.metadata.resourceVersion))
-          return ok(r.subresource === 'scale' ? scaleOf(t, obj) : obj)
-        }
-        checkListOptions(q, watch)
-        const matcher = makeMatcher(q.labelSelector, q.fieldSelector, allowedFields)
-        if (watch) {
-          const w: Parameters<WatchHub['serve']>[2] = {
-            type: t,
-            bookmarks: q.allowWatchBookmarks === 'true' || q.allowWatchBookmarks === '1',
-          }
-          if (r.namespace !== undefined) w.namespace = ns
-          if (matcher) w.matcher = matcher
-          if (q.resourceVersion !== undefined) w.resourceVersion = q.resourceVersion
-          if (q.timeoutSeconds) w.timeoutSeconds = Number(q.timeoutSeconds)
-          if (q.sendInitialEvents !== undefined) w.sendInitialEvents = q.sendInitialEvents === 'true' || q.sendInitialEvents === '1'
-          // kubectl get -w asks for Tables: each event carries a one-row Table
-          if (wantsTable(req.headers.accept)) w.transform = (obj) => toTable(t, [obj], obj.metadata.resourceVersion)
-          if (t.crd) w.convert = (obj) => this.objects.conversion.toType(t, obj)
-          this.watches.serve(req, res, w)
-          return
-        }
-        const lo: Parameters<Objects['listJson']>[2] = { selected: !!matcher }
-        if (matcher) lo.matcher = matcher
-        if (q.limit) lo.limit = Math.max(0, Number(q.limit) | 0)
-        if (q.continue) lo.continue = q.continue
-        if (q.resourceVersion !== undefined) lo.resourceVersion = q.resourceVersion
-        if (q.resourceVersionMatch) lo.resourceVersionMatch = q.resourceVersionMatch
-        const list = await this.objects.listJson(t, r.namespace, lo)
-        if (table) {
-          const { metadata, items } = JSON.parse(list)
-          const { resourceVersion, ...rest } = metadata
-          return ok(toTable(t, items, resourceVersion, rest))
-        }
-        return ok(list)
-      }
-      case 'POST': {
-        const body = await readJson(req)
-        if (r.name !== undefined) throw methodNotAllowed()
-        return written(await this.objects.create(t, ns, body, { manager, dryRun, fieldValidation }), 201)
-      }
-      case 'PUT': {
-        const body = await readJson(req)
-        if (r.name === undefined) throw methodNotAllowed()
-        if (r.subresource === 'scale') return written(await writeScale(this.objects, t, ns, r.name, body, 'put', { manager, dryRun }))
-        return written(
-          await this.objects.update(t, ns, r.name, body, {
-            manager,
-            dryRun,
-            fieldValidation,
-            ...(r.subresource ? { subresource: r.subresource } : {}),
-          }),
-        )
-      }
-      case 'PATCH': {
-        const contentType = req.headers['content-type'] ?? ''
-        const kind = patchKindOf(contentType)
-        const body = await readJson(req)
-        if (r.name === undefined) throw methodNotAllowed()
-        if (r.subresource === 'scale') {
-          if (!kind) throw unsupportedMediaType(contentType)
-          return written(await writeScale(this.objects, t, ns, r.name, body, kind, { manager, dryRun }))
-        }
-        const applyManager = kind === 'apply' ? (q.fieldManager ?? '__default__') : manager
-        const existed = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name) !== undefined
-        const out = await this.objects.patch(t, ns, r.name, kind, body, {
-          manager: applyManager,
-          dryRun,
-          fieldValidation,
-          force: q.force === 'true',
-          contentType,
-          ...(r.subresource ? { subresource: r.subresource } : {}),
-        })
-        return written(out, kind === 'apply' && !existed ? 201 : 200)
-      }
-      case 'DELETE': {
-        const body = await readJson(req, true)
-        if (r.name === undefined)
-          return ok(
-            await this.objects.deleteCollection(t, r.namespace, makeMatcher(q.labelSelector, q.fieldSelector, allowedFields), dryRun),
-          )
-        const pre = { ...(body?.preconditions ?? {}) }
-        const prop = body?.propagationPolicy ?? q.propagationPolicy
-        const dry = dryRun || checkDryRun('DeleteOptions', Array.isArray(body?.dryRun) ? body.dryRun[0] : undefined)
-        const graceRaw = body?.gracePeriodSeconds ?? q.gracePeriodSeconds
-        const grace = graceRaw === undefined ? undefined : Number(graceRaw)
-        const stored = this.store.get(t.storageKey, t.namespaced ? ns : '', r.name)
-        if (stored) await this.objects.admitDelete?.(t, stored, dry)
-        return ok(
-          await this.objects.delete(t, ns, r.name, {
-            preconditions: pre,
-            dryRun: dry,
-            ...(prop ? { propagationPolicy: prop } : {}),
-            ...(grace !== undefined && Number.isFinite(grace) ? { gracePeriodSeconds: Math.max(0, grace) } : {}),
-          }),
-        )
-      }
-      default:
-        await drain(req)
-        throw methodNotAllowed()
-    }
   }
 
   // ---------- control API ----------
@@ -490,27 +265,6 @@ export class TestServer {
   kind(ref: KindRef | ResourceType): ResourceType {
     return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind)
   }
-}
-
-/** The options kind a verb's query parameters are validated as (dryRun's 422 names it). */
-const OPTIONS_KIND: Record<string, OptionsKind> = {
-  POST: 'CreateOptions',
-  PUT: 'UpdateOptions',
-  PATCH: 'PatchOptions',
-  DELETE: 'DeleteOptions',
-}
-
-function checkOptions(o: TestServerOptions): void {
-  const bad = (what: string, v: unknown) => new ConfigError(`TestServer: ${what}, got ${String(v)}`)
-  if (o.port !== undefined && !(Number.isInteger(o.port) && o.port >= 0 && o.port <= 65535))
-    throw bad('port must be a whole number from 0 to 65535', o.port)
-  if (o.historySize !== undefined && !(Number.isInteger(o.historySize) && o.historySize >= 0))
-    throw bad('historySize must be a whole number of events, 0 or more', o.historySize)
-  if (o.bookmarkIntervalMs !== undefined && !(o.bookmarkIntervalMs > 0 && Number.isFinite(o.bookmarkIntervalMs)))
-    throw bad('bookmarkIntervalMs must be a positive number of ms', o.bookmarkIntervalMs)
-  if (o.seed !== undefined && !Number.isFinite(o.seed)) throw bad('seed must be a finite number', o.seed)
-  if (o.conversionTimeoutMs !== undefined && !(o.conversionTimeoutMs > 0 && Number.isFinite(o.conversionTimeoutMs)))
-    throw bad('conversionTimeoutMs must be a positive number of ms', o.conversionTimeoutMs)
 }
 
 function failureError(f: FailRule): StatusError {
@@ -527,11 +281,6 @@ function failureError(f: FailRule): StatusError {
     )
   }
   return new StatusError(status, 'InternalError', 'Internal error occurred: injected fault')
-}
-
-function defaultManager(ua: string | undefined): string {
-  if (!ua) return 'unknown'
-  return ua.split('/')[0]!.slice(0, 128) || 'unknown'
 }
 
 /** A Go duration ("1500ms", "2s", "1.5m") in ms; undefined when it is not one. */

@@ -1,0 +1,160 @@
+// How a reflector's cluster objects become the rows of its table, on a relist and on watch events:
+// - a cluster object becomes zero, one or several table objects (the transform; default: the object
+//   itself, compacted); core Secrets (or `sensitive`) are marked sensitive whatever a transform made;
+// - with a transform, the outputs of each source object are remembered (by namespace/name, with the
+//   source's resourceVersion) so that a changed or deleted source removes its stale outputs;
+// - a relist replaces in one transaction: the listed objects in, everything else this reflector owns
+//   (queryAll, default the whole table) out; an object whose resourceVersion did not change is not
+//   written again;
+// - one object's failure (a transform that throws, a refused insert) skips that object and is
+//   reported through `objectFailed`; it never fails the transaction.
+import type { Table, Txn, WriteTxn } from '@statewright/statedb'
+import { markSensitive } from '@statewright/statedb'
+import { ReflectorError } from './errors.ts'
+import { describe, namespacedName, type KubeObject } from './gvk.ts'
+import type { Pending } from './batch.ts'
+import { StringPool, compactObject } from './compact.ts'
+import type { ReflectorOptions } from './reflector-options.ts'
+
+type Transform<Obj> = (obj: KubeObject) => Obj | Obj[] | undefined | null
+
+export class ReflectedRows<Obj> {
+  readonly keyOf: (obj: Obj) => string
+  private readonly table: Table<Obj>
+  private readonly transform: Transform<Obj>
+  private readonly merge: ((old: Obj, obj: Obj) => Obj) | undefined
+  private readonly queryAll: ((txn: Txn) => Iterable<Obj>) | undefined
+  /** Outputs per source object, kept when a transform is given (to delete stale outputs). */
+  private readonly sources: Map<string, { rv: string | undefined; outs: Obj[] }> | undefined
+
+  constructor(
+    opts: ReflectorOptions<Obj>,
+    private readonly name: string,
+    private readonly objectFailed: (err: Error) => void,
+  ) {
+    this.table = opts.table
+    this.merge = opts.merge
+    this.queryAll = opts.queryAll
+    this.keyOf = opts.key ?? ((obj: Obj) => namespacedName(obj as unknown as KubeObject))
+    const keep = !!opts.keepManagedFields
+    const pool = new StringPool()
+    // Objects come fresh from JSON.parse and are not shared yet: compact them in place.
+    const transform: Transform<Obj> = opts.transform ?? ((obj) => compactObject(obj, pool, keep) as unknown as Obj)
+    const sensitive = opts.sensitive ?? (opts.kind.kind === 'Secret' && opts.kind.apiVersion === 'v1')
+    this.transform = sensitive ? (obj) => markAll(transform(obj)) : transform
+    this.sources = opts.transform ? new Map() : undefined
+  }
+
+  /** The objects this reflector owns in the table. */
+  count(txn: Txn): number {
+    if (!this.queryAll) return this.table.count(txn)
+    let n = 0
+    for (const _ of this.queryAll(txn)) n++
+    return n
+  }
+
+  /** A relist: the listed objects in, everything else this reflector owns out, in `txn`. */
+  replace(txn: WriteTxn, items: KubeObject[]): void {
+    const table = this.table
+    if (!this.sources && !this.queryAll && table.count(txn) === 0) {
+      // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
+      // key, and statedb packs nodes three-quarters full on ascending inserts.
+      for (const item of items) for (const o of this.outputs(item)) this.put(txn, o)
+      return
+    }
+    const existing = new Map<string, Obj>()
+    for (const obj of this.queryAll ? this.queryAll(txn) : table.all(txn)) existing.set(this.keyOf(obj), obj)
+    const keep = new Set<string>()
+    if (this.sources) {
+      const old = this.sources
+      const next = new Map<string, { rv: string | undefined; outs: Obj[] }>()
+      for (const src of items) {
+        const sk = namespacedName(src)
+        const rv = src.metadata.resourceVersion
+        const prev = old.get(sk)
+        let outs: Obj[]
+        if (prev && rv !== undefined && prev.rv === rv) outs = prev.outs
+        else {
+          outs = this.outputs(src)
+          for (const o of outs) this.put(txn, o)
+        }
+        for (const o of outs) keep.add(this.keyOf(o))
+        next.set(sk, { rv, outs })
+      }
+      old.clear()
+      for (const [k, v] of next) old.set(k, v)
+    } else {
+      for (const src of items) {
+        const outs = this.outputs(src)
+        for (const o of outs) {
+          const k = this.keyOf(o)
+          keep.add(k)
+          const cur = existing.get(k) as KubeObject | undefined
+          const rv = (o as KubeObject).metadata?.resourceVersion
+          if (cur && rv !== undefined && cur.metadata?.resourceVersion === rv) continue // unchanged
+          this.put(txn, o)
+        }
+      }
+    }
+    for (const [k, obj] of existing) if (!keep.has(k)) table.delete(txn, obj)
+  }
+
+  /** One coalesced batch of watch events (source namespace/name to its latest event), in `txn`. */
+  apply(txn: WriteTxn, batch: Map<string, Pending<KubeObject>>): void {
+    const table = this.table
+    for (const [sk, p] of batch) {
+      if (this.sources) {
+        const prev = this.sources.get(sk)
+        if (p.type === 'delete') {
+          for (const o of prev?.outs ?? this.outputs(p.object)) table.delete(txn, o)
+          this.sources.delete(sk)
+          continue
+        }
+        const outs = this.outputs(p.object)
+        if (prev) {
+          const keys = new Set(outs.map((o) => this.keyOf(o)))
+          for (const o of prev.outs) if (!keys.has(this.keyOf(o))) table.delete(txn, o)
+        }
+        for (const o of outs) this.put(txn, o)
+        this.sources.set(sk, { rv: p.object.metadata.resourceVersion, outs })
+      } else if (p.type === 'delete') {
+        for (const o of this.outputs(p.object)) table.delete(txn, o)
+      } else {
+        for (const o of this.outputs(p.object)) this.put(txn, o)
+      }
+    }
+  }
+
+  private outputs(src: KubeObject): Obj[] {
+    try {
+      const out = this.transform(src)
+      if (out === undefined || out === null) return []
+      return Array.isArray(out) ? out : [out]
+    } catch (err) {
+      this.objectFailed(new ReflectorError(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`))
+      return []
+    }
+  }
+
+  private put(txn: WriteTxn, obj: Obj): void {
+    try {
+      if (this.merge) this.table.modify(txn, obj, this.merge)
+      else this.table.insert(txn, obj)
+    } catch (err) {
+      this.objectFailed(new ReflectorError(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`))
+    }
+  }
+}
+
+function markAll<T>(out: T | T[] | undefined | null): T | T[] | undefined | null {
+  for (const o of Array.isArray(out) ? out : [out]) if (typeof o === 'object' && o !== null) markSensitive(o)
+  return out
+}
+
+function safeDescribe(obj: KubeObject): string {
+  try {
+    return describe(obj)
+  } catch {
+    return 'an object'
+  }
+}
