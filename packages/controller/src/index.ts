@@ -57,7 +57,8 @@ export { StateOfWorldController, type StateOfWorldOptions } from './stateofworld
 export type { ReconcileContext, ReconcileFn, ResourceEvent } from './stateofworld/reconcile.ts'
 export type { WatchSpec } from './stateofworld/watched.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './stateofworld/workflow.ts'
-export { traceReconcile, type TracerLike, type SpanLike } from './stateofworld/tracing.ts'
+export { type TracerLike, type SpanLike } from './stateofworld/tracing.ts'
+export { traceReconcile } from './stateofworld/reconcile.ts'
 export {
   StatewrightError,
   ConfigError,

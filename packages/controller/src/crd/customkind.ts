@@ -16,7 +16,6 @@
 //   has spec.conversion Webhook when a version converts with functions (None when all share schemas).
 import { ConfigError } from '../errors.ts'
 import type { KubeObject, ResourceRef } from '@statewright/k8s'
-import type { Condition } from '../conditions.ts'
 import { structural } from './structural.ts'
 import {
   KindConversion,
@@ -26,19 +25,9 @@ import {
   type VersionEntry,
   type VersionOptions,
 } from './versions.ts'
+import type { CustomObject, PrinterColumn, SchemaLike } from './customobject.ts'
 
-/** A schema whose static type is known (any TypeBox schema), or a plain JSON Schema object. */
-export type SchemaLike = object
-/** The static type of a TypeBox schema (unknown for a plain JSON Schema). */
-export type StaticOf<S> = S extends { static: infer T } ? T : unknown
-
-export interface PrinterColumn {
-  name: string
-  type: 'string' | 'integer' | 'number' | 'boolean' | 'date'
-  jsonPath: string
-  description?: string
-  priority?: number
-}
+export type { CustomObject, PrinterColumn, SchemaLike, StaticOf } from './customobject.ts'
 
 export interface CustomKindOptions<Spec extends SchemaLike, Status extends SchemaLike | undefined, V extends string = string> {
   group: string
@@ -55,14 +44,6 @@ export interface CustomKindOptions<Spec extends SchemaLike, Status extends Schem
   /** status.observedGeneration and status.conditions (default true). */
   conditions?: boolean
   printerColumns?: PrinterColumn[]
-}
-
-/** The objects of a custom kind: metadata, the spec's type, the status's type with its conditions. */
-export type CustomObject<Spec extends SchemaLike, Status extends SchemaLike | undefined> = KubeObject & {
-  apiVersion: string
-  kind: string
-  spec: StaticOf<Spec>
-  status?: (Status extends SchemaLike ? StaticOf<Status> : {}) & { observedGeneration?: number; conditions?: Condition[] }
 }
 
 /**

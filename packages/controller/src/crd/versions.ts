@@ -14,7 +14,7 @@
 //   a ConversionError whose message names the object and the two versions.
 import { ConfigError, ConversionError } from '../errors.ts'
 import type { KubeObject } from '@statewright/k8s'
-import type { CustomObject, PrinterColumn, SchemaLike } from './customkind.ts'
+import type { CustomObject, PrinterColumn, SchemaLike } from './customobject.ts'
 
 /** What a conversion function returns: the object in the other version (apiVersion and kind are set for it). */
 export type Converted<T> = { [K in keyof T as K extends 'apiVersion' | 'kind' ? never : K]: T[K] } & { apiVersion?: string; kind?: string }

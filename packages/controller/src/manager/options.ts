@@ -1,47 +1,21 @@
-// What a Manager is given: its options and their validation, the options of the parts it makes
-// (watch, derive, finalizer), and the Component contract of parts added to it.
+// What a Manager is given: its options and their validation, and the options of the parts it makes
+// (watch, derive, reconcile, finalizer). The Component contract is component.ts's.
 // Invariants:
 // - Options are checked once, in the constructor (a ConfigError naming the manager); what depends on
 //   the parts added (leader-only parts with sharding) is checked by start().
-// - Readiness never depends on an object's error: a Component reports object errors as `failing`
-//   and a degraded level, not as unready.
-import type { Health, Reconciler, PromRegistry } from '@statewright/reconciler'
+import type { PromRegistry } from '@statewright/reconciler'
 import type { Cluster, KindRef, KubeObject, RepairPacing, ReflectorOptions } from '@statewright/k8s'
 import type { DB, RetryOptions, Table } from '@statewright/statedb'
 import type { DeriveContext } from '../derive/options.ts'
 import type { CleanupContext, FinalizerOptions } from '../finalizers.ts'
 import type { HttpOptions } from '../http.ts'
-import type { InspectGraph } from '@statewright/statedb'
 import { ConfigError } from '../errors.ts'
 import type { Logger } from '../logging.ts'
 import type { Placed } from './desired.ts'
 import type { ReconcileResult } from './reconcilestep.ts'
 import type { WebhookServerOptions } from '../webhooks/server.ts'
 
-/** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
-export interface Component {
-  readonly name: string
-  start(): void | Promise<unknown>
-  stop(): Promise<void>
-  /** Readiness and health; absent: always ready. */
-  health?(): ComponentHealth
-  /** Runs only while this replica leads (default false). */
-  leaderOnly?: boolean
-  /** For waitForConvergence: nothing to do now. */
-  idle?(): boolean
-  /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
-  converged?(signal: AbortSignal): Promise<void>
-  /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */
-  graph?(): InspectGraph
-  /** Reconcilers the part runs, whose per-object status to show (GET /reconcilers, the web view, `statewright status`). */
-  reconcilers?(): ReadonlyArray<Reconciler<any>>
-}
-
-/** A component's health: the shared `Health` (level, message, ready) and its failing objects. */
-export interface ComponentHealth extends Health {
-  /** Object errors, a few, with keys. */
-  failing?: ReadonlyArray<{ key: string; error: string }>
-}
+export type { Component, ComponentHealth } from './component.ts'
 
 export interface ManagedFinalizerOptions<T extends object = KubeObject> extends Pick<
   FinalizerOptions,

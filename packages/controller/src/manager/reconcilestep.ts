@@ -26,7 +26,7 @@ import type { DeriveContext } from '../derive/options.ts'
 import type { Logger } from '../logging.ts'
 import { withOwner } from '../owners.ts'
 import type { Placed } from './desired.ts'
-import type { Component, ComponentHealth } from './options.ts'
+import type { Component, ComponentHealth } from './component.ts'
 
 /** A child: a KubeObject, or a typed model such as client-node's V1ConfigMap (metadata is required at run time). */
 export type ChildObject = KubeObject | { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }

@@ -18,7 +18,7 @@ import { isPlaced, type Placed } from '../manager/desired.ts'
 import type { Manager } from '../manager/manager.ts'
 import { ownedTableName } from '../manager/watch.ts'
 import type { StatusToWrite } from './statuswrites.ts'
-import type { TracerLike } from './tracing.ts'
+import { inSpan, SPAN_OK, type TracerLike } from './tracing.ts'
 import type { TopologyView } from '@statewright/topology'
 
 /** A change of a watched object, coalesced since the last run. */
@@ -142,4 +142,21 @@ export function newReconcileContext(o: {
     },
   }
   return { ctx, want, statuses, info }
+}
+
+/**
+ * A reconcile function with a span of its own (policy-machinery's TraceReconcileFunc), from the
+ * run's tracer (`ctx.tracer`): the carried-over error (`ctx.error`) is recorded with attribute
+ * `error.carryover`; the function's error is recorded and rethrown; success is status OK.
+ */
+export function traceReconcile(spanName: string, fn: ReconcileFn): ReconcileFn {
+  return (ctx) =>
+    inSpan(ctx.tracer, spanName, async (span) => {
+      if (span && ctx.error !== undefined) {
+        span.recordException(ctx.error instanceof Error ? ctx.error : String(ctx.error))
+        span.setAttribute('error.carryover', true)
+      }
+      await fn(ctx)
+      span?.setStatus({ code: SPAN_OK })
+    })
 }

@@ -1,7 +1,8 @@
 // Tracing of a state-of-world controller's runs with OpenTelemetry, as policy-machinery traces its
 // controller: a span `controller.reconcile` per run (attribute `events.count`), a child span
 // `topology.build` (the topology's counts, and its cycle as the span's error), and the run's error
-// recorded on the run's span. `traceReconcile(name, fn)` gives a reconcile function a span of its own.
+// recorded on the run's span. `traceReconcile(name, fn)` (reconcile.ts) gives a reconcile function
+// a span of its own.
 // Invariants:
 // - @opentelemetry/api is an optional peer: loaded (through the reconciler's loadOptionalPeer) only
 //   when no tracer is given, never required; without it, and with `tracer: false`, nothing is traced
@@ -10,7 +11,6 @@
 //   ERROR) and rethrown unchanged.
 // - Counting the topology's nodes costs a walk, done only for a span that records.
 import { loadOptionalPeer } from '@statewright/reconciler'
-import type { ReconcileFn } from './reconcile.ts'
 
 /** The part of an OpenTelemetry Span this package uses. */
 export interface SpanLike {
@@ -79,21 +79,4 @@ export function inSpan<T>(tracer: TracerLike | undefined, name: string, fn: (spa
       if (!async) span.end()
     }
   })
-}
-
-/**
- * A reconcile function with a span of its own (policy-machinery's TraceReconcileFunc), from the
- * run's tracer (`ctx.tracer`): the carried-over error (`ctx.error`) is recorded with attribute
- * `error.carryover`; the function's error is recorded and rethrown; success is status OK.
- */
-export function traceReconcile(spanName: string, fn: ReconcileFn): ReconcileFn {
-  return (ctx) =>
-    inSpan(ctx.tracer, spanName, async (span) => {
-      if (span && ctx.error !== undefined) {
-        span.recordException(ctx.error instanceof Error ? ctx.error : String(ctx.error))
-        span.setAttribute('error.carryover', true)
-      }
-      await fn(ctx)
-      span?.setStatus({ code: SPAN_OK })
-    })
 }

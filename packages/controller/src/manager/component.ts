@@ -1,0 +1,33 @@
+// The contract between the Manager and a part with a lifecycle (controller-runtime's Runnable and
+// LeaderElectionRunnable in one): started by start(), stopped by stop(), leader-only or not, with
+// optional health, convergence, graph and reconcilers the Manager shows.
+// Invariants:
+// - Readiness never depends on an object's error: a Component reports object errors as `failing`
+//   and a degraded level, not as unready.
+import type { Health, Reconciler } from '@statewright/reconciler'
+import type { InspectGraph } from '@statewright/statedb'
+
+/** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
+export interface Component {
+  readonly name: string
+  start(): void | Promise<unknown>
+  stop(): Promise<void>
+  /** Readiness and health; absent: always ready. */
+  health?(): ComponentHealth
+  /** Runs only while this replica leads (default false). */
+  leaderOnly?: boolean
+  /** For waitForConvergence: nothing to do now. */
+  idle?(): boolean
+  /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
+  converged?(signal: AbortSignal): Promise<void>
+  /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */
+  graph?(): InspectGraph
+  /** Reconcilers the part runs, whose per-object status to show (GET /reconcilers, the web view, `statewright status`). */
+  reconcilers?(): ReadonlyArray<Reconciler<any>>
+}
+
+/** A component's health: the shared `Health` (level, message, ready) and its failing objects. */
+export interface ComponentHealth extends Health {
+  /** Object errors, a few, with keys. */
+  failing?: ReadonlyArray<{ key: string; error: string }>
+}
