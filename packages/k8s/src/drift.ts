@@ -17,7 +17,8 @@ import type { KubeObject } from './gvk.ts'
 import type { EventRecorder } from './events.ts'
 import type { K8sMetrics } from './metrics.ts'
 import { RepairPacer, otherManager, type Fight, type RepairPacing } from './repairs.ts'
-import { objectKey, type DesiredObject, type DesiredTable, type Target } from './target.ts'
+import type { Target } from './target.ts'
+import { objectKey, type DesiredObject, type DesiredTable } from './desired.ts'
 
 export interface DriftOptions {
   db: DB

@@ -66,18 +66,9 @@ export {
   type LeaderElectorStatus,
   type Runnable,
 } from './leader.ts'
-export {
-  Target,
-  newDesiredTable,
-  desired,
-  objectKey,
-  targetReconciler,
-  type DesiredObject,
-  type DesiredTable,
-  type TargetOptions,
-  type TargetStats,
-  type TargetReconcilerOptions,
-} from './target.ts'
+export { Target, targetReconciler, type TargetReconcilerOptions } from './target.ts'
+export type { TargetOptions, TargetStats } from './target-options.ts'
+export { newDesiredTable, desired, objectKey, type DesiredObject, type DesiredTable } from './desired.ts'
 export { DriftWatcher, holds, type DriftOptions, type DriftHealth } from './drift.ts'
 export { type Fight, type RepairPacing } from './repairs.ts'
 export {

@@ -18,107 +18,19 @@
 import { ConfigError, ForeignObjectError, InvalidObjectError, PruneError } from './errors.ts'
 import {
   Reconciler,
-  newStatusIndex,
-  statusPending,
   type ReconcilerConfig,
   type BatchEntry,
   type BatchOperations,
   type Operations,
   type OpContext,
-  type Status,
-  type StatusIndex,
 } from '@statewright/reconciler'
-import { Table, defineIndex, type DB, type Index } from '@statewright/statedb'
+import type { DB } from '@statewright/statedb'
 import { ApiError, isConflict, isNotFound, type Cluster } from './cluster.ts'
 import { FencedError, type WriteFence } from './fence.ts'
-import { collectionPath, describe, groupKind, groupOf, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
+import { describe, groupKind, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
 import { listAll } from './list.ts'
-import type { K8sMetrics } from './metrics.ts'
-
-/** One desired object of one cluster, with the reconciler's status. */
-export interface DesiredObject {
-  /** The cluster's name (a key of the target's clusters); absent: the target's first cluster. */
-  readonly cluster?: string
-  readonly object: KubeObject
-  readonly status: Status
-}
-
-/** The identity of a desired (or observed) object: cluster, group, kind, namespace, name. */
-export function objectKey(cluster: string, obj: KubeObject): string {
-  const m = obj.metadata
-  return `${cluster}|${groupOf(obj.apiVersion)}|${obj.kind}|${m.namespace ?? ''}|${m.name}`
-}
-
-export interface DesiredTable {
-  table: Table<DesiredObject>
-  /** Primary index: objectKey (cluster "" when the object names none). */
-  byKey: Index<DesiredObject, string>
-  statusIndex: StatusIndex<DesiredObject>
-  primaryKey: (d: DesiredObject) => string
-}
-
-/** A table of desired objects with its primary index and status index. */
-export function newDesiredTable(name = 'desired'): DesiredTable {
-  const primaryKey = (d: DesiredObject) => objectKey(d.cluster ?? '', d.object)
-  const byKey = defineIndex<DesiredObject, string>({ name: 'key', key: primaryKey, unique: true })
-  const statusIndex = newStatusIndex<DesiredObject>((d) => d.status)
-  const table = new Table<DesiredObject>({ name, primary: byKey, indexes: [statusIndex] })
-  return { table, byKey, statusIndex, primaryKey }
-}
-
-/** A desired object, pending. */
-export function desired(object: KubeObject, cluster?: string): DesiredObject {
-  return cluster === undefined ? { object, status: statusPending() } : { cluster, object, status: statusPending() }
-}
-
-export interface TargetOptions {
-  /** The clusters, by name (Cluster.name); the first is the default for objects that name none. */
-  clusters: Cluster | Cluster[]
-  /** Field manager of server-side apply (default "statewright"). */
-  fieldManager?: string
-  /** Take over fields other managers own (default true: the desired state wins). */
-  force?: boolean
-  /**
-   * Apply onto an object of the same name that lacks our ownership label (default true: server-side
-   * apply takes it over). False: such an object is never adopted; the apply fails with a
-   * ForeignObjectError (retried with backoff), and the object is created once the foreign one is gone.
-   */
-  adopt?: boolean
-  /** Ownership label key (default "statewright.io/owner") and value (default the field manager). */
-  ownerLabel?: string
-  owner?: string
-  /** Kinds pruned in every cluster, besides those seen in the desired table. */
-  kinds?: KindRef[]
-  /** Namespace pruning is limited to (default: all namespaces). */
-  pruneNamespace?: string
-  /** Which of our labelled objects prune may delete (default: all); a sharded replica prunes only its shards. */
-  prunable?: (obj: KubeObject, cluster: string) => boolean
-  /** Concurrent requests of one batch (default 16). */
-  concurrency?: number
-  /**
-   * The lease term a write of `obj` in `cluster` is made under (leader election: the leader's term;
-   * sharding: the term of the object's shard). `null`: not ours to write (refused). Undefined: the
-   * cluster's own write fence, if any.
-   */
-  fence?: (obj: KubeObject, cluster: string) => WriteFence | null | undefined
-  /** Apply with the resourceVersion we last knew as a precondition (see the top of the file; default false). */
-  preconditions?: boolean
-  /** The resourceVersion of an object as observed (a reflector's cache), for preconditions after a restart. */
-  observedVersion?: (obj: KubeObject, cluster: string) => string | undefined
-  name?: string
-  metrics?: K8sMetrics
-}
-
-export interface TargetStats {
-  applies: number
-  changed: number
-  deletes: number
-  pruned: number
-  conflicts: number
-  errors: number
-  /** Applies whose precondition failed and that were made again on the current version (their term still valid). */
-  preconditionRetries: number
-}
+import { objectKey, type DesiredObject, type DesiredTable } from './desired.ts'
+import type { TargetOptions, TargetStats } from './target-options.ts'
 
 export class Target {
   readonly name: string

@@ -7,8 +7,6 @@ export type { KvRow, NatsKvReflectorOptions, NatsMetrics } from './reflector-opt
 export type { NatsKvReflectorHealth, NatsReflectorState } from './reflector-health.ts'
 export {
   NatsKvTarget,
-  KvSecondaries,
-  KvStatusWriter,
   newDesiredKvTable,
   desiredKv,
   isCasConflict,
@@ -17,10 +15,10 @@ export {
   withMetadata,
   type DesiredKv,
   type DesiredKvTable,
-  type KvObject,
   type NatsKvTargetOptions,
   type NatsKvTargetStats,
 } from './target.ts'
+export { KvSecondaries, KvStatusWriter, type KvObject } from './secondaries.ts'
 export { startNatsServer, natsServerBinary, type NatsServerOptions, type RunningNatsServer } from './server.ts'
 export {
   StatewrightError,
