@@ -6,7 +6,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { generateTls, startTestServer, type RunningTestServer } from '@statewright/testserver'
-import { Cluster, type KubeObject } from '@statewright/k8s'
+import { ApiError, Cluster, type KubeObject } from '@statewright/k8s'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 import { ExternalJob, RETRIES_ANNOTATION } from './conversion-kind.ts'
 
@@ -78,8 +78,17 @@ test('a lossy field survives a round trip through v1 (kept in an annotation), an
   const v1 = await client.request<KubeObject & { spec: any }>({ method: 'GET', path: at('v1', 'weekly') })
   assert.equal(v1.spec, { runAt: 'sun' })
   assert.is(v1.metadata.annotations?.[RETRIES_ANNOTATION], '3', 'v1 has no retries: kept in an annotation')
-  // an update at v1 (a v1 client knows nothing of retries) keeps them
-  await client.request({ method: 'PUT', path: at('v1', 'weekly'), body: { ...v1, spec: { runAt: 'mon' } } })
+  // an update at v1 (a v1 client knows nothing of retries) keeps them; read-modify-write, as a client
+  // does, since the controller may write the status in between (409: read again)
+  for (let attempt = 0; ; attempt++) {
+    const cur = await client.request<KubeObject & { spec: any }>({ method: 'GET', path: at('v1', 'weekly') })
+    const put = await client.request({ method: 'PUT', path: at('v1', 'weekly'), body: { ...cur, spec: { runAt: 'mon' } } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    if (put === undefined) break
+    if (!(put instanceof ApiError && put.code === 409) || attempt > 20) throw put
+  }
   const v2 = await client.request<KubeObject & { spec: any }>({ method: 'GET', path: at('v2', 'weekly') })
   assert.equal(v2.spec, { scheduleAt: 'mon', retries: 3 })
   assert.not.ok(v2.metadata.annotations?.[RETRIES_ANNOTATION], 'the annotation is v1-only')
