@@ -2,7 +2,7 @@
 // author meets): batch, networking, policy, autoscaling, rbac, discovery, storage claims and
 // admission policies. Data only: their defaults and validations are builtin-defaults.ts and
 // builtin-validation.ts. As everywhere here, no controller runs (a Job never gets pods).
-import type { ResourceTypeInput } from './resources.ts'
+import type { ResourceTypeInput } from './resource-type.ts'
 
 const B = { builtin: true, generation: false }
 export const MORE_BUILTIN_TYPES: ResourceTypeInput[] = [

@@ -6,16 +6,26 @@
 // - parents(n)/children(n) keep the other ends that are items of the collection (n itself need not
 //   be one); roots() are the items without parents among the items; paths() run over items only.
 // - Results are sorted by locator; a cycle on a path throws TopologyCycleError unless loops are allowed.
-import type { NodeRole, TopologyNode } from './define.ts'
-import type { TopologyView } from './view.ts'
+import type { NodeRole, TopologyDefinition, TopologyNode } from './define.ts'
 import { byLocator, pathsBetween } from './walk.ts'
+
+/** What a collection reads of its view (TopologyView is one; the view makes its collections). */
+export interface CollectionSource {
+  readonly definition: Pick<TopologyDefinition, 'allowLoops'>
+  node(loc: string): TopologyNode | undefined
+  nodes(): TopologyNode[]
+  parents(child: TopologyNode): TopologyNode[]
+  children(parent: TopologyNode): TopologyNode[]
+  policiesOf(target: TopologyNode): TopologyNode[]
+  targetsOf(policy: TopologyNode): TopologyNode[]
+}
 
 /** Keeps a node when it returns true (policy-machinery's `FilterFunc`). */
 export type NodeFilter = (n: TopologyNode) => boolean
 
 export class TopologyCollection {
   constructor(
-    private readonly view: TopologyView,
+    private readonly view: CollectionSource,
     /** The role of the items; undefined: every node. */
     readonly role: NodeRole | undefined,
   ) {}

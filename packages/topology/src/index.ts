@@ -19,7 +19,7 @@ export { locator, locatorOf, withoutSection, groupOfApiVersion, type LocatorPart
 export { Topology, type TopologyOptions, type TopologyError } from './topology.ts'
 export type { GraphTables, StoredLink, Attachment } from './rows.ts'
 export { TopologyView } from './view.ts'
-export { TopologyCollection, type NodeFilter } from './collection.ts'
+export { TopologyCollection, type NodeFilter, type CollectionSource } from './collection.ts'
 export {
   effectivePolicy,
   reducePolicies,
