@@ -3,7 +3,7 @@
 // down to an inclusive lower bound.
 //
 // Invariant: it yields exactly the entries the ascending TreeIterator yields over the same range,
-// in the opposite order (a property test in test/reverse.test.ts holds it to that).
+// in the opposite order, with the same revisions (a property test in test/reverse.test.ts holds it to that).
 
 import { less, lowerIndex, type Branch, type Leaf, type TreeKey, type TreeNode } from './btree.ts'
 
@@ -13,6 +13,8 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
   private leaf: Leaf<K, V> | undefined
   private i = -1
   private readonly result: { done: boolean; value: V } = { done: false, value: undefined as V }
+  /** As TreeIterator.revision. */
+  revision = 0
 
   constructor(
     root: TreeNode<K, V>,
@@ -22,6 +24,8 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
     private readonly prefix?: string,
     /** Inclusive lower bound: stop at the first key below it. */
     private readonly floor?: K,
+    /** As TreeIterator's. */
+    private readonly revisionIsKey = false,
   ) {
     let node = root
     while (!node.leaf) {
@@ -57,7 +61,11 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
           this.leaf = undefined
           continue
         }
-        r.value = leaf.vals[this.i--]!
+        const i = this.i--
+        const revs = leaf.revs
+        if (revs !== undefined) this.revision = revs[i]!
+        else if (this.revisionIsKey) this.revision = key as number
+        r.value = leaf.vals[i]!
         return r
       }
       this.previousLeaf()
