@@ -43,9 +43,12 @@ function resolve<Obj>(primary: PrimaryRoot<Obj>, pk: EncodedKey): Obj {
 export class Resolver<Obj> {
   private leaf: Leaf<EncodedKey, Obj> | undefined
   private i = 0
-  /** The revision of the object the last `get` returned. */
-  revision = 0
   constructor(private readonly root: PrimaryRoot<Obj>) {}
+
+  /** The revision of the object the last `get` returned (read on demand: a scan that does not ask never touches the revisions). */
+  get revision(): number {
+    return this.leaf === undefined ? 0 : this.leaf.revs![this.i - 1]!
+  }
 
   /** The object stored under pk (its revision in `revision`). */
   get(pk: EncodedKey): Obj {
@@ -57,7 +60,6 @@ export class Resolver<Obj> {
       for (let i = this.i, end = Math.min(n, this.i + 4); i < end; i++) {
         if (keys[i] === pk) {
           this.i = i + 1
-          this.revision = leaf.revs![i]!
           return leaf.vals[i]!
         }
       }
@@ -65,7 +67,6 @@ export class Resolver<Obj> {
         const j = lowerIndex(keys, pk)
         if (keys[j] === pk) {
           this.i = j + 1
-          this.revision = leaf.revs![j]!
           return leaf.vals[j]!
         }
       }
@@ -81,7 +82,6 @@ export class Resolver<Obj> {
       if (node.keys[j] === pk) {
         this.leaf = node
         this.i = j + 1
-        this.revision = node.revs![j]!
         return node.vals[j]!
       }
     }

@@ -13,8 +13,6 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
   private leaf: Leaf<K, V> | undefined
   private i = -1
   private readonly result: { done: boolean; value: V } = { done: false, value: undefined as V }
-  /** As TreeIterator.revision. */
-  revision = 0
 
   constructor(
     root: TreeNode<K, V>,
@@ -61,15 +59,20 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
           this.leaf = undefined
           continue
         }
-        const i = this.i--
-        const revs = leaf.revs
-        if (revs !== undefined) this.revision = revs[i]!
-        else if (this.revisionIsKey) this.revision = key as number
-        r.value = leaf.vals[i]!
+        r.value = leaf.vals[this.i--]!
         return r
       }
       this.previousLeaf()
     }
+  }
+
+  /** As TreeIterator's: the revision of the value last yielded, read on demand. */
+  get revision(): number {
+    const leaf = this.leaf
+    if (leaf === undefined) return 0
+    const revs = leaf.revs
+    if (revs !== undefined) return revs[this.i + 1]!
+    return this.revisionIsKey ? (leaf.keys[this.i + 1] as number) : 0
   }
 
   private previousLeaf(): void {

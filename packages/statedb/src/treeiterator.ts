@@ -34,8 +34,6 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
   private i = 0
   private readonly result: { done: boolean; value: V } = { done: false, value: undefined as V }
   key: K | undefined
-  /** The revision of the value last yielded (trees with revisions, or `revisionIsKey`). */
-  revision = 0
 
   constructor(
     root: TreeNode<K, V>,
@@ -80,15 +78,24 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
           continue
         }
         this.key = key
-        const revs = leaf.revs
-        if (revs !== undefined) this.revision = revs[i]!
-        else if (this.revisionIsKey) this.revision = key as number
         this.i = i + 1
         r.value = leaf.vals[i]!
         return r
       }
       this.advanceLeaf()
     }
+  }
+
+  /**
+   * The revision of the value last yielded (trees with revisions, or `revisionIsKey`; else 0). Read
+   * on demand: a scan that does not ask never touches the revisions.
+   */
+  get revision(): number {
+    const leaf = this.leaf
+    if (leaf === undefined) return 0
+    const revs = leaf.revs
+    if (revs !== undefined) return revs[this.i - 1]!
+    return this.revisionIsKey ? (leaf.keys[this.i - 1] as number) : 0
   }
 
   private advanceLeaf(): void {
