@@ -2,15 +2,16 @@
 // alternating in one process:
 //   node --conditions=@statewright/source --import tsx scripts/profile-lookups.ts [rows]
 // - statedb: `table.get(txn, query)`, the query built per lookup;
-// - descent: the same tree descent, on the snapshot's primary tree, returning the stored entry
+// - descent: the same tree descent, on the snapshot's primary tree, returning the stored object
 //   without reading it (internal: reads the tree through the package's sources);
-// - entry.object: the descent, then the entry's object (what `get` returns);
+// - object.id: the descent, then a field of the object (what a caller that reads the object pays);
 // - sorted-btree: its `get`, which returns the stored value without reading it.
-// The gap between `descent` and `entry.object` is the cost of the entry indirection: at 100k rows
-// an entry is mostly not in cache.
+// Until the primary index kept its objects in its leaves (issue 28's follow-up), a lookup returned
+// an entry's `object`: a third column read the entry, and at 100k rows the entry was mostly not in
+// cache (docs/performance.md, "What bounds RandomLookup, measured").
 import { DB, defineIndex, Table } from '@statewright/statedb'
 import { treeGet } from '../packages/statedb/src/btree.ts'
-import type { Entry, TableView } from '../packages/statedb/src/state.ts'
+import type { TableView } from '../packages/statedb/src/state.ts'
 import sortedBtree from 'sorted-btree'
 import { rng, shuffle } from '../bench/lib/index.ts'
 
@@ -47,7 +48,7 @@ for (let round = 0; round < 5; round++) {
     [
       `statedb ${rate((id) => table.get(txn, idIndex.query(id)))}`,
       `descent ${rate((id) => treeGet(root, id))}`,
-      `entry.object ${rate((id) => (treeGet(root, id) as Entry<O> | undefined)?.object)}`,
+      `object.id ${rate((id) => (treeGet(root, id) as O | undefined)?.id)}`,
       `sorted-btree ${rate((id) => bt.get(id))}`,
     ].join('  '),
   )

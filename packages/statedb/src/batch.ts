@@ -22,7 +22,7 @@ export class TableBatch<Obj> {
   insert(obj: Obj): Obj | undefined {
     this.check()
     if (validating) deepFreeze(obj)
-    return this.w.insert(obj)?.object
+    return this.w.insert(obj)
   }
 
   /** Table.compareAndSwap: replaces only if the stored object was last written at `revision`. */

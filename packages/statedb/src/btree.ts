@@ -1,5 +1,7 @@
-// A persistent (copy-on-write) B+tree mapping ordered keys to values. Keys are numbers and strings:
-// numbers compare as numbers, strings by code units, and every number sorts before every string.
+// A persistent (copy-on-write) B+tree mapping ordered keys to values: the nodes, the key order, the
+// lookups and the node operations writers share. Keys are numbers and strings: numbers compare as
+// numbers, strings by code units, and every number sorts before every string. The writer is in
+// ./treewriter.ts, the iterators in ./treeiterator.ts and ./reverse.ts, bulk deletion in ./bulkdelete.ts.
 //
 // Invariants (checked by `validateTree`, ./treecheck.ts):
 // - every leaf is at the same depth; keys within a node are strictly increasing;
@@ -13,6 +15,11 @@
 // - a copy shares its original's `keys` array until it changes a key (`sharedKeys`: then it copies
 //   them first, see `ownKeys`): a replacement, the commonest write, changes no key, so it copies half
 //   of what it used to.
+// - a tree either carries revisions or not (`Leaf.revs`, decided when the tree is made, see
+//   `emptyTree`): in one that does, every leaf has a `revs` array parallel to `keys` and `vals`
+//   (the revision of the table write that stored each value: the primary index keeps its objects
+//   in its leaves with their revisions, no entry object per write); in one that does not, no leaf
+//   has one. Every operation that moves a value moves its revision with it.
 // - between `TreeWriter.append` calls the branch keys along the right edge may lag behind the keys
 //   below them; `seal` (which every other writer method calls first) restores the invariant.
 import { InternalError } from './errors.ts'
@@ -25,6 +32,8 @@ export interface Leaf<K extends TreeKey, V> {
   leaf: true
   keys: K[]
   vals: V[]
+  /** The revision of each value, parallel to `vals`, in a tree that carries revisions; else undefined. */
+  revs: number[] | undefined
   owner: Owner | null
   /** `keys` is another node's array: copy it before changing it (ownKeys). */
   sharedKeys: boolean
@@ -43,8 +52,6 @@ export type TreeNode<K extends TreeKey, V> = Leaf<K, V> | Branch<K, V>
 
 export const MAX = 48
 export const MIN = 12
-/** How many splits after appends a writer makes with exact-size arrays on both sides (`splitEdgeLeaf`). */
-const EXACT_EDGE_SPLITS = 4
 
 /** An immutable tree: the root and the number of entries. */
 export interface Tree<K extends TreeKey, V> {
@@ -52,8 +59,16 @@ export interface Tree<K extends TreeKey, V> {
   readonly size: number
 }
 
-export function emptyTree<K extends TreeKey, V>(): Tree<K, V> {
-  return { root: { leaf: true, keys: [], vals: [], owner: null, sharedKeys: false }, size: 0 }
+/** An empty tree; `revisions`: its leaves carry a revision per value (the primary index). */
+export function emptyTree<K extends TreeKey, V>(revisions = false): Tree<K, V> {
+  return { root: { leaf: true, keys: [], vals: [], revs: revisions ? [] : undefined, owner: null, sharedKeys: false }, size: 0 }
+}
+
+/** Whether a tree's leaves carry revisions (its leftmost leaf tells: all do or none). */
+export function carriesRevisions(root: TreeNode<TreeKey, unknown>): boolean {
+  let node = root
+  while (!node.leaf) node = node.children[0]!
+  return node.revs !== undefined
 }
 
 /** Index of the first key >= k (keys.length when all are smaller). */
@@ -94,7 +109,7 @@ export function less(a: TreeKey, b: TreeKey): boolean {
 }
 
 /** lowerIndex with a first look at the end: appends (revisions, ordered loads) skip the search. */
-function insertIndex<K extends TreeKey>(keys: K[], k: K): number {
+export function insertIndex<K extends TreeKey>(keys: K[], k: K): number {
   const n = keys.length
   return n > 0 && less(keys[n - 1]!, k) ? n : lowerIndex(keys, k)
 }
@@ -142,302 +157,22 @@ function getString<V>(root: TreeNode<TreeKey, V>, k: string): V | undefined {
   }
 }
 
-/**
- * A writer over a tree: changes copy shared nodes once and then mutate the copies.
- * `get` and iteration see the writer's own changes.
- */
-export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
-  root: TreeNode<K, V>
-  size: number
-  private owner: Owner = {}
-  /** While appends are open (see `append`): the owned right edge's branches, root first, and its leaf. */
-  private edge: Branch<K, V>[] | undefined = undefined
-  private edgeLeaf: Leaf<K, V> | undefined = undefined
-  private old: V | undefined
-  private guard: ((old: V | undefined) => boolean) | undefined
-  /** The last guarded set was refused. */
-  rejected = false
-  /** Splits of the last leaf after appends, by this writer (see `splitEdgeLeaf`). */
-  private edgeSplits = 0
-
-  constructor(tree: Tree<K, V>) {
-    this.root = tree.root
-    this.size = tree.size
-  }
-
-  get(k: K): V | undefined {
-    this.seal()
-    return treeGet(this.root, k)
-  }
-
-  /**
-   * Inserts or replaces; returns the value it replaced. With a guard, writes only if
-   * guard(current value or undefined) is true; `rejected` tells whether it refused.
-   */
-  set(k: K, v: V, guard?: (old: V | undefined) => boolean): V | undefined {
-    this.seal()
-    this.old = undefined
-    this.guard = guard
-    this.rejected = false
-    const root = this.own(this.root)
-    const split = this.insert(root, k, v, true)
-    if (this.rejected) {
-      this.root = root
-      return this.old
-    }
-    if (split) {
-      this.root = { leaf: false, keys: [lastKey(root), lastKey(split)], children: [root, split], owner: this.owner, sharedKeys: false }
-    } else {
-      this.root = root
-    }
-    if (this.old === undefined) this.size++
-    return this.old
-  }
-
-  /** Removes a key; returns the removed value. Copies nothing when the key is absent. */
-  delete(k: K): V | undefined {
-    this.seal()
-    const found = treeGet(this.root, k)
-    if (found !== undefined) this.deletePresent(k)
-    return found
-  }
-
-  /** Removes a key the caller knows is present (one descent instead of two). */
-  deletePresent(k: K): void {
-    this.seal()
-    let root = this.own(this.root)
-    this.remove(root, k)
-    while (!root.leaf && root.children.length === 1) root = this.own(root.children[0]!)
-    this.root = root
-    this.size--
-  }
-
-  /** Removes every entry. */
-  clear(): void {
-    this.seal()
-    this.root = { leaf: true, keys: [], vals: [], owner: this.owner, sharedKeys: false }
-    this.size = 0
-  }
-
-  /** Freezes what this writer built and returns it as an immutable tree. The writer stays usable. */
-  publish(): Tree<K, V> {
-    this.seal()
-    this.owner = {}
-    return { root: this.root, size: this.size }
-  }
-
-  /**
-   * Appends an entry whose key is above every key in the tree (the revision index's new revisions)
-   * without a descent: the writer keeps the owned right edge open between appends, and splits as
-   * `set` does, so the tree is the one `set` would build. Until `seal`, the right edge's branch keys
-   * may lag behind: every other method seals first (a reader of `root` must call `seal`).
-   */
-  append(k: K, v: V): void {
-    let leaf = this.edgeLeaf
-    if (leaf === undefined) leaf = this.openEdge()
-    const n = leaf.keys.length
-    if (n > 0 && !less(leaf.keys[n - 1]!, k)) throw new InternalError('statedb internal error: appending a key that is not above the tree')
-    ownKeys(leaf).push(k)
-    leaf.vals.push(v)
-    this.size++
-    if (n + 1 <= MAX) return
-    const right = this.splitEdgeLeaf(leaf, splitPoint(n + 1, true))
-    this.pushRight(this.edge!, this.edge!.length - 1, leaf, right)
-    this.edgeLeaf = right
-  }
-
-  /** Appends entries (keys strictly increasing, all above the tree) and seals. */
-  appendSorted(keys: readonly K[], vals: readonly V[]): void {
-    for (let i = 0; i < keys.length; i++) this.append(keys[i]!, vals[i]!)
-    this.seal()
-  }
-
-  /** Brings the right edge's branch keys up to date after appends. Cheap when there were none. */
-  seal(): void {
-    const path = this.edge
-    if (path === undefined) return
-    for (let d = path.length - 1; d >= 0; d--) {
-      const b = path[d]!
-      setKey(b, b.keys.length - 1, lastKey(b.children[b.children.length - 1]!))
-    }
-    this.edge = undefined
-    this.edgeLeaf = undefined
-  }
-
-  // Owns the right edge, root to leaf, for appends.
-  private openEdge(): Leaf<K, V> {
-    const path: Branch<K, V>[] = []
-    let node = this.own(this.root)
-    this.root = node
-    while (!node.leaf) {
-      path.push(node)
-      const c = node.children.length - 1
-      const child = this.own(node.children[c]!)
-      node.children[c] = child
-      node = child
-    }
-    this.edge = path
-    this.edgeLeaf = node
-    return node
-  }
-
-  // `left`, the last child of path[d] (the root when d < 0), split off `right`: appends `right` to
-  // the parent, splitting upwards as `insert` does; path[d] becomes the new right edge.
-  private pushRight(path: Branch<K, V>[], d: number, left: TreeNode<K, V>, right: TreeNode<K, V>): void {
-    if (d < 0) {
-      const root: Branch<K, V> = {
-        leaf: false,
-        keys: [lastKey(left), lastKey(right)],
-        children: [left, right],
-        owner: this.owner,
-        sharedKeys: false,
-      }
-      path.unshift(root)
-      this.root = root
-      return
-    }
-    const p = path[d]!
-    setKey(p, p.keys.length - 1, lastKey(left))
-    ownKeys(p).push(lastKey(right))
-    p.children.push(right)
-    if (p.keys.length <= MAX) return
-    const cut = splitPoint(p.keys.length, true)
-    const r: Branch<K, V> = { leaf: false, keys: p.keys.slice(cut), children: p.children.slice(cut), owner: this.owner, sharedKeys: false }
-    p.keys = p.keys.slice(0, cut)
-    p.children = p.children.slice(0, cut)
-    path[d] = r
-    this.pushRight(path, d - 1, p, r)
-  }
-
-  /** @internal This writer's copy of a node (the node itself when already its own). */
-  own<N extends TreeNode<K, V>>(node: N): N {
-    if (node.owner === this.owner) return node
-    if (node.leaf) return { leaf: true, keys: node.keys, vals: node.vals.slice(), owner: this.owner, sharedKeys: true } as N
-    return { leaf: false, keys: node.keys, children: node.children.slice(), owner: this.owner, sharedKeys: true } as N
-  }
-
-  // Splits the last leaf of the tree after an append. The left part always moves to fresh arrays of
-  // its exact size. The right part, which takes the next appends, gets fresh ones too for the first
-  // few splits of a writer; after that it keeps the leaf's own arrays (taking the front off an array
-  // is a left trim in V8, no copy), whose grown capacity takes the next appends without regrowing.
-  // Measured (scripts/profile-writes.ts, scripts/profile-allocations.ts): keeping the arrays saves
-  // about 300 B per object in the reconciler's transactions of 1000 appends, but made transactions
-  // of 100 (2-3 splits per tree) 5-25% slower, so it starts only once a transaction appends a lot.
-  private splitEdgeLeaf(leaf: Leaf<K, V>, cut: number): Leaf<K, V> {
-    if (++this.edgeSplits <= EXACT_EDGE_SPLITS) return this.splitLeaf(leaf, cut)
-    const keys = leaf.keys.splice(0, cut)
-    const vals = leaf.vals.splice(0, cut)
-    const right: Leaf<K, V> = { leaf: true, keys: leaf.keys, vals: leaf.vals, owner: this.owner, sharedKeys: false }
-    leaf.keys = keys
-    leaf.vals = vals
-    return right
-  }
-
-  // Splits an owned leaf at `cut` into two leaves of exact-size arrays; returns the right one.
-  private splitLeaf(leaf: Leaf<K, V>, cut: number): Leaf<K, V> {
-    const right: Leaf<K, V> = { leaf: true, keys: leaf.keys.slice(cut), vals: leaf.vals.slice(cut), owner: this.owner, sharedKeys: false }
-    leaf.keys = leaf.keys.slice(0, cut)
-    leaf.vals = leaf.vals.slice(0, cut)
-    return right
-  }
-
-  // Inserts below an owned node; returns a new right sibling when the node split. `edge`: the node is
-  // on the tree's right edge (the last node of its level).
-  private insert(node: TreeNode<K, V>, k: K, v: V, edge: boolean): TreeNode<K, V> | undefined {
-    if (node.leaf) {
-      const i = insertIndex(node.keys, k)
-      const found = i < node.keys.length && node.keys[i] === k
-      if (this.guard !== undefined && !this.guard(found ? node.vals[i] : undefined)) {
-        this.rejected = true
-        if (found) this.old = node.vals[i]
-        return undefined
-      }
-      if (found) {
-        this.old = node.vals[i]
-        node.vals[i] = v
-        return undefined
-      }
-      const appended = i === node.keys.length
-      ownKeys(node)
-      if (appended) {
-        node.keys.push(k)
-        node.vals.push(v)
-      } else {
-        node.keys.splice(i, 0, k)
-        node.vals.splice(i, 0, v)
-      }
-      if (node.keys.length <= MAX) return undefined
-      const cut = splitPoint(node.keys.length, appended)
-      return appended && edge ? this.splitEdgeLeaf(node, cut) : this.splitLeaf(node, cut)
-    }
-    let i = insertIndex(node.keys, k)
-    if (i === node.keys.length) i--
-    const child = this.own(node.children[i]!)
-    node.children[i] = child
-    const split = this.insert(child, k, v, edge && i === node.keys.length - 1)
-    if (this.rejected) return undefined
-    setKey(node, i, lastKey(child))
-    if (!split) return undefined
-    ownKeys(node)
-    node.keys.splice(i + 1, 0, lastKey(split))
-    node.children.splice(i + 1, 0, split)
-    if (node.keys.length <= MAX) return undefined
-    const cut = splitPoint(node.keys.length, i + 2 === node.keys.length)
-    const right: Branch<K, V> = {
-      leaf: false,
-      keys: node.keys.slice(cut),
-      children: node.children.slice(cut),
-      owner: this.owner,
-      sharedKeys: false,
-    }
-    node.keys = node.keys.slice(0, cut)
-    node.children = node.children.slice(0, cut)
-    return right
-  }
-
-  // Removes k (known to be present) below an owned node, rebalancing children that run low.
-  private remove(node: TreeNode<K, V>, k: K): void {
-    if (node.leaf) {
-      const i = lowerIndex(node.keys, k)
-      if (node.keys[i] !== k) throw new InternalError('statedb internal error: deleting a key that is not in the tree')
-      removeAt(ownKeys(node), i)
-      removeAt(node.vals, i)
-      return
-    }
+/** The leaf that holds k, or undefined when k is not in the tree (callers find k's slot with lowerIndex). */
+export function leafWith<K extends TreeKey, V>(root: TreeNode<K, V>, k: K): Leaf<K, V> | undefined {
+  let node = root
+  while (!node.leaf) {
     const i = lowerIndex(node.keys, k)
-    const child = this.own(node.children[i]!)
-    node.children[i] = child
-    this.remove(child, k)
-    if (child.keys.length >= MIN) {
-      setKey(node, i, lastKey(child))
-      return
-    }
-    // Child ran low: merge with a neighbour when both fit in one node, else borrow from it.
-    const j = i > 0 ? i - 1 : i + 1
-    if (j >= node.children.length) {
-      if (child.keys.length > 0) setKey(node, i, lastKey(child))
-      else {
-        removeAt(ownKeys(node), i)
-        removeAt(node.children, i)
-      }
-      return
-    }
-    const left = this.own(node.children[Math.min(i, j)]!)
-    const right = this.own(node.children[Math.max(i, j)]!)
-    const l = Math.min(i, j)
-    node.children[l] = left
-    node.children[l + 1] = right
-    if (left.keys.length + right.keys.length <= MAX) {
-      mergeInto(left, right)
-      removeAt(ownKeys(node), l + 1)
-      removeAt(node.children, l + 1)
-      node.keys[l] = lastKey(left)
-      return
-    }
-    rebalance(left, right)
-    setKey(node, l, lastKey(left))
-    setKey(node, l + 1, lastKey(right))
+    if (i === node.keys.length) return undefined
+    node = node.children[i]!
   }
+  const i = lowerIndex(node.keys, k)
+  return i < node.keys.length && node.keys[i] === k ? node : undefined
+}
+
+/** The revision stored with k in a tree that carries revisions; -1 when k is absent. */
+export function treeRevision<K extends TreeKey, V>(root: TreeNode<K, V>, k: K): number {
+  const leaf = leafWith(root, k)
+  return leaf === undefined ? -1 : leaf.revs![lowerIndex(leaf.keys, k)]!
 }
 
 // Where an overfull node splits: in half, or, when the insertion was at its end (sequential loads,
@@ -447,12 +182,12 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 // of the tree's last leaf after an append on: that leaf keeps its arrays, spare capacity and all,
 // for the appends to come (`splitEdgeLeaf`). (A leaf that grew by an insert without splitting keeps
 // its grown arrays too, as it always has.)
-function splitPoint(n: number, appended: boolean): number {
+export function splitPoint(n: number, appended: boolean): number {
   return appended ? n - MIN - 1 : n >>> 1
 }
 
 // Removes one element in place (splice would allocate an array of the removed elements).
-function removeAt<T>(a: T[], i: number): void {
+export function removeAt<T>(a: T[], i: number): void {
   const n = a.length - 1
   for (let j = i; j < n; j++) a[j] = a[j + 1]!
   a.pop()
@@ -472,15 +207,18 @@ export function ownKeys<K extends TreeKey, V>(node: TreeNode<K, V>): K[] {
 }
 
 // Sets a key of an owned node, copying shared keys only when the key really changes.
-function setKey<K extends TreeKey, V>(node: TreeNode<K, V>, i: number, k: K): void {
+export function setKey<K extends TreeKey, V>(node: TreeNode<K, V>, i: number, k: K): void {
   if (node.keys[i] !== k) ownKeys(node)[i] = k
 }
 
 export function mergeInto<K extends TreeKey, V>(left: TreeNode<K, V>, right: TreeNode<K, V>): void {
   ownKeys(left)
   for (const key of right.keys) left.keys.push(key)
-  if (left.leaf) for (const v of (right as Leaf<K, V>).vals) left.vals.push(v)
-  else for (const c of (right as Branch<K, V>).children) left.children.push(c)
+  if (left.leaf) {
+    const r = right as Leaf<K, V>
+    for (const v of r.vals) left.vals.push(v)
+    if (left.revs !== undefined) for (const rev of r.revs!) left.revs.push(rev)
+  } else for (const c of (right as Branch<K, V>).children) left.children.push(c)
 }
 
 // Evens out two siblings in place. No splice/shift/unshift: those allocate an array of the moved
@@ -494,13 +232,17 @@ export function rebalance<K extends TreeKey, V>(left: TreeNode<K, V>, right: Tre
   if (left.keys.length < wantLeft) {
     const n = wantLeft - left.keys.length
     moveFront(right.keys, left.keys, n)
-    if (left.leaf) moveFront((right as Leaf<K, V>).vals, left.vals, n)
-    else moveFront((right as Branch<K, V>).children, left.children, n)
+    if (left.leaf) {
+      moveFront((right as Leaf<K, V>).vals, left.vals, n)
+      if (left.revs !== undefined) moveFront((right as Leaf<K, V>).revs!, left.revs, n)
+    } else moveFront((right as Branch<K, V>).children, left.children, n)
   } else {
     const n = left.keys.length - wantLeft
     moveBack(left.keys, right.keys, n)
-    if (left.leaf) moveBack(left.vals, (right as Leaf<K, V>).vals, n)
-    else moveBack(left.children, (right as Branch<K, V>).children, n)
+    if (left.leaf) {
+      moveBack(left.vals, (right as Leaf<K, V>).vals, n)
+      if (left.revs !== undefined) moveBack(left.revs, (right as Leaf<K, V>).revs!, n)
+    } else moveBack(left.children, (right as Branch<K, V>).children, n)
   }
 }
 
@@ -521,101 +263,4 @@ function moveBack<T>(from: T[], to: T[], n: number): void {
   for (let i = m - 1; i >= 0; i--) to[i + n] = to[i]!
   for (let i = 0; i < n; i++) to[i] = from[start + i]!
   from.length = start
-}
-
-/** Calls fn with every value in key order: a plain walk, no iterator protocol (Results.forEach). */
-export function treeEach<K extends TreeKey, V>(node: TreeNode<K, V>, fn: (v: V) => void): void {
-  if (node.leaf) {
-    const vals = node.vals
-    for (let i = 0; i < vals.length; i++) fn(vals[i]!)
-    return
-  }
-  const children = node.children
-  for (let i = 0; i < children.length; i++) treeEach(children[i]!, fn)
-}
-
-/**
- * Iterates values in key order from the first key >= `from` (all when undefined); stops before
- * the first key that does not start with `prefix` when one is given (string keys only).
- * The iterator reuses its result object: read `value` before calling `next` again.
- */
-export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
-  private readonly stack: Branch<K, V>[] = []
-  private readonly pos: number[] = []
-  private leaf: Leaf<K, V> | undefined
-  private i = 0
-  private readonly result: { done: boolean; value: V } = { done: false, value: undefined as V }
-  key: K | undefined
-
-  constructor(
-    root: TreeNode<K, V>,
-    from: K | undefined,
-    private readonly prefix?: string,
-    /** Yield each value's `object` instead of the value (a full scan's objects, with no wrapper iterator). */
-    private readonly objects = false,
-  ) {
-    let node = root
-    while (!node.leaf) {
-      let i = from === undefined ? 0 : lowerIndex(node.keys, from)
-      if (i === node.keys.length) {
-        this.leaf = undefined
-        return
-      }
-      this.stack.push(node)
-      this.pos.push(i)
-      node = node.children[i]!
-    }
-    this.leaf = node
-    this.i = from === undefined ? 0 : lowerIndex(node.keys, from)
-  }
-
-  [Symbol.iterator](): this {
-    return this
-  }
-
-  next(): IteratorResult<V> {
-    const r = this.result
-    for (;;) {
-      const leaf = this.leaf
-      if (leaf === undefined) {
-        r.done = true
-        r.value = undefined as V
-        return r
-      }
-      if (this.i < leaf.keys.length) {
-        const key = leaf.keys[this.i]!
-        if (this.prefix !== undefined && (typeof key !== 'string' || !key.startsWith(this.prefix))) {
-          this.leaf = undefined
-          continue
-        }
-        this.key = key
-        const v = leaf.vals[this.i++]!
-        r.value = this.objects ? (v as unknown as { object: V }).object : v
-        return r
-      }
-      this.advanceLeaf()
-    }
-  }
-
-  private advanceLeaf(): void {
-    const stack = this.stack
-    const pos = this.pos
-    let depth = stack.length - 1
-    while (depth >= 0 && pos[depth]! + 1 >= stack[depth]!.children.length) depth--
-    if (depth < 0) {
-      this.leaf = undefined
-      return
-    }
-    pos[depth]!++
-    let node = stack[depth]!.children[pos[depth]!]!
-    stack.length = depth + 1
-    pos.length = depth + 1
-    while (!node.leaf) {
-      stack.push(node)
-      pos.push(0)
-      node = node.children[0]!
-    }
-    this.leaf = node
-    this.i = 0
-  }
 }

@@ -1,8 +1,9 @@
 // Non-unique indexes: secondary key -> bucket of the primary keys of the objects that have it.
 //
-// A bucket holds primary keys, not entries: an update that leaves an object's keys in this index as
-// they were writes nothing here (the primary index has the new entry, and reads resolve primary keys
-// through the primary index of the same snapshot). Without that, every update rewrote a bucket leaf
+// A bucket holds primary keys, not objects: an update that leaves an object's keys in this index as
+// they were writes nothing here (the primary index has the new object and revision, and reads
+// resolve primary keys through the primary index of the same snapshot; `Resolver` does that for
+// unique secondary indexes too). Without that, every update rewrote a bucket leaf
 // even when the key stayed (RandomReplace ran at half the speed of the same table without the index).
 //
 // A bucket is the primary key itself while the key has one object (the common case of
@@ -15,18 +16,20 @@
 // 1 entries until publish normalizes it).
 
 import { InternalError } from './errors.ts'
-import { emptyTree, less, lowerIndex, treeGet, TreeIterator, TreeWriter, type Leaf, type Tree, type TreeNode } from './btree.ts'
+import { emptyTree, less, lowerIndex, treeGet, type Leaf, type Tree, type TreeNode } from './btree.ts'
+import { TreeIterator } from './treeiterator.ts'
+import { TreeWriter } from './treewriter.ts'
 import { validateTree } from './treecheck.ts'
 import type { EncodedKey } from './encoding.ts'
-import type { Bucket, BucketTree, Entry } from './state.ts'
+import type { Bucket, BucketTree, Cursor } from './state.ts'
 
 export type { Bucket, BucketTree }
 /** The primary index that resolves a bucket's primary keys. */
-export type PrimaryRoot<Obj> = TreeNode<EncodedKey, Entry<Obj>>
+export type PrimaryRoot<Obj> = TreeNode<EncodedKey, Obj>
 
 const isTree = (b: Bucket): b is Tree<EncodedKey, EncodedKey> => typeof b === 'object'
 
-function resolve<Obj>(primary: PrimaryRoot<Obj>, pk: EncodedKey): Entry<Obj> {
+function resolve<Obj>(primary: PrimaryRoot<Obj>, pk: EncodedKey): Obj {
   const e = treeGet(primary, pk)
   if (e === undefined) throw new InternalError('statedb internal error: a bucket holds a primary key the primary index lacks')
   return e
@@ -37,12 +40,18 @@ function resolve<Obj>(primary: PrimaryRoot<Obj>, pk: EncodedKey): Entry<Obj> {
  * keys come in primary key order, so the next one is mostly the next slot of the same leaf (a dense
  * bucket resolves at about the speed of a scan), else in the same leaf, else a descent from the root.
  */
-class Resolver<Obj> {
-  private leaf: Leaf<EncodedKey, Entry<Obj>> | undefined
+export class Resolver<Obj> {
+  private leaf: Leaf<EncodedKey, Obj> | undefined
   private i = 0
   constructor(private readonly root: PrimaryRoot<Obj>) {}
 
-  get(pk: EncodedKey): Entry<Obj> {
+  /** The revision of the object the last `get` returned (read on demand: a scan that does not ask never touches the revisions). */
+  get revision(): number {
+    return this.leaf === undefined ? 0 : this.leaf.revs![this.i - 1]!
+  }
+
+  /** The object stored under pk (its revision in `revision`). */
+  get(pk: EncodedKey): Obj {
     const leaf = this.leaf
     if (leaf !== undefined) {
       const keys = leaf.keys
@@ -80,46 +89,48 @@ class Resolver<Obj> {
   }
 }
 
-/** The first entry of a bucket, if any. */
-export function bucketFirst<Obj>(b: Bucket | undefined, primary: PrimaryRoot<Obj>): Entry<Obj> | undefined {
+/** The first object of a bucket, if any. */
+export function bucketFirst<Obj>(b: Bucket | undefined, primary: PrimaryRoot<Obj>): Obj | undefined {
   if (b === undefined) return undefined
   if (!isTree(b)) return resolve(primary, b)
   const r = new TreeIterator(b.root, undefined).next()
   return r.done ? undefined : resolve(primary, r.value)
 }
 
-/** The entries of one bucket, in primary key order. */
-export function bucketEntries<Obj>(b: Bucket | undefined, primary: PrimaryRoot<Obj>): Iterator<Entry<Obj>> {
-  if (b === undefined) return EMPTY
-  if (!isTree(b)) return [resolve(primary, b)][Symbol.iterator]()
-  return new Resolving(new TreeIterator(b.root, undefined), new Resolver(primary))
+/** The objects of one bucket, in primary key order. */
+export function bucketEntries<Obj>(b: Bucket | undefined, primary: PrimaryRoot<Obj>): Cursor<Obj> {
+  const keys: Iterator<EncodedKey> = b === undefined ? EMPTY : isTree(b) ? new TreeIterator(b.root, undefined) : [b][Symbol.iterator]()
+  return new Resolving(keys, new Resolver(primary))
 }
 
 const EMPTY: Iterator<never> = { next: () => ({ done: true, value: undefined }) }
 
-/** Primary keys to entries. Reuses its result object, like TreeIterator. */
-class Resolving<Obj> implements Iterator<Entry<Obj>> {
-  private readonly result: { done: boolean; value: Entry<Obj> } = { done: false, value: undefined as never }
+/** Primary keys to objects (with revisions). Reuses its result object, like TreeIterator. */
+export class Resolving<Obj> implements Cursor<Obj> {
+  private readonly result: { done: boolean; value: Obj } = { done: false, value: undefined as never }
   constructor(
-    private readonly pks: TreeIterator<EncodedKey, EncodedKey>,
+    private readonly pks: Iterator<EncodedKey>,
     private readonly primary: Resolver<Obj>,
   ) {}
-  next(): IteratorResult<Entry<Obj>> {
+  get revision(): number {
+    return this.primary.revision
+  }
+  next(): IteratorResult<Obj> {
     const r = this.pks.next()
-    if (r.done) return r as IteratorResult<Entry<Obj>>
+    if (r.done) return r as IteratorResult<Obj>
     this.result.value = this.primary.get(r.value)
     return this.result
   }
 }
 
-/** Every entry of the buckets from `from` (and under `prefix`), in key order, each object once. */
-export class BucketsIterator<Obj> implements Iterator<Entry<Obj>> {
+/** Every object of the buckets from `from` (and under `prefix`), in key order, each object once. */
+export class BucketsIterator<Obj> implements Cursor<Obj> {
   private readonly outer: TreeIterator<EncodedKey, Bucket>
   private inner: TreeIterator<EncodedKey, EncodedKey> | undefined
   private readonly seen: Set<EncodedKey> | undefined
   private readonly primary: Resolver<Obj>
   /** Reused: consumers read `value` before calling next again (as with TreeIterator). */
-  private readonly result: { done: false; value: Entry<Obj> } = { done: false, value: undefined as never }
+  private readonly result: { done: false; value: Obj } = { done: false, value: undefined as never }
 
   /** `distinct`: objects may have several keys (an index defined with `keys`). */
   constructor(
@@ -134,7 +145,11 @@ export class BucketsIterator<Obj> implements Iterator<Entry<Obj>> {
     this.seen = distinct ? new Set() : undefined
   }
 
-  next(): IteratorResult<Entry<Obj>> {
+  get revision(): number {
+    return this.primary.revision
+  }
+
+  next(): IteratorResult<Obj> {
     for (;;) {
       if (this.inner) {
         const r = this.inner.next()
@@ -145,7 +160,7 @@ export class BucketsIterator<Obj> implements Iterator<Entry<Obj>> {
         this.inner = undefined
       }
       const o = this.outer.next()
-      if (o.done) return o as IteratorResult<Entry<Obj>>
+      if (o.done) return o as IteratorResult<Obj>
       const b = o.value
       if (!isTree(b)) {
         if (this.firstTime(b)) return this.yield(this.primary.get(b))
@@ -155,7 +170,7 @@ export class BucketsIterator<Obj> implements Iterator<Entry<Obj>> {
     }
   }
 
-  private yield(e: Entry<Obj>): IteratorResult<Entry<Obj>> {
+  private yield(e: Obj): IteratorResult<Obj> {
     this.result.value = e
     return this.result
   }
@@ -252,7 +267,7 @@ export function validateBuckets<Obj>(
   const check = (sk: EncodedKey, pk: EncodedKey) => {
     const e = treeGet(primary, pk)
     if (e === undefined) throw new InternalError(`${what}: bucket of ${String(sk)} holds a primary key the primary index lacks`)
-    if (!hasKey(e.object, sk)) throw new InternalError(`${what}: bucket of ${String(sk)} holds an object without that key`)
+    if (!hasKey(e, sk)) throw new InternalError(`${what}: bucket of ${String(sk)} holds an object without that key`)
     pairs++
   }
   const it = new TreeIterator(tree.root, undefined)

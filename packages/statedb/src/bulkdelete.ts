@@ -16,19 +16,8 @@
 // whose leaves were dropped) never outlives the repair of its parent.
 
 import { InternalError } from './errors.ts'
-import {
-  lastKey,
-  lowerIndex,
-  MAX,
-  mergeInto,
-  MIN,
-  ownKeys,
-  rebalance,
-  type Branch,
-  type TreeKey,
-  type TreeNode,
-  type TreeWriter,
-} from './btree.ts'
+import { lastKey, lowerIndex, MAX, mergeInto, MIN, ownKeys, rebalance, type Branch, type TreeKey, type TreeNode } from './btree.ts'
+import type { TreeWriter } from './treewriter.ts'
 
 /** Removes the first `n` of `keys` (strictly increasing, every one present) from the writer's tree. */
 export function deleteSortedPresent<K extends TreeKey, V>(w: TreeWriter<K, V>, keys: readonly K[], n = keys.length): void {
@@ -54,6 +43,7 @@ function removeRun<K extends TreeKey, V>(w: TreeWriter<K, V>, node: TreeNode<K, 
   if (node.leaf) {
     const nk = ownKeys(node)
     const nv = node.vals
+    const nr = node.revs
     let k = from
     let out = 0
     for (let i = 0; i < nk.length; i++) {
@@ -63,11 +53,13 @@ function removeRun<K extends TreeKey, V>(w: TreeWriter<K, V>, node: TreeNode<K, 
       }
       nk[out] = nk[i]!
       nv[out] = nv[i]!
+      if (nr !== undefined) nr[out] = nr[i]!
       out++
     }
     if (k !== to) throw new InternalError('statedb internal error: deleting a key that is not in the tree')
     nk.length = out
     nv.length = out
+    if (nr !== undefined) nr.length = out
     return
   }
   // Split the run among the children (keys[i] of a branch is the largest key below children[i]).
@@ -97,6 +89,7 @@ const DROPPED: TreeNode<never, never> = Object.freeze({
   leaf: true,
   keys: Object.freeze([]) as never[],
   vals: Object.freeze([]) as never[],
+  revs: undefined,
   owner: null,
   sharedKeys: false,
 })

@@ -11,9 +11,10 @@
 //   already fired, so a consumer that waits before it reads, or reads only part, never sleeps on
 //   changes it has (cilium's Test_Regression_Changes_Watch).
 
-import { treeGet, TreeIterator } from './btree.ts'
+import { treeRevision } from './btree.ts'
+import { TreeIterator } from './treeiterator.ts'
 import { TxnError } from './errors.ts'
-import type { Entry, TableView, Tombstone } from './state.ts'
+import { Entry, type TableView, type Tombstone } from './state.ts'
 import { ReadTxn, WriteTxn, type TxnHost } from './txn.ts'
 import { Watch } from './watch.ts'
 import type { Graveyard, Tracker } from './graveyard.ts'
@@ -102,8 +103,8 @@ export class ChangeIterator<Obj> {
 // hand-written iterator rather than a generator: every change of a busy table passes through here.
 class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
   private readonly upTo: number
-  private readonly live: TreeIterator<number, Entry<Obj>>
-  private l: IteratorResult<Entry<Obj>>
+  private readonly live: TreeIterator<number, Obj>
+  private l: IteratorResult<Obj>
   private g: number
   private dead: Tombstone<Obj> | undefined
   private finished = false
@@ -117,7 +118,7 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
     private readonly isClosed: () => boolean,
   ) {
     this.upTo = view.revision
-    this.live = new TreeIterator(view.byRevision.root, tracker.seen + 1)
+    this.live = new TreeIterator(view.byRevision.root, tracker.seen + 1, undefined, true)
     this.l = this.live.next()
     this.g = graveyard.firstAfter(Math.max(tracker.seen, tracker.floor))
     this.dead = graveyard.at(this.g)
@@ -127,7 +128,7 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
     const tracker = this.tracker
     for (;;) {
       if (this.finished || this.isClosed()) return DONE
-      const lrev = this.l.done ? Infinity : this.l.value.revision
+      const lrev = this.l.done ? Infinity : this.live.revision
       const dead = this.dead
       const drev = dead === undefined || dead.revision > this.upTo ? Infinity : dead.revision
       if (lrev === Infinity && drev === Infinity) {
@@ -137,10 +138,10 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
         return DONE
       }
       if (lrev < drev) {
-        const e = this.l.value
-        tracker.seen = e.revision
+        const e = new Entry(this.l.value, lrev) // a write's change record (deleted: false)
+        tracker.seen = lrev
         this.l = this.live.next()
-        this.result.value = e // an Entry is its own change record (deleted: false)
+        this.result.value = e
         return this.result
       }
       tracker.seen = dead!.revision
@@ -150,8 +151,7 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
       if (later !== 0 && later <= this.upTo) continue
       // Deleted, then inserted again before this iterator got here: the insert is the net change.
       if (this.view.primary.size > 0) {
-        const again = treeGet(this.view.primary.root, dead!.key)
-        if (again !== undefined && again.revision > dead!.revision) continue
+        if (treeRevision(this.view.primary.root, dead!.key) > dead!.revision) continue
       }
       this.result.value = dead! // a Tombstone (deleted: true)
       return this.result

@@ -3,7 +3,7 @@
 // down to an inclusive lower bound.
 //
 // Invariant: it yields exactly the entries the ascending TreeIterator yields over the same range,
-// in the opposite order (a property test in test/reverse.test.ts holds it to that).
+// in the opposite order, with the same revisions (a property test in test/reverse.test.ts holds it to that).
 
 import { less, lowerIndex, type Branch, type Leaf, type TreeKey, type TreeNode } from './btree.ts'
 
@@ -22,6 +22,8 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
     private readonly prefix?: string,
     /** Inclusive lower bound: stop at the first key below it. */
     private readonly floor?: K,
+    /** As TreeIterator's. */
+    private readonly revisionIsKey = false,
   ) {
     let node = root
     while (!node.leaf) {
@@ -62,6 +64,15 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
       }
       this.previousLeaf()
     }
+  }
+
+  /** As TreeIterator's: the revision of the value last yielded, read on demand. */
+  get revision(): number {
+    const leaf = this.leaf
+    if (leaf === undefined) return 0
+    const revs = leaf.revs
+    if (revs !== undefined) return revs[this.i + 1]!
+    return this.revisionIsKey ? (leaf.keys[this.i + 1] as number) : 0
   }
 
   private previousLeaf(): void {

@@ -1,10 +1,13 @@
-// The immutable per-table state held by a snapshot, and the entry stored in every index.
+// The immutable per-table state held by a snapshot, and the records readers are handed (an entry:
+// an object with its revision; a tombstone: a deletion).
 //
 // Invariants of a TableState:
-// - `primary` holds one entry per object under its encoded primary key; `byRevision` holds the same
-//   entries under their revisions; a unique secondary index holds them under their encoded
-//   secondary keys, a non-unique one holds buckets of primary keys (./buckets.ts) under them;
-// - every entry's revision is <= `revision`, and no two live entries share a revision;
+// - `primary` holds every object under its encoded primary key, in its leaves, with the revision of
+//   its last write beside it (a tree that carries revisions, ./btree.ts): no entry object is stored;
+// - `byRevision` holds the same objects under those revisions; a unique secondary index holds the
+//   primary key of the object under each of its encoded secondary keys, a non-unique one buckets of
+//   primary keys (./buckets.ts): both resolve through the primary index of the same state;
+// - every revision is <= `revision`, and no two live objects share a revision;
 // - a published TableState is never changed: a write transaction builds a new one.
 
 import { emptyTree, type Tree, type TreeKey } from './btree.ts'
@@ -16,11 +19,10 @@ export type Bucket = EncodedKey | Tree<EncodedKey, EncodedKey>
 export type BucketTree = Tree<EncodedKey, Bucket>
 
 /**
- * An object as stored: the object and the table revision of its last write. An entry is also the
- * change a change iterator reports for that write (`deleted` false), and a Tombstone the change for
- * a deletion: no change record is allocated per change. An entry does not keep its primary key (the
- * index holds it, and `schema.primaryKey` gives it again): one field less is 8 bytes less per
- * stored object and per write.
+ * An object with the table revision of its last write, as readers ask for it (`getEntry`,
+ * `Results.entries()`, a refused compare-and-swap) and as a change iterator reports a write
+ * (`deleted` false); a Tombstone is the change for a deletion. Made when asked for: the indexes
+ * store objects and revisions side by side, not entries.
  */
 export class Entry<Obj> {
   /** Whether this records a deletion: false on the prototype (no field per stored entry). */
@@ -62,14 +64,27 @@ export interface Initializer {
   readonly name: string
 }
 
+/** A unique secondary index: secondary key -> the primary key of the object that has it. */
+export type UniqueTree = Tree<EncodedKey, EncodedKey>
+
 /** What reads need of a table, either from a snapshot or from a write transaction. */
 export interface TableView<Obj> {
   readonly revision: number
-  readonly primary: Tree<EncodedKey, Entry<Obj>>
-  readonly byRevision: Tree<number, Entry<Obj>>
-  /** Per secondary index: entries (unique) or buckets (non-unique) by encoded key. */
-  readonly secondary: ReadonlyArray<Tree<EncodedKey, Entry<Obj>> | BucketTree>
+  /** Objects by primary key, each with its revision (the tree carries revisions). */
+  readonly primary: Tree<EncodedKey, Obj>
+  /** Objects by revision. */
+  readonly byRevision: Tree<number, Obj>
+  /** Per secondary index: primary keys (unique) or buckets of them (non-unique) by encoded key. */
+  readonly secondary: ReadonlyArray<UniqueTree | BucketTree>
   readonly pendingInit: readonly Initializer[]
+}
+
+/**
+ * What index readers yield (./queries.ts): objects, in index order, with the revision of the one
+ * last yielded in `revision` (read it before calling `next` again). TreeIterator is one.
+ */
+export interface Cursor<Obj> extends Iterator<Obj> {
+  readonly revision: number
 }
 
 export type TableState<Obj> = TableView<Obj>
@@ -77,7 +92,7 @@ export type TableState<Obj> = TableView<Obj>
 export function emptyState<Obj>(secondaryCount: number): TableState<Obj> {
   const secondary: Tree<EncodedKey, any>[] = []
   for (let i = 0; i < secondaryCount; i++) secondary.push(emptyTree())
-  return { revision: 0, primary: emptyTree(), byRevision: emptyTree(), secondary, pendingInit: [] }
+  return { revision: 0, primary: emptyTree(true), byRevision: emptyTree(), secondary, pendingInit: [] }
 }
 
 export type AnyTree = Tree<TreeKey, unknown>

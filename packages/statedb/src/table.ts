@@ -7,18 +7,28 @@
 // watch fires when the result may have changed after the snapshot.
 
 import { RevisionClock } from './clock.ts'
-import { treeEach, treeGet, TreeIterator } from './btree.ts'
+import { treeGet, treeRevision } from './btree.ts'
+import { treeEach, TreeIterator } from './treeiterator.ts'
 import { TableBatch } from './batch.ts'
 import { ChangeIterator } from './changes.ts'
 import type { Graveyard } from './graveyard.ts'
 import type { EncodedKey, Key } from './encoding.ts'
 import { QueryError } from './errors.ts'
 import { REVISION_INDEX, type Index, type Query } from './indexes.ts'
-import { firstEntry, lowerBoundEntries, matchEntries, prefixEntries, reverseEntries, sameEntries, type IndexRef } from './queries.ts'
+import {
+  firstEntry,
+  firstObject,
+  lowerBoundEntries,
+  matchEntries,
+  prefixEntries,
+  reverseEntries,
+  sameEntries,
+  type IndexRef,
+} from './queries.ts'
 import { WatchRegistry } from './registry.ts'
 import { Results } from './results.ts'
 import { TableSchema } from './schema.ts'
-import { emptyState, type Entry, type Initializer, type TableState, type TableView } from './state.ts'
+import { emptyState, Entry, type Initializer, type TableState, type TableView } from './state.ts'
 import { ReadTxn, type Txn, type TxnHost, type WriteTxn } from './txn.ts'
 import { deepFreeze, validating } from './validate.ts'
 import { Watch } from './watch.ts'
@@ -111,18 +121,21 @@ export class Table<Obj> {
 
   get(txn: Txn, q: Query<Obj>): Obj | undefined {
     const view = txn.view(this)
-    if (q.index === this.primaryName) return treeGet(view.primary.root, q.encoded())?.object // the hot path
-    return this.firstOf(view, q)?.object
+    if (q.index === this.primaryName) return treeGet(view.primary.root, q.encoded()) // the hot path: the object is in the leaf
+    const ref = this.ref(q)
+    return firstObject(view, ref, this.keyOf(ref, q))
   }
 
   /** The first match with the revision of its last write. */
   getEntry(txn: Txn, q: Query<Obj>): Entry<Obj> | undefined {
-    return this.firstOf(txn.view(this), q)
+    const ref = this.ref(q)
+    return firstEntry(txn.view(this), ref, this.keyOf(ref, q))
   }
 
   getWatch(txn: Txn, q: Query<Obj>): [Obj | undefined, Watch] {
     const view = txn.view(this)
-    return [this.firstOf(view, q)?.object, this.keyWatch(txn, view, q)]
+    const ref = this.ref(q)
+    return [firstObject(view, ref, this.keyOf(ref, q)), this.keyWatch(txn, view, q)]
   }
 
   list(txn: Txn, q: Query<Obj>): Results<Obj> {
@@ -173,7 +186,6 @@ export class Table<Obj> {
       () => new TreeIterator(root, undefined),
       reverseEntries(view, this.byPos[0]!, {}),
       (fn) => treeEach(root, fn),
-      () => new TreeIterator(root, undefined, undefined, true) as unknown as Iterator<Obj>,
     )
   }
 
@@ -230,16 +242,16 @@ export class Table<Obj> {
   insert(txn: WriteTxn, obj: Obj): Obj | undefined {
     const w = txn.writer(this)
     if (validating) deepFreeze(obj)
-    return w.insert(obj)?.object
+    return w.insert(obj)
   }
 
   /** Inserts an object, or when one with its primary key exists, inserts merge(old, obj). */
   modify(txn: WriteTxn, obj: Obj, merge: (old: Obj, obj: Obj) => Obj): Obj | undefined {
     const w = txn.writer(this)
     const old = w.primary.get(this.schema.primaryKey(obj))
-    const next = old === undefined ? obj : merge(old.object, obj)
+    const next = old === undefined ? obj : merge(old, obj)
     if (validating) deepFreeze(next)
-    return w.insert(next)?.object
+    return w.insert(next)
   }
 
   /**
@@ -251,7 +263,7 @@ export class Table<Obj> {
   insertWatch(txn: WriteTxn, obj: Obj): [Obj | undefined, Watch] {
     const w = txn.writer(this)
     if (validating) deepFreeze(obj)
-    const old = w.insert(obj)?.object
+    const old = w.insert(obj)
     const watch = new Watch()
     ;(w.insertWatches ??= []).push({ key: this.schema.primaryKey(obj), revision: w.revision, watch })
     return [old, watch]
@@ -266,8 +278,8 @@ export class Table<Obj> {
     const w = txn.writer(this)
     if (validating) deepFreeze(obj)
     const old = w.insert(obj, revision)
-    if (!w.swapFailed) return { ok: true, old: old!.object }
-    return this.refused(w.primary.get(this.schema.primaryKey(obj)))
+    if (!w.swapFailed) return { ok: true, old: old! }
+    return this.refused(w, this.schema.primaryKey(obj))
   }
 
   /** A handle for many writes to this table in `txn`, without the per-call lookups (./batch.ts). */
@@ -277,21 +289,21 @@ export class Table<Obj> {
 
   /** Deletes the object with obj's primary key; returns the deleted object. */
   delete(txn: WriteTxn, obj: Obj): Obj | undefined {
-    return txn.writer(this).delete(obj)?.object
+    return txn.writer(this).delete(obj)
   }
 
   /** Deletes the object only if it was last written at `revision`; says what happened, as compareAndSwap. */
   compareAndDelete(txn: WriteTxn, revision: number, obj: Obj): SwapResult<Obj> {
     const w = txn.writer(this)
     const pk = this.schema.primaryKey(obj)
-    const old = w.primary.get(pk)
-    if (old === undefined || old.revision !== revision) return this.refused(old)
-    w.deleteKey(pk)
-    return { ok: true, old: old.object }
+    if (w.primary.revisionOf(pk) !== revision) return this.refused(w, pk)
+    return { ok: true, old: w.deleteKey(pk)! }
   }
 
-  private refused(current: Entry<Obj> | undefined): SwapResult<Obj> {
-    return current === undefined ? NOT_FOUND : { ok: false, reason: 'revisionChanged', current }
+  private refused(w: TableWriter<Obj>, pk: EncodedKey): SwapResult<Obj> {
+    const current = w.primary.get(pk)
+    if (current === undefined) return NOT_FOUND
+    return { ok: false, reason: 'revisionChanged', current: new Entry(current, w.primary.revisionOf(pk)) }
   }
 
   /** Deletes every object. */
@@ -338,7 +350,7 @@ export class Table<Obj> {
     if (inserted !== undefined) {
       // Registered after this commit's watches fired: they fire at the next write of the key.
       for (const { key, revision, watch } of inserted) {
-        if (treeGet(w.primary.root, key)?.revision !== revision) watch.close()
+        if (treeRevision(w.primary.root, key) !== revision) watch.close()
         else this.watches.key(0, key).onClose(() => watch.close())
       }
     }
@@ -405,9 +417,8 @@ export class Table<Obj> {
     return q.key
   }
 
-  private firstOf(view: TableView<Obj>, q: Query<Obj>): Entry<Obj> | undefined {
-    const ref = this.ref(q)
-    return firstEntry(view, ref, ref.pos < 0 ? this.revisionKey(q) : q.encoded())
+  private keyOf(ref: IndexRef, q: Query<Obj>): EncodedKey {
+    return ref.pos < 0 ? this.revisionKey(q) : q.encoded()
   }
 
   private keyWatch(txn: Txn, view: TableView<Obj>, q: Query<Obj>): Watch {

@@ -2,11 +2,13 @@
 // and their agreement; deep-freeze inserted objects so that mutating a stored object throws.
 
 import { InternalError } from './errors.ts'
-import { TreeIterator, type Tree, type TreeKey } from './btree.ts'
+import { carriesRevisions, treeGet, type Tree, type TreeKey } from './btree.ts'
+import { TreeIterator } from './treeiterator.ts'
 import { validateTree } from './treecheck.ts'
 import { validateBuckets, type BucketTree } from './buckets.ts'
 import type { TableSchema } from './schema.ts'
 import type { TableState } from './state.ts'
+import type { EncodedKey } from './encoding.ts'
 
 export let validating = /^(1|true|yes)$/i.test(process.env.STATEWRIGHT_VALIDATE ?? '')
 
@@ -26,11 +28,20 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
   const t = `table "${schema.name}"`
   validateTree(state.primary, `${t} primary index`)
   validateTree(state.byRevision, `${t} revision index`)
+  if (!carriesRevisions(state.primary.root)) throw new InternalError(`${t} primary index: its leaves carry no revisions`)
+  if (carriesRevisions(state.byRevision.root)) throw new InternalError(`${t} revision index: its leaves carry revisions`)
   const pairs = state.secondary.map((tree, i) => {
     const what = `${t} index "${schema.secondary[i]!.name}"`
     if (!schema.secondary[i]!.unique)
       return validateBuckets(tree as BucketTree, state.primary.root, (obj: Obj, sk) => schema.secondaryKeys(i, obj).includes(sk), what)
     validateTree(tree as Tree<TreeKey, unknown>, what)
+    const it = new TreeIterator(tree.root as Tree<EncodedKey, EncodedKey>['root'], undefined)
+    for (const pk of it) {
+      const obj = treeGet(state.primary.root, pk)
+      if (obj === undefined) throw new InternalError(`${what}: key ${String(it.key)} holds a primary key the primary index lacks`)
+      if (!schema.secondaryKeys(i, obj).includes(it.key!))
+        throw new InternalError(`${what}: key ${String(it.key)} names an object without it`)
+    }
     return tree.size
   })
   if (state.byRevision.size !== state.primary.size) {
@@ -38,11 +49,14 @@ export function validateState<Obj>(schema: TableSchema<Obj>, state: TableState<O
   }
   let expected = state.secondary.map(() => 0)
   const it = new TreeIterator(state.primary.root, undefined)
-  for (const e of it) {
-    if (e.revision > state.revision)
-      throw new InternalError(`${t}: object at revision ${e.revision} above table revision ${state.revision}`)
-    if (schema.primaryKey(e.object) !== it.key) throw new InternalError(`${t}: stored object's primary key changed (was it mutated?)`)
-    expected = expected.map((n, i) => n + new Set(schema.secondaryKeys(i, e.object)).size)
+  for (const obj of it) {
+    const revision = it.revision
+    if (revision > state.revision) throw new InternalError(`${t}: object at revision ${revision} above table revision ${state.revision}`)
+    // With the sizes equal, this also makes the revisions distinct.
+    if (treeGet(state.byRevision.root, revision) !== obj)
+      throw new InternalError(`${t}: the revision index does not hold the object stored at revision ${revision}`)
+    if (schema.primaryKey(obj) !== it.key) throw new InternalError(`${t}: stored object's primary key changed (was it mutated?)`)
+    expected = expected.map((n, i) => n + new Set(schema.secondaryKeys(i, obj)).size)
   }
   pairs.forEach((n, i) => {
     if (n !== expected[i]) {

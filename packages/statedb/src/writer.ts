@@ -3,17 +3,21 @@
 // Invariants:
 // - the unique checks of an insert run before it changes anything, so a failed insert leaves the
 //   transaction as it was;
-// - every insert and delete takes the next table revision;
+// - every insert and delete takes the next table revision; an insert stores the object and that
+//   revision side by side in the primary index's leaf and the object under the revision in the
+//   revision index (no entry object per write);
+// - a secondary index holds primary keys, so it is written only where the object's keys changed;
 // - `changed` records the encoded keys touched per index (0 = primary, 1.. = secondary), only for the
 //   indexes someone watched keys of when the transaction began; commit fires every key watch of an
 //   index that has no record (watched since).
 
-import { TreeIterator, TreeWriter } from './btree.ts'
+import { TreeIterator } from './treeiterator.ts'
+import { TreeWriter, type SetGuard } from './treewriter.ts'
 import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
-import { Entry, Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
+import { Tombstone, type Initializer, type TableState, type TableView } from './state.ts'
 import type { TableSchema } from './schema.ts'
 import type { Watch } from './watch.ts'
 
@@ -25,13 +29,13 @@ const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typ
 
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
-  readonly primary: TreeWriter<EncodedKey, Entry<Obj>>
+  readonly primary: TreeWriter<EncodedKey, Obj>
   /**
    * The revision index, less the revisions in `stale` (read it through `byRevision`). New
    * revisions are appended to its open right edge (TreeWriter.append: no descent per write); the
    * getter seals it.
    */
-  private readonly revisions: TreeWriter<number, Entry<Obj>>
+  private readonly revisions: TreeWriter<number, Obj>
   /**
    * Revisions of replaced and deleted entries, not yet removed from `revisions` (the first
    * `staleCount` of `stale`): they go in one sorted pass (./bulkdelete.ts) when the index is read or
@@ -46,8 +50,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
   private stale: number[]
   private staleCount = 0
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
-  private readonly writers: Array<TreeWriter<EncodedKey, Entry<Obj>> | BucketsWriter>
-  private readonly uniques: Array<TreeWriter<EncodedKey, Entry<Obj>> | undefined>
+  private readonly writers: Array<TreeWriter<EncodedKey, EncodedKey> | BucketsWriter>
+  private readonly uniques: Array<TreeWriter<EncodedKey, EncodedKey> | undefined>
   /** What reads see: the secondary trees as this transaction has them now. */
   readonly secondary: TableView<Obj>['secondary']
   pendingInit: readonly Initializer[]
@@ -81,7 +85,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
   }
 
   /** The revision index as the transaction has it now. */
-  get byRevision(): TreeWriter<number, Entry<Obj>> {
+  get byRevision(): TreeWriter<number, Obj> {
     const revisions = this.revisions
     revisions.seal()
     const n = this.staleCount
@@ -98,19 +102,16 @@ export class TableWriter<Obj> implements TableView<Obj> {
   }
 
   /**
-   * Inserts or replaces obj. With `expect`, only if the stored object was last written at that
-   * revision (compare-and-swap): then returns undefined and sets `swapFailed` when it was not.
-   * One descent of the primary tree either way. A non-unique index is written only where the
-   * object's keys changed (its buckets hold primary keys, see ./buckets.ts); a unique one holds
-   * entries, so every key is rewritten.
+   * Inserts or replaces obj; returns the object it replaced (its revision in `oldRevision`). With
+   * `expect`, only if the stored object was last written at that revision (compare-and-swap): then
+   * returns undefined and sets `swapFailed` when it was not. One descent of the primary tree either
+   * way. A secondary index is written only where the object's keys changed (it holds primary keys).
    */
-  insert(obj: Obj, expect?: number): Entry<Obj> | undefined {
+  insert(obj: Obj, expect?: number): Obj | undefined {
     const schema = this.schema
     const pk = schema.primaryKey(obj)
     const n = this.writers.length
     const newKeys = this.newKeys
-    // The entry stored under pk, read once at the first unique key that has a holder (null: not read).
-    let own: Entry<Obj> | undefined | null = null
     for (let i = 0; i < n; i++) {
       const keys = schema.secondaryKeysOf(i, obj)
       newKeys[i] = keys
@@ -118,51 +119,49 @@ export class TableWriter<Obj> implements TableView<Obj> {
       if (u === undefined) continue
       for (const k of typeof keys === 'object' ? keys : [keys]) {
         const holder = u.get(k)
-        if (holder === undefined) continue
-        // The holder is this object's own entry, or a conflict. Compared by identity with what the
-        // primary index holds under pk, not by the holder's key derived again: a stored object
-        // mutated in place (a misuse that validation mode catches) must not pass as another's.
-        if (own === null) own = this.primary.get(pk)
-        if (own !== holder) {
-          if (expect !== undefined && own?.revision !== expect) return this.refuseSwap()
-          throw new UniqueConflictError(
-            schema.name,
-            schema.secondary[i]!.name,
-            schema.describeKey(i, obj, k),
-            schema.describeObject(holder.object),
-            schema.describeObject(obj),
-          )
-        }
+        // The holder is the primary key of the object that has k: this object's own, or a conflict.
+        // (Recorded at write time, not derived again from a stored object: one mutated in place, a
+        // misuse that validation mode catches, cannot pass as another's.)
+        if (holder === undefined || holder === pk) continue
+        if (expect !== undefined && this.primary.revisionOf(pk) !== expect) return this.refuseSwap()
+        throw new UniqueConflictError(
+          schema.name,
+          schema.secondary[i]!.name,
+          schema.describeKey(i, obj, k),
+          schema.describeObject(this.primary.get(holder)!),
+          schema.describeObject(obj),
+        )
       }
     }
-    const entry = new Entry(obj, this.revision + 1)
-    let old: Entry<Obj> | undefined
-    if (expect === undefined) old = this.primary.set(pk, entry)
+    const revision = this.revision + 1
+    const primary = this.primary
+    let old: Obj | undefined
+    if (expect === undefined) old = primary.set(pk, obj, undefined, revision)
     else {
       this.expect = expect
-      old = this.primary.set(pk, entry, (this.casGuard ??= (cur) => cur !== undefined && cur.revision === this.expect))
+      old = primary.set(pk, obj, (this.casGuard ??= (cur, rev) => cur !== undefined && rev === this.expect), revision)
     }
-    if (this.primary.rejected) return this.refuseSwap()
+    if (primary.rejected) return this.refuseSwap()
     this.swapFailed = false
-    this.revision++
+    this.revision = revision
     this.dirty = true
-    if (old !== undefined) this.stale[this.staleCount++] = old.revision
-    this.revisions.append(entry.revision, entry)
+    if (old !== undefined) this.stale[this.staleCount++] = this.oldRevision = primary.oldRevision
+    this.revisions.append(revision, obj)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
       const keys = newKeys[i]!
       newKeys[i] = undefined // holds no object's keys past the write
-      const oldKeys = old === undefined ? undefined : schema.secondaryKeysOf(i, old.object)
+      const oldKeys = old === undefined ? undefined : schema.secondaryKeysOf(i, old)
       const seen = changed?.[i + 1]
+      if (oldKeys !== undefined) this.removeKeys(i, oldKeys, keys, pk)
       const u = this.uniques[i]
       if (u !== undefined) {
-        if (oldKeys !== undefined) this.removeKeys(i, oldKeys, keys, pk)
-        if (typeof keys !== 'object') u.set(keys, entry)
-        else for (const k of keys) u.set(k, entry)
+        if (typeof keys !== 'object') {
+          if (oldKeys === undefined || !hasKey(oldKeys, keys)) u.set(keys, pk)
+        } else for (const k of keys) if (oldKeys === undefined || !hasKey(oldKeys, k)) u.set(k, pk)
       } else {
         const b = this.writers[i] as BucketsWriter
-        if (oldKeys !== undefined) this.removeKeys(i, oldKeys, keys, pk)
         if (typeof keys !== 'object') {
           if (oldKeys === undefined || !hasKey(oldKeys, keys)) b.add(keys, pk)
         } else for (const k of keys) if (oldKeys === undefined || !hasKey(oldKeys, k)) b.add(k, pk)
@@ -175,6 +174,9 @@ export class TableWriter<Obj> implements TableView<Obj> {
     }
     return old
   }
+
+  /** The revision of the object the last insert replaced, or the last delete removed. */
+  oldRevision = -1
 
   /** Per secondary index: the keys of the object being inserted (scratch, no array per write). */
   private readonly newKeys: Array<EncodedKey | EncodedKey[] | undefined>
@@ -200,26 +202,27 @@ export class TableWriter<Obj> implements TableView<Obj> {
   private expect = 0
   // One guard for every compare-and-swap of this writer (no closure per call), made at the first one:
   // a writer that never swaps makes none (a closure per transaction shows in WriteTxn_1's profile).
-  private casGuard: ((cur: Entry<Obj> | undefined) => boolean) | undefined = undefined
+  private casGuard: SetGuard<Obj> | undefined = undefined
 
   private refuseSwap(): undefined {
     this.swapFailed = true
     return undefined
   }
 
-  delete(obj: Obj): Entry<Obj> | undefined {
+  /** Deletes the object with obj's primary key; returns the deleted object (its revision in `oldRevision`). */
+  delete(obj: Obj): Obj | undefined {
     return this.deleteKey(this.schema.primaryKey(obj))
   }
 
-  deleteKey(pk: EncodedKey): Entry<Obj> | undefined {
+  deleteKey(pk: EncodedKey): Obj | undefined {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
-    this.stale[this.staleCount++] = old.revision
+    this.stale[this.staleCount++] = this.oldRevision = this.primary.oldRevision
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
-    for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old.object), undefined, pk)
-    this.deletes.push(new Tombstone(old.object, ++this.revision, pk))
+    for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old), undefined, pk)
+    this.deletes.push(new Tombstone(old, ++this.revision, pk))
     return old
   }
 
@@ -227,7 +230,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     if (this.primary.size === 0) return
     // The keys come from the index (no key function runs, so nothing can throw halfway).
     const it = new TreeIterator(this.primary.root, undefined)
-    for (const entry of it) this.deletes.push(new Tombstone(entry.object, ++this.revision, it.key!))
+    for (const obj of it) this.deletes.push(new Tombstone(obj, ++this.revision, it.key!))
     this.primary.clear()
     this.revisions.clear()
     this.staleCount = 0

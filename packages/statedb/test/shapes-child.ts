@@ -1,7 +1,7 @@
 // Run by shapes.test.ts in a child process with --expose-gc --allow-natives-syntax: prints the
 // optimization state of the write path's hot methods after a full GC taken between transactions.
 import { DB, defineIndex, Table } from '../src/index.ts'
-import { TreeWriter } from '../src/btree.ts'
+import { TreeWriter } from '../src/treewriter.ts'
 import { TableWriter } from '../src/writer.ts'
 
 const native = (src: string) => new Function('f', src) as (f: unknown) => number
