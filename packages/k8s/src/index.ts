@@ -48,16 +48,9 @@ export {
 export { K8sMetrics, type CounterLike, type GaugeLike } from './metrics.ts'
 export { StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'
-export {
-  LeaseLock,
-  leaseDurationMsOf,
-  LEASE_DURATION_ANNOTATION,
-  type LeaseSpec,
-  type LeaseObject,
-  type LeaseTerm,
-  type LeaseLockOptions,
-  type AttemptResult,
-} from './lease.ts'
+export { LeaseLock, type LeaseLockOptions, type AttemptResult } from './lease.ts'
+export { leaseDurationMsOf, LEASE_DURATION_ANNOTATION, type LeaseSpec, type LeaseObject } from './lease-record.ts'
+export type { LeaseTerm } from './lease-term.ts'
 export {
   LeaderElector,
   leaderOnly,

@@ -18,7 +18,8 @@
 import { ConfigError, StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
-import { LeaseLock, Term, type AttemptResult, type LeaseTerm } from './lease.ts'
+import { LeaseLock, type AttemptResult } from './lease.ts'
+import { Term, type LeaseTerm } from './lease-term.ts'
 import { noteFailure } from './callbacks.ts'
 import type { Logger } from '@statewright/reconciler'
 

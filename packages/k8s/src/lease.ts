@@ -1,75 +1,13 @@
-// Lease records and the lock over one Lease (coordination.k8s.io/v1): reading, acquiring, renewing
-// and releasing it with optimistic concurrency, and the Term a holder acts within. The election loop
-// built on it is ./leader.ts, which states the protocol's invariants.
-import { ConfigError, StoppedError } from './errors.ts'
+// The lock over one Lease (coordination.k8s.io/v1): reading, acquiring, renewing and releasing it
+// with optimistic concurrency. The record it writes is ./lease-record.ts, the term a holder acts
+// within ./lease-term.ts; the election loop built on it is ./leader.ts, which states the protocol's
+// invariants.
+import { ConfigError } from './errors.ts'
 import { isConflict, isNotFound, type Cluster } from './cluster.ts'
+import { LEASE_DURATION_ANNOTATION, leaseDurationMsOf, leasePath, microTime, type LeaseObject, type LeaseSpec } from './lease-record.ts'
 import { wallNow } from './wallclock.ts'
 
 export { wallNow }
-
-export const LEASE_DURATION_ANNOTATION = 'coordination.statewright.dev/lease-duration-ms'
-
-/** The spec of a coordination.k8s.io/v1 Lease. */
-export interface LeaseSpec {
-  holderIdentity?: string
-  leaseDurationSeconds?: number
-  acquireTime?: string
-  renewTime?: string
-  leaseTransitions?: number
-}
-
-export interface LeaseObject {
-  apiVersion: 'coordination.k8s.io/v1'
-  kind: 'Lease'
-  metadata: {
-    name: string
-    namespace: string
-    resourceVersion?: string
-    labels?: Record<string, string>
-    annotations?: Record<string, string>
-    [k: string]: unknown
-  }
-  spec: LeaseSpec
-}
-
-/** A Kubernetes MicroTime: RFC 3339 in UTC with exactly six fractional digits. */
-export function microTime(ms: number = wallNow()): string {
-  const whole = Math.floor(ms)
-  const micros = Math.min(999, Math.floor((ms - whole) * 1000))
-  const iso = new Date(whole).toISOString() // 2026-11-21T10:24:00.123Z
-  return `${iso.slice(0, 23)}${String(micros).padStart(3, '0')}Z`
-}
-
-export function leasePath(namespace: string, name?: string): string {
-  const base = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`
-  return name === undefined ? base : `${base}/${encodeURIComponent(name)}`
-}
-
-/** The lease duration a Lease's holder declared, ms. */
-export function leaseDurationMsOf(lease: LeaseObject): number {
-  const ann = Number(lease.metadata.annotations?.[LEASE_DURATION_ANNOTATION])
-  if (Number.isFinite(ann) && ann > 0) return ann
-  return Math.max(1, lease.spec.leaseDurationSeconds ?? 15) * 1000
-}
-
-/** One term of leadership (of a lease): what a leader needs to act safely. */
-export interface LeaseTerm {
-  /** The Lease's name. */
-  readonly lease: string
-  readonly identity: string
-  /** The fencing token: the Lease's leaseTransitions for this term (strictly increasing per term). */
-  readonly transitions: number
-  /** The Lease's resourceVersion when the term began. */
-  readonly resourceVersion: string
-  /** wallNow() when the term began (the acquiring write answered). */
-  readonly startedAt: number
-  /** Aborted when the term ends (deadline passed, lease lost, stop). */
-  readonly signal: AbortSignal
-  /** The term is still on: checked synchronously against the renew deadline. Check before acting. */
-  valid(): boolean
-  /** wallNow() until which the term is valid unless renewed. */
-  validUntil(): number
-}
 
 export interface LeaseLockOptions {
   cluster: Cluster
@@ -358,69 +296,5 @@ export class LeaseLock {
       }
     }
     return false
-  }
-}
-
-/** The term as kept by its owner (LeaderElector, ShardedLeases). */
-export class Term implements LeaseTerm {
-  readonly lease: string
-  readonly identity: string
-  readonly transitions: number
-  readonly resourceVersion: string
-  readonly startedAt: number
-  private readonly ctrl = new AbortController()
-  private timer: NodeJS.Timeout | undefined
-  private deadline: number
-  /** Why the term ended (once it did). */
-  endReason: string | undefined
-  endedAt: number | undefined
-
-  constructor(
-    private readonly lock: LeaseLock,
-    private readonly onDeadline: (t: Term) => void,
-  ) {
-    const h = lock.holdingState()!
-    this.lease = lock.name
-    this.identity = lock.identity
-    this.transitions = h.transitions
-    this.resourceVersion = h.rv
-    this.startedAt = wallNow()
-    this.deadline = h.validUntil
-    this.arm()
-  }
-
-  get signal(): AbortSignal {
-    return this.ctrl.signal
-  }
-
-  get ended(): boolean {
-    return this.endReason !== undefined
-  }
-
-  /** While on: the renew deadline; once ended: when acting stopped (the deadline or the end, earlier). */
-  validUntil(): number {
-    return this.endedAt === undefined ? this.deadline : Math.min(this.deadline, this.endedAt)
-  }
-
-  valid(): boolean {
-    return this.endReason === undefined && wallNow() < this.deadline
-  }
-
-  /** Takes the lock's new deadline after a renewal and re-arms the deadline timer. */
-  arm(): void {
-    if (this.ended) return
-    const h = this.lock.holdingState()
-    if (h && h.transitions === this.transitions) this.deadline = Math.max(this.deadline, h.validUntil)
-    clearTimeout(this.timer)
-    this.timer = setTimeout(() => this.onDeadline(this), Math.max(0, this.deadline - wallNow()))
-  }
-
-  end(reason: string): boolean {
-    if (this.ended) return false
-    this.endedAt = wallNow()
-    this.endReason = reason
-    clearTimeout(this.timer)
-    this.ctrl.abort(new StoppedError(`lease ${this.lease}: term ${this.transitions} ended: ${reason}`))
-    return true
   }
 }
