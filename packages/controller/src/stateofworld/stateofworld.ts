@@ -19,9 +19,9 @@
 //   events, so a status that waits for "applied" is written once it is.
 // - A run is given the topology's cycle as `ctx.error` (policy-machinery hands its reconcile
 //   function the topology build error) and is traced (tracing.ts) when a tracer is at hand.
-// This file: the controller (its loop and its Component); what reconcile sees is reconcile.ts, the
-// watched kinds watched.ts, the derived groups desiredgroups.ts, events events.ts, statuses
-// statuswrites.ts.
+// This file: the controller (its loop and its Component); one run of reconcile is run.ts, what
+// reconcile sees reconcile.ts, the watched kinds watched.ts, the derived groups desiredgroups.ts,
+// events events.ts, statuses statuswrites.ts.
 import { nextProgress } from '../progress.ts'
 import { ConfigError, UsageError } from '../errors.ts'
 import {
@@ -45,8 +45,9 @@ import type { Component, ComponentHealth } from '../manager/options.ts'
 import { plural } from '../manager/watch.ts'
 import { Topology, groupOfApiVersion, type TopologyDefinition } from '@statewright/topology'
 import { DesiredGroups } from './desiredgroups.ts'
-import { newReconcileContext, type ReconcileFn, type ResourceEvent } from './reconcile.ts'
-import { inSpan, recordError, resolveTracer, type TracerLike } from './tracing.ts'
+import type { ReconcileFn } from './reconcile.ts'
+import { runOnce, type RunContext } from './run.ts'
+import { resolveTracer, type TracerLike } from './tracing.ts'
 import { newListedTable, relist, relistUntilDone, type WatchSpec, type WatchedKind } from './watched.ts'
 
 export interface StateOfWorldOptions {
@@ -84,14 +85,14 @@ export class StateOfWorldController {
   private readonly groups = new DesiredGroups()
   private readonly inspectInfo = new Map<string, { status?: string; effective?: unknown }>()
   private readonly pending = new PendingEvents()
-  private readonly tracer: TracerLike | undefined
-  /** Objects the topology processed since the last run (an attribute of the run's span). */
-  private topologyChanges = 0
+  /** Objects the topology processed since the last run (an attribute of the run's span); writes made by runs. */
+  private readonly counts = { topologyChanges: 0, writes: 0 }
+  /** What each run reads and writes of this controller. */
+  private readonly runContext: RunContext
   private ac: AbortController | undefined
   private loop: Promise<void> | undefined
   private wake: (() => void) | undefined
   private idleWaiters: Array<() => void> = []
-  private writes = 0
   private writesSeen = 0
   private state: { runs: number; failures: number; lastError?: string; synced: boolean; idle: boolean } = {
     runs: 0,
@@ -152,7 +153,20 @@ export class StateOfWorldController {
       )
     this.markInitialized = m.desired.table.registerInitializer(w, `state-of-world:${o.name}`)
     w.commit()
-    this.tracer = resolveTracer(o.tracer, '@statewright/controller')
+    this.runContext = {
+      name: o.name,
+      manager: m,
+      tables: this.tables,
+      topology: this.topology,
+      reconcile: (ctx) => o.reconcile(ctx),
+      tracer: resolveTracer(o.tracer, '@statewright/controller'),
+      log: this.log,
+      groups: this.groups,
+      statusWrites: this.statusWrites,
+      inspectInfo: this.inspectInfo,
+      state: this.state,
+      counts: this.counts,
+    }
     m.add(this.component())
   }
 
@@ -214,8 +228,8 @@ export class StateOfWorldController {
       // not idle while anything is to do, and once after a pass that wrote (waitForConvergence then
       // goes round again, so reflectors see what the writes caused)
       idle: () => {
-        const wrote = this.writes !== this.writesSeen
-        this.writesSeen = this.writes
+        const wrote = this.counts.writes !== this.writesSeen
+        this.writesSeen = this.counts.writes
         return !wrote && this.state.idle && this.pending.size === 0 && this.quiet()
       },
       converged: async (signal) => {
@@ -313,7 +327,7 @@ export class StateOfWorldController {
       for (const c of dchanges) if (this.groups.has(m.desired.primaryKey(c.object))) dirty = true
       const topo = await this.topology.sync()
       watches.push(...topo.watches)
-      this.topologyChanges += topo.processed
+      this.counts.topologyChanges += topo.processed
       if (topo.processed) dirty = true
       const now = Date.now()
       if (now >= nextResync) {
@@ -329,9 +343,9 @@ export class StateOfWorldController {
             await relist(m.db, this.tables, signal)
             this.collect(iters, m.db.readTxn(), [])
             events.push(...this.pending.take())
-            this.topologyChanges += (await this.topology.sync()).processed
+            this.counts.topologyChanges += (await this.topology.sync()).processed
           }
-          await this.once(events, signal)
+          await runOnce(this.runContext, events, signal)
           failures = 0
           this.state.lastError = undefined
         } catch (err) {
@@ -361,51 +375,5 @@ export class StateOfWorldController {
       const timer = wakeAt < Infinity ? AbortSignal.timeout(Math.max(1, Math.ceil(wakeAt - now))) : undefined
       await waitAny(watches, AbortSignal.any([signal, woke.signal, ...(timer ? [timer] : [])])).catch(() => {})
     }
-  }
-
-  /** One run of reconcile; on success its desired groups and statuses are written. */
-  private async once(events: ResourceEvent[], signal: AbortSignal): Promise<void> {
-    const m = this.manager
-    await inSpan(this.tracer, 'controller.reconcile', async (span) => {
-      span?.setAttribute('controller.name', this.name)
-      span?.setAttribute('events.count', events.length)
-      const txn = m.db.readTxn()
-      // the graph is kept incrementally (sync() above); "building" it is taking the run's view
-      const { view, error } = inSpan(this.tracer, 'topology.build', (s) => {
-        const view = this.topology.view(txn)
-        const error = view.cycle()
-        if (s?.isRecording()) {
-          s.setAttribute('topology.changes', this.topologyChanges)
-          s.setAttribute('topology.policies', view.policies().items().length)
-          s.setAttribute('topology.targetables', view.targetables().items().length)
-          s.setAttribute('topology.objects', view.objects().items().length)
-        }
-        if (error) recordError(s, error)
-        return { view, error }
-      })
-      this.topologyChanges = 0
-      if (error) this.log.warn({ err: error }, 'the topology has a cycle; reconcile gets it as ctx.error')
-      const { ctx, want, statuses, info } = newReconcileContext({
-        name: this.name,
-        manager: m,
-        tables: this.tables,
-        events,
-        txn,
-        topology: view,
-        signal,
-        logger: this.log,
-        ...(error ? { error } : {}),
-        ...(this.tracer ? { tracer: this.tracer } : {}),
-      })
-      this.state.runs++
-      const t0 = performance.now()
-      await this.options.reconcile(ctx)
-      this.log.debug({ run: this.state.runs, events: events.length, ms: Math.round(performance.now() - t0) }, 'reconciled')
-      if (signal.aborted) return
-      if (want.size) await this.groups.replace(m.db, m.desired, want, () => this.writes++)
-      this.writes += await this.statusWrites.queue(statuses.values())
-      this.inspectInfo.clear()
-      for (const [k, v] of info) this.inspectInfo.set(k, v)
-    })
   }
 }
