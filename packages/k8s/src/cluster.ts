@@ -10,101 +10,19 @@
 // close() destroys the agent's sockets and stops the limiter so a process can exit; a fenced write
 // (RequestOptions.fence, or the cluster's write fence for every request that is not a GET) is
 // checked right before it is handed to the HTTP client and cut off at its term's end (./fence.ts).
-import { ConfigError, K8sError, TimeoutError } from './errors.ts'
+// This file: the Cluster and how it sends; its options are ./cluster-options.ts, its errors
+// ./api-error.ts.
+import { ConfigError, TimeoutError } from './errors.ts'
 import http from 'node:http'
 import https from 'node:https'
 import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { RateLimiter, type RateLimitOptions } from '@statewright/reconciler'
-import type { KubeConfig } from './clientnode.ts'
+import { RateLimiter } from '@statewright/reconciler'
 import { credentialsOf, type Credentials } from './credentials.ts'
 import { Kubeconfig, type KubeconfigView } from './kubeconfig.ts'
 import { checkFence, FencedError, fencedTimeout, NOT_VALID, type WriteFence } from './fence.ts'
-
-/** `qps` and `burst` are the shared `RateLimitOptions` (client-go's names), each optional here. */
-export interface ClusterOptions extends Partial<RateLimitOptions> {
-  /**
-   * A loaded kubeconfig: a Kubeconfig, or a client-node KubeConfig of your own; or give `kubeconfig`
-   * (YAML text); default: Kubeconfig.fromDefault() ($KUBECONFIG, ~/.kube/config, in-cluster).
-   */
-  kubeConfig?: KubeConfig | Kubeconfig
-  kubeconfig?: string
-  /** Name used in metrics, health and messages (default: the kubeconfig's current context). */
-  name?: string
-  /** Requests per second (token bucket refill); 0 or Infinity: no client-side limit. Default 100. */
-  qps?: number
-  /** Token bucket size (default 2 × qps). */
-  burst?: number
-  /** Timeout of a plain request, ms (default 30 000). */
-  requestTimeoutMs?: number
-  /** Sockets per host of the shared agent (default 64). */
-  maxSockets?: number
-  /** Times a request answered with 429 (or 5xx with Retry-After) is retried (default 10, as client-go). */
-  maxRetryAfter?: number
-  /** User-Agent header (default "statewright/0.1"). */
-  userAgent?: string
-  /** Called when each request is answered (code 0: no answer); for REST client metrics. Must not throw. */
-  onResponse?: (r: RequestRecord) => void
-}
-
-/** One answered request, as client-go's REST client metrics see it. */
-export interface RequestRecord {
-  method: string
-  /** HTTP status, 0 for a transport error. */
-  code: number
-  host: string
-  seconds: number
-  watch: boolean
-}
-
-export interface RequestOptions {
-  method?: string
-  /** Path below the server URL, e.g. /api/v1/namespaces/default/configmaps. */
-  path: string
-  query?: Record<string, string | number | boolean | undefined>
-  body?: unknown
-  contentType?: string
-  /** Overrides the cluster's requestTimeoutMs. */
-  timeoutMs?: number
-  signal?: AbortSignal
-  /** What the request is about, for error messages: "ConfigMap default/web". */
-  what?: string
-  /**
-   * The lease term this write is made under (./fence.ts): checked right before the request is sent,
-   * its timeout ends at the term's deadline, aborted when the term ends. `null`: not fenced, even by
-   * the cluster's write fence (lease renewals, Events). Default: the cluster's write fence for
-   * anything but a GET.
-   */
-  fence?: WriteFence | null
-}
-
-/** A failed request: the HTTP status (0 for a transport error), the Status reason and message. */
-export class ApiError extends K8sError {
-  override name = 'ApiError'
-  /** The HTTP status (0 for a transport error). */
-  declare readonly code: number
-  constructor(
-    message: string,
-    code: number,
-    readonly reason: string,
-    /** The parsed Status body, when the server sent one. */
-    readonly status?: any,
-    /** Retry-After, ms, when the server sent it. */
-    readonly retryAfterMs?: number,
-  ) {
-    super(message, code)
-  }
-}
-
-export function isNotFound(err: unknown): boolean {
-  return err instanceof ApiError && err.code === 404
-}
-export function isConflict(err: unknown): boolean {
-  return err instanceof ApiError && err.code === 409
-}
-export function isGone(err: unknown): boolean {
-  return err instanceof ApiError && (err.code === 410 || err.reason === 'Expired' || err.reason === 'Gone')
-}
+import { ApiError, apiErrorOf, transportError } from './api-error.ts'
+import type { ClusterOptions, RequestOptions, RequestRecord } from './cluster-options.ts'
 
 interface AuthSnapshot {
   headers: Record<string, string>
@@ -232,7 +150,7 @@ export class Cluster {
       try {
         const { status, headers, body } = await this.send(o)
         if (status >= 200 && status < 300) return body.toString('utf8')
-        const err = this.toError(o, status, headers, body)
+        const err = apiErrorOf(o, status, headers, body)
         if (err.retryAfterMs !== undefined && (status === 429 || status >= 500) && attempt < this.maxRetryAfter) {
           this.stats.throttled++
           this.pauseFor(err.retryAfterMs)
@@ -303,7 +221,7 @@ export class Cluster {
         res.on('error', (e) => reject(transportError('GET', u.pathname, o.what, e)))
         res.on('end', () => {
           this.stats.errors++
-          const err = this.toError({ ...o, method: 'GET' }, status, res.headers, Buffer.concat(chunks))
+          const err = apiErrorOf({ ...o, method: 'GET' }, status, res.headers, Buffer.concat(chunks))
           if (err.retryAfterMs !== undefined && status === 429) this.pauseFor(err.retryAfterMs)
           reject(err)
         })
@@ -403,21 +321,6 @@ export class Cluster {
     }
   }
 
-  private toError(o: RequestOptions, code: number, headers: http.IncomingHttpHeaders, body: Buffer): ApiError {
-    let status: any
-    try {
-      status = JSON.parse(body.toString('utf8'))
-    } catch {
-      status = undefined
-    }
-    const reason = typeof status?.reason === 'string' && status.reason ? status.reason : `HTTP${code}`
-    const msg = typeof status?.message === 'string' ? status.message : body.toString('utf8').slice(0, 200)
-    const ra = headers['retry-after']
-    const retryAfterMs = ra !== undefined && !Number.isNaN(Number(ra)) ? Math.max(0, Number(ra) * 1000) : undefined
-    const who = o.what ? `${o.what}: ` : ''
-    return new ApiError(`${who}${o.method ?? 'GET'} ${o.path}: ${code} ${reason}: ${msg}`, code, reason, status, retryAfterMs)
-  }
-
   /** Stops the limiter and destroys every socket. Requests after close() fail. */
   async close(): Promise<void> {
     if (this.closed) return
@@ -425,11 +328,4 @@ export class Cluster {
     this.agent.destroy()
     if (this.limiter) await this.limiter.stop()
   }
-}
-
-function transportError(method: string, path: string, what: string | undefined, e: Error): ApiError {
-  if (e instanceof ApiError) return e
-  const code = (e as NodeJS.ErrnoException).code
-  const reason = e.name === 'AbortError' ? 'Aborted' : (code ?? 'TransportError')
-  return new ApiError(`${what ? what + ': ' : ''}${method} ${path}: ${e.message}`, 0, reason)
 }

@@ -11,7 +11,8 @@
 //   thousands of objects share one timer here;
 // - recording never throws and never blocks the caller: writes are queued, one at a time per Event;
 //   flush() waits for them, close() stops the timer and waits for what is in flight.
-import { isNotFound, type Cluster } from './cluster.ts'
+import { isNotFound } from './api-error.ts'
+import type { Cluster } from './cluster.ts'
 
 export type EventType = 'Normal' | 'Warning'
 

@@ -1,15 +1,8 @@
 // @statewright/k8s: mirror a Kubernetes cluster into statedb tables (reflectors) and drive a cluster
 // from a table of desired objects (targets for the reconciler). The one public face of the package.
-export {
-  Cluster,
-  ApiError,
-  isNotFound,
-  isConflict,
-  isGone,
-  type ClusterOptions,
-  type RequestOptions,
-  type RequestRecord,
-} from './cluster.ts'
+export { Cluster } from './cluster.ts'
+export type { ClusterOptions, RequestOptions, RequestRecord } from './cluster-options.ts'
+export { ApiError, isNotFound, isConflict, isGone } from './api-error.ts'
 export { Kubeconfig, type KubeconfigView, type KubeconfigCluster, type KubeconfigUser, type KubeconfigContext } from './kubeconfig.ts'
 export { FencedError, NOT_LEADING, checkFence, type WriteFence } from './fence.ts'
 export {

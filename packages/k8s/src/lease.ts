@@ -3,7 +3,8 @@
 // within ./lease-term.ts; the election loop built on it is ./leader.ts, which states the protocol's
 // invariants.
 import { ConfigError } from './errors.ts'
-import { isConflict, isNotFound, type Cluster } from './cluster.ts'
+import { isConflict, isNotFound } from './api-error.ts'
+import type { Cluster } from './cluster.ts'
 import { LEASE_DURATION_ANNOTATION, leaseDurationMsOf, leasePath, microTime, type LeaseObject, type LeaseSpec } from './lease-record.ts'
 import { wallNow } from './wallclock.ts'
 

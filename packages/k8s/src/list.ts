@@ -2,7 +2,8 @@
 // from the head of a page, where list metadata comes before the items, and the next page is requested
 // while this one is parsed). An expired continue token (410) starts the list again from the first
 // page. Items get kind and apiVersion (a real server leaves them out of list items).
-import { isGone, type Cluster } from './cluster.ts'
+import { isGone } from './api-error.ts'
+import type { Cluster } from './cluster.ts'
 import { collectionPath, type KubeObject, type ResourceRef } from './gvk.ts'
 
 export interface ListOptions {

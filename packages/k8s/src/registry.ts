@@ -6,7 +6,8 @@ import { ConfigError, StoppedError } from './errors.ts'
 import { readFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { Kubeconfig } from './kubeconfig.ts'
-import { Cluster, type ClusterOptions } from './cluster.ts'
+import { Cluster } from './cluster.ts'
+import type { ClusterOptions } from './cluster-options.ts'
 
 export type ClusterDefaults = Omit<ClusterOptions, 'kubeConfig' | 'kubeconfig' | 'name'>
 

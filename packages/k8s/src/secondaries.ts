@@ -5,7 +5,8 @@
 //   meanwhile is a 409, read again), an update happens only after the ownership check on what was
 //   read, and a delete carries the read uid as a precondition.
 import type { OwnerStamps, PrimaryStatusWriter, SecondaryTarget, SecondaryWriteResult } from '@statewright/reconciler'
-import { ApiError, isNotFound, type Cluster } from './cluster.ts'
+import { ApiError, isNotFound } from './api-error.ts'
+import type { Cluster } from './cluster.ts'
 import { groupKind, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
 
 /**

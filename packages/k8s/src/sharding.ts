@@ -24,7 +24,7 @@ import { LeaseLock } from './lease.ts'
 import { leasePath, type LeaseObject } from './lease-record.ts'
 import { Term, type LeaseTerm } from './lease-term.ts'
 import { wallNow } from './wallclock.ts'
-import { isConflict, isNotFound } from './cluster.ts'
+import { isConflict, isNotFound } from './api-error.ts'
 import { noteFailure } from './callbacks.ts'
 import type { Logger } from '@statewright/reconciler'
 

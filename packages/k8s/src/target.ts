@@ -25,7 +25,8 @@ import {
   type OpContext,
 } from '@statewright/reconciler'
 import type { DB } from '@statewright/statedb'
-import { ApiError, isConflict, isNotFound, type Cluster } from './cluster.ts'
+import { ApiError, isConflict, isNotFound } from './api-error.ts'
+import type { Cluster } from './cluster.ts'
 import { FencedError, type WriteFence } from './fence.ts'
 import { describe, groupKind, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
 import { listAll } from './list.ts'
