@@ -26,6 +26,11 @@ export const isPlaced = (x: KubeObject | Placed): x is Placed =>
 /** The label that says which shard a derived object belongs to (sharded managers). */
 export const SHARD_LABEL = 'statewright.io/shard'
 export const shardLabelOf = (obj: KubeObject | undefined): number => Number(obj?.metadata?.labels?.[SHARD_LABEL] ?? NaN)
+/** A label selector narrowed to some shards (none: a shard that does not exist). */
+export function withShards(base: string | undefined, shards: readonly number[]): string {
+  const sel = `${SHARD_LABEL} in (${shards.length ? shards.join(',') : 'none'})`
+  return base ? `${base},${sel}` : sel
+}
 
 /** The shard of a derivation's input: by namespace/name for objects, else by its JSON. */
 export function shardOfInput(input: unknown, shards: number): number {

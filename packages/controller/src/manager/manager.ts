@@ -16,24 +16,24 @@
 //   with sharding the term of the object's shard; a write goes on the wire only while its term is
 //   valid and is cut off when it ends.
 // This file: the Manager's registration of parts and its lifecycle; the parts' wiring is beside it
-// (servers.ts, fences.ts, leadership.ts, reconcilestep.ts, flags.ts, manifests.ts, ../webhooks,
-// ../crd). It is longer than a file should be because each public method of the one Manager class
-// is here, with its doc comment; their machinery is not.
+// (clusters.ts, watch.ts, target.ts, reconciler.ts, servers.ts, fences.ts, leadership.ts,
+// reconcilestep.ts, flags.ts, manifests.ts, ../webhooks, ../crd). It is longer than a file should be
+// because each public method of the one Manager class is here, with its doc comment; their machinery
+// is not.
 import { ConfigError, UsageError } from '../errors.ts'
 import { DB, Table } from '@statewright/statedb'
 import { loadOptionalPeer, type Reconciler, type PromRegistry } from '@statewright/reconciler'
 import type * as PromClient from 'prom-client'
 import {
-  Cluster,
-  DriftWatcher,
-  Kubeconfig,
-  EventRecorder,
   K8sMetrics,
-  LeaderElector,
-  Reflector,
-  ShardedLeases,
-  Target,
   newDesiredTable,
+  type Cluster,
+  type DriftWatcher,
+  type EventRecorder,
+  type LeaderElector,
+  type Reflector,
+  type ShardedLeases,
+  type Target,
   type WriteFence,
   type DesiredObject,
   type DesiredTable,
@@ -45,7 +45,7 @@ import type { Finalizer } from '../finalizers.ts'
 import type { NamedGraph } from '@statewright/statedb'
 import { createLogger, type Logger } from '../logging.ts'
 import { ControllerMetrics } from '../metrics.ts'
-import { SHARD_LABEL, desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
+import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
 import { managedFinalizer } from './managedfinalizer.ts'
 import { readinessOf, statusOf, type ManagerParts, type ManagerState } from './health.ts'
 import { startWork, type LeaderPart } from './leadership.ts'
@@ -70,33 +70,34 @@ import type { WebhookOptions } from '../webhooks/server.ts'
 import { manifests, rbacRules, shapeOf, type ManagerShape, type ManifestOptions, type PolicyRule } from './manifests.ts'
 import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
 import type { ParseArgsConfig } from 'node:util'
-import { byName, newDriftWatcher, newReflector, ownedTableName, plural } from './watch.ts'
+import { ManagerWatches } from './watch.ts'
+import { ManagerClusters } from './clusters.ts'
+import { newManagerTarget } from './target.ts'
 
 export class Manager {
   readonly name: string
   readonly db: DB
   readonly cluster: Cluster
   /** Every cluster, by name (the default one included). */
-  readonly clusters = new Map<string, Cluster>()
+  readonly clusters: Map<string, Cluster>
   readonly logger: Logger
   readonly desired: DesiredTable
   readonly target: Target
   readonly reconciler: Reconciler<DesiredObject>
   /** Events about objects of the default cluster (eventsFor(name) for another). */
   readonly events: EventRecorder
-  private readonly recorders = new Map<string, EventRecorder>()
   readonly registry: PromRegistry | undefined
   /** Reflectors, by table name. */
-  readonly reflectors = new Map<string, Reflector<KubeObject>>()
+  readonly reflectors: Map<string, Reflector<KubeObject>>
   /** What each reflector reflects, by table name (waitForConvergence lists the same). */
-  readonly watched = new Map<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions; cluster: Cluster }>()
+  readonly watched: Map<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions; cluster: Cluster }>
   /** Derivations: derive()'s, and each reconcile step's two. */
   readonly derivations: Derivation<any, any>[] = []
-  readonly drift: DriftWatcher[] = []
+  readonly drift: DriftWatcher[]
   readonly components: Component[] = []
   private readonly options: ManagerOptions
-  private readonly ownsCluster: boolean
-  private readonly owned = new Map<string, KindRef>()
+  private readonly clusterSet: ManagerClusters
+  private readonly watches: ManagerWatches
   /** Tables whose objects' /status a reconcile step writes, and finalizers' tables (for rbacRules). */
   private readonly statusTables: Table<any>[] = []
   private readonly finalizedTables: Array<{ table: Table<any>; condition: boolean }> = []
@@ -109,13 +110,10 @@ export class Manager {
   /** Shards this replica holds now (sharded managers). */
   private readonly held = new Set<number>()
   private readonly fences: WriteFences
-  /** Reflectors whose cache follows the held shards (sharded managers), with their selector's fixed part. */
-  private readonly shardedCaches: Array<{ reflector: Reflector<KubeObject>; base: string | undefined }> = []
   private state: ManagerState = 'new'
   private stopping: Promise<void> | undefined
   private leading = false
   private readonly offSignals: Array<() => void> = []
-  private readonly offMetrics: Array<() => void> = []
 
   constructor(o: ManagerOptions) {
     validateOptions(o)
@@ -129,28 +127,32 @@ export class Manager {
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
     this.fences = new WriteFences(o, this.held, (shard) => this.shardLeases?.termOfShard(shard))
-    this.ownsCluster = !o.cluster
-    this.cluster = o.cluster ?? new Cluster(o.kubeconfig !== undefined ? { kubeConfig: Kubeconfig.fromFile(o.kubeconfig) } : {})
-    for (const c of [this.cluster, ...(o.clusters ?? [])]) {
-      if (this.clusters.has(c.name))
-        throw new ConfigError(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
-      this.clusters.set(c.name, c)
-      if (this.metrics) this.offMetrics.push(c.onResponse(this.metrics.request))
-    }
+    this.clusterSet = new ManagerClusters(o, this.metrics, this.logger)
+    this.cluster = this.clusterSet.default
+    this.clusters = this.clusterSet.byName
     this.desired = newDesiredTable('desired')
     this.db.register(this.desired.table)
-    this.target = new Target({
+    this.target = newManagerTarget({
+      options: o,
       clusters: [...this.clusters.values()],
-      fieldManager: o.name,
-      ...(o.sharding ? { prunable: (obj: KubeObject) => this.held.has(shardLabelOf(obj)) } : {}),
-      ...(o.sharding || o.leaderElection ? { fence: (obj: KubeObject) => this.fences.ofDesired(obj) } : {}),
-      ...((o.sharding && o.sharding.preconditions !== false) || (o.leaderElection && o.leaderElection.preconditions !== false)
-        ? { preconditions: true, observedVersion: (obj: KubeObject, cluster: string) => this.observedVersion(obj, cluster) }
-        : {}),
-      ...(o.pruneNamespace ? { pruneNamespace: o.pruneNamespace } : {}),
-      ...(o.adopt === false ? { adopt: false } : {}),
-      ...(this.k8sMetrics ? { metrics: this.k8sMetrics } : {}),
+      held: this.held,
+      fences: this.fences,
+      observedVersion: (obj, cluster) => this.watches.observedVersion(obj, cluster),
+      metrics: this.k8sMetrics,
     })
+    this.watches = new ManagerWatches({
+      name: o.name,
+      db: this.db,
+      options: o,
+      desired: this.desired,
+      target: this.target,
+      clusters: this.clusterSet,
+      metrics: this.k8sMetrics,
+      logger: this.logger,
+    })
+    this.reflectors = this.watches.reflectors
+    this.watched = this.watches.watched
+    this.drift = this.watches.drift
     this.events = this.eventsFor(this.cluster.name)
     this.reconciler = newDesiredReconciler({
       name: this.name,
@@ -211,29 +213,8 @@ export class Manager {
 
   /** Reflects a kind into a new table (call before start). */
   watch<T extends object = KubeObject>(typed: KindRef<T>, opts: WatchOptions = {}): Table<NoInfer<T>> {
-    const kind = typed as KindRef
     this.notStarted('watch')
-    const cluster = this.clusterNamed(opts.cluster)
-    const name = opts.name ?? `${cluster === this.cluster ? '' : `${cluster.name}-`}${plural(kind.kind)}`
-    const table = new Table<KubeObject>({ name, primary: byName })
-    this.db.register(table)
-    this.watched.set(name, { kind, table, options: opts, cluster })
-    const sh = this.options.sharding
-    const perShard = !!sh && sh.cachePerShard !== false && !!opts.sharded
-    const reflector = newReflector({
-      cluster,
-      db: this.db,
-      table,
-      kind,
-      name,
-      // a per-shard cache holds no shard until this replica holds one
-      options: perShard ? { ...opts, labelSelector: withShards(opts.labelSelector, []) } : opts,
-      metrics: this.k8sMetrics,
-      logger: this.logger,
-    })
-    if (perShard) this.shardedCaches.push({ reflector, base: opts.labelSelector })
-    this.reflectors.set(name, reflector)
-    return table as unknown as Table<T>
+    return this.watches.watch(typed as KindRef, opts) as unknown as Table<T>
   }
 
   /** Derives desired objects from tables: what `fn` returns is applied, and deleted when no longer returned. */
@@ -307,13 +288,7 @@ export class Manager {
    */
   owns(...kinds: KindRef<any>[]): void {
     this.notStarted('owns')
-    for (const k of kinds) {
-      const id = `${k.apiVersion}/${k.kind}`
-      if (this.owned.has(id)) continue
-      this.owned.set(id, k)
-      this.target.manage(k)
-      for (const c of this.clusters.values()) this.watchOwned(k, c)
-    }
+    this.watches.owns(kinds)
   }
 
   /**
@@ -350,12 +325,12 @@ export class Manager {
   }
 
   private shape(): ManagerShape {
-    const { name, options, watched, owned, statusTables, finalizedTables, webhookKinds } = this
+    const { name, options, watched, statusTables, finalizedTables, webhookKinds } = this
     return shapeOf({
       name,
       options,
       watched: [...watched.values()],
-      owned: [...owned.values()],
+      owned: [...this.watches.owned.values()],
       statusTables,
       finalizedTables,
       webhookKinds,
@@ -439,7 +414,7 @@ export class Manager {
             desired: this.desired,
             target: this.target,
             derivations: this.derivations,
-            shardedCaches: () => this.shardedCaches,
+            shardedCaches: () => this.watches.shardedCaches,
             catchUp: (term) => this.catchUp(term.signal),
             logger: this.logger,
           }),
@@ -492,10 +467,9 @@ export class Manager {
     await this.reconciler.stop()
     for (const d of this.drift) await d.stop()
     for (const c of this.components) await c.stop()
-    for (const r of this.recorders.values()) await r.close()
+    await this.clusterSet.closeEvents()
     await this.servers.close()
-    for (const off of this.offMetrics.splice(0)) off()
-    if (this.ownsCluster) await this.cluster.close()
+    await this.clusterSet.close()
     this.state = 'stopped'
     this.logger.info({}, 'manager stopped')
   }
@@ -526,43 +500,9 @@ export class Manager {
 
   // ---- wiring ----
 
-  /** A reflector of an owned kind in one cluster (selected by our owner label) and drift repair over it. */
-  private watchOwned(kind: KindRef, cluster: Cluster): void {
-    const other = cluster === this.cluster ? undefined : cluster.name
-    const observed = this.watch(kind, {
-      name: ownedTableName(kind, other),
-      labelSelector: `statewright.io/owner=${this.name}`,
-      keepManagedFields: true,
-      cluster: cluster.name,
-      sharded: true, // the Manager labels what it applies with its shard
-    })
-    this.drift.push(
-      newDriftWatcher({
-        db: this.db,
-        observed,
-        desired: this.desired,
-        fieldManager: this.name,
-        events: this.eventsFor(cluster.name),
-        cluster: other,
-        pacing: this.options.drift,
-        metrics: this.k8sMetrics,
-        logger: this.logger.child({ drift: kind.kind, cluster: cluster.name }),
-      }),
-    )
-  }
-
   /** The Event recorder of a cluster (Events must be in the cluster of the object they are about). */
   eventsFor(cluster: string): EventRecorder {
-    let r = this.recorders.get(cluster)
-    if (!r) {
-      r = new EventRecorder({
-        cluster: this.clusterNamed(cluster),
-        component: this.name,
-        logger: this.logger, // 'event not recorded' at warn, with the cluster, object and reason
-      })
-      this.recorders.set(cluster, r)
-    }
-    return r
+    return this.clusterSet.eventsFor(cluster)
   }
 
   /**
@@ -574,33 +514,16 @@ export class Manager {
     return this.fences.leader()
   }
 
-  /** The resourceVersion an owned object was last observed with (its owned-kind table), for preconditions. */
-  private observedVersion(obj: KubeObject, cluster: string): string | undefined {
-    if (!obj.kind) return undefined
-    const name = ownedTableName({ kind: obj.kind }, cluster === this.cluster.name ? undefined : cluster)
-    const w = this.watched.get(name)
-    return w?.table.get(this.db.readTxn(), byName.queryOf(obj))?.metadata.resourceVersion
-  }
-
   /** Shards this replica holds now (sharded managers). */
   shards(): number[] {
     return [...this.held].sort((a, b) => a - b)
   }
 
   private clusterNamed(name: string | undefined): Cluster {
-    if (name === undefined) return this.cluster
-    const c = this.clusters.get(name)
-    if (!c) throw new ConfigError(`Manager "${this.name}": no cluster named "${name}" (clusters: ${[...this.clusters.keys()].join(', ')})`)
-    return c
+    return this.clusterSet.named(name)
   }
 
   private notStarted(what: string): void {
     if (this.state !== 'new') throw new UsageError(`Manager "${this.name}": ${what}() must be called before start()`)
   }
-}
-
-/** A label selector narrowed to some shards (none: a shard that does not exist). */
-function withShards(base: string | undefined, shards: readonly number[]): string {
-  const sel = `${SHARD_LABEL} in (${shards.length ? shards.join(',') : 'none'})`
-  return base ? `${base},${sel}` : sel
 }

@@ -18,7 +18,7 @@ import type { Reflector, KubeObject, LeaseTerm, Target, DesiredTable } from '@st
 import type { DB } from '@statewright/statedb'
 import type { Derivation } from '../derive/derivation.ts'
 import type { Logger } from '../logging.ts'
-import { SHARD_LABEL, shardLabelOf, shardOfInput } from './desired.ts'
+import { shardLabelOf, shardOfInput, withShards } from './desired.ts'
 
 export interface ShardWorkOptions {
   shards: number
@@ -107,8 +107,7 @@ export class ShardWork {
     setImmediate(() => {
       this.selectorsQueued = false
       const held = this.heldList()
-      const shardSel = `${SHARD_LABEL} in (${held.length ? held.join(',') : 'none'})`
-      for (const { reflector, base } of this.options.shardedCaches()) reflector.setLabelSelector(base ? `${base},${shardSel}` : shardSel)
+      for (const { reflector, base } of this.options.shardedCaches()) reflector.setLabelSelector(withShards(base, held))
     })
   }
 
