@@ -8,9 +8,8 @@
 //   initialization watch (when a full reconciliation or a prune waits for it), one timer (the
 //   earliest of: next retry, next full reconciliation, next prune, next refresh check), a trigger,
 //   and stop;
-// - with `operations.prune`, a prune runs as soon as the table is initialized (once per start),
-//   then at each full reconciliation, every `pruneIntervalMs` and on `triggerPrune()`; never before
-//   the table is initialized;
+// - full reconciliations and prunes run when ./schedule.ts says they are due, never before the
+//   table is initialized;
 // - stop() aborts the in-flight operations' signal, wakes the loop, waits for it to end, clears the
 //   timer, closes the change iterator and stops the limiters: nothing of it keeps the process alive.
 //   The retry queue survives a stop (failed deletes must still be retried after a restart).
@@ -23,8 +22,9 @@ import { logTo } from './logger.ts'
 import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
 import { OperationRunner } from './runner.ts'
 import { showRetryKey, type RetryItem } from './retries.ts'
-import { fullReconciliation, type FullReport } from './full.ts'
-import { prune, type PruneReport } from './prune.ts'
+import type { FullReport } from './full.ts'
+import type { PruneReport } from './prune.ts'
+import { FullSchedule } from './schedule.ts'
 import { markForRefresh, RefreshBudget } from './refresh.ts'
 import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type ReconcilerHealth } from './health.ts'
 import { incrementalRound } from './incremental.ts'
@@ -54,11 +54,6 @@ export interface ReconcilerStats {
   retryQueue: number
 }
 
-interface Request<R> {
-  resolve: (r: R) => void
-  reject: (e: unknown) => void
-}
-
 export class Reconciler<Obj> {
   readonly config: Resolved<Obj>
   private readonly runner: OperationRunner<Obj>
@@ -73,16 +68,9 @@ export class Reconciler<Obj> {
   private stopping: Promise<void> | undefined
   private timer: NodeJS.Timeout | undefined
   private roundLimiter: RateLimiter | undefined
-  private fullRequests: Request<FullReport>[] = []
-  private pruneRequests: Request<PruneReport>[] = []
-  private nextFullAt = Infinity
-  /** When the next prune alone is due (Infinity: none scheduled; 0: as soon as the table is initialized). */
-  private nextPruneAt = Infinity
   /** A round has acted on the initialized table (readiness). */
   private initialRoundDone = false
   private nextRefreshAt = Infinity
-  private lastPruneError: string | undefined
-  private lastFull: FullReport | undefined
   private readonly counters: ReconcilerStats = {
     rounds: 0,
     objects: 0,
@@ -94,6 +82,7 @@ export class Reconciler<Obj> {
   }
 
   private readonly reportError: (err: unknown, what: string) => void
+  private readonly schedule: FullSchedule<Obj>
 
   constructor(config: ReconcilerConfig<Obj>) {
     this.config = resolveConfig(config)
@@ -103,6 +92,7 @@ export class Reconciler<Obj> {
       ? (err, what) => logTo(logger, 'error', { err, reconciler: this.config.name }, what)
       : (config.onError ?? reportToProcess)
     this.healthReporter = new HealthReporter(this.reportError)
+    this.schedule = new FullSchedule(this.config, this.counters)
   }
 
   get name(): string {
@@ -123,8 +113,7 @@ export class Reconciler<Obj> {
     const rounds = this.config.rateLimit.rounds
     this.roundLimiter = rounds ? new RateLimiter(rounds) : undefined
     const now = Date.now()
-    this.nextFullAt = this.config.fullIntervalMs > 0 ? now + this.config.fullIntervalMs : Infinity
-    this.nextPruneAt = this.config.operations.prune ? 0 : Infinity
+    this.schedule.start(now)
     this.nextRefreshAt = this.config.refreshIntervalMs > 0 ? now : Infinity
     const { db, table } = this.config
     const txn = db.readTxn()
@@ -152,8 +141,7 @@ export class Reconciler<Obj> {
     this.roundLimiter = undefined
     if (l) l.stop().catch(() => {}) // not awaited: see OperationRunner.stop
     this.waiters.fail(stopped)
-    for (const r of this.fullRequests.splice(0)) r.reject(stopped)
-    for (const r of this.pruneRequests.splice(0)) r.reject(stopped)
+    this.schedule.fail(stopped)
     this.healthReporter.stopped()
   }
 
@@ -198,7 +186,7 @@ export class Reconciler<Obj> {
 
   /** The last full reconciliation's report. */
   get lastFullReconciliation(): FullReport | undefined {
-    return this.lastFull
+    return this.schedule.lastFull
   }
 
   // ---- waiting and triggering ----
@@ -221,10 +209,9 @@ export class Reconciler<Obj> {
    */
   triggerFullReconciliation(): Promise<FullReport> {
     if (!this.running) return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
-    return new Promise<FullReport>((resolve, reject) => {
-      this.fullRequests.push({ resolve, reject })
-      this.poke()
-    })
+    const report = this.schedule.requestFull()
+    this.poke()
+    return report
   }
 
   /**
@@ -236,10 +223,9 @@ export class Reconciler<Obj> {
   triggerPrune(): Promise<PruneReport> {
     if (!this.running) return Promise.reject(new StoppedError(`reconciler "${this.name}" is not running`))
     if (!this.config.operations.prune) return Promise.reject(new UsageError(`reconciler "${this.name}" has no operations.prune`))
-    return new Promise<PruneReport>((resolve, reject) => {
-      this.pruneRequests.push({ resolve, reject })
-      this.poke()
-    })
+    const report = this.schedule.requestPrune()
+    this.poke()
+    return report
   }
 
   // ---- the loop ----
@@ -253,26 +239,11 @@ export class Reconciler<Obj> {
         const wait = this.roundLimiter?.take()
         if (wait) await this.runner.race(wait)
         const watches: Watch[] = []
-        let fullAt = this.nextFullAt
 
         // Full reconciliation and prune, when due or asked for, once the table is initialized (until
         // then the initialization watch wakes the loop, not the overdue timer).
-        const fullDue = this.fullRequests.length > 0 || Date.now() >= this.nextFullAt
-        const pruneDue = this.pruneRequests.length > 0 || Date.now() >= this.nextPruneAt
-        let pruneAt = this.nextPruneAt
-        if (fullDue || pruneDue) {
-          const [initialized, initWatch] = table.initialized(db.readTxn())
-          if (initialized) {
-            if (fullDue) await this.runFull()
-            else await this.runPrune()
-            fullAt = this.nextFullAt
-            pruneAt = this.nextPruneAt
-          } else {
-            watches.push(initWatch)
-            if (fullDue) fullAt = Infinity
-            if (pruneDue) pruneAt = Infinity
-          }
-        }
+        const { fullAt, pruneAt, initWatch } = await this.schedule.runDue(this.runner)
+        if (initWatch) watches.push(initWatch)
 
         // Refresh: mark stale done objects; the round below reconciles them.
         const now = Date.now()
@@ -314,48 +285,9 @@ export class Reconciler<Obj> {
         this.reportError(err, `reconciler "${this.name}" loop failed`)
         this.running = false
         const msg = `loop failed: ${(err as Error)?.message ?? err}`
-        this.healthReporter.update({ objects: 0, errors: 1, messages: [msg], pruneError: this.lastPruneError, notReady: msg })
+        this.healthReporter.update({ objects: 0, errors: 1, messages: [msg], pruneError: this.schedule.pruneError, notReady: msg })
       }
     }
-  }
-
-  private async runFull(): Promise<void> {
-    const requests = this.fullRequests.splice(0)
-    const pruneRequests = this.config.operations.prune ? this.pruneRequests.splice(0) : []
-    try {
-      const report = await fullReconciliation(this.runner)
-      this.counters.fullRuns++
-      this.lastFull = report
-      this.pruned(report.pruneError)
-      for (const r of requests) r.resolve(report)
-      const pruneReport: PruneReport = { durationMs: report.durationMs }
-      for (const r of pruneRequests) r.resolve(report.pruneError === undefined ? pruneReport : { ...pruneReport, error: report.pruneError })
-    } catch (err) {
-      for (const r of [...requests, ...pruneRequests]) r.reject(err)
-      throw err
-    } finally {
-      if (this.config.fullIntervalMs > 0) this.nextFullAt = Date.now() + this.config.fullIntervalMs
-    }
-  }
-
-  private async runPrune(): Promise<void> {
-    const requests = this.pruneRequests.splice(0)
-    try {
-      const report = await prune(this.runner)
-      this.counters.pruneRuns++
-      this.pruned(report.error)
-      for (const r of requests) r.resolve(report)
-    } catch (err) {
-      for (const r of requests) r.reject(err)
-      throw err
-    }
-  }
-
-  /** After any prune: its error is the health's until the next prune; the next prune alone is scheduled. */
-  private pruned(error: string | undefined): void {
-    if (this.config.operations.prune === undefined) return
-    this.lastPruneError = error
-    this.nextPruneAt = this.config.pruneIntervalMs > 0 ? Date.now() + this.config.pruneIntervalMs : Infinity
   }
 
   private report(): void {
@@ -370,7 +302,7 @@ export class Reconciler<Obj> {
     }
     const objects = this.config.table.count(this.config.db.readTxn())
     const notReady = this.initialRoundDone ? undefined : `table "${this.config.table.name}" not initialized yet`
-    this.healthReporter.update({ objects, errors: retries.size, messages, failing, pruneError: this.lastPruneError, notReady })
+    this.healthReporter.update({ objects, errors: retries.size, messages, failing, pruneError: this.schedule.pruneError, notReady })
     this.config.metrics?.state(this.name, retries.size, retries.size)
   }
 
