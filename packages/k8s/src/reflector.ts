@@ -12,6 +12,10 @@
 // - the table is initialized (statedb initializer) after the first complete list, in the same
 //   transaction; how listed and watched objects become rows is reflector-rows.ts;
 // - state-of-world mode: no watch, a full list replacing the table every `intervalMs`.
+// This file is the list/watch loop, one state machine (resourceVersion, selector, refreshes, health
+// counters), and stays at ~400 lines for it; its options, rows, health, batching, paging and event
+// decoding are beside it (reflector-options.ts, reflector-rows.ts, reflector-health.ts, batch.ts,
+// list.ts, ndjson.ts).
 import { ReflectorError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { RetryOptions, WriteTxn } from '@statewright/statedb'
