@@ -256,7 +256,7 @@ export class Cluster {
     // to cut the request off itself.
     if (fence) u.searchParams.set('timeout', `${timeoutMs}ms`)
     const signal = fence ? (o.signal ? AbortSignal.any([o.signal, fence.signal]) : fence.signal) : o.signal
-    return new Promise((resolve, reject) => {
+    const sent = new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
       const req = (this.isHttps ? https : http).request(u, { method, agent: this.agent, headers, signal })
       const timer = setTimeout(
         () =>
@@ -299,6 +299,32 @@ export class Cluster {
       })
       req.end(payload)
     })
+    if (fence) this.track(fence, sent)
+    return sent
+  }
+
+  /** Fenced requests on the wire, by their fence (see settled). */
+  private readonly inflight = new Map<WriteFence, Set<Promise<unknown>>>()
+
+  private track(fence: WriteFence, p: Promise<unknown>): void {
+    let set = this.inflight.get(fence)
+    if (!set) this.inflight.set(fence, (set = new Set()))
+    set.add(p)
+    const forget = () => {
+      set!.delete(p)
+      if (set!.size === 0 && this.inflight.get(fence) === set) this.inflight.delete(fence)
+    }
+    p.then(forget, forget)
+  }
+
+  /**
+   * Resolves once every request sent under `fence` has been answered or cut off (each is bounded by
+   * its term's deadline). A term given up on purpose is closed to new writes, then waits here, so
+   * that no write it sent lands after its Lease is released.
+   */
+  async settled(fence: WriteFence): Promise<void> {
+    const set = this.inflight.get(fence)
+    if (set) await Promise.allSettled([...set])
   }
 
   /** Calls fn when each request is answered (REST client metrics). Returns the unsubscribe function. */

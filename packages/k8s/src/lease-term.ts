@@ -5,6 +5,10 @@
 // - valid() is checked synchronously against the renew deadline; a renewal moves the deadline
 //   only forward and only for the same term.
 // - A term ends once (end() or its deadline): its signal aborts with a StoppedError naming why.
+// - A term given up on purpose closes first (close()): valid() is false from then on, so no new
+//   write passes its fence, but its signal is not aborted, so writes already sent are answered
+//   (each bounded by the term's deadline) before it ends and its Lease is released; a write the
+//   server received cannot be called back by aborting it, and would land after the release.
 import { StoppedError } from './errors.ts'
 import type { LeaseLock } from './lease.ts'
 import { wallNow } from './wallclock.ts'
@@ -40,6 +44,8 @@ export class Term implements LeaseTerm {
   private deadline: number
   /** Why the term ended (once it did). */
   endReason: string | undefined
+  /** Why the term was closed to new writes (see close()). */
+  closeReason: string | undefined
   endedAt: number | undefined
 
   constructor(
@@ -70,7 +76,18 @@ export class Term implements LeaseTerm {
   }
 
   valid(): boolean {
-    return this.endReason === undefined && wallNow() < this.deadline
+    return this.endReason === undefined && this.closeReason === undefined && wallNow() < this.deadline
+  }
+
+  /**
+   * Closes the term to new writes (valid() turns false) without aborting what is in flight: the
+   * first step of giving it up on purpose; end() follows once those writes are answered. False when
+   * already closed or ended.
+   */
+  close(reason: string): boolean {
+    if (this.ended || this.closeReason !== undefined) return false
+    this.closeReason = reason
+    return true
   }
 
   /** Takes the lock's new deadline after a renewal and re-arms the deadline timer. */

@@ -5,8 +5,9 @@
 //   leases (one LIST) and computes the live members: itself and every member lease whose record
 //   changed within its lease duration (observed on the local clock, as leader election does).
 // - Members sorted by identity; the one at rank r gets floor(S/M) shards, plus one when r < S % M.
-//   A replica over its share releases shards (callbacks first, then the lease is cleared so the next
-//   replica takes it at once); a replica under its share takes free or expired shard leases.
+//   A replica over its share releases shards (the term closed to new writes, the writes sent under
+//   it answered, callbacks, then the lease is cleared so the next replica takes it at once); a
+//   replica under its share takes free or expired shard leases.
 // - A round never lets a held term lapse: renewals go first, all at once; acquisitions and releases
 //   then run concurrently, each bounded by the renew deadline, and their callbacks run beside the
 //   round rather than inside it (a callback that awaits a re-derivation or a prune never delays the
@@ -65,6 +66,13 @@ export interface ShardedLeasesOptions {
   retryPeriodMs?: number
   /** A shard's term began: start acting on its keys (stop when `term.signal` aborts). */
   onShardAcquired?: (shard: number, term: LeaseTerm) => void | Promise<void>
+  /**
+   * A shard is being given up (over the fair share, or stop): its term is closed to new writes
+   * (`valid()` is false) but not yet ended, so what was sent under it can be answered; awaited
+   * before the term ends (onShardReleased) and the lease is released. Not called for a term lost or
+   * expired (nothing may be awaited then: its writes are cut off).
+   */
+  onShardDraining?: (shard: number, term: LeaseTerm) => void | Promise<void>
   /** A shard's term ended; awaited before the lease is released. */
   onShardReleased?: (shard: number, term: LeaseTerm, reason: string) => void | Promise<void>
   /** Logs every failed API request at warn, with `err` and the lease group and cluster (the group retries anyway). */
@@ -359,6 +367,15 @@ export class ShardedLeases {
     this.held.delete(i)
     this.releasingShards.add(i)
     const p = (async () => {
+      // closed first: no new write passes the fence, and the ones sent are answered before the
+      // release (an aborted request the server already took would land after it)
+      if (term.close(reason)) {
+        try {
+          await this.options.onShardDraining?.(i, term)
+        } catch (err) {
+          this.failed(err as Error)
+        }
+      }
       if (term.end(reason)) {
         try {
           await this.options.onShardReleased?.(i, term, reason)

@@ -1,6 +1,6 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { ShardedLeases, shardOf, type LeaseTerm } from '@statewright/k8s'
+import { FencedError, ShardedLeases, shardOf, type LeaseTerm } from '@statewright/k8s'
 import { fairShare, fnv1a } from '../src/sharding.ts'
 import { wallNow } from '../src/lease.ts'
 import { clusterFor, startServer } from './helpers.ts'
@@ -174,6 +174,78 @@ test('a new replica joins: the others give shards back; a clean stop releases ev
   assert.is(leases.length, 4 + 3)
   for (const l of leases) assert.is(l.spec.holderIdentity, '', l.metadata.name)
   assert.equal(checkFencing(periods), [])
+})
+
+// A write the server has received cannot be called back by aborting the request: a replica giving a
+// shard up (a fair-share move, a stop) closes the term to new writes, waits for the ones sent to be
+// answered, and only then clears the Lease, so none lands after the release.
+test('a shard given up drains: new writes are refused, the ones sent are answered, then the Lease is cleared', async () => {
+  const server = await startServer({ seed: 11 })
+  const cluster = clusterFor(server)
+  const cm = '/api/v1/namespaces/default/configmaps'
+  await cluster.request({
+    method: 'POST',
+    path: cm,
+    body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { n: '0' } },
+  })
+  let sent: Promise<unknown> | undefined
+  const during: { valid?: boolean; aborted?: boolean; refused?: unknown } = {}
+  const leases = new ShardedLeases({
+    cluster,
+    namespace: 'default',
+    name: 'drain',
+    shards: 1,
+    identity: 'r0',
+    leaseDurationMs: 6000,
+    renewDeadlineMs: 4000,
+    retryPeriodMs: 100,
+    onShardAcquired: (_s, term) => {
+      // the server holds this write for a while: it is on the wire when the shard is given up
+      sent = cluster.request({
+        method: 'PATCH',
+        path: `${cm}/c`,
+        body: { data: { n: '1' } },
+        contentType: 'application/merge-patch+json',
+        fence: term,
+      })
+      sent.catch(() => {})
+    },
+    onShardDraining: async (_s, term) => {
+      during.valid = term.valid()
+      during.aborted = term.signal.aborted
+      during.refused = await cluster
+        .request({ method: 'PATCH', path: `${cm}/c`, body: { data: { n: '2' } }, contentType: 'application/merge-patch+json', fence: term })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+      await cluster.settled(term) // what a Manager's draining awaits (every cluster it writes to)
+    },
+  })
+  try {
+    server.control.delay({ method: 'PATCH', path: /configmaps/, ms: 600 })
+    leases.start()
+    await waitUntil(() => sent !== undefined, 'the shard acquired and the write sent', 10_000)
+    await new Promise((r) => setTimeout(r, 50)) // the write reached the server, which holds it
+    await leases.stop()
+    assert.is(during.valid, false, 'closed: no new write passes the fence')
+    assert.is(during.aborted, false, 'not ended: what was sent is not cut off')
+    assert.instance(during.refused, FencedError, 'a write after the close is refused, not sent')
+    const answered = (await sent) as { metadata: { resourceVersion: string } }
+    const lease = await cluster.request({ path: '/apis/coordination.k8s.io/v1/namespaces/default/leases/drain-shard-0' })
+    assert.is(lease.spec.holderIdentity, '', 'released')
+    assert.ok(
+      Number(answered.metadata.resourceVersion) < Number(lease.metadata.resourceVersion),
+      `the write (rv ${answered.metadata.resourceVersion}) landed before the release (rv ${lease.metadata.resourceVersion})`,
+    )
+    const now = await cluster.request({ path: `${cm}/c` })
+    assert.is(now.data.n, '1', 'the refused write was not carried out')
+  } finally {
+    server.control.clearFaults()
+    await leases.stop()
+    await cluster.close()
+    await server.stop()
+  }
 })
 
 // issue 31: a round moving many shards must not outlast a held term

@@ -40,6 +40,7 @@ export function newShardLeases(o: {
     ...(sh.retryPeriodMs ? { retryPeriodMs: sh.retryPeriodMs } : {}),
     ...(sh.memberGcMs ? { memberGcMs: sh.memberGcMs } : {}),
     onShardAcquired: (shard, term) => o.work.acquired(shard, term),
+    onShardDraining: (shard, term) => o.work.draining(shard, term),
     onShardReleased: (shard, term, reason) => o.work.released(shard, term, reason),
     logger: o.logger, // failed requests at warn, with the lease group and cluster
   })

@@ -413,6 +413,7 @@ export class Manager {
             db: this.db,
             desired: this.desired,
             target: this.target,
+            clusters: () => this.clusters.values(),
             derivations: this.derivations,
             shardedCaches: () => this.watches.shardedCaches,
             catchUp: (term) => this.catchUp(term.signal),

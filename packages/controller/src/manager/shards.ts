@@ -5,7 +5,8 @@
 //   shard's objects and the Target refuses their writes (their fence is the shard's term);
 // - a released or lost shard is done before its Lease is released: its inputs are derived again
 //   (their desired objects leave the table, deleting nothing in the cluster: deletes are gated on
-//   `held`), and every write made under its term has settled (the term's end aborted them);
+//   `held`), and every write made under its term has settled: given up on purpose, the term is
+//   closed to new writes and those sent are answered first (draining); lost, its end aborted them;
 // - an acquired shard enters `held` only once every cache was listed again after its term began
 //   (Reflector.refresh): its new holder never acts on an older view than the previous one did;
 // - an acquired shard is derived again (only its inputs: fn runs for them, not for every input),
@@ -14,7 +15,7 @@
 // - prunes of shards acquired together run as one (one LIST per owned kind and cluster);
 // - with per-shard caches, the owned kinds (and inputs watched `sharded`) select the held shards
 //   by label; the selector follows `held`, coalesced per event-loop turn.
-import type { Reflector, KubeObject, LeaseTerm, Target, DesiredTable } from '@statewright/k8s'
+import type { Cluster, Reflector, KubeObject, LeaseTerm, Target, DesiredTable } from '@statewright/k8s'
 import type { DB } from '@statewright/statedb'
 import type { Derivation } from '../derive/derivation.ts'
 import type { Logger } from '../logging.ts'
@@ -26,6 +27,8 @@ export interface ShardWorkOptions {
   db: DB
   desired: DesiredTable
   target: Target
+  /** Every cluster the Manager writes to (their fenced requests in flight are awaited when draining). */
+  clusters: () => Iterable<Cluster>
   derivations: ReadonlyArray<Derivation<any, any>>
   /** Reflectors whose selector follows the held shards, each with its selector's fixed part. */
   shardedCaches: () => ReadonlyArray<{ reflector: Reflector<KubeObject>; base: string | undefined }>
@@ -62,6 +65,15 @@ export class ShardWork {
     if (!term.valid()) return
     this.pendingPrune.add(shard)
     await this.prune()
+  }
+
+  /** A shard is being given up: nothing new is derived for it; the writes sent under its term are answered. */
+  async draining(shard: number, term: LeaseTerm): Promise<void> {
+    const o = this.options
+    o.held.delete(shard)
+    this.pendingPrune.delete(shard)
+    this.followSelectors()
+    await Promise.all([o.target.settled(term), ...[...o.clusters()].map((c) => c.settled(term))])
   }
 
   async released(shard: number, term: LeaseTerm, reason: string): Promise<void> {
