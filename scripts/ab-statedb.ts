@@ -14,7 +14,8 @@
 // side it was; the side run second in a round gained 10-30%; a side's garbage was collected on the
 // other's time (replace 1.35 with three cases). Hence a throwaway fixture per side first, two
 // fixture pairs built in either order, a full collection before every timing, and per-round ratios
-// taken over two rounds (one in each order). Identical code now gives medians of 0.97-1.02.
+// taken over two rounds (one in each order). Identical code now gives medians of 0.97-1.02 (20 rounds)
+// to 0.83-1.12 (15 rounds) on the loaded 2-core machine: use 20 rounds or more, and several runs.
 import { setFlagsFromString } from 'node:v8'
 import * as A from '../packages/statedb/src/index.ts'
 type Mod = typeof A
@@ -125,8 +126,9 @@ const cb2 = cases(B),
   ca2 = cases(A)
 const res: Record<string, { a: number[]; b: number[] }> = {}
 const gc = (globalThis as { gc?: () => void }).gc
-// Without this, the forced collections age the bytecode of a case's code, which V8 then flushes
-// with its optimized code: scans measured 5-8x slower and one side far more than the other.
+// A precaution: with a full collection before every timing, a case's code runs once per dozen full
+// collections, and V8 flushes bytecode (and the optimized code with it) that several collections
+// found unused.
 setFlagsFromString('--no-flush-bytecode')
 const time = (f: () => number) => {
   // A full collection first: garbage one side left is not collected on the other's time.
