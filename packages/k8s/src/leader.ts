@@ -8,7 +8,8 @@
 //   last successful renewal. A candidate can take the lease only `leaseDuration` after it observed
 //   that renewal (which the server wrote after it was sent), so with renewDeadline < leaseDuration two
 //   leaders never act at once, whatever the latencies; `isLeader()` checks the deadline synchronously;
-// - a clean stop ends the term (callbacks first), then releases the Lease by clearing holderIdentity
+// - a clean stop closes the term to new writes and lets those sent be answered (onDraining), ends the
+//   term (callbacks first), then releases the Lease by clearing holderIdentity
 //   so that another candidate takes over at once;
 // - every term gets a fencing token: the Lease's leaseTransitions, incremented by each acquisition
 //   (also when an identity acquires a Lease whose record still names it from an earlier term,
@@ -26,6 +27,12 @@ import type { Logger } from '@statewright/reconciler'
 export interface LeaderCallbacks {
   /** A term began: start the work; stop it when `term.signal` aborts (onStoppedLeading is also called). */
   onStartedLeading?: (term: LeaseTerm) => void | Promise<void>
+  /**
+   * stop() while leading: the term is closed to new writes (`valid()` is false) but not yet ended,
+   * so what was sent under it can be answered (await `Cluster.settled(term)`); awaited before the
+   * term ends (onStoppedLeading) and the lease is released. Not called for a term lost or expired.
+   */
+  onDraining?: (term: LeaseTerm) => void | Promise<void>
   /** A term ended (renew deadline passed, lease lost, or stop()). Awaited before the lease is released. */
   onStoppedLeading?: (term: LeaseTerm, reason: string) => void | Promise<void>
   /** The observed holder changed ('' when released). */
@@ -222,6 +229,15 @@ export class LeaderElector {
         if (!term.ended && !signal.aborted) this.failed(err as Error) // keep trying until the deadline
       }
       this.noteLeader()
+    }
+    // stopping: closed first, so the writes sent under the term are answered before the release (an
+    // aborted request the server already took would land after it)
+    if (signal.aborted && term.close('stopped')) {
+      try {
+        await this.options.onDraining?.(term)
+      } catch (err) {
+        this.failed(err as Error)
+      }
     }
     this.endTerm(term, signal.aborted ? 'stopped' : (term.endReason ?? 'ended'))
     try {

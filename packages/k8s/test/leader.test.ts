@@ -1,7 +1,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { collectingLogger } from '../../../test/lib/logger.ts'
-import { LeaderElector, LeaseLock, leaderOnly, type LeaseTerm } from '@statewright/k8s'
+import { FencedError, LeaderElector, LeaseLock, leaderOnly, type LeaseTerm } from '@statewright/k8s'
 import { leasePath, microTime } from '../src/lease-record.ts'
 import { wallNow } from '../src/wallclock.ts'
 import { clusterFor, startServer } from './helpers.ts'
@@ -128,6 +128,70 @@ test('leaderOnly starts runnables on the leader and stops them when the term end
     // stopped before the release: the lease is released after stop() resolved
     assert.is(server.control.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'only', 'default').spec.holderIdentity, '')
   } finally {
+    await cluster.close()
+    await server.stop()
+  }
+})
+
+// A clean stop drains as a shard given up does (sharding.test.ts): the term is closed to new writes,
+// what was sent is answered, and only then does the term end and the Lease get released.
+test('a leader that stops drains: new writes are refused, the ones sent are answered, then the Lease is released', async () => {
+  const server = await startServer({ seed: 12 })
+  const cluster = clusterFor(server)
+  const cm = '/api/v1/namespaces/default/configmaps'
+  await cluster.request({
+    method: 'POST',
+    path: cm,
+    body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { n: '0' } },
+  })
+  const during: { valid?: boolean; aborted?: boolean; refused?: unknown } = {}
+  const e = new LeaderElector({
+    cluster,
+    namespace: 'default',
+    name: 'drain',
+    identity: 'x',
+    leaseDurationMs: 6000,
+    renewDeadlineMs: 4000,
+    retryPeriodMs: 100,
+    onDraining: async (term) => {
+      during.valid = term.valid()
+      during.aborted = term.signal.aborted
+      during.refused = await cluster
+        .request({ method: 'PATCH', path: `${cm}/c`, body: { data: { n: '2' } }, contentType: 'application/merge-patch+json', fence: term })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        )
+      await cluster.settled(term)
+    },
+  }).start()
+  try {
+    const term = await e.waitLeading(AbortSignal.timeout(5000))
+    server.control.delay({ method: 'PATCH', path: /configmaps/, ms: 600 })
+    const sent = cluster.request<{ metadata: { resourceVersion: string } }>({
+      method: 'PATCH',
+      path: `${cm}/c`,
+      body: { data: { n: '1' } },
+      contentType: 'application/merge-patch+json',
+      fence: term,
+    })
+    sent.catch(() => {})
+    await new Promise((r) => setTimeout(r, 50)) // the write reached the server, which holds it
+    await e.stop()
+    assert.is(during.valid, false, 'closed: no new write passes the fence')
+    assert.is(during.aborted, false, 'not ended: what was sent is not cut off')
+    assert.instance(during.refused, FencedError, 'a write after the close is refused, not sent')
+    const answered = await sent
+    const lease = await cluster.request({ path: '/apis/coordination.k8s.io/v1/namespaces/default/leases/drain' })
+    assert.is(lease.spec.holderIdentity, '', 'released')
+    assert.ok(
+      Number(answered.metadata.resourceVersion) < Number(lease.metadata.resourceVersion),
+      `the write (rv ${answered.metadata.resourceVersion}) landed before the release (rv ${lease.metadata.resourceVersion})`,
+    )
+    assert.is((await cluster.request({ path: `${cm}/c` })).data.n, '1', 'the refused write was not carried out')
+  } finally {
+    server.control.clearFaults()
+    await e.stop()
     await cluster.close()
     await server.stop()
   }

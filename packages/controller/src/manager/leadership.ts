@@ -57,6 +57,8 @@ export function newLeaderElector(o: {
   leading: (term: LeaseTerm | undefined) => void
   /** Brings the caches up to date before the parts start (Reflector.refresh): resolves or rejects on the term's end. */
   catchUp: (term: LeaseTerm) => Promise<unknown>
+  /** Resolves once the writes sent under a term given up on purpose are answered. */
+  drain: (term: LeaseTerm) => Promise<unknown>
 }): LeaderElector {
   const le = o.leaderElection
   const parts = leaderOnly(
@@ -94,6 +96,7 @@ export function newLeaderElector(o: {
       o.logger.info({ reason }, 'stopped leading')
       await parts.onStoppedLeading!(term, reason)
     },
+    onDraining: async (term) => void (await o.drain(term)),
     onNewLeader: (id) => o.logger.info({ leader: id }, 'new leader'),
     logger: o.logger, // failed requests at warn, with the lease and cluster
   })
@@ -118,6 +121,8 @@ export async function startWork(o: {
   parts: readonly LeaderPart[]
   work: () => ShardWork
   catchUp: (term: LeaseTerm) => Promise<unknown>
+  /** Resolves once the writes sent under a term given up on purpose are answered. */
+  drain: (term: LeaseTerm) => Promise<unknown>
   leading: (term: LeaseTerm | true | undefined) => void
 }): Promise<{ elector?: LeaderElector; shardLeases?: ShardedLeases }> {
   const { sharding, leaderElection } = o.options
@@ -136,6 +141,7 @@ export async function startWork(o: {
       logger: o.logger,
       parts: o.parts,
       catchUp: o.catchUp,
+      drain: o.drain,
       leading: o.leading,
     })
     elector.start()

@@ -401,6 +401,7 @@ export class Manager {
         logger: this.logger,
         parts,
         catchUp: (term) => this.catchUp(term.signal),
+        drain: (term) => Promise.all([this.target.settled(term), ...[...this.clusters.values()].map((c) => c.settled(term))]),
         leading: (term) => {
           this.fences.term = term === true ? undefined : term
           this.leading = term !== undefined
