@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { build } from 'esbuild'
+import { build, type BuildOptions } from 'esbuild'
 import { generateTls, startTestServer } from '@statewright/testserver'
 import { Backup } from '../../examples/backup-operator.ts'
 import { median, type Result } from '../lib/index.ts'
@@ -39,31 +39,25 @@ async function compile(): Promise<{ compiled: string; bundled: string }> {
   })
   const dir = join(root, 'node_modules/.cache/statewright-bench')
   mkdirSync(dir, { recursive: true })
-  const out = join(dir, 'backup-operator.mjs')
-  await build({
+  const common: BuildOptions = {
     entryPoints: [join(root, 'examples/backup-operator.ts')],
-    outfile: out,
     bundle: true,
-    packages: 'external',
     format: 'esm',
     platform: 'node',
     target: 'node20',
     logLevel: 'warning',
-  })
+  }
+  const compiled = join(dir, 'backup-operator.mjs')
+  await build({ ...common, outfile: compiled, packages: 'external' })
   const bundled = join(dir, 'backup-operator.bundle.mjs')
   await build({
-    entryPoints: [join(root, 'examples/backup-operator.ts')],
+    ...common,
     outfile: bundled,
-    bundle: true,
     external: BUNDLE_EXTERNALS,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
     // bundled CommonJS dependencies require node's built-ins
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-    logLevel: 'warning',
   })
-  return { compiled: out, bundled }
+  return { compiled, bundled }
 }
 
 export async function operatorFootprint(quick: boolean): Promise<Result[]> {

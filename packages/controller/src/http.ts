@@ -142,10 +142,15 @@ export class ManagerServer {
   async close(): Promise<void> {
     const s = this.server
     this.server = undefined
-    if (!s) return
-    s.closeAllConnections()
-    await new Promise<void>((resolve) => s.close(() => resolve()))
+    await closeServer(s)
   }
+}
+
+/** Closes a listening server at once: open connections (keep-alive, streams) are dropped, not awaited. */
+export async function closeServer(s: { closeAllConnections(): void; close(cb: () => void): unknown } | undefined): Promise<void> {
+  if (!s) return
+  s.closeAllConnections()
+  await new Promise<void>((resolve) => s.close(() => resolve()))
 }
 
 // The body is made before the head is written: a value that cannot be serialized is a 500 (from the

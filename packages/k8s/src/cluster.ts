@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { RateLimiter } from '@statewright/reconciler'
 import { credentialsOf, type Credentials } from './credentials.ts'
 import { Kubeconfig, type KubeconfigView } from './kubeconfig.ts'
-import { checkFence, FencedError, fencedTimeout, NOT_VALID, type WriteFence } from './fence.ts'
+import { checkFence, FencedError, FencedWrites, fencedTimeout, NOT_VALID, type WriteFence } from './fence.ts'
 import { ApiError, apiErrorOf, transportError } from './api-error.ts'
 import type { ClusterOptions, RequestOptions, RequestRecord } from './cluster-options.ts'
 
@@ -299,32 +299,19 @@ export class Cluster {
       })
       req.end(payload)
     })
-    if (fence) this.track(fence, sent)
-    return sent
+    return this.onTheWire.track(fence, sent)
   }
 
   /** Fenced requests on the wire, by their fence (see settled). */
-  private readonly inflight = new Map<WriteFence, Set<Promise<unknown>>>()
-
-  private track(fence: WriteFence, p: Promise<unknown>): void {
-    let set = this.inflight.get(fence)
-    if (!set) this.inflight.set(fence, (set = new Set()))
-    set.add(p)
-    const forget = () => {
-      set!.delete(p)
-      if (set!.size === 0 && this.inflight.get(fence) === set) this.inflight.delete(fence)
-    }
-    p.then(forget, forget)
-  }
+  private readonly onTheWire = new FencedWrites()
 
   /**
    * Resolves once every request sent under `fence` has been answered or cut off (each is bounded by
    * its term's deadline). A term given up on purpose is closed to new writes, then waits here, so
    * that no write it sent lands after its Lease is released.
    */
-  async settled(fence: WriteFence): Promise<void> {
-    const set = this.inflight.get(fence)
-    if (set) await Promise.allSettled([...set])
+  settled(fence: WriteFence): Promise<void> {
+    return this.onTheWire.settled(fence)
   }
 
   /** Calls fn when each request is answered (REST client metrics). Returns the unsubscribe function. */

@@ -14,7 +14,8 @@
 //   its write late. The server-side guard for it is a resourceVersion precondition (Target's
 //   `preconditions`): a late write whose object was written since fails with 409.
 //
-// A LeaseTerm is a WriteFence; NOT_LEADING is one that never is.
+// A LeaseTerm is a WriteFence; NOT_LEADING is one that never is. FencedWrites keeps what is in
+// flight under each fence, so a term given up on purpose can wait for it (Target, Cluster).
 import { wallNow } from './wallclock.ts'
 import { K8sError } from './errors.ts'
 
@@ -66,4 +67,32 @@ export const NOT_VALID: WriteFence = { lease: '', transitions: -1, signal: NEVER
 /** How long a fenced request may wait for its answer: until the term's deadline, at most `timeoutMs`. */
 export function fencedTimeout(fence: WriteFence, timeoutMs: number): number {
   return Math.max(1, Math.min(timeoutMs, Math.floor(fence.validUntil() - wallNow())))
+}
+
+/**
+ * Writes in flight, by the fence they were made under: what `settled(fence)` awaits (Target's writes,
+ * Cluster's requests on the wire). A fence's entry goes when its last write settles.
+ */
+export class FencedWrites {
+  private readonly inflight = new Map<WriteFence, Set<Promise<unknown>>>()
+
+  /** Tracks `p` under `fence` (none: untracked); returns `p`. */
+  track<T>(fence: WriteFence | undefined, p: Promise<T>): Promise<T> {
+    if (fence === undefined) return p
+    let set = this.inflight.get(fence)
+    if (!set) this.inflight.set(fence, (set = new Set()))
+    set.add(p)
+    const forget = () => {
+      set!.delete(p)
+      if (set!.size === 0 && this.inflight.get(fence) === set) this.inflight.delete(fence)
+    }
+    p.then(forget, forget)
+    return p
+  }
+
+  /** Resolves once every write tracked under `fence` now has settled (answered, refused or cut off). */
+  async settled(fence: WriteFence): Promise<void> {
+    const set = this.inflight.get(fence)
+    if (set) await Promise.allSettled([...set])
+  }
 }

@@ -27,7 +27,7 @@ import {
 import type { DB } from '@statewright/statedb'
 import { ApiError, isConflict, isNotFound } from './api-error.ts'
 import type { Cluster } from './cluster.ts'
-import { FencedError, type WriteFence } from './fence.ts'
+import { FencedError, FencedWrites, type WriteFence } from './fence.ts'
 import { describe, groupKind, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'
 import { listAll } from './list.ts'
 import { objectKey, type DesiredObject, type DesiredTable } from './desired.ts'
@@ -143,7 +143,7 @@ export class Target {
           ...(fence !== undefined ? { fence } : {}),
         })
       try {
-        res = await this.tracked(fence, send())
+        res = await this.writes.track(fence, send())
       } catch (err) {
         if (known === undefined || !(isConflict(err) || isNotFound(err)) || fieldConflict(err as ApiError)) throw err
         // The precondition failed: written (or deleted) since we last knew it. While our term holds,
@@ -151,7 +151,7 @@ export class Target {
         if (fence && !fence.valid()) throw err
         known = (await readCurrent(cluster, path, ctx?.signal, what))?.metadata?.resourceVersion
         this.stats.preconditionRetries++
-        res = await this.tracked(fence, send())
+        res = await this.writes.track(fence, send())
       }
     } catch (err) {
       this.stats.errors++
@@ -183,28 +183,14 @@ export class Target {
   }
 
   /** Writes in flight, by the fence they were made under (see settled). */
-  private readonly inflight = new Map<WriteFence, Set<Promise<unknown>>>()
+  private readonly writes = new FencedWrites()
 
   /**
    * Resolves once every write made under `fence` has settled (answered, refused or cut off: a term
    * that ended aborts them). A shard's writes are settled before its Lease is released.
    */
-  async settled(fence: WriteFence): Promise<void> {
-    const set = this.inflight.get(fence)
-    if (set) await Promise.allSettled([...set])
-  }
-
-  private tracked<T>(fence: WriteFence | undefined, p: Promise<T>): Promise<T> {
-    if (fence === undefined) return p
-    let set = this.inflight.get(fence)
-    if (!set) this.inflight.set(fence, (set = new Set()))
-    set.add(p)
-    const forget = () => {
-      set!.delete(p)
-      if (set!.size === 0 && this.inflight.get(fence) === set) this.inflight.delete(fence)
-    }
-    p.then(forget, forget)
-    return p
+  settled(fence: WriteFence): Promise<void> {
+    return this.writes.settled(fence)
   }
 
   /** The fence of a write of `obj` (undefined: the cluster's own); null (not ours) refuses at once. */
@@ -229,7 +215,7 @@ export class Target {
     const fence = this.fenceOf(obj, cluster)
     this.stats.deletes++
     try {
-      await this.tracked(
+      await this.writes.track(
         fence,
         cluster.request({
           method: 'DELETE',

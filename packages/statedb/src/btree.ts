@@ -39,6 +39,14 @@ export interface Leaf<K extends TreeKey, V> {
   sharedKeys: boolean
 }
 
+/** The revision of a leaf's value at `i`: its revs entry, or the key itself in the revision index (`revisionIsKey`), else 0. */
+export function revisionAt(leaf: Leaf<TreeKey, unknown> | undefined, i: number, revisionIsKey: boolean): number {
+  if (leaf === undefined) return 0
+  const revs = leaf.revs
+  if (revs !== undefined) return revs[i]!
+  return revisionIsKey ? (leaf.keys[i] as number) : 0
+}
+
 export interface Branch<K extends TreeKey, V> {
   leaf: false
   keys: K[] // keys[i] = largest key under children[i]

@@ -5,7 +5,7 @@
 // Invariant: it yields exactly the entries the ascending TreeIterator yields over the same range,
 // in the opposite order, with the same revisions (a property test in test/reverse.test.ts holds it to that).
 
-import { less, lowerIndex, type Branch, type Leaf, type TreeKey, type TreeNode } from './btree.ts'
+import { less, lowerIndex, revisionAt, type Branch, type Leaf, type TreeKey, type TreeNode } from './btree.ts'
 
 export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
   private readonly stack: Branch<K, V>[] = []
@@ -68,11 +68,7 @@ export class ReverseTreeIterator<K extends TreeKey, V> implements IterableIterat
 
   /** As TreeIterator's: the revision of the value last yielded, read on demand. */
   get revision(): number {
-    const leaf = this.leaf
-    if (leaf === undefined) return 0
-    const revs = leaf.revs
-    if (revs !== undefined) return revs[this.i + 1]!
-    return this.revisionIsKey ? (leaf.keys[this.i + 1] as number) : 0
+    return revisionAt(this.leaf, this.i + 1, this.revisionIsKey)
   }
 
   private previousLeaf(): void {

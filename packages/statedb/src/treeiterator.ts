@@ -4,7 +4,7 @@
 // Invariant: both yield the values in key order, each once, with the revision stored with it in a
 // tree that carries revisions (`TreeIterator.revision`; for the revision index, whose keys are the
 // revisions, the key itself when asked with `revisionIsKey`).
-import { lowerIndex, type Branch, type Leaf, type TreeKey, type TreeNode } from './btree.ts'
+import { lowerIndex, revisionAt, type Branch, type Leaf, type TreeKey, type TreeNode } from './btree.ts'
 
 /**
  * Calls fn with every value in key order and its revision (0 in a tree without revisions): a plain
@@ -91,11 +91,7 @@ export class TreeIterator<K extends TreeKey, V> implements IterableIterator<V> {
    * on demand: a scan that does not ask never touches the revisions.
    */
   get revision(): number {
-    const leaf = this.leaf
-    if (leaf === undefined) return 0
-    const revs = leaf.revs
-    if (revs !== undefined) return revs[this.i - 1]!
-    return this.revisionIsKey ? (leaf.keys[this.i - 1] as number) : 0
+    return revisionAt(this.leaf, this.i - 1, this.revisionIsKey)
   }
 
   private advanceLeaf(): void {

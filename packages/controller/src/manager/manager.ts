@@ -34,6 +34,7 @@ import {
   type Reflector,
   type ShardedLeases,
   type Target,
+  type LeaseTerm,
   type WriteFence,
   type DesiredObject,
   type DesiredTable,
@@ -401,7 +402,7 @@ export class Manager {
         logger: this.logger,
         parts,
         catchUp: (term) => this.catchUp(term.signal),
-        drain: (term) => Promise.all([this.target.settled(term), ...[...this.clusters.values()].map((c) => c.settled(term))]),
+        drain: (term) => this.drain(term),
         leading: (term) => {
           this.fences.term = term === true ? undefined : term
           this.leading = term !== undefined
@@ -414,7 +415,7 @@ export class Manager {
             db: this.db,
             desired: this.desired,
             target: this.target,
-            clusters: () => this.clusters.values(),
+            drain: (term) => this.drain(term),
             derivations: this.derivations,
             shardedCaches: () => this.watches.shardedCaches,
             catchUp: (term) => this.catchUp(term.signal),
@@ -431,6 +432,11 @@ export class Manager {
       await this.stop().catch(() => {})
       throw err
     }
+  }
+
+  /** The writes sent under a term given up on purpose, answered: the Target's and every cluster's. */
+  private drain(term: LeaseTerm): Promise<unknown> {
+    return Promise.all([this.target.settled(term), ...[...this.clusters.values()].map((c) => c.settled(term))])
   }
 
   /** Every cache listed again after now (see Reflector.refresh); rejects when `signal` aborts. */

@@ -15,7 +15,7 @@
 // - prunes of shards acquired together run as one (one LIST per owned kind and cluster);
 // - with per-shard caches, the owned kinds (and inputs watched `sharded`) select the held shards
 //   by label; the selector follows `held`, coalesced per event-loop turn.
-import type { Cluster, Reflector, KubeObject, LeaseTerm, Target, DesiredTable } from '@statewright/k8s'
+import type { Reflector, KubeObject, LeaseTerm, Target, DesiredTable } from '@statewright/k8s'
 import type { DB } from '@statewright/statedb'
 import type { Derivation } from '../derive/derivation.ts'
 import type { Logger } from '../logging.ts'
@@ -27,8 +27,8 @@ export interface ShardWorkOptions {
   db: DB
   desired: DesiredTable
   target: Target
-  /** Every cluster the Manager writes to (their fenced requests in flight are awaited when draining). */
-  clusters: () => Iterable<Cluster>
+  /** Resolves once the writes sent under a term given up on purpose are answered (the Manager's drain). */
+  drain: (term: LeaseTerm) => Promise<unknown>
   derivations: ReadonlyArray<Derivation<any, any>>
   /** Reflectors whose selector follows the held shards, each with its selector's fixed part. */
   shardedCaches: () => ReadonlyArray<{ reflector: Reflector<KubeObject>; base: string | undefined }>
@@ -73,7 +73,7 @@ export class ShardWork {
     o.held.delete(shard)
     this.pendingPrune.delete(shard)
     this.followSelectors()
-    await Promise.all([o.target.settled(term), ...[...o.clusters()].map((c) => c.settled(term))])
+    await o.drain(term)
   }
 
   async released(shard: number, term: LeaseTerm, reason: string): Promise<void> {

@@ -22,6 +22,7 @@ import type { AddressInfo } from 'node:net'
 import jsonpatch from 'fast-json-patch'
 import type { KindRef, KubeObject } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
+import { closeServer } from '../http.ts'
 import type { Logger } from '../logging.ts'
 import { CONVERT_PATH, ConversionWebhook, webhookConversionOf } from './conversion.ts'
 
@@ -184,9 +185,7 @@ export class WebhookServer {
   async close(): Promise<void> {
     const s = this.server
     this.server = undefined
-    if (!s) return
-    s.closeAllConnections()
-    await new Promise<void>((resolve) => s.close(() => resolve()))
+    await closeServer(s)
   }
 
   private stamp(): string {
