@@ -135,9 +135,11 @@ test('to is initialized only once every from table is, and after a round derived
   w.commit()
   const d = await start(t)
   try {
-    await settle(t, d)
+    // fn waits for its inputs to be listed (controller-runtime's WaitForCacheSync): nothing runs yet
+    assert.is(d.runs, 0)
     assert.is(t.out.initialized(t.db.readTxn())[0], false)
     assert.is(d.health().ready, false)
+    assert.equal(d.health().waitingFor, ['sites'])
     const [, initWatch] = t.out.initialized(t.db.readTxn())
     await t.db.write(t.sites, (w2) => done(w2))
     await initWatch.wait(AbortSignal.timeout(5000))
@@ -308,6 +310,67 @@ test("an output two inputs produce: when one gives it up, the stored one is the 
     })
     await settle(t, d)
     assert.is(stored(), undefined, 'nobody produces it: gone')
+  } finally {
+    await d.stop()
+  }
+})
+
+test('fn runs only once every join is listed too: a join still loading is never read as "absent"', async () => {
+  const t = tables()
+  const w = await t.db.writeTxn(t.teams)
+  const done = t.teams.registerInitializer(w, 'teams-loader')
+  t.teams.insert(w, { name: 'a', owner: 'ann' })
+  w.commit()
+  await t.db.write(t.sites, (w2) => t.sites.insert(w2, { name: 'x', team: 'a', replicas: 1 }))
+  const seen: string[] = []
+  const d = await start(t, {
+    fn: (s, ctx) => {
+      const owner = ctx.get(t.teams, teamName.query(s.team))?.owner ?? 'nobody'
+      seen.push(owner)
+      return [{ name: `${s.name}-0`, site: s.name, owner, replicas: s.replicas }]
+    },
+  })
+  try {
+    assert.equal(d.health().waitingFor, ['teams'])
+    assert.match(d.health().message, /waiting for "teams" to be listed/)
+    const [, initWatch] = t.out.initialized(t.db.readTxn())
+    // a second team arrives while the list is still loading: still nothing runs
+    await t.db.write(t.teams, (w2) => t.teams.insert(w2, { name: 'b', owner: 'bob' }))
+    assert.equal(seen, [])
+    await t.db.write(t.teams, (w2) => done(w2))
+    await initWatch.wait(AbortSignal.timeout(5000))
+    assert.equal(seen, ['ann'], 'fn ran once, on the listed join')
+    assert.equal(names(t), ['x-0:ann'])
+    assert.is(d.health().waitingFor, undefined)
+  } finally {
+    await d.stop()
+  }
+})
+
+test('an input failing with no success in this process is unsettled; a success or an earlier output settles it', async () => {
+  const t = tables()
+  await t.db.write(t.sites, (w) => {
+    t.sites.insert(w, { name: 'bad', team: 'a', replicas: -1 })
+    t.sites.insert(w, { name: 'ok', team: 'a', replicas: 1 })
+  })
+  const d = await start(t)
+  try {
+    await settle(t, d)
+    assert.equal(
+      d.unsettled().map((s) => [s.name, s.input?.name]),
+      [['sites bad', 'bad']],
+    )
+    // 'ok' fails after a success: its earlier outputs stand in `to`, so it is not unsettled
+    await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'ok', team: 'a', replicas: -2 }))
+    await settle(t, d)
+    assert.equal(
+      d.unsettled().map((s) => [s.name, s.input?.name]),
+      [['sites bad', 'bad']],
+    )
+    assert.equal(names(t), ['ok-0:nobody'])
+    await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'bad', team: 'a', replicas: 1 }))
+    await settle(t, d)
+    assert.equal(d.unsettled(), [])
   } finally {
     await d.stop()
   }

@@ -1,5 +1,6 @@
 // What a Target is told (clusters, field manager, ownership, pruning, fences, preconditions) and the
 // counters it keeps. Defaults are stated on each field; the behaviour they choose is target.ts's.
+import type { ReadTxn } from '@statewright/statedb'
 import type { Cluster } from './cluster.ts'
 import type { WriteFence } from './fence.ts'
 import type { KindRef, KubeObject } from './gvk.ts'
@@ -25,8 +26,11 @@ export interface TargetOptions {
   kinds?: KindRef[]
   /** Namespace pruning is limited to (default: all namespaces). */
   pruneNamespace?: string
-  /** Which of our labelled objects prune may delete (default: all); a sharded replica prunes only its shards. */
-  prunable?: (obj: KubeObject, cluster: string) => boolean
+  /**
+   * Which of our labelled objects prune may delete (default: all); a sharded replica prunes only its
+   * shards. `txn` is the snapshot the prune's desired set was read from (when the prune has one).
+   */
+  prunable?: (obj: KubeObject, cluster: string, txn: ReadTxn | undefined) => boolean
   /** Concurrent requests of one batch (default 16). */
   concurrency?: number
   /**

@@ -266,7 +266,7 @@ export class Target {
           for (const obj of items) {
             if (
               !want.has(objectKey(cluster.name, obj)) &&
-              (this.options.prunable?.(obj, cluster.name) ?? true) &&
+              (this.options.prunable?.(obj, cluster.name, ctx?.txn) ?? true) &&
               (only?.(obj, cluster.name) ?? true)
             )
               stale.push({ cluster, obj })

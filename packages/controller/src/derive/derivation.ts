@@ -10,7 +10,14 @@
 // - A throwing `fn` (or an output `validate` refuses) is a per-object error: the input's previous
 //   outputs stay, the error is in the errors table and in health, and the input is retried with
 //   backoff. The derivation never stops on an error.
-// - `to` is initialized once every `from` table is initialized and a round has derived from them.
+// - `fn` runs only once every `from` and `joins` table is initialized (listed): a read of a table not
+//   listed yet would look like "absent" (controller-runtime waits for its caches the same way); until
+//   then nothing is derived and health names the tables waited for.
+// - An input whose fn fails before any success in this process is unsettled (`unsettled()`): what
+//   it produced before (in another process or term) is unknown, and a consumer that deletes what is
+//   not derived (the Manager's prune) must keep it.
+// - `to` is initialized once every `from` and `joins` table is initialized and a round has derived
+//   from them.
 // - Dependencies are recorded by the queries `fn` makes: (table, index=key) and the primary keys of
 //   what the query returned, so an object that moves out of a query's key re-derives its readers too.
 // This file: the Derivation itself (its loop, a round's write, one input's run, its outputs); the
@@ -37,8 +44,10 @@ export class Derivation<In, Out> {
   runs = 0
   readonly errors: Table<DerivationError>
   private readonly options: DeriveOptions<In, Out>
-  private readonly from: ReadonlyArray<Table<In>>
-  private readonly joins: ReadonlyArray<Table<any>>
+  /** The input tables. */
+  readonly from: ReadonlyArray<Table<In>>
+  /** The tables fn reads through its context. */
+  readonly joins: ReadonlyArray<Table<any>>
   private readonly equals: (a: Out, b: Out) => boolean
   private readonly log: Logger
   /** input id -> the output keys it produced. */
@@ -54,6 +63,8 @@ export class Derivation<In, Out> {
   private initialized = false
   private ctrl = new AbortController()
   private loop: Promise<void> | undefined
+  /** Tables not listed yet (fn waits for them), by name; empty once every input and join is listed. */
+  private unlisted: string[] = []
   /** Revision of each input and join table up to which changes are derived. */
   private readonly consumed = new Map<Table<any>, number>()
   private progress: Array<() => void> = []
@@ -140,6 +151,22 @@ export class Derivation<In, Out> {
     })
   }
 
+  /**
+   * Inputs whose fn failed and has not succeeded since this process started (or since a success that
+   * produced nothing): whatever they produced before is unknown, so a consumer that deletes what is
+   * not derived must keep what may be theirs (the Manager's prune keeps their children).
+   */
+  unsettled(txn: ReadTxn = this.options.db.readTxn()): Array<{ input: In | undefined; name: string }> {
+    const out: Array<{ input: In | undefined; name: string }> = []
+    for (const row of this.failing.list(txn)) {
+      if (row.outputsKept) continue // its outputs of the last success stand in `to`
+      const ref = this.refs.get(this.failing.inputIdOf(row))
+      const table = ref && this.from[ref.table]
+      out.push({ input: table?.get(txn, table.primary.query(ref!.key)), name: row.input })
+    }
+    return out
+  }
+
   /** Inputs failing now (the rows of the errors table for this derivation). */
   failures(txn: ReadTxn = this.options.db.readTxn()): DerivationError[] {
     return this.failing.list(txn)
@@ -149,13 +176,22 @@ export class Derivation<In, Out> {
     const failing = this.failures()
     const ready = this.initialized && this.running
     const level = !this.running && this.loop === undefined && this.ctrl.signal.aborted ? 'stopped' : failing.length ? 'degraded' : 'ok'
-    const message = failing.length
-      ? `${failing.length} inputs failing: ${failing
-          .slice(0, 3)
-          .map((f) => `${f.input}: ${f.error}`)
-          .join('; ')}`
-      : `${this.outputs.size} inputs derived`
-    return { level, message, ready, errors: failing.length, failing: failing.slice(0, 3) }
+    const message = this.unlisted.length
+      ? `waiting for ${this.unlisted.map((n) => `"${n}"`).join(', ')} to be listed`
+      : failing.length
+        ? `${failing.length} inputs failing: ${failing
+            .slice(0, 3)
+            .map((f) => `${f.input}: ${f.error}`)
+            .join('; ')}`
+        : `${this.outputs.size} inputs derived`
+    return {
+      level,
+      message,
+      ready,
+      errors: failing.length,
+      failing: failing.slice(0, 3),
+      ...(this.unlisted.length ? { waitingFor: [...this.unlisted] } : {}),
+    }
   }
 
   // ---- the loop ----
@@ -166,6 +202,21 @@ export class Derivation<In, Out> {
     while (!signal.aborted) {
       if (this.wake.signal.aborted) this.wake = new AbortController()
       const txn = db.readTxn()
+      // nothing runs on an input or join not listed yet: its changes wait in the iterators
+      const unlisted = [...this.from, ...this.joins].filter((t) => !t.initialized(txn)[0])
+      this.unlisted = unlisted.map((t) => t.name)
+      if (unlisted.length) {
+        this.log.debug({ waitingFor: this.unlisted }, 'waiting for tables to be listed')
+        try {
+          await waitAny(
+            unlisted.map((t) => t.initialized(txn)[1]),
+            signal,
+          )
+        } catch {
+          if (signal.aborted) return
+        }
+        continue
+      }
       const dirty = new Map<string, InputRef>()
       const watches: Watch[] = []
       const requests = this.requests.splice(0)
@@ -214,15 +265,9 @@ export class Derivation<In, Out> {
       }
       this.again.clear()
       const nextRetry = this.failing.due(Date.now(), this.refs, dirty)
-      const inputsReady = this.from.every((t) => t.initialized(txn)[0])
-      if (!inputsReady)
-        for (const t of this.from) {
-          const [ok, w] = t.initialized(txn)
-          if (!ok) watches.push(w)
-        }
-      if (dirty.size || (inputsReady && !this.initialized)) {
+      if (dirty.size || !this.initialized) {
         try {
-          await this.derive(dirty, inputsReady)
+          await this.derive(dirty)
         } catch (err) {
           // a statedb failure (not fn's): log, back off, and go on (the requests wait for the next round)
           this.requests.unshift(...requests)
@@ -258,10 +303,10 @@ export class Derivation<In, Out> {
     for (const f of p) f()
   }
 
-  private async derive(dirty: Map<string, InputRef>, inputsReady: boolean): Promise<void> {
+  private async derive(dirty: Map<string, InputRef>): Promise<void> {
     const { db, to } = this.options
     const initialize = (w: WriteTxn) => {
-      if (!inputsReady || this.initialized) return
+      if (this.initialized) return
       this.markInitialized?.(w)
       this.initialized = true
       this.journal.note(() => {
@@ -275,7 +320,7 @@ export class Derivation<In, Out> {
           initialize(w)
         }),
       )
-      if (this.initialized && inputsReady) this.log.debug({ inputs: this.outputs.size }, 'round derived')
+      if (this.initialized) this.log.debug({ inputs: this.outputs.size }, 'round derived')
     } catch (err) {
       // statedb refused a write (a unique index of `to`, say): the whole transaction is gone, and so
       // is our bookkeeping of it. Derive each input alone, so the one that fails is the one in error.
@@ -288,7 +333,7 @@ export class Derivation<In, Out> {
           await this.journal.run(() => db.write([to, this.errors], (w) => this.deriveOne(w, id, ref)))
         } catch (e) {
           this.refs.set(id, ref) // kept for the retry
-          await db.write(this.errors, (w) => this.failing.failed(w, id, e))
+          await db.write(this.errors, (w) => this.failing.failed(w, id, e, this.outputs.has(id)))
         }
       }
       await db.write(to, (w) => initialize(w))
@@ -332,7 +377,7 @@ export class Derivation<In, Out> {
       }
     } catch (err) {
       this.deps.remember(id, reads)
-      this.failing.failed(w, id, err)
+      this.failing.failed(w, id, err, this.outputs.has(id))
       return
     }
     this.deps.remember(id, reads)

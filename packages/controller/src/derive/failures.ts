@@ -31,6 +31,11 @@ export interface DerivationError {
   readonly attempts: number
   /** Unix ms of the next try. */
   readonly retryAt: number
+  /**
+   * Whether the input's outputs of an earlier success in this process stand (false: none since the
+   * process started, so what it produced before is unknown: the input is unsettled).
+   */
+  readonly outputsKept: boolean
 }
 
 const errorId = defineIndex<DerivationError, string>({ name: 'id', key: (e) => e.id, unique: true })
@@ -80,8 +85,13 @@ export class Failures {
     return nextRetry
   }
 
+  /** The input id of a row. */
+  inputIdOf(row: DerivationError): string {
+    return row.id.slice(this.name.length + SEP.length)
+  }
+
   /** Records a failed run of the input: its row, and its next try. */
-  failed(w: WriteTxn, id: string, err: unknown): void {
+  failed(w: WriteTxn, id: string, err: unknown, outputsKept: boolean): void {
     const prev = this.retries.get(id)
     const attempts = (prev?.attempts ?? 0) + 1
     const delay = backoffDelay(attempts, resolveRetry(this.options.retry))
@@ -89,7 +99,15 @@ export class Failures {
     this.journal.mapSet(this.retries, id, { attempts, at })
     const message = (err as Error)?.message ?? String(err)
     const input = describeInput(this.from, id)
-    this.errors.insert(w, { id: `${this.name}${SEP}${id}`, derivation: this.name, input, error: message, attempts, retryAt: at })
+    this.errors.insert(w, {
+      id: `${this.name}${SEP}${id}`,
+      derivation: this.name,
+      input,
+      error: message,
+      attempts,
+      retryAt: at,
+      outputsKept,
+    })
     this.log.warn({ input, attempts, retryInMs: Math.round(delay), err: message }, 'derivation failed; will retry')
   }
 

@@ -40,4 +40,6 @@ export interface DerivationHealth extends Health {
   readonly ready: boolean
   errors: number
   failing: DerivationError[]
+  /** Input and join tables not listed yet: fn runs for none of the inputs until they are. */
+  waitingFor?: string[]
 }

@@ -36,7 +36,10 @@ export function readinessOf(m: ManagerParts): { ready: boolean; reasons: string[
   if (leaderParts) {
     for (const d of m.derivations) {
       const h = d.health()
-      if (!h.ready) reasons.push(`derivation ${d.name}: not initialized`)
+      if (!h.ready)
+        reasons.push(
+          `derivation ${d.name}: ${h.waitingFor ? `waiting for ${h.waitingFor.map((n) => `"${n}"`).join(', ')} to be listed` : 'not initialized'}`,
+        )
     }
     const h = m.reconciler.health
     if (!h.ready) reasons.push(`reconciler ${m.name}: ${h.notReady ?? 'not ready'}`)

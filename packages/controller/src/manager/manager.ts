@@ -74,6 +74,7 @@ import type { ParseArgsConfig } from 'node:util'
 import { ManagerWatches } from './watch.ts'
 import { ManagerClusters } from './clusters.ts'
 import { newManagerTarget } from './target.ts'
+import { PruneGuard, derivationOwners, type PruneSource } from './pruneguard.ts'
 
 export class Manager {
   readonly name: string
@@ -115,6 +116,8 @@ export class Manager {
   private stopping: Promise<void> | undefined
   private leading = false
   private readonly offSignals: Array<() => void> = []
+  /** derive()'s derivations and the reconcile steps: whose unsettled owners' children prune keeps. */
+  private readonly pruneSources: PruneSource[] = []
 
   constructor(o: ManagerOptions) {
     validateOptions(o)
@@ -133,6 +136,7 @@ export class Manager {
     this.clusters = this.clusterSet.byName
     this.desired = newDesiredTable('desired')
     this.db.register(this.desired.table)
+    const guard = new PruneGuard(this.db, () => this.pruneSources, this.logger)
     this.target = newManagerTarget({
       options: o,
       clusters: [...this.clusters.values()],
@@ -140,6 +144,7 @@ export class Manager {
       fences: this.fences,
       observedVersion: (obj, cluster) => this.watches.observedVersion(obj, cluster),
       metrics: this.k8sMetrics,
+      prunable: (obj, cluster, txn) => guard.prunable(obj, cluster, txn),
     })
     this.watches = new ManagerWatches({
       name: o.name,
@@ -238,6 +243,7 @@ export class Manager {
       equals: desiredEquals,
     })
     this.derivations.push(d)
+    this.pruneSources.push(derivationOwners(d))
     return d
   }
 
@@ -279,6 +285,7 @@ export class Manager {
     })
     this.statusTables.push(primary)
     this.derivations.push(step.derivation, step.children)
+    this.pruneSources.push(step)
     this.add(step.component)
     return step
   }

@@ -9,6 +9,10 @@
 // - A throwing `fn` keeps the object's previous children and status fields; its row holds the error,
 //   so the object gets Ready=False (reason ReconcileError, the error as message), a Warning Event, a
 //   retry with backoff (the Manager's `retry`) and degraded health. A later success clears all four.
+// - Before fn's first success for an object in this process (a restart, a shard or leadership just
+//   taken) its previous children are unknown: a throw leaves the row's `childrenKnown` false, and the
+//   Manager's prune keeps every object that names it as owner (./pruneguard.ts); its status keeps the
+//   fields the live object has.
 // - Status is written by server-side apply on /status, as the Manager's field manager, only when the
 //   live object's status differs from what the row wants (or the set of fields we own changed).
 //   Conditions get the object's generation as observedGeneration, and status.observedGeneration is
@@ -17,7 +21,7 @@
 //   change runs it sooner). Nothing is requeued for an object that is gone.
 import { isDeepStrictEqual } from 'node:util'
 import { Reconciler, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
-import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type RetryOptions } from '@statewright/statedb'
+import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type ReadTxn, type RetryOptions } from '@statewright/statedb'
 import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
 import { InvalidObjectError } from '../errors.ts'
 import { StatusWriter, conditionsOf, findCondition, setCondition, type ConditionInput } from '../conditions.ts'
@@ -27,6 +31,7 @@ import type { Logger } from '../logging.ts'
 import { withOwner } from '../owners.ts'
 import type { Placed } from './desired.ts'
 import type { Component, ComponentHealth } from './component.ts'
+import { uidOf, type PruneSource, type UnsettledOwner } from './pruneguard.ts'
 
 /** A child: a KubeObject, or a typed model such as client-node's V1ConfigMap (metadata is required at run time). */
 export type ChildObject = KubeObject | { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }
@@ -54,6 +59,11 @@ export interface ReconcileOutcome {
   readonly conditions: ConditionInput[]
   /** The last run's error (its previous children and fields are kept). */
   readonly error?: string
+  /**
+   * Whether `children` are what fn last wanted: false after a throw with no success for this object
+   * since this process started (its children in the cluster are unknown, and kept from prune).
+   */
+  readonly childrenKnown: boolean
   /** Consecutive failed runs (0 after a success). */
   readonly attempts: number
   /** The status write's reconcile status. */
@@ -87,7 +97,7 @@ const sameOutcome = (a: ReconcileOutcome, b: ReconcileOutcome) => {
   return isDeepStrictEqual(x, y)
 }
 
-export class ReconcileStep<T extends object = KubeObject> {
+export class ReconcileStep<T extends object = KubeObject> implements PruneSource {
   readonly name: string
   /** One row per primary object: its children, status and error. */
   readonly results: Table<ReconcileOutcome>
@@ -226,26 +236,54 @@ export class ReconcileStep<T extends object = KubeObject> {
       if (after !== undefined && !(typeof after === 'number' && after >= 0 && Number.isFinite(after)))
         throw new InvalidObjectError(`requeueAfterMs must be a non-negative number of ms, not ${JSON.stringify(after)}`)
       this.schedule(key, after === undefined ? undefined : Date.now() + after)
-      return { key, uid, generation, children: owned, fields: { ...(r.status ?? {}) }, conditions, attempts: 0, status: statusPending() }
+      return {
+        key,
+        uid,
+        generation,
+        children: owned,
+        fields: { ...(r.status ?? {}) },
+        conditions,
+        attempts: 0,
+        childrenKnown: true,
+        status: statusPending(),
+      }
     } catch (err) {
       const error = (err as Error)?.message ?? String(err)
       const attempts = (prev?.attempts ?? 0) + 1
       const delay = backoffDelay(attempts, resolveRetry(p.retry))
       this.schedule(key, Date.now() + delay)
       p.logger.warn({ object: describe(obj), attempts, retryInMs: Math.round(delay), err: error }, 'reconcile failed; will retry')
-      const conditions = (prev?.conditions ?? []).filter((c) => c.type !== readyType)
+      // no success yet in this process: what the object's status holds stands for the last run's
+      const kept = prev ?? liveStatusOf(obj)
+      const conditions = kept.conditions.filter((c) => c.type !== readyType)
       if (readyType) conditions.push({ type: readyType, status: 'False', reason: 'ReconcileError', message: error })
       return {
         key,
         uid,
         generation: prev?.generation ?? generation,
         children: prev?.children ?? [],
-        fields: prev?.fields ?? {},
+        fields: kept.fields,
         conditions,
         error,
         attempts,
+        childrenKnown: prev?.childrenKnown ?? false,
         status: statusPending(),
       }
+    }
+  }
+
+  /** Primary objects whose children prune must keep: fn has not succeeded for them in this process. */
+  unsettledOwners(txn: ReadTxn = this.p.db.readTxn()): UnsettledOwner[] {
+    const out: UnsettledOwner[] = []
+    for (const r of this.results.all(txn)) if (!r.childrenKnown) out.push({ uid: r.uid || undefined, name: r.key })
+    return out
+  }
+
+  /** The uids of the primary objects. */
+  *ownerUids(txn: ReadTxn): Iterable<string> {
+    for (const o of this.p.primary.all(txn)) {
+      const uid = uidOf(o)
+      if (uid) yield uid
     }
   }
 
@@ -323,4 +361,18 @@ export class ReconcileStep<T extends object = KubeObject> {
     await p.writer.apply(live, { ...fields, conditions }, { signal: ctx.signal })
     this.owned.set(r.key, { uid: r.uid, fields: ownedNow })
   }
+}
+
+/** The status fields and conditions an object holds (what a failed run with no earlier success keeps). */
+function liveStatusOf(obj: KubeObject): { fields: Record<string, unknown>; conditions: ConditionInput[] } {
+  const { conditions: _c, ...fields } = (obj.status ?? {}) as Record<string, unknown>
+  const conditions: ConditionInput[] = []
+  for (const { type, status, reason, message, observedGeneration } of conditionsOf(obj)) {
+    const c = { type, status, reason, message, ...(observedGeneration !== undefined ? { observedGeneration } : {}) }
+    try {
+      setCondition([], c) // one another writer left malformed is not ours to rewrite
+      conditions.push(c)
+    } catch {}
+  }
+  return { fields, conditions }
 }

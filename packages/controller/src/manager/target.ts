@@ -1,6 +1,8 @@
 // The Manager's Target: what applies the desired table to the Manager's clusters (server-side apply
 // with the Manager's name as field manager; prune of the objects carrying its owner label).
 // Invariants:
+// - Prune deletes only what `prunable` allows: never a child of an owner whose function has not
+//   succeeded in this process (./pruneguard.ts).
 // - Sharded, prune deletes only objects of a shard this replica holds (their shard label): another
 //   replica's objects are never pruned here.
 // - With leader election or sharding, every apply and delete is fenced by the term it is made under
@@ -8,6 +10,7 @@
 //   last known (after a restart, the one the owned-kind table observed), so a write made late fails
 //   with 409 instead of overwriting a newer one.
 import { Target, type Cluster, type K8sMetrics, type KubeObject } from '@statewright/k8s'
+import type { ReadTxn } from '@statewright/statedb'
 import { shardLabelOf } from './desired.ts'
 import type { WriteFences } from './fences.ts'
 import type { ManagerOptions } from './options.ts'
@@ -21,12 +24,16 @@ export function newManagerTarget(o: {
   /** The resourceVersion an owned object was last observed with. */
   observedVersion: (obj: KubeObject, cluster: string) => string | undefined
   metrics: K8sMetrics | undefined
+  /** Whether prune may delete an object of ours that is not desired (the PruneGuard's verdict). */
+  prunable: (obj: KubeObject, cluster: string, txn: ReadTxn | undefined) => boolean
 }): Target {
   const { options: m, held, fences } = o
   return new Target({
     clusters: o.clusters,
     fieldManager: m.name,
-    ...(m.sharding ? { prunable: (obj: KubeObject) => held.has(shardLabelOf(obj)) } : {}),
+    prunable: m.sharding
+      ? (obj: KubeObject, cluster: string, txn: ReadTxn | undefined) => held.has(shardLabelOf(obj)) && o.prunable(obj, cluster, txn)
+      : o.prunable,
     ...(m.sharding || m.leaderElection ? { fence: (obj: KubeObject) => fences.ofDesired(obj) } : {}),
     ...((m.sharding && m.sharding.preconditions !== false) || (m.leaderElection && m.leaderElection.preconditions !== false)
       ? { preconditions: true, observedVersion: o.observedVersion }
