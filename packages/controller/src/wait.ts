@@ -1,19 +1,31 @@
 // waitForConvergence: the end-to-end wait for tests. It returns only when
+// 0. the Manager does the leader's work (it leads and its leader-only parts started): a standby
+//    replica never converges, its wait times out naming the leader;
 // 1. every reflector holds what the API server had when the call was made (a fresh list per
 //    reflector: every listed object at its version or newer, nothing the list no longer has);
 // 2. every derivation has derived from those tables;
 // 3. the reconciler has acted on the resulting desired objects (applied, deleted, or failed and
 //    queued for retry), deletes included; and every component with `converged` says so.
+// With `errors: 'wait'` it also waits until nothing is in error (desired objects, derivation inputs,
+// components' failing objects); with 'return' (the default) errors are returned as they are.
 // On timeout it throws, listing what is still pending per table with each object's last error.
 import { TimeoutError } from './errors.ts'
 import { listAll, resolveKind, namespacedName, type KubeObject } from '@statewright/k8s'
 import { waitForSettled } from '@statewright/reconciler'
+import { waitAny, type ReadTxn, type Table } from '@statewright/statedb'
 import type { Manager } from './manager/manager.ts'
 
 export interface ConvergenceOptions {
   /** ms (default 30 000). */
+  timeoutMs?: number
+  /** @deprecated use timeoutMs */
   timeout?: number
   signal?: AbortSignal
+  /**
+   * 'return' (default): converged once every error is acted on (failed and queued for retry), and the
+   * errors are returned. 'wait': until there are none (or the timeout).
+   */
+  errors?: 'return' | 'wait'
 }
 
 export interface ConvergenceResult {
@@ -29,7 +41,7 @@ function atLeast(have: string | undefined, want: string | undefined): boolean {
 }
 
 export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {}): Promise<ConvergenceResult> {
-  const timeout = o.timeout ?? 30_000
+  const timeout = o.timeoutMs ?? o.timeout ?? 30_000
   const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout)
   const state = { phase: 'listing the server', pending: [] as string[] }
   try {
@@ -40,13 +52,26 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
       return t.applies + t.deletes + t.pruned
     }
     for (;;) {
+      state.phase = 'waiting to lead'
+      await m.whenWorking(signal)
       const busy = m.components.filter((c) => c.idle && !c.idle())
       const before = writes()
+      const txn = m.db.readTxn()
       const result = await pass(m, signal, state)
-      if (busy.length === 0 && writes() === before && m.components.every((c) => !c.idle || c.idle())) return result
+      if (!m.isWorking()) continue // leadership lost during the pass: what it saw may not hold
+      if (busy.length === 0 && writes() === before && m.components.every((c) => !c.idle || c.idle())) {
+        if (o.errors !== 'wait') return result
+        const failing = failingNow(m, result)
+        if (failing.length === 0) return result
+        state.phase = `errors: ${failing.slice(0, 3).join('; ')}`
+        await changeAfter(m, txn, signal)
+      }
     }
   } catch (err) {
     if (!signal.aborted) throw err
+    const lead = m.leader()
+    if (state.phase === 'waiting to lead')
+      state.phase = lead ? `a standby: ${lead.identity} waits to lead, ${lead.leader ?? 'nobody'} leads` : `the manager is not running`
     throw new TimeoutError(
       `waitForConvergence: not converged after ${timeout} ms (${state.phase}):\n${describePending(m, state.pending)
         .map((l) => `  - ${l}`)
@@ -118,6 +143,31 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
       object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`,
       error: e.status.error ?? '',
     })),
+  }
+}
+
+/** Everything in error now: desired objects, derivation inputs, components' failing objects. */
+function failingNow(m: Manager, result: ConvergenceResult): string[] {
+  const out = result.errors.map((e) => `${e.object}: ${e.error}`)
+  const txn = m.db.readTxn()
+  for (const d of m.derivations) for (const f of d.failures(txn)) out.push(`derivation ${d.name}: ${f.input}: ${f.error}`)
+  for (const c of m.components) for (const f of c.health?.().failing ?? []) out.push(`${c.name}: ${f.key}: ${f.error}`)
+  return out
+}
+
+/** Resolves when a table that holds errors changed after `txn` (their retries run meanwhile). */
+async function changeAfter(m: Manager, txn: ReadTxn, signal: AbortSignal): Promise<void> {
+  const tables = new Set<Table<any>>([m.desired.table])
+  for (const d of m.derivations) tables.add(d.errors).add(d.to)
+  // components keep their failures in tables of their own or not at all: look again after a retry's time
+  const tick = AbortSignal.any([signal, AbortSignal.timeout(250)])
+  try {
+    await waitAny(
+      [...tables].map((t) => t.allWatch(txn)[1]),
+      tick,
+    )
+  } catch {
+    signal.throwIfAborted()
   }
 }
 

@@ -252,4 +252,79 @@ test('derive: after a restart a fn that throws once keeps its outputs', async ()
   }
 })
 
+test('waitForConvergence waits for a leader-elected Manager to lead and act; a standby times out naming the leader', async () => {
+  const e = await env()
+  const le = (identity: string) =>
+    new Manager({
+      name: 'gadget-leader',
+      cluster: e.cluster,
+      logger: quiet,
+      handleSignals: false,
+      http: false,
+      leaderElection: { namespace: 'default', identity, leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 },
+    })
+  const derived = (m: Manager) =>
+    m.derive({
+      from: m.watch(GADGET),
+      owns: [CM],
+      fn: (g) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${g.metadata.name}-led`, namespace: 'default' }, data: {} }),
+    })
+  const a = le('replica-a')
+  const b = le('replica-b')
+  try {
+    await createGadget(e.cluster, gadget('g0'))
+    derived(a)
+    derived(b)
+    await a.start()
+    // right after start(): not leading yet, its parts not started; the wait must not return before they acted
+    const r = await waitForConvergence(a, { timeoutMs: 20_000 })
+    assert.equal(r.errors, [])
+    assert.ok(e.server.control.get(CM, 'g0-led', 'default'), 'the leader acted before the wait returned')
+    assert.ok(a.isWorking())
+    await b.start()
+    const err = await waitForConvergence(b, { timeoutMs: 1000 }).then(
+      () => undefined,
+      (x: Error) => x,
+    )
+    assert.ok(err, 'a standby does not converge')
+    assert.match(err!.message, /standby: replica-b waits to lead, replica-a leads/, err!.message)
+  } finally {
+    await b.stop()
+    await a.stop()
+    await e.stop()
+  }
+})
+
+test("waitForConvergence({ errors: 'wait' }) waits until a failing fn succeeds; 'return' returns at once", async () => {
+  const e = await env()
+  const m = new Manager({
+    name: 'gadget-errors',
+    cluster: e.cluster,
+    logger: quiet,
+    handleSignals: false,
+    http: false,
+    retry: { minMs: 50, maxMs: 100 },
+  })
+  let failures = 3
+  const d = m.derive({
+    from: m.watch(GADGET),
+    owns: [CM],
+    fn: (g) => {
+      if (failures-- > 0) throw new Error('not yet')
+      return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${g.metadata.name}-w`, namespace: 'default' }, data: {} }
+    },
+  })
+  try {
+    await createGadget(e.cluster, gadget('g0'))
+    await m.start()
+    await waitForConvergence(m, { timeoutMs: 20_000 })
+    await waitForConvergence(m, { timeoutMs: 20_000, errors: 'wait' })
+    assert.equal(d.failures(), [])
+    assert.ok(e.server.control.get(CM, 'g0-w', 'default'))
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
 test.run()

@@ -48,6 +48,8 @@ export class Derivation<In, Out> {
   readonly from: ReadonlyArray<Table<In>>
   /** The tables fn reads through its context. */
   readonly joins: ReadonlyArray<Table<any>>
+  /** The output table. */
+  readonly to: Table<Out>
   private readonly equals: (a: Out, b: Out) => boolean
   private readonly log: Logger
   /** input id -> the output keys it produced. */
@@ -83,6 +85,7 @@ export class Derivation<In, Out> {
     this.from = Array.isArray(o.from) ? o.from : [o.from as Table<In>]
     if (this.from.length === 0) throw new ConfigError('derive: `from` needs at least one table')
     this.joins = o.joins ?? []
+    this.to = o.to
     this.name = o.name ?? `${this.from.map((t) => t.name).join('+')}->${o.to.name}`
     this.equals = o.equals ?? deepEquals
     this.log = (o.logger ?? nullLogger).child({ derivation: this.name })

@@ -59,6 +59,8 @@ export function newLeaderElector(o: {
   catchUp: (term: LeaseTerm) => Promise<unknown>
   /** Resolves once the writes sent under a term given up on purpose are answered. */
   drain: (term: LeaseTerm) => Promise<unknown>
+  /** The parts of a term have started (its work runs). */
+  started: (term: LeaseTerm) => void
 }): LeaderElector {
   const le = o.leaderElection
   const parts = leaderOnly(
@@ -88,7 +90,9 @@ export function newLeaderElector(o: {
           if (!term.signal.aborted) o.logger.error({ err }, 'caches failed to catch up; starting anyway')
         })
         .then(() => {
-          if (!term.signal.aborted) parts.onStartedLeading!(term) // an ended term's stop already ran
+          if (term.signal.aborted) return // an ended term's stop already ran
+          parts.onStartedLeading!(term)
+          o.started(term)
         })
     },
     onStoppedLeading: async (term, reason) => {
@@ -124,11 +128,14 @@ export async function startWork(o: {
   /** Resolves once the writes sent under a term given up on purpose are answered. */
   drain: (term: LeaseTerm) => Promise<unknown>
   leading: (term: LeaseTerm | true | undefined) => void
+  /** The parts have started: always, sharded (once), or at each leader term. */
+  started: () => void
 }): Promise<{ elector?: LeaderElector; shardLeases?: ShardedLeases }> {
   const { sharding, leaderElection } = o.options
   if (sharding) {
     for (const p of o.parts) await p.start()
     o.leading(true)
+    o.started()
     const shardLeases = newShardLeases({ cluster: o.cluster, name: o.name, sharding, logger: o.logger, work: o.work() })
     return { shardLeases: shardLeases.start() }
   }
@@ -143,11 +150,13 @@ export async function startWork(o: {
       catchUp: o.catchUp,
       drain: o.drain,
       leading: o.leading,
+      started: () => o.started(),
     })
     elector.start()
     return { elector }
   }
   for (const p of o.parts) await p.start()
   o.leading(true)
+  o.started()
   return {}
 }

@@ -20,7 +20,8 @@
 // reconcilestep.ts, flags.ts, manifests.ts, ../webhooks, ../crd). It is longer than a file should be
 // because each public method of the one Manager class is here, with its doc comment; their machinery
 // is not.
-import { ConfigError, UsageError } from '../errors.ts'
+import { ConfigError, StoppedError, UsageError } from '../errors.ts'
+import { nextProgress } from '../progress.ts'
 import { DB, Table } from '@statewright/statedb'
 import { loadOptionalPeer, type Reconciler, type PromRegistry } from '@statewright/reconciler'
 import type * as PromClient from 'prom-client'
@@ -115,6 +116,9 @@ export class Manager {
   private state: ManagerState = 'new'
   private stopping: Promise<void> | undefined
   private leading = false
+  /** The leader-only parts run (this replica leads and its term's parts started; always without leader election). */
+  private working = false
+  private workWaiters: Array<() => void> = []
   private readonly offSignals: Array<() => void> = []
   /** derive()'s derivations and the reconcile steps: whose unsettled owners' children prune keeps. */
   private readonly pruneSources: PruneSource[] = []
@@ -410,9 +414,14 @@ export class Manager {
         parts,
         catchUp: (term) => this.catchUp(term.signal),
         drain: (term) => this.drain(term),
+        started: () => {
+          this.working = true
+          for (const f of this.workWaiters.splice(0)) f()
+        },
         leading: (term) => {
           this.fences.term = term === true ? undefined : term
           this.leading = term !== undefined
+          if (!this.leading) this.working = false
           if (!this.options.sharding) this.metrics?.leading(this.name, this.leading) // a shard holder is no leader
         },
         work: () =>
@@ -463,6 +472,8 @@ export class Manager {
 
   private async shutdown(): Promise<void> {
     this.state = 'stopping'
+    this.working = false
+    for (const f of this.workWaiters.splice(0)) f() // whenWorking: the Manager is stopping
     this.logger.info({}, 'manager stopping')
     for (const off of this.offSignals.splice(0)) off()
     for (const r of this.reflectors.values()) await r.stop()
@@ -527,6 +538,30 @@ export class Manager {
    */
   writeFence(): WriteFence | undefined {
     return this.fences.leader()
+  }
+
+  /**
+   * Resolves once this replica does the leader's work: it leads and its leader-only parts have
+   * started (at once without leader election, once started). Rejects when `signal` aborts, or with a
+   * StoppedError when the Manager stops first.
+   */
+  async whenWorking(signal?: AbortSignal): Promise<void> {
+    while (!this.working) {
+      if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError(`Manager "${this.name}" is ${this.state}`)
+      await nextProgress(this.workWaiters, signal)
+    }
+  }
+
+  /** Whether this replica does the leader's work now (see whenWorking). */
+  isWorking(): boolean {
+    return this.working
+  }
+
+  /** Who leads, as this replica last saw it (its own identity when it leads; undefined without leader election). */
+  leader(): { identity: string; leading: boolean; leader: string | undefined } | undefined {
+    if (!this.elector) return undefined
+    const s = this.elector.status()
+    return { identity: s.identity, leading: s.leading, leader: s.leader }
   }
 
   /** Shards this replica holds now (sharded managers). */
