@@ -4,7 +4,9 @@
 // Invariants:
 // - One snapshot per run: the context's txn and its topology view are read at the same revision.
 // - applied() and observed() read the latest state (not the run's snapshot): a derived object's
-//   apply may finish during the run.
+//   apply may finish during the run. A change of a derived object's apply status runs reconcile
+//   again with the object's key in `applyChanges`: a Subscription that read it through applied() or
+//   observed() in its last run runs again without a matching event (a tracked read).
 // - A derived object placed in the default cluster is stored without a cluster name, as the
 //   Manager stores it (one desired object, whether or not placed with inCluster).
 // - `error` is what the run carries in, as policy-machinery's reconcile functions get it: the
@@ -61,6 +63,13 @@ export interface ReconcileContext {
    * neither has it.
    */
   observed(obj: KubeObject, cluster?: string): KubeObject | undefined
+  /**
+   * Derived objects whose apply status changed since the last run, by `applyKey` (what applied()
+   * and observed() read): a Subscription runs again when one it read is among them.
+   */
+  readonly applyChanges: ReadonlySet<string>
+  /** The key of an object (in a cluster) as `applyChanges` holds it. */
+  applyKey(obj: KubeObject, cluster?: string): string
   /** Notes what inspection shows for a topology node (a policy's status, a target's effective policy). */
   inspect(locator: string, info: { status?: string; effective?: unknown }): void
 }
@@ -90,8 +99,11 @@ export function newReconcileContext(o: {
   logger: Logger
   error?: unknown
   tracer?: TracerLike
+  /** Keys of derived objects whose apply status changed since the last run. */
+  applyChanges?: ReadonlySet<string>
 }): { ctx: ReconcileContext } & RunDeclarations {
   const m = o.manager
+  const applyKey = (obj: KubeObject, cluster?: string) => objectKey(cluster !== undefined && cluster !== m.cluster.name ? cluster : '', obj)
   const want = new Map<string, Map<string, DesiredObject>>()
   const statuses = new Map<string, StatusToWrite>()
   const info = new Map<string, { status?: string; effective?: unknown }>()
@@ -129,10 +141,12 @@ export function newReconcileContext(o: {
       const cur = ctx.observed(obj, cluster)
       return !!cur && holds(cur, obj)
     },
+    applyChanges: o.applyChanges ?? new Set(),
+    applyKey,
     observed: (obj, cluster) => {
       const other = cluster !== undefined && cluster !== m.cluster.name
       const now = m.db.readTxn()
-      const d = m.desired.table.get(now, m.desired.byKey.query(objectKey(other ? cluster! : '', obj)))
+      const d = m.desired.table.get(now, m.desired.byKey.query(applyKey(obj, cluster)))
       if (d && d.status.kind === 'done') return d.object
       const observed = m.watched.get(ownedTableName({ kind: obj.kind ?? '' }, other ? cluster : undefined))
       return observed?.table.get(now, observed.table.primary.query(namespacedName(obj) as never))

@@ -36,7 +36,12 @@ export interface RunContext {
 }
 
 /** One run of reconcile; on success its desired groups and statuses are written. */
-export async function runOnce(c: RunContext, events: ResourceEvent[], signal: AbortSignal): Promise<void> {
+export async function runOnce(
+  c: RunContext,
+  events: ResourceEvent[],
+  signal: AbortSignal,
+  applyChanges: ReadonlySet<string> = new Set(),
+): Promise<void> {
   const m = c.manager
   await inSpan(c.tracer, 'controller.reconcile', async (span) => {
     span?.setAttribute('controller.name', c.name)
@@ -67,6 +72,7 @@ export async function runOnce(c: RunContext, events: ResourceEvent[], signal: Ab
       logger: c.log,
       ...(error ? { error } : {}),
       ...(c.tracer ? { tracer: c.tracer } : {}),
+      applyChanges,
     })
     c.state.runs++
     const t0 = performance.now()

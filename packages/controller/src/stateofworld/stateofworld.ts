@@ -318,13 +318,19 @@ export class StateOfWorldController {
     let retryAt = 0
     let nextResync = this.options.resyncIntervalMs ? Date.now() + this.options.resyncIntervalMs : Infinity
     let dirty = false // runs have reasons: events, topology changes, apply statuses, resyncs
+    let applyChanges = new Set<string>() // derived objects whose apply status changed since the last run
     while (!signal.aborted) {
       const txn = m.db.readTxn()
       const watches: Watch[] = []
       this.collect(iters, txn, watches)
       const [dchanges, dw] = desiredIt.next(txn)
       watches.push(dw)
-      for (const c of dchanges) if (this.groups.has(m.desired.primaryKey(c.object))) dirty = true
+      for (const c of dchanges) {
+        const key = m.desired.primaryKey(c.object)
+        if (!this.groups.has(key)) continue
+        dirty = true
+        applyChanges.add(key)
+      }
       const topo = await this.topology.sync()
       watches.push(...topo.watches)
       this.counts.topologyChanges += topo.processed
@@ -338,6 +344,8 @@ export class StateOfWorldController {
         this.state.idle = false
         dirty = false
         const events = this.pending.take()
+        const changed = applyChanges
+        applyChanges = new Set()
         try {
           if (specs.some(([, t]) => t.spec.mode === 'stateOfWorld')) {
             await relist(m.db, this.tables, signal)
@@ -345,7 +353,7 @@ export class StateOfWorldController {
             events.push(...this.pending.take())
             this.counts.topologyChanges += (await this.topology.sync()).processed
           }
-          await runOnce(this.runContext, events, signal)
+          await runOnce(this.runContext, events, signal, changed)
           failures = 0
           this.state.lastError = undefined
         } catch (err) {
@@ -356,6 +364,7 @@ export class StateOfWorldController {
           this.log.warn({ err: this.state.lastError, events: events.length, attempt: failures }, 'reconcile failed; retrying with backoff')
           // keep the events for the retry, older first
           this.pending.restore(events)
+          for (const k of changed) applyChanges.add(k)
           // jittered, so that controllers failing together (an API server outage) do not retry in step
           retryAt = Date.now() + Math.round(backoffDelay(failures, resolveRetry(this.options.retry)))
         }

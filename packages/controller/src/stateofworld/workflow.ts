@@ -1,7 +1,8 @@
 // Composing reconcile functions, as Kuadrant's policy-machinery does:
 // - Subscription: runs its function only when an event matches one of its matchers, and passes it
-//   the matching events; a run without events (a resync, a change of a derived object's apply
-//   status) runs it only with `onEmpty: true`.
+//   the matching events; or when a derived object it read through applied()/observed() in its last
+//   run changed its apply status (a tracked read, with no events); other runs without events (a
+//   resync) run it only with `onEmpty: true`.
 // - Workflow: precondition, then tasks concurrently, then postcondition. The first task error aborts
 //   the other tasks (their signal); every task is waited for. A step's error goes to the error
 //   handler joined with the error the workflow was given (`ctx.error`): a handler that returns
@@ -40,13 +41,21 @@ export class Subscription {
     },
   ) {}
 
+  /** Keys of the derived objects the last run read through applied()/observed(). */
+  private applyReads = new Set<string>()
+
   readonly reconcile: ReconcileFn = async (ctx) => {
-    if (ctx.events.length === 0) {
-      if (this.options.onEmpty === true) await this.options.reconcile(ctx)
-      return
-    }
     const mine = ctx.events.filter((e) => this.options.events.some((m) => matches(m, e)))
-    if (mine.length) await this.options.reconcile({ ...ctx, events: mine })
+    const reread = [...ctx.applyChanges].some((k) => this.applyReads.has(k))
+    if (!(mine.length || reread || (ctx.events.length === 0 && this.options.onEmpty === true))) return
+    const reads = new Set<string>()
+    await this.options.reconcile({
+      ...ctx,
+      events: mine,
+      applied: (obj, cluster) => (reads.add(ctx.applyKey(obj, cluster)), ctx.applied(obj, cluster)),
+      observed: (obj, cluster) => (reads.add(ctx.applyKey(obj, cluster)), ctx.observed(obj, cluster)),
+    })
+    this.applyReads = reads
   }
 }
 
