@@ -112,7 +112,7 @@ export class PrimaryController<P> {
     this.statusIndex = statusIndex
     this.work = table
     opts.db.register(this.work)
-    this.garbage = new GarbageSecondaries(opts, this.work, this.secondaries)
+    this.garbage = new GarbageSecondaries(opts, this.work, this.secondaries, (key) => this.syncs.removing.has(key))
     this.syncs = new PrimarySyncs({
       options: opts,
       keyOf: this.keyOf,
@@ -369,7 +369,10 @@ export class PrimaryController<P> {
         for (const m of marks) {
           const cur = this.work.get(w, this.work.primary.query(m.key))
           if (m.hash === undefined) {
-            if (cur) this.work.delete(w, cur)
+            if (cur) {
+              this.work.delete(w, cur)
+              this.syncs.removing.add(m.key) // kept from GC from now until its removal succeeds (sync.ts)
+            }
             this.requeues.cancel(m.key)
             this.tertiary.forget(m.key)
             this.written.forget(m.key)

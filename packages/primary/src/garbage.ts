@@ -4,7 +4,8 @@
 // - The controller runs a pass only once every table is initialized: at start, at every resync and
 //   every gcIntervalMs, and when an observed secondary's owner is gone.
 // - Each object is judged on the latest snapshot: a primary that appeared since the pass began keeps
-//   its secondaries, and a primary whose delete is still running (its work row) keeps them too.
+//   its secondaries, and a deleted primary whose removal has not succeeded (its onDelete hook fails
+//   and is retried, its deletes are in flight) keeps them too: the removal deletes them, not GC.
 // - With `primaryKeys` the store decides, not the table: a primary the store no longer holds (a
 //   delete the table missed) loses its secondaries and is not synced while the store lacks it; a
 //   primary the table got after the pass asked the store is newer than its answer and is kept.
@@ -28,6 +29,8 @@ export class GarbageSecondaries<P> {
     private readonly options: PrimaryControllerOptions<P>,
     private readonly work: Table<Work>,
     private readonly secondaries: Secondaries,
+    /** A deleted primary whose removal (onDelete, the deletes) has not succeeded yet. */
+    private readonly removing: (key: string) => boolean,
   ) {}
 
   /** The store did not hold this primary at the last pass: it is not synced. */
@@ -53,7 +56,7 @@ export class GarbageSecondaries<P> {
       const now = this.options.db.readTxn()
       if (store && before && inTable(before, owner) && !store.has(owner)) return false // the store deleted it
       if (inTable(now, owner)) return true
-      return this.work.get(now, this.work.primary.query(owner)) !== undefined // its delete is still running
+      return this.removing(owner) // its removal is still running or being retried
     })
     this.done = true
     this.lastError = failures.length ? failures.slice(0, 3).join('; ') : undefined

@@ -3,13 +3,16 @@
 // Invariants:
 // - sync(primary, ctx) returns the secondaries; each is stamped with the owner key and kind (labels
 //   and annotations) and written through its target with the ownership check (secondaries.ts).
-// - A sync is bounded by syncTimeoutMs: its signal aborts, it fails and is retried; past the timeout
-//   it is not waited for (`abandoned`: stop still waits for it); on stop it is.
+// - A sync is bounded by syncTimeoutMs, its secondaries' writes included: its signal aborts, it
+//   fails and is retried; past the timeout it is not waited for (`abandoned`: stop still waits for
+//   it); on stop it is. One slow write never holds the other primaries of a round past the timeout.
 // - A failed sync (or a failed secondary write) writes an error status and throws a SyncError (the
 //   reconciler retries with backoff); a sync's status is written back only when it succeeded.
 // - A primary deleted since its row was marked is not synced (its delete comes next); a deleted
 //   primary that is back again is not removed.
-// - onDelete runs before a deleted primary's secondaries are deleted.
+// - onDelete runs before a deleted primary's secondaries are deleted. From the moment a delete is
+//   seen until its removal succeeded (hook and deletes), the key is `removing`: garbage collection
+//   keeps its secondaries while the hook fails and is retried.
 // - Events (Normal "Synced", Warning "ErrResourceExists") name the primary, or a pseudo-object in
 //   `eventNamespace` when it is not a Kubernetes object (status.ts).
 import type { InvolvedObject, OpContext, OwnerStamps } from '@statewright/reconciler'
@@ -18,7 +21,7 @@ import type { PrimaryControllerOptions, PrimaryControllerStats, SyncResult } fro
 import type { Secondaries } from './secondaries.ts'
 import { errorStatusOf, involvedObject, type WrittenStatuses } from './status.ts'
 import type { TertiaryReads } from './tertiary.ts'
-import { Inflight, type MutableWork, type Requeues, type Work } from './work.ts'
+import { Inflight, type MutableWork, type OwnedRef, type Requeues, type Work } from './work.ts'
 
 /** What the syncs share with their controller. */
 export interface PrimarySyncDeps<P> {
@@ -39,6 +42,8 @@ export interface PrimarySyncDeps<P> {
 export class PrimarySyncs<P> {
   /** Syncs past their timeout that have not ended yet (stop waits for them). */
   readonly abandoned = new Inflight()
+  /** Deleted primaries whose removal (onDelete, then the secondaries' deletes) has not succeeded yet. */
+  readonly removing = new Set<string>()
 
   constructor(private readonly d: PrimarySyncDeps<P>) {}
 
@@ -66,53 +71,63 @@ export class PrimarySyncs<P> {
       timedOut(err)
     }, limitMs)
     const signal = abort.signal
-    const reads = this.d.tertiary.recorder(key, ctx.txn)
-    try {
-      const running = Promise.resolve(options.sync(p, { txn: ctx.txn, signal, key, read: reads.read, list: reads.list }))
-      // past the timeout the sync is not waited for (stop still waits for it); on stop it is
-      res = await Promise.race([running, timeoutHit]).catch((err) => {
+    // past the timeout a step is not waited for (stop still waits for it); on stop it is
+    const bounded = <T>(running: Promise<T>): Promise<T> =>
+      Promise.race([running, timeoutHit]).catch((err) => {
         if (err === abort.signal.reason && !ctx.signal.aborted) void this.abandoned.track(running).catch(() => {})
         throw err
       })
-      if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
-    } catch (err) {
-      stats.syncErrors++
-      const msg = `sync of ${options.kind} "${key}" failed: ${(err as Error).message}`
-      await this.writeErrorStatus(p, msg, undefined, ctx)
-      throw new SyncError(msg)
+    try {
+      const reads = this.d.tertiary.recorder(key, ctx.txn)
+      try {
+        res = await bounded(Promise.resolve(options.sync(p, { txn: ctx.txn, signal, key, read: reads.read, list: reads.list })))
+        if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
+      } catch (err) {
+        stats.syncErrors++
+        const msg = `sync of ${options.kind} "${key}" failed: ${(err as Error).message}`
+        await this.writeErrorStatus(p, msg, undefined, ctx)
+        throw new SyncError(msg)
+      } finally {
+        reads.commit()
+      }
+      let written: { applied: OwnedRef[]; changed: boolean; failures: string[] }
+      try {
+        written = await bounded(this.d.secondaries.write(key, w.owned, res.secondaries, this.d.stamps(key), this.involved(p, key), signal))
+      } catch (err) {
+        stats.syncErrors++
+        const msg = `secondaries of ${options.kind} "${key}": ${(err as Error).message}`
+        await this.writeErrorStatus(p, msg, res.status, ctx)
+        throw new SyncError(msg)
+      }
+      const { applied, changed, failures } = written
+      w.owned = applied
+      if (failures.length) {
+        stats.syncErrors++
+        const msg = failures.join('; ')
+        await this.writeErrorStatus(p, msg, res.status, ctx)
+        throw new SyncError(msg)
+      }
+      if (res.status !== undefined && options.status) {
+        this.d.written.set(key, res.status)
+        await options.status.writeStatus(p, res.status, ctx.signal)
+      }
+      if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) this.d.requeueAfter(key, res.requeueAfterMs)
+      return changed
     } finally {
       clearTimeout(timer)
       ctx.signal.removeEventListener('abort', onStop)
-      reads.commit()
     }
-    const { applied, changed, failures } = await this.d.secondaries.write(
-      key,
-      w.owned,
-      res.secondaries,
-      this.d.stamps(key),
-      this.involved(p, key),
-      ctx.signal,
-    )
-    w.owned = applied
-    if (failures.length) {
-      stats.syncErrors++
-      const msg = failures.join('; ')
-      await this.writeErrorStatus(p, msg, res.status, ctx)
-      throw new SyncError(msg)
-    }
-    if (res.status !== undefined && options.status) {
-      this.d.written.set(key, res.status)
-      await options.status.writeStatus(p, res.status, ctx.signal)
-    }
-    if (res.requeueAfterMs !== undefined && res.requeueAfterMs >= 0) this.d.requeueAfter(key, res.requeueAfterMs)
-    return changed
   }
 
   /** A primary is gone: delete what it owned and what is observed with its stamp. */
   async removeOwned(w: Work, ctx: OpContext): Promise<void> {
     const { options } = this.d
     this.d.requeues.cancel(w.key)
-    if (options.primaries.get(ctx.txn, options.primaries.primary.query(w.key as never)) !== undefined) return // back again
+    if (options.primaries.get(ctx.txn, options.primaries.primary.query(w.key as never)) !== undefined) {
+      this.removing.delete(w.key)
+      return // back again
+    }
+    this.removing.add(w.key)
     if (options.onDelete) {
       try {
         await options.onDelete(w.key, { signal: ctx.signal })
@@ -122,6 +137,7 @@ export class PrimarySyncs<P> {
     }
     const failures = await this.d.secondaries.removeAll(w.key, w.owned, this.involved(undefined, w.key), ctx.signal)
     if (failures.length) throw new SyncError(`secondaries of deleted ${options.kind} "${w.key}": ${failures.join('; ')}`)
+    this.removing.delete(w.key)
   }
 
   private involved(p: P | undefined, key: string): InvolvedObject {

@@ -91,6 +91,56 @@ test('a sync that hangs is aborted at syncTimeoutMs, fails and is retried; the o
   await s.c.stop()
 })
 
+test('a slow secondary write is bounded by syncTimeoutMs: the other keys of the round are not held by it (issue 36, bug 9)', async () => {
+  const s = setup({ syncTimeoutMs: 300, concurrency: 4 })
+  // the target's write of one key ignores its signal for 5 s, once
+  const apply = s.target.apply.bind(s.target)
+  let slow = true
+  s.target.apply = async (o, owned) => {
+    if (o.name === 'thing-slow' && slow) {
+      slow = false
+      await new Promise((r) => setTimeout(r, 5000))
+    }
+    return apply(o, owned)
+  }
+  await s.initialize()
+  await s.c.start()
+  const t0 = performance.now()
+  await s.put('slow', 1)
+  for (let i = 0; i < 10; i++) await s.put(`k${i}`, 1)
+  await waitUntil(() => [...Array(10).keys()].every((i) => s.target.store.has(`thing-k${i}`)), 'the other keys written', 10_000)
+  const took = performance.now() - t0
+  // the slow write holds its round for at most the timeout (300 ms), not its 5 s
+  assert.ok(took < 4000, `the other keys were written after ${Math.round(took)} ms, held by the slow write`)
+  await waitUntil(() => s.target.store.has('thing-slow'), 'the slow key retried and written', 10_000)
+  assert.ok(s.c.stats.syncErrors >= 1, 'the timed-out write failed the sync (retried)')
+  await s.c.stop()
+})
+
+test('a deleted primary whose onDelete hook keeps failing keeps its secondaries through periodic GC (issue 36, bug 9)', async () => {
+  let hooks = 0
+  const s = setup({
+    gcIntervalMs: 100,
+    onDelete: () => {
+      hooks++
+      throw new Error('cleanup fails')
+    },
+  })
+  await s.initialize()
+  await s.c.start()
+  await s.put('a', 1)
+  await idle(s.c)
+  assert.ok(s.target.store.has('thing-a'))
+  const gcBefore = s.c.stats.garbage
+  await s.del('a')
+  // several GC passes and hook retries: the secondary stays while the hook fails
+  // (the hook's backoff reaches 200 ms: eight tries span several 100 ms GC passes)
+  await waitUntil(() => hooks >= 8, 'the hook retried', 10_000)
+  assert.ok(s.target.store.has('thing-a'), 'kept while the delete hook fails')
+  assert.is(s.c.stats.garbage, gcBefore, 'GC deleted nothing')
+  await s.c.stop()
+})
+
 test('enqueue(key) syncs again now, enqueue(key, ms) later; an unknown key is skipped', async () => {
   const s = setup()
   await s.initialize()
