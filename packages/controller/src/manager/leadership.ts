@@ -1,14 +1,16 @@
 // Who works, when a Manager runs on several replicas: one leader at a time (a Lease, LeaderElector),
 // or every replica on the shards whose Lease it holds (ShardedLeases).
 // Invariants:
-// - With leader election, the leader-only parts start when a term starts and are stopped (awaited)
-//   when it ends; a part that fails to start is logged, not fatal to the term.
+// - With leader election, the leader-only parts start when a term starts, one after the other in
+//   their order (a derivation registers its output's initializer before the reconciler that prunes
+//   against that table starts), and are stopped (awaited, after their start) when it ends; a part
+//   that fails to start is logged, not fatal to the term.
 // - A term's work starts on caches refreshed after the term began (Reflector.refresh): a new
 //   leader or shard holder never acts on an older view of its inputs than its predecessor did.
 // - With sharding, an acquired or released shard derives its own inputs again (./shards.ts): inputs
 //   of a shard this replica no longer holds derive nothing, so it stops applying them (and never
 //   deletes them); a released shard's work is done before its Lease is released.
-import { LeaderElector, ShardedLeases, leaderOnly, type Cluster, type LeaseTerm } from '@statewright/k8s'
+import { LeaderElector, ShardedLeases, type Cluster, type LeaseTerm } from '@statewright/k8s'
 import type { ShardWork } from './shards.ts'
 import type { Logger } from '../logging.ts'
 import type { ManagerOptions } from './options.ts'
@@ -63,14 +65,19 @@ export function newLeaderElector(o: {
   started: (term: LeaseTerm) => void
 }): LeaderElector {
   const le = o.leaderElection
-  const parts = leaderOnly(
-    ...o.parts.map((p) => ({
-      start: () => {
-        void Promise.resolve(p.start()).catch((err) => o.logger.error({ err, part: p.name }, 'a part failed to start'))
-      },
-      stop: () => p.stop(),
-    })),
-  )
+  // the parts of a term start in order, each awaited; a stop waits for the starts to end first
+  let starting: Promise<void> = Promise.resolve()
+  const startParts = async (term: LeaseTerm) => {
+    for (const p of o.parts) {
+      if (term.signal.aborted) return
+      try {
+        await p.start()
+      } catch (err) {
+        o.logger.error({ err, part: p.name }, 'a part failed to start')
+      }
+    }
+    if (!term.signal.aborted) o.started(term)
+  }
   return new LeaderElector({
     cluster: o.cluster,
     namespace: le.namespace,
@@ -91,14 +98,14 @@ export function newLeaderElector(o: {
         })
         .then(() => {
           if (term.signal.aborted) return // an ended term's stop already ran
-          parts.onStartedLeading!(term)
-          o.started(term)
+          starting = startParts(term)
         })
     },
     onStoppedLeading: async (term, reason) => {
       o.leading(undefined)
       o.logger.info({ reason }, 'stopped leading')
-      await parts.onStoppedLeading!(term, reason)
+      await starting
+      await Promise.all(o.parts.map((p) => p.stop()))
     },
     onDraining: async (term) => void (await o.drain(term)),
     onNewLeader: (id) => o.logger.info({ leader: id }, 'new leader'),
