@@ -1,7 +1,10 @@
 // Prometheus metrics under controller-runtime's and client-go's names, so existing Grafana
 // dashboards for Go operators work: one prom-client Registry for everything a Manager runs.
 // - controller_runtime_reconcile_total{controller,result}, controller_runtime_reconcile_errors_total,
-//   controller_runtime_reconcile_time_seconds (histogram), controller_runtime_active_workers;
+//   controller_runtime_reconcile_time_seconds (histogram): runs of a reconcile step's or a derive's
+//   function, as controller-runtime counts Reconcile() calls (result success, error, requeue_after);
+// - statewright_controller_apply_total{controller,operation,result} and ..._apply_time_seconds: the
+//   applies and deletes of the desired objects (a count of objects, not of runs);
 // - workqueue_depth{name}, workqueue_adds_total{name}, workqueue_retries_total{name} (the
 //   reconciler's pending and retrying objects stand for the workqueue);
 // - rest_client_requests_total{code,method,host}, rest_client_request_duration_seconds{verb,host};
@@ -16,6 +19,8 @@ export class ControllerMetrics implements Metrics {
   private readonly reconcileTotal: PromClient.Counter<'controller' | 'result'>
   private readonly reconcileErrors: PromClient.Counter<'controller'>
   private readonly reconcileTime: PromClient.Histogram<'controller'>
+  private readonly applyTotal: PromClient.Counter<'controller' | 'operation' | 'result'>
+  private readonly applyTime: PromClient.Histogram<'controller' | 'operation'>
   private readonly depth: PromClient.Gauge<'name'>
   private readonly adds: PromClient.Counter<'name'>
   private readonly retries: PromClient.Counter<'name'>
@@ -46,6 +51,19 @@ export class ControllerMetrics implements Metrics {
       name: 'controller_runtime_reconcile_time_seconds',
       help: 'Length of time per reconciliation per controller',
       labelNames: ['controller'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    })
+    this.applyTotal = new Counter({
+      name: 'statewright_controller_apply_total',
+      help: 'Desired objects applied or deleted, by result',
+      labelNames: ['controller', 'operation', 'result'],
+      registers,
+    })
+    this.applyTime = new Histogram({
+      name: 'statewright_controller_apply_time_seconds',
+      help: 'Time per applied or deleted desired object',
+      labelNames: ['controller', 'operation'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     })
@@ -88,15 +106,20 @@ export class ControllerMetrics implements Metrics {
     })
   }
 
-  // ---- the reconciler's Metrics ----
-  operation(reconciler: string, _op: OperationName, result: OperationResult, seconds: number, count: number): void {
-    this.reconcileTotal.inc({ controller: reconciler, result }, count)
+  // ---- runs of a function (controller-runtime's Reconcile() calls) ----
+  /** One run of a reconcile step's or a derive's function. */
+  reconcileRun(controller: string, result: 'success' | 'error' | 'requeue_after', seconds: number): void {
+    this.reconcileTotal.inc({ controller, result })
+    if (result === 'error') this.reconcileErrors.inc({ controller })
+    this.reconcileTime.observe({ controller }, seconds)
+  }
+
+  // ---- the reconciler's Metrics: applies and deletes of desired objects ----
+  operation(reconciler: string, op: OperationName, result: OperationResult, seconds: number, count: number): void {
+    this.applyTotal.inc({ controller: reconciler, operation: op, result }, count)
+    this.applyTime.observe({ controller: reconciler, operation: op }, seconds / Math.max(1, count))
     this.adds.inc({ name: reconciler }, count)
-    if (result === 'error') {
-      this.reconcileErrors.inc({ controller: reconciler }, count)
-      this.retries.inc({ name: reconciler }, count)
-    }
-    this.reconcileTime.observe({ controller: reconciler }, seconds / Math.max(1, count))
+    if (result === 'error') this.retries.inc({ name: reconciler }, count)
   }
   prune(): void {}
   fullReconciliation(): void {}

@@ -258,4 +258,39 @@ test('status writes go concurrently: 32 objects whose /status PATCH is held 300 
   }
 })
 
+test('controller_runtime_reconcile_total counts runs of fn with their result; applies have their own metric', async () => {
+  const e = await env()
+  const m = manager(e)
+  try {
+    let runs = 0
+    let failed = false
+    m.reconcile({
+      for: GADGET,
+      owns: [CM],
+      fn: (g) => {
+        runs++
+        if (!failed) {
+          failed = true
+          throw new Error('once')
+        }
+        return { children: configMap(g, {}), requeueAfterMs: runs < 5 ? 10 : undefined }
+      },
+    })
+    await createGadget(e.cluster, gadget('a'))
+    await m.start()
+    await waitTable(m.db, m.derivations[0]!.to, () => runs >= 5, 'five runs')
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    const text = await m.registry!.metrics()
+    const count = (result: string) =>
+      Number(text.match(new RegExp(`controller_runtime_reconcile_total\\{controller="gadgets",result="${result}"\\} (\\d+)`))?.[1] ?? 0)
+    assert.is(count('error'), 1)
+    assert.is(count('error') + count('requeue_after') + count('success'), runs, `every run counted (${runs})`)
+    assert.ok(count('requeue_after') >= 3)
+    assert.match(text, /statewright_controller_apply_total\{controller="gadget-controller",operation="update",result="success"\} [1-9]/)
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
 test.run()

@@ -370,6 +370,7 @@ export class Derivation<In, Out> {
       },
     }
     let outs: Out[]
+    const t0 = this.options.observe ? performance.now() : 0
     try {
       this.runs++
       const r = fn(input, ctx)
@@ -379,10 +380,12 @@ export class Derivation<In, Out> {
         if (why) throw new InvalidObjectError(`output refused: ${why}`)
       }
     } catch (err) {
+      this.options.observe?.('error', (performance.now() - t0) / 1000)
       this.deps.remember(id, reads)
       this.failing.failed(w, id, err, this.outputs.has(id))
       return
     }
+    this.options.observe?.('success', (performance.now() - t0) / 1000)
     this.deps.remember(id, reads)
     this.setOutputs(
       w,

@@ -29,6 +29,8 @@ export interface DeriveOptions<In, Out> {
   validate?: (out: Out, input: In) => string | undefined
   /** Whether a stored output needs no rewrite (default: equal JSON). */
   equals?: (stored: Out, next: Out) => boolean
+  /** Called after each run of fn (metrics: controller-runtime's reconcile_total and _time_seconds). */
+  observe?: (result: 'success' | 'error', seconds: number) => void
   /** Backoff of failing inputs (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
   retry?: RetryOptions
   logger?: Logger

@@ -245,6 +245,7 @@ export class Manager {
       },
       validate: invalidDesired,
       equals: desiredEquals,
+      ...(this.metrics ? { observe: (result, s) => this.metrics!.reconcileRun(o.name ?? this.name, result, s) } : {}),
     })
     this.derivations.push(d)
     this.pruneSources.push(derivationOwners(d))
@@ -286,6 +287,7 @@ export class Manager {
       retry: this.options.retry,
       logger: this.logger.child({ reconcile: name }),
       leaderOnly: !sh,
+      ...(this.metrics ? { observe: (result, s) => this.metrics!.reconcileRun(name, result, s) } : {}),
     })
     this.statusTables.push(primary)
     this.derivations.push(step.derivation, step.children)

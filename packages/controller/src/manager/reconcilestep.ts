@@ -90,6 +90,8 @@ export interface ReconcileStepParts<T extends object> {
   retry: RetryOptions | undefined
   logger: Logger
   leaderOnly: boolean
+  /** Each run of fn, for controller-runtime's reconcile metrics. */
+  observe?: (result: 'success' | 'error' | 'requeue_after', seconds: number) => void
 }
 
 const byKey = defineIndex<ReconcileOutcome, string>({ name: 'key', key: (r) => r.key, unique: true })
@@ -232,6 +234,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
     const prevRow = this.results.get(ctx.txn, byKey.query(key))
     const prev = prevRow?.uid === uid ? prevRow : undefined
     const readyType = p.readyCondition
+    const t0 = performance.now()
     try {
       const r = p.fn(typed, ctx) ?? {}
       const children = p.toDesired(r.children as KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | null | undefined, typed)
@@ -249,6 +252,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       if (after !== undefined && !(typeof after === 'number' && after >= 0 && Number.isFinite(after)))
         throw new InvalidObjectError(`requeueAfterMs must be a non-negative number of ms, not ${JSON.stringify(after)}`)
       this.schedule(key, after === undefined ? undefined : Date.now() + after)
+      p.observe?.(after === undefined ? 'success' : 'requeue_after', (performance.now() - t0) / 1000)
       return {
         key,
         uid,
@@ -261,6 +265,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
         status: statusPending(),
       }
     } catch (err) {
+      p.observe?.('error', (performance.now() - t0) / 1000)
       const error = (err as Error)?.message ?? String(err)
       const attempts = (prev?.attempts ?? 0) + 1
       const delay = backoffDelay(attempts, resolveRetry(p.retry))
