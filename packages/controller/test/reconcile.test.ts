@@ -293,4 +293,53 @@ test('controller_runtime_reconcile_total counts runs of fn with their result; ap
   }
 })
 
+test('Events worth reading: one Event per object on the happy path, none again after a restart; conditionEvents picks', async () => {
+  const e = await env()
+  const run = async (o: { conditionEvents?: boolean | string[] } = {}) => {
+    const m = manager(e)
+    m.reconcile({
+      for: GADGET,
+      fn: (g) => ({
+        status: { phase: 'ok' },
+        conditions: [{ type: 'Available', status: 'True', reason: 'AllReplicasReady', message: `${g.metadata.name} is up` }],
+      }),
+      ...o,
+    })
+    await m.start()
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    // fn runs again (a resync): nothing changed, no Event
+    for (const d of m.derivations) await d.rederive()
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    await m.events.flush()
+    await m.stop()
+  }
+  const normals = async () => {
+    const list: any = await e.cluster.request({ path: '/api/v1/namespaces/default/events' })
+    return (list.items as any[])
+      .filter((ev) => ev.type === 'Normal')
+      .map((ev) => `${ev.involvedObject.name} ${ev.reason} x${ev.count ?? 1}`)
+  }
+  try {
+    for (let i = 0; i < 5; i++) await createGadget(e.cluster, gadget(`ev${i}`))
+    await run()
+    const first = (await normals()).sort()
+    assert.equal(
+      first,
+      [0, 1, 2, 3, 4].map((i) => `ev${i} Reconciled x1`),
+      'the ready condition appearing True: one Event per object',
+    )
+    await run() // a restart: Ready never changed
+    assert.equal((await normals()).sort(), first, 'no Event again after a restart')
+    await createGadget(e.cluster, gadget('ev9'))
+    await run({ conditionEvents: ['Available'] })
+    assert.ok((await normals()).includes('ev9 AllReplicasReady x1'), 'a listed type has its Event')
+    assert.not.ok(
+      (await normals()).some((x) => x.startsWith('ev9 Reconciled')),
+      'the ready condition not listed: none',
+    )
+  } finally {
+    await e.stop()
+  }
+})
+
 test.run()

@@ -280,6 +280,7 @@ export class Manager {
       invalid: invalidDesired,
       desired: this.desired.table,
       readyCondition: o.readyCondition ?? 'Ready',
+      conditionEvents: this.options.conditionEvents === false ? false : (o.conditionEvents ?? undefined),
       observedGeneration: o.observedGeneration ?? true,
       ownerReferences: o.ownerReferences ?? true,
       writer: new StatusWriter({ cluster: this.cluster, fieldManager: this.name, fence: (obj) => this.fences.ofPrimary(obj) }),

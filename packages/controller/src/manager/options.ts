@@ -30,6 +30,8 @@ export interface ManagedFinalizerOptions<T extends object = KubeObject> extends 
 export interface ManagerOptions {
   /** The controller's name: field manager, owner label value, Event source, metrics label. */
   name: string
+  /** Condition transitions as Events in reconcile steps (default true: each step's `conditionEvents`). */
+  conditionEvents?: boolean
   /** The database (default: a new one). Tables of other parts may share it. */
   db?: DB
   /** The cluster (default: KUBECONFIG or in-cluster config). A given cluster is not closed by stop(). */
@@ -165,6 +167,12 @@ export interface ManagedReconcileOptions<T extends object = KubeObject> {
   observedGeneration?: boolean
   /** Make the primary the controller (ownerReferences) of children in its namespace (default true). */
   ownerReferences?: boolean
+  /**
+   * Which condition transitions are Events: the ready condition's (default), every condition's
+   * (true), those of the types listed, or none (false). Errors (ReconcileError) are Events always.
+   * The Manager's `conditionEvents: false` turns them off for every step.
+   */
+  conditionEvents?: boolean | readonly string[]
 }
 
 /** Throws a ConfigError for options a Manager cannot run with. */

@@ -83,6 +83,8 @@ export interface ReconcileStepParts<T extends object> {
   invalid: (d: DesiredObject) => string | undefined
   desired: Table<DesiredObject>
   readyCondition: string | false
+  /** Which condition transitions are Events (undefined: the ready condition's). */
+  conditionEvents: boolean | readonly string[] | undefined
   observedGeneration: boolean
   ownerReferences: boolean
   writer: StatusWriter
@@ -117,8 +119,8 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
   private readonly due = new Map<string, number>()
   private timer: NodeJS.Timeout | undefined
   private timerAt = Infinity
-  /** key -> the status fields (and condition types) last applied for it, by uid. */
-  private readonly owned = new Map<string, { uid: string; fields: string[] }>()
+  /** key -> the status fields (and condition types) last applied for it, by uid, and the object the write returned. */
+  private readonly owned = new Map<string, { uid: string; fields: string[]; written?: KubeObject }>()
   private running = false
 
   constructor(p: ReconcileStepParts<T>) {
@@ -353,10 +355,13 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
     )
     const fields: Record<string, unknown> = { ...r.fields }
     if (p.observedGeneration && r.generation !== undefined && !('observedGeneration' in fields)) fields.observedGeneration = r.generation
-    const current = conditionsOf(live)
-    const liveStatus = (live.status ?? {}) as Record<string, unknown>
-    const ownedNow = [...Object.keys(fields), ...conditions.map((c) => `condition:${c.type}`)].sort()
+    // what the object holds: the newer of the cache's copy and what our last write returned (the
+    // cache may not have seen that write yet: a transition is not recorded twice)
     const before = this.owned.get(r.key)
+    const held = before?.uid === r.uid && before.written && newer(before.written, live) ? before.written : live
+    const current = conditionsOf(held)
+    const liveStatus = (held.status ?? {}) as Record<string, unknown>
+    const ownedNow = [...Object.keys(fields), ...conditions.map((c) => `condition:${c.type}`)].sort()
     // nothing to own, nothing owned before: no write (a kind without a status subresource, readyCondition false)
     if (ownedNow.length === 0 && (!before || before.fields.length === 0)) return
     const changed =
@@ -367,6 +372,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       conditions.some((c) => setCondition(current, c) !== current)
     if (r.error !== undefined) p.events.warning(live, 'ReconcileError', r.error)
     for (const c of conditions) {
+      if (!this.transitionEvents(c.type)) continue
       const was = findCondition(current, c.type)
       // a change of status, or a condition that appears True; the ready condition's errors have their own Event
       if (was ? was.status === c.status : c.status !== 'True') continue
@@ -376,8 +382,15 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       else p.events.normal(live, c.reason, message)
     }
     if (!changed) return
-    await p.writer.apply(live, { ...fields, conditions }, { signal: ctx.signal })
-    this.owned.set(r.key, { uid: r.uid, fields: ownedNow })
+    const written = await p.writer.apply(live, { ...fields, conditions }, { signal: ctx.signal })
+    this.owned.set(r.key, { uid: r.uid, fields: ownedNow, written })
+  }
+
+  /** Whether a transition of this condition type is an Event (conditionEvents). */
+  private transitionEvents(type: string): boolean {
+    const ev = this.p.conditionEvents
+    if (ev === undefined) return type === this.p.readyCondition
+    return typeof ev === 'boolean' ? ev : ev.includes(type)
   }
 }
 
@@ -393,4 +406,12 @@ function liveStatusOf(obj: KubeObject): { fields: Record<string, unknown>; condi
     } catch {}
   }
   return { fields, conditions }
+}
+
+/** Whether `a` is a newer version of the object than `b` (resourceVersions compared as numbers when they are). */
+function newer(a: KubeObject, b: KubeObject): boolean {
+  const x = a.metadata.resourceVersion
+  const y = b.metadata.resourceVersion
+  if (x === undefined || y === undefined || x === y) return false
+  return /^\d+$/.test(x) && /^\d+$/.test(y) ? BigInt(x) > BigInt(y) : false
 }
