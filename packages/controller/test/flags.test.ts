@@ -20,6 +20,30 @@ const flagsOf = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
   return p.flags
 }
 
+test('a bad flag writes what is wrong and the usage to stderr and exits 2, as Go programs do', () => {
+  let err = ''
+  let code: number | undefined
+  assert.throws(
+    () =>
+      Manager.fromFlags(
+        { name: 'op' },
+        {
+          argv: ['--leader-elekt'],
+          env: {},
+          err: (t) => (err += t),
+          exit: (c) => {
+            code = c
+            throw new Error('exited')
+          },
+        },
+      ),
+    /exited/,
+  )
+  assert.is(code, 2)
+  assert.match(err, /^op: .*--leader-elekt/)
+  assert.match(err, /Usage: op \[flags\]/)
+})
+
 test('--help lists every flag with its variable, and exits 0', () => {
   let out = ''
   let code: number | undefined
@@ -154,6 +178,9 @@ test('a Manager from flags serves its webhooks from --webhook-cert-path on --web
     await m.start()
     const url = new URL(m.webhookUrl!)
     assert.is.not(url.port, '9443', 'the port the flag names (0: a free one)')
+    // bound to every address (0.0.0.0), the URL (what installCrds writes into a CRD) names a host the
+    // certificate holds, so the API server's certificate check passes
+    assert.is(url.hostname, '127.0.0.1')
     // the certificate served is the one in the directory: a client trusting only its CA gets through
     const body = await new Promise<string>((resolve, reject) => {
       const req = httpsRequest({ host: '127.0.0.1', port: url.port, path: '/nothing', method: 'POST', ca: tls.caPem }, (res) => {

@@ -70,7 +70,7 @@ import { trapSignals } from './signals.ts'
 import { installCrd } from '../crd/install.ts'
 import type { WebhookOptions } from '../webhooks/server.ts'
 import { manifests, rbacRules, shapeOf, type ManagerShape, type ManifestOptions, type PolicyRule } from './manifests.ts'
-import { parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
+import { managerUsage, parseManagerFlags, withFlags, type ManagerFlags } from './flags.ts'
 import type { ParseArgsConfig } from 'node:util'
 import { ManagerWatches } from './watch.ts'
 import { ManagerClusters } from './clusters.ts'
@@ -195,7 +195,8 @@ export class Manager {
    * A Manager configured by controller-runtime's usual flags and their environment variables
    * (--metrics-bind-address, --health-probe-bind-address, --leader-elect, --kubeconfig,
    * --zap-log-level; see flags.ts): they override `o`'s matching options. `--help` writes the usage
-   * and exits 0; an unknown flag or a bad value is a ConfigError naming it. `extra` declares the
+   * and exits 0; an unknown flag or a bad value writes what is wrong and the usage to stderr and
+   * exits 2 (Go's flag package does so). `extra` declares the
    * operator's own flags (parseArgs options); their values are in `m.flags.extra`.
    */
   static fromFlags(
@@ -205,10 +206,22 @@ export class Manager {
       env?: NodeJS.ProcessEnv
       extra?: ParseArgsConfig['options']
       out?: (text: string) => void
+      /** Where a bad flag's message and the usage go (default stderr). */
+      err?: (text: string) => void
       exit?: (code: number) => never
     } = {},
   ): Manager {
-    const parsed = parseManagerFlags(o.name, io)
+    let parsed: ReturnType<typeof parseManagerFlags>
+    try {
+      parsed = parseManagerFlags(o.name, io)
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err
+      // as Go's flag package: the problem and the usage on stderr, exit status 2
+      // the message quotes argv: no control sequence of it reaches the terminal
+      const message = err.message.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '?')
+      ;(io.err ?? ((t: string) => process.stderr.write(t)))(`${o.name}: ${message}\n\n${managerUsage(o.name, io.extra)}`)
+      return (io.exit ?? process.exit)(2)
+    }
     if (parsed.help) {
       ;(io.out ?? ((t: string) => process.stdout.write(t)))(parsed.usage)
       return (io.exit ?? process.exit)(0)

@@ -19,6 +19,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
+import { X509Certificate } from 'node:crypto'
 import jsonpatch from 'fast-json-patch'
 import type { KindRef, KubeObject } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
@@ -149,7 +150,8 @@ export class WebhookServer {
   async listen(): Promise<string> {
     const port = this.options.port ?? 9443
     const host = this.options.host ?? '0.0.0.0'
-    const server = createServer({ ...this.certificate(), minVersion: 'TLSv1.2' }, (req, res) => void this.handle(req, res))
+    const cert = this.certificate()
+    const server = createServer({ ...cert, minVersion: 'TLSv1.2' }, (req, res) => void this.handle(req, res))
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) =>
         reject(
@@ -179,7 +181,8 @@ export class WebhookServer {
       server.once('close', () => clearInterval(timer))
     }
     const a = server.address() as AddressInfo
-    return `https://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`
+    const h = advertisedHost(a.address, cert.cert)
+    return `https://${h.includes(':') ? `[${h}]` : h}:${a.port}`
   }
 
   async close(): Promise<void> {
@@ -285,4 +288,22 @@ export class WebhookServer {
       else res.destroy()
     }
   }
+}
+
+/**
+ * The host the server's URL names: the address it is bound to, or, bound to every address (0.0.0.0,
+ * ::), a name its certificate holds (the loopback IP or localhost first), so that a client checking
+ * the certificate (the API server calling /convert) can reach it by that name.
+ */
+export function advertisedHost(bound: string, certPem: string): string {
+  if (bound !== '0.0.0.0' && bound !== '::') return bound
+  let sans: string[] = []
+  try {
+    sans = (new X509Certificate(certPem).subjectAltName ?? '').split(/,\s*/).filter(Boolean)
+  } catch {}
+  const ips = sans.filter((x) => x.startsWith('IP Address:')).map((x) => x.slice('IP Address:'.length))
+  const dns = sans.filter((x) => x.startsWith('DNS:')).map((x) => x.slice('DNS:'.length))
+  if (ips.includes('127.0.0.1')) return '127.0.0.1'
+  if (dns.includes('localhost')) return 'localhost'
+  return ips[0] ?? dns.find((d) => !d.includes('*')) ?? '127.0.0.1'
 }
