@@ -7,6 +7,11 @@
 //   job), a placeholder one is named in $KUBECONFIG first, so constructing a Cluster does not fail.
 // - The CLI stays below the controller: it duck-types the Manager (a `manifests` method) and never
 //   imports @statewright/controller.
+// - The module sees no flags of this command: process.argv holds no arguments while it loads and
+//   builds its Manager (a module that calls Manager.fromFlags parses nothing of ours).
+// - A .ts module loads through tsx when the project has it (an optional peer: `npm i -D tsx`).
+// - The YAML has no anchors or aliases (an object used twice is written twice): reviewers and diff
+//   tools read every document on its own.
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -49,9 +54,18 @@ export async function runManifests(args: string[], env: NodeJS.ProcessEnv = proc
     env.KUBECONFIG = join(dir, 'config')
   }
   const name = values.export ?? 'default'
-  const mod = (await import(pathToFileURL(resolve(file)).href)) as Record<string, unknown>
-  let m = mod[name]
-  if (typeof m === 'function') m = await (m as () => unknown)()
+  const path = resolve(file)
+  if (/\.[cm]?tsx?$/.test(path)) await registerTypeScript(file)
+  const argv = process.argv
+  process.argv = argv.slice(0, 2) // the command itself, none of its flags (a module's "am I main" check stays false)
+  let m: unknown
+  try {
+    const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>
+    m = mod[name]
+    if (typeof m === 'function') m = await (m as () => unknown)()
+  } finally {
+    process.argv = argv
+  }
   if (!m || typeof (m as { manifests?: unknown }).manifests !== 'function')
     throw new UsageError(`manifests: ${file}: export "${name}" is not a Manager, nor a function returning one`)
   const objs = (m as { manifests(o: object): unknown[] }).manifests({
@@ -60,5 +74,16 @@ export async function runManifests(args: string[], env: NodeJS.ProcessEnv = proc
     ...(replicas !== undefined ? { replicas } : {}),
     ...(values['leader-elect'] ? { leaderElection: true } : {}),
   })
-  return objs.map((o) => stringify(o)).join('---\n')
+  return objs.map((o) => stringify(o, { aliasDuplicateObjects: false })).join('---\n')
+}
+
+/** Lets import() load TypeScript, through tsx (a UsageError naming the install command without it). */
+async function registerTypeScript(file: string): Promise<void> {
+  let api: { register: () => unknown }
+  try {
+    api = (await import('tsx/esm/api' as string)) as { register: () => unknown }
+  } catch {
+    throw new UsageError(`manifests: ${file} is TypeScript: install tsx to load it (npm install --save-dev tsx), or give the built .js`)
+  }
+  api.register()
 }

@@ -68,5 +68,38 @@ test('bad input: a module without a Manager, a bad --replicas', () => {
   }
 })
 
+test('a module that reads its own flags (Manager.fromFlags) gets none of ours; the YAML has no anchors', () => {
+  const r = run('packages/cli/test/fixtures/flags-operator.ts', '--namespace', 'ops', '--leader-elect')
+  assert.is(r.status, 0, r.stderr)
+  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS())
+  assert.equal(
+    docs.map((d) => d.kind),
+    ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Deployment'],
+  )
+  assert.is(docs[3].metadata.namespace, 'ops')
+  assert.not.match(r.stdout, /[&*]a\d/, 'no YAML anchors or aliases')
+  assert.ok(
+    docs[1].rules.some((x: any) => x.resources[0] === 'configmaps/finalizers' && x.verbs.join() === 'update'),
+    "the reconcile step's kind gets <kind>/finalizers: update (kubebuilder's rule for blockOwnerDeletion)",
+  )
+})
+
+test('a Manager with no cluster anywhere is made, gives its manifests, and refuses to start naming why', () => {
+  const { KUBECONFIG: _k, KUBERNETES_SERVICE_HOST: _h, ...env } = process.env
+  const r = spawnSync(
+    process.execPath,
+    ['--conditions=@statewright/source', '--import', 'tsx', 'packages/cli/test/fixtures/no-cluster.ts'],
+    {
+      encoding: 'utf8',
+      env: { ...env, HOME: home },
+      cwd: root,
+    },
+  )
+  assert.is(r.status, 0, r.stderr)
+  const out = JSON.parse(r.stdout.trim().split('\n').pop()!)
+  assert.equal(out.kinds, ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Deployment'])
+  assert.match(out.started, /^ConfigError: Manager "nowhere": no cluster to run against: /)
+})
+
 test.after(() => rmSync(home, { recursive: true, force: true }))
 test.run()

@@ -28,12 +28,30 @@ export class ManagerClusters {
     private readonly logger: Logger,
   ) {
     this.madeDefault = !o.cluster
-    this.default = o.cluster ?? new Cluster(o.kubeconfig !== undefined ? { kubeConfig: Kubeconfig.fromFile(o.kubeconfig) } : {})
+    this.default = o.cluster ?? this.defaultCluster()
     for (const c of [this.default, ...(o.clusters ?? [])]) {
       if (this.byName.has(c.name))
         throw new ConfigError(`Manager "${o.name}": two clusters are named "${c.name}" (give each Cluster a distinct name)`)
       this.byName.set(c.name, c)
       if (metrics) this.offMetrics.push(c.onResponse(metrics.request))
+    }
+  }
+
+  /**
+   * Why there is no cluster to run against (no kubeconfig, no in-cluster account): the Manager is
+   * still made (its manifests() need none) and start() fails with this.
+   */
+  unusable: ConfigError | undefined
+
+  private defaultCluster(): Cluster {
+    if (this.o.kubeconfig !== undefined) return new Cluster({ kubeConfig: Kubeconfig.fromFile(this.o.kubeconfig) })
+    try {
+      return new Cluster({})
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err
+      this.unusable = err
+      // a stand-in that is never called: start() refuses first
+      return new Cluster({ kubeconfig: NO_CLUSTER, name: 'none' })
     }
   }
 
@@ -70,3 +88,11 @@ export class ManagerClusters {
     if (this.madeDefault) await this.default.close()
   }
 }
+
+const NO_CLUSTER = `apiVersion: v1
+kind: Config
+clusters: [{ name: none, cluster: { server: "https://127.0.0.1:1" } }]
+users: [{ name: none, user: {} }]
+contexts: [{ name: none, context: { cluster: none, user: none } }]
+current-context: none
+`

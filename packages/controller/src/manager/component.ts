@@ -5,6 +5,7 @@
 // - Readiness never depends on an object's error: a Component reports object errors as `failing`
 //   and a degraded level, not as unready.
 import type { Health, Reconciler } from '@statewright/reconciler'
+import type { PolicyRule } from './manifests.ts'
 import type { InspectGraph } from '@statewright/statedb'
 
 /** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
@@ -22,6 +23,8 @@ export interface Component {
   converged?(signal: AbortSignal): Promise<void>
   /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */
   graph?(): InspectGraph
+  /** The RBAC rules of the requests the part makes itself (merged into manifests()' ClusterRole). */
+  readonly rbac?: ReadonlyArray<PolicyRule>
   /** Reconcilers the part runs, whose per-object status to show (GET /reconcilers, the web view, `statewright status`). */
   reconcilers?(): ReadonlyArray<Reconciler<any>>
 }

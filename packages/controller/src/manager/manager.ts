@@ -362,6 +362,7 @@ export class Manager {
       statusTables,
       finalizedTables,
       webhookKinds,
+      extraRules: this.components.flatMap((c) => c.rbac ?? []),
     })
   }
 
@@ -402,6 +403,8 @@ export class Manager {
   async start(): Promise<void> {
     if (this.state !== 'new')
       throw new UsageError(`Manager "${this.name}": start() was already called (state ${this.state}); a Manager starts once`)
+    const unusable = this.clusterSet.unusable
+    if (unusable) throw new ConfigError(`Manager "${this.name}": no cluster to run against: ${unusable.message}`, { cause: unusable })
     this.state = 'starting'
     try {
       await this.servers.listen()

@@ -9,7 +9,10 @@
 //   on with leader election and sharding); a reconcile step patches
 //   /status; a finalizer reads (after a 409) and patches the object, and patches /status for its
 //   condition; Events are created and patched (aggregation); leader election gets, creates and
-//   updates its Lease; sharding also lists and deletes member Leases; installCrds gets and patches CRDs.
+//   updates its Lease; sharding also lists and deletes member Leases; installCrds gets and patches CRDs;
+//   a reconcile step's or finalizer's kind gets `<kind>/finalizers: update` (a child's owner reference
+//   with blockOwnerDeletion needs it where OwnerReferencesPermissionEnforcement is on, as kubebuilder
+//   scaffolds it); a Component adds the rules it declares (`rbac`), and manifests() the `extraRules`.
 // - A kind's resource is its ResourceRef's, else the lower-case plural the Manager names tables by.
 // - A CRD whose versions convert through a webhook points at the webhook Service's /convert, its CA
 //   injected by cert-manager as the WebhookConfigurations' is; one whose kind the Manager does not
@@ -46,6 +49,8 @@ export interface ManagerShape {
   installsCrds?: boolean
   /** Kinds with admission webhooks (served by the Manager's webhook server). */
   webhooks?: ReadonlyArray<{ kind: KindRef<any>; validate: boolean; mutate: boolean }>
+  /** Rules the Manager's components declare for the requests they make themselves. */
+  extraRules?: ReadonlyArray<PolicyRule>
 }
 
 /** A Manager's shape from its registrations (the tables of reconcile steps and finalizers by their watched kind). */
@@ -57,6 +62,7 @@ export function shapeOf(p: {
   statusTables: ReadonlyArray<Table<any>>
   finalizedTables: ReadonlyArray<{ table: Table<any>; condition: boolean }>
   webhookKinds: NonNullable<ManagerShape['webhooks']>
+  extraRules?: ReadonlyArray<PolicyRule>
 }): ManagerShape {
   const o = p.options
   const kindOf = (t: Table<any>) => p.watched.find((w) => w.table === t)?.kind
@@ -78,6 +84,7 @@ export function shapeOf(p: {
     crds: [...crds.values()],
     webhooks: p.webhookKinds,
     installsCrds: (o.installCrds ?? []).length > 0,
+    extraRules: p.extraRules ?? [],
   }
 }
 
@@ -90,11 +97,13 @@ export interface ManifestOptions {
   replicas?: number
   /** Deploy with leader election (`--leader-elect`, its Lease rules) whatever the Manager was made with. */
   leaderElection?: boolean
+  /** Rules for requests of your own code (merged into the ClusterRole). */
+  extraRules?: ReadonlyArray<PolicyRule>
 }
 
 /** The API group of an apiVersion ("" for the core group). */
 const groupOf = (apiVersion: string) => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '')
-const VERB_ORDER = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete']
+const VERB_ORDER = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection']
 const resourceOf = (k: KindRef<any>) => (k as { resource?: string }).resource ?? plural(k.kind)
 
 /** The ClusterRole's rules: one per (group, resource), verbs in the usual order. */
@@ -111,11 +120,16 @@ export function rbacRules(m: ManagerShape): PolicyRule[] {
     allow(groupOf(k.apiVersion), resourceOf(k), 'list', 'watch', 'patch', 'delete')
     if (m.preconditions) allow(groupOf(k.apiVersion), resourceOf(k), 'get')
   }
-  for (const k of m.statusWritten) allow(groupOf(k.apiVersion), `${resourceOf(k)}/status`, 'patch')
+  for (const k of m.statusWritten) {
+    allow(groupOf(k.apiVersion), `${resourceOf(k)}/status`, 'patch')
+    allow(groupOf(k.apiVersion), `${resourceOf(k)}/finalizers`, 'update')
+  }
   for (const f of m.finalized) {
     allow(groupOf(f.kind.apiVersion), resourceOf(f.kind), 'get', 'patch')
+    allow(groupOf(f.kind.apiVersion), `${resourceOf(f.kind)}/finalizers`, 'update')
     if (f.condition) allow(groupOf(f.kind.apiVersion), `${resourceOf(f.kind)}/status`, 'patch')
   }
+  for (const r of m.extraRules ?? []) for (const g of r.apiGroups) for (const res of r.resources) allow(g, res, ...r.verbs)
   allow('', 'events', 'create', 'patch')
   if (m.leaderElection) allow('coordination.k8s.io', 'leases', 'get', 'create', 'update')
   if (m.sharding) allow('coordination.k8s.io', 'leases', 'get', 'list', 'create', 'update', 'delete')
@@ -123,17 +137,19 @@ export function rbacRules(m: ManagerShape): PolicyRule[] {
   return [...rules]
     .map(([key, verbs]) => {
       const [group, resource] = key.split('\u0000') as [string, string]
-      return { apiGroups: [group], resources: [resource], verbs: VERB_ORDER.filter((v) => verbs.has(v)) }
+      const others = [...verbs].filter((v) => !VERB_ORDER.includes(v)).sort() // '*', escalate, bind, ...
+      return { apiGroups: [group], resources: [resource], verbs: [...VERB_ORDER.filter((v) => verbs.has(v)), ...others] }
     })
     .sort((a, b) => `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`))
 }
 
 /** The objects to deploy the Manager: its CRDs, ServiceAccount, ClusterRole and binding, Deployment. */
 export function manifests(shape: ManagerShape, o: ManifestOptions = {}): KubeObject[] {
-  const m: ManagerShape =
+  const elected: ManagerShape =
     o.leaderElection === undefined
       ? shape
       : { ...shape, leaderElection: o.leaderElection, preconditions: shape.preconditions || o.leaderElection }
+  const m: ManagerShape = o.extraRules ? { ...elected, extraRules: [...(elected.extraRules ?? []), ...o.extraRules] } : elected
   const ns = o.namespace ?? `${m.name}-system`
   const image = o.image ?? `${m.name}:latest`
   const replicas = o.replicas ?? (m.leaderElection || m.sharding ? 2 : 1)
