@@ -9,7 +9,17 @@ import { spawn } from 'node:child_process'
 import { cpSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { PACKAGES as PKGS, installProject, manifest as manifestOf, npmEnv, packAll, peerSpecs, root, run } from './packaging/project.mjs'
+import {
+  PACKAGES as PKGS,
+  installProject,
+  manifest as manifestOf,
+  npmEnv,
+  npmName,
+  packAll,
+  peerSpecs,
+  root,
+  run,
+} from './packaging/project.mjs'
 
 const here = join(root, 'scripts/packaging')
 const keep = process.argv.includes('--keep')
@@ -71,7 +81,8 @@ await check(
     const bad = /(^|\/)(test|tests|bench|certs|fixtures)\/|\.(pem|key|crt|p12|tsbuildinfo)$|(^|\/)\.env/
     const problems = []
     for (const [p, t] of Object.entries(tarballs)) {
-      for (const f of t.files) if (bad.test(f)) problems.push(`${p}: ${f}`)
+      // (create-statewright's template is a project of its user's: its test/ is what it writes)
+      for (const f of t.files) if (bad.test(f) && !(p === 'create-statewright' && f.startsWith('template/'))) problems.push(`${p}: ${f}`)
       // a dist/ file whose source is gone is stale output (tsc never deletes it)
       for (const f of t.files) {
         const m = /^dist\/(.+?)\.(js|d\.ts)(\.map)?$/.exec(f)
@@ -255,6 +266,30 @@ try {
   ['install'],
 )
 
+await check(
+  'scaffold',
+  'npm create statewright from its tarball writes a project that installs (the tarballs for @statewright/*) and whose npm test passes with no edits',
+  async () => {
+    const app = join(tmp, 'created', 'shop-operator')
+    await nodeIn(consumer, [join(consumer, 'node_modules/create-statewright/dist/bin.js'), app])
+    const pkgFile = join(app, 'package.json')
+    const pkg = JSON.parse(readFileSync(pkgFile, 'utf8'))
+    // the packages are not on the registry yet: their tarballs stand for the versions it names
+    for (const deps of [pkg.dependencies, pkg.devDependencies])
+      for (const name of Object.keys(deps)) {
+        const p = PKGS.find((x) => npmName(x) === name)
+        if (p) deps[name] = `file:${tarballs[p].file}`
+      }
+    // and for the packages they depend on (overrides: every @statewright/* from its tarball)
+    pkg.overrides = Object.fromEntries(PKGS.filter((p) => p !== 'create-statewright').map((p) => [npmName(p), `file:${tarballs[p].file}`]))
+    writeFileSync(pkgFile, JSON.stringify(pkg, null, 2))
+    await run('npm', ['install', '--no-audit', '--no-fund'], { cwd: app, env: npmEnv, timeout: 300_000 })
+    const { stdout } = await run('npm', ['test'], { cwd: app, env: npmEnv, timeout: 300_000 })
+    if (!/# pass 1/.test(stdout)) throw new Error(`the project's test did not pass:\n${stdout}`)
+  },
+  ['install'],
+)
+
 const bare = join(tmp, 'no-peers')
 await check(
   'missing-peers',
@@ -286,8 +321,8 @@ await check(
       ? process.env.npm_execpath
       : join(dirname(realpathSync((await run('sh', ['-c', 'command -v npm'])).stdout.trim())), 'npm-cli.js')
     for (const p of PKGS) {
-      const engines = JSON.parse(readFileSync(join(consumer, 'node_modules/@statewright', p, 'package.json'), 'utf8')).engines
-      if (engines?.node !== '>=20.10') throw new Error(`@statewright/${p}: engines.node is ${engines?.node}`)
+      const engines = JSON.parse(readFileSync(join(consumer, 'node_modules', npmName(p), 'package.json'), 'utf8')).engines
+      if (engines?.node !== '>=20.10') throw new Error(`${npmName(p)}: engines.node is ${engines?.node}`)
     }
     const fakeOld = 'data:text/javascript,Object.defineProperty(process,"version",{value:"v20.9.0"})'
     const { stdout, stderr } = await nodeIn(bare, [
@@ -319,7 +354,7 @@ await check(
           .filter((l) => /warn/.test(l))
           .join('\n'),
       )
-    for (const p of PKGS) if (!text.includes(`@statewright/${p}@`)) throw new Error(`@statewright/${p} not in the dry run:\n${text}`)
+    for (const p of PKGS) if (!text.includes(`${npmName(p)}@`)) throw new Error(`${npmName(p)} not in the dry run:\n${text}`)
   },
   ['pack'],
 )
@@ -359,7 +394,7 @@ await check(
     const results = await Promise.allSettled(
       PKGS.map((p) => nodeIn(root, [attw, tarballs[p].file, '--profile', 'esm-only', '--format', 'table-flipped', '--no-color'])),
     )
-    const bad = results.flatMap((r, i) => (r.status === 'rejected' ? [`@statewright/${PKGS[i]}: ${r.reason.message}`] : []))
+    const bad = results.flatMap((r, i) => (r.status === 'rejected' ? [`${npmName(PKGS[i])}: ${r.reason.message}`] : []))
     if (bad.length) throw new Error(bad.join('\n'))
   },
   ['pack'],

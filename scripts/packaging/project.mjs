@@ -6,7 +6,20 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 
 export const root = new URL('../..', import.meta.url).pathname
-export const PACKAGES = ['statedb', 'reconciler', 'topology', 'k8s', 'primary', 'testserver', 'cli', 'controller', 'nats']
+export const PACKAGES = [
+  'statedb',
+  'reconciler',
+  'topology',
+  'k8s',
+  'primary',
+  'testserver',
+  'cli',
+  'controller',
+  'nats',
+  'create-statewright',
+]
+/** The npm name of a package dir: @statewright/<dir>, but for the unscoped create-statewright (npm create's convention). */
+export const npmName = (p) => (p === 'create-statewright' ? p : `@statewright/${p}`)
 export const npmEnv = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' }
 const exec = promisify(execFile)
 
@@ -30,10 +43,10 @@ export async function packAll(dest) {
   const { stdout } = await run('npm', ['pack', '--workspaces', '--json', '--pack-destination', dest], { cwd: root })
   const out = {}
   for (const t of JSON.parse(stdout)) {
-    const p = PACKAGES.find((x) => t.name === `@statewright/${x}`)
+    const p = PACKAGES.find((x) => t.name === npmName(x))
     if (p) out[p] = { file: join(dest, t.filename), files: t.files.map((f) => f.path), size: t.size, unpackedSize: t.unpackedSize }
   }
-  for (const p of PACKAGES) if (!out[p]) throw new Error(`no tarball for @statewright/${p}`)
+  for (const p of PACKAGES) if (!out[p]) throw new Error(`no tarball for ${npmName(p)}`)
   return out
 }
 

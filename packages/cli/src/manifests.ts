@@ -12,16 +12,17 @@
 // - A .ts module loads through tsx when the project has it (an optional peer: `npm i -D tsx`).
 // - The YAML has no anchors or aliases (an object used twice is written twice): reviewers and diff
 //   tools read every document on its own.
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { stringify } from 'yaml'
 import { UsageError } from './errors.ts'
+import { HELM_PLACEHOLDERS, helmChart } from './helm.ts'
 
 export const MANIFESTS_USAGE =
-  "  manifests <module> [--export NAME] [--namespace NS] [--image IMG] [--replicas N] [--leader-elect]   an operator's CRDs, RBAC and Deployment (to stdout)"
+  "  manifests <module> [--export NAME] [--namespace NS] [--image IMG] [--replicas N] [--leader-elect] [--helm DIR]   an operator's CRDs, RBAC and Deployment (to stdout, or a Helm chart in DIR)"
 
 const PLACEHOLDER = `apiVersion: v1
 kind: Config
@@ -41,6 +42,7 @@ export async function runManifests(args: string[], env: NodeJS.ProcessEnv = proc
       image: { type: 'string' },
       replicas: { type: 'string' },
       'leader-elect': { type: 'boolean' },
+      helm: { type: 'string' },
     },
   })
   const file = positionals[0]
@@ -68,7 +70,29 @@ export async function runManifests(args: string[], env: NodeJS.ProcessEnv = proc
   }
   if (!m || typeof (m as { manifests?: unknown }).manifests !== 'function')
     throw new UsageError(`manifests: ${file}: export "${name}" is not a Manager, nor a function returning one`)
-  const objs = (m as { manifests(o: object): unknown[] }).manifests({
+  const make = (m as { manifests(o: object): unknown[] }).manifests.bind(m)
+  if (values.helm !== undefined) {
+    // the chart: made with placeholders the templates replace (helm.ts), leader election on (a value)
+    const objs = make({
+      namespace: HELM_PLACEHOLDERS.namespace,
+      image: HELM_PLACEHOLDERS.image,
+      replicas: HELM_PLACEHOLDERS.replicas,
+      leaderElection: true,
+    })
+    const deploy = objs.find((x) => (x as { kind?: string }).kind === 'Deployment') as { metadata: { name: string } } | undefined
+    const chartName = deploy?.metadata.name ?? 'operator'
+    const files = helmChart(chartName, objs as never, {
+      image: values.image ?? `${chartName}:latest`,
+      replicas: replicas ?? 2,
+      leaderElection: true,
+    })
+    for (const [path, text] of files) {
+      mkdirSync(dirname(join(values.helm, path)), { recursive: true })
+      writeFileSync(join(values.helm, path), text)
+    }
+    return `wrote a Helm chart (${files.size} files) to ${values.helm}\n`
+  }
+  const objs = make({
     ...(values.namespace ? { namespace: values.namespace } : {}),
     ...(values.image ? { image: values.image } : {}),
     ...(replicas !== undefined ? { replicas } : {}),

@@ -5,10 +5,12 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseAllDocuments } from 'yaml'
+import { parse, parseAllDocuments, stringify } from 'yaml'
+import { startTestServer } from '@statewright/testserver'
+import { Cluster, collectionPath, resolveKind } from '@statewright/k8s'
 
 const root = new URL('../../../', import.meta.url).pathname
 const home = mkdtempSync(join(tmpdir(), 'manifests-home-'))
@@ -99,6 +101,87 @@ test('a Manager with no cluster anywhere is made, gives its manifests, and refus
   const out = JSON.parse(r.stdout.trim().split('\n').pop()!)
   assert.equal(out.kinds, ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Deployment'])
   assert.match(out.started, /^ConfigError: Manager "nowhere": no cluster to run against: /)
+})
+
+/**
+ * Renders the chart's templates as Helm does for the forms they use: `{{ .Release.Namespace }}`,
+ * `{{ .Values.a.b }}`, `{{- if .Values.x }} ... {{- end }}`, `{{- toYaml .Values.x | nindent N }}`
+ * (`{{-` trims the whitespace before it). Anything else is an error: a template using more is untested.
+ */
+function render(text: string, values: any, namespace: string): string {
+  const get = (path: string) => path.split('.').reduce((v: any, k) => v?.[k], values)
+  let out = text.replace(/\s*\{\{- if \.Values\.([\w.]+) \}\}([\s\S]*?)\s*\{\{- end \}\}/g, (_m, path: string, body: string) =>
+    get(path) ? body : '',
+  )
+  out = out.replace(/\s*\{\{- toYaml \.Values\.([\w.]+) \| nindent (\d+) \}\}/g, (_m, path: string, n: string) =>
+    ('\n' + stringify(get(path)).trimEnd()).replace(/\n/g, '\n' + ' '.repeat(Number(n))),
+  )
+  out = out
+    .replace(/\{\{ \.Release\.Namespace \}\}/g, namespace)
+    .replace(/\{\{ \.Values\.([\w.]+) \}\}/g, (_m, path: string) => String(get(path)))
+  assert.not.match(out, /\{\{/, `an expression the test renderer does not know:\n${out}`)
+  return out
+}
+
+test('--helm DIR: a chart whose templates, rendered with its values, apply to the test server and follow the values', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'manifests-helm-'))
+  try {
+    const r = run('examples/backup-operator.ts', '--helm', dir, '--image', 'example.com/backup:1.2')
+    assert.is(r.status, 0, r.stderr)
+    const values = parse(readFileSync(join(dir, 'values.yaml'), 'utf8'))
+    assert.equal(values.image, { repository: 'example.com/backup', tag: '1.2' })
+    assert.is(values.replicaCount, 2)
+    assert.is(values.leaderElection, true)
+    assert.is(parse(readFileSync(join(dir, 'Chart.yaml'), 'utf8')).name, 'backup-operator')
+    const templates = readdirSync(join(dir, 'templates')).sort()
+    const renderAll = (v: any) =>
+      templates
+        .flatMap((f) => parseAllDocuments(render(readFileSync(join(dir, 'templates', f), 'utf8'), v, 'ops')).map((d) => d.toJS()))
+        .filter(Boolean)
+    const objs = renderAll(values)
+    assert.ok(
+      objs.some((o: any) => o.kind === 'Certificate'),
+      'cert-manager issues the webhook certificate by default',
+    )
+    const deploy = objs.find((o: any) => o.kind === 'Deployment')
+    assert.is(deploy.metadata.namespace, 'ops', "the release's namespace")
+    assert.is(deploy.spec.replicas, 2)
+    assert.is(deploy.spec.template.spec.containers[0].image, 'example.com/backup:1.2')
+    assert.ok(deploy.spec.template.spec.containers[0].args.includes('--leader-elect'))
+    assert.equal(deploy.spec.template.spec.containers[0].resources, values.resources)
+    // other values: one replica, no leader election, more memory, no cert-manager
+    const other = renderAll({
+      ...values,
+      replicaCount: 1,
+      leaderElection: false,
+      resources: { limits: { memory: '1Gi' } },
+      webhook: { certManager: false },
+    })
+    const d2 = other.find((o: any) => o.kind === 'Deployment')
+    assert.is(d2.spec.replicas, 1)
+    assert.not.ok(d2.spec.template.spec.containers[0].args.includes('--leader-elect'))
+    assert.equal(d2.spec.template.spec.containers[0].resources, { limits: { memory: '1Gi' } })
+    assert.not.ok(other.some((o: any) => o.kind === 'Certificate' || o.kind === 'Issuer'))
+    // what the chart renders to is accepted by an API server (but for cert-manager's kinds, which it does not serve)
+    const server = await startTestServer()
+    const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
+    try {
+      await cluster.request({
+        method: 'POST',
+        path: '/api/v1/namespaces',
+        body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ops' } },
+      })
+      for (const o of other) {
+        const r = await resolveKind(cluster, o)
+        await cluster.request({ method: 'POST', path: collectionPath(r, o.metadata.namespace), body: o })
+      }
+    } finally {
+      cluster.close()
+      await server.stop()
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test.after(() => rmSync(home, { recursive: true, force: true }))
