@@ -26,6 +26,7 @@ export {
   type StaticOf,
 } from './crd/customkind.ts'
 export { rbacRules, manifests, type PolicyRule, type ManifestOptions, type ManagerShape } from './manager/manifests.ts'
+export { startAsServiceAccount, type RbacTestServer } from './manager/serviceaccount.ts'
 export { WebhookServer, webhookPath, type AdmissionContext, type WebhookOptions, type WebhookServerOptions } from './webhooks/server.ts'
 export { KindConversion, type Converted, type VersionOptions, type SameSchemaVersionOptions } from './crd/versions.ts'
 export { ConversionWebhook, CONVERT_PATH, type ConversionAnswer } from './webhooks/conversion.ts'

@@ -4,6 +4,7 @@
 import type { TestServer, KindRef, RequestLogEntry } from './server.ts'
 import type { FailRule, DelayRule } from './faults.ts'
 import { GarbageCollector, type GcFailure } from './gc.ts'
+import { ConfigError } from './errors.ts'
 import type { ResourceType, ResourceTypeInput } from './resources.ts'
 
 export interface Control {
@@ -49,7 +50,17 @@ export interface Control {
   get(kind: KindRef, name: string, namespace?: string): any
   /** The garbage collector's failed steps, oldest first (a delete a webhook denied; the newest 100). */
   gcFailures(): GcFailure[]
+  /** RBAC (`rbac: true`): a kubeconfig that authenticates as the ServiceAccount <namespace>/<name>. */
+  kubeconfigFor(namespace: string, name: string): string
+  /**
+   * RBAC (`rbac: true`): stores, as the admin, the RBAC objects among `objects` (ServiceAccounts,
+   * ClusterRoles, Roles and their bindings; a Manager's manifests() say what it needs) and the
+   * namespaces they name; the other objects are left out. Existing ones are replaced.
+   */
+  grant(objects: ReadonlyArray<{ apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }>): Promise<void>
 }
+
+const RBAC_KINDS = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'])
 
 export function makeControl(s: TestServer): Control {
   return {
@@ -83,5 +94,23 @@ export function makeControl(s: TestServer): Control {
       return s.store.get(t.storageKey, t.namespaced ? (namespace ?? 'default') : '', name)
     },
     gcFailures: () => [...(s.objects.gc instanceof GarbageCollector ? s.objects.gc.failures : [])],
+    kubeconfigFor: (namespace, name) => s.kubeconfigFor(namespace, name),
+    grant: async (objects) => {
+      if (!s.rbac) throw new ConfigError('grant: the server runs without RBAC (start it with rbac: true)')
+      const nsType = s.type('v1', 'Namespace')
+      for (const o of objects) {
+        if (!o?.kind || !RBAC_KINDS.has(o.kind) || !o.apiVersion) continue
+        const t = s.type(o.apiVersion, o.kind)
+        const ns = t.namespaced ? (o.metadata?.namespace ?? 'default') : ''
+        if (ns && !s.store.get(nsType.storageKey, '', ns))
+          await s.objects.create(nsType, '', { metadata: { name: ns } }, { manager: 'statewright-grant' })
+        const body = structuredClone(o) as any
+        const cur = s.store.get(t.storageKey, ns, body.metadata.name)
+        if (cur) {
+          body.metadata = { ...body.metadata, resourceVersion: cur.metadata.resourceVersion }
+          await s.objects.update(t, ns, body.metadata.name, body, { manager: 'statewright-grant' })
+        } else await s.objects.create(t, ns, body, { manager: 'statewright-grant' })
+      }
+    },
   }
 }

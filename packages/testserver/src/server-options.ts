@@ -33,6 +33,13 @@ export interface TestServerOptions {
   /** Kinds to register at start. */
   kinds?: ResourceTypeInput[]
   /**
+   * Authorize requests with RBAC, as kube-apiserver's RBAC authorizer (rbac.ts): the server's token is
+   * the admin; ServiceAccount tokens (control.serviceAccountToken, control.kubeconfigFor) get what
+   * their Roles and ClusterRoles bound to them allow, and a 403 for the rest. Default false: every
+   * request with the server's token is allowed.
+   */
+  rbac?: boolean
+  /**
    * Garbage collection by ownerReferences (default true): dependents whose owners are all gone are
    * deleted, Orphan and Foreground propagation are carried out. `false` behaves like envtest: nothing
    * is collected, and the `orphan`/`foregroundDeletion` finalizers stay until a client removes them.

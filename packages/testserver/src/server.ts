@@ -25,9 +25,12 @@ import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
 import { builtinPruneStep } from './builtin-openapi.ts'
 import { kubeconfigObject, kubeconfigYaml, type KubeconfigOptions } from './kubeconfig.ts'
+import { Rbac, type RbacStore } from './rbac.ts'
+import { route } from './routes.ts'
 import { generateTls, type TlsMaterial } from './tls.ts'
 import { then } from './conversion.ts'
-import { TestServerError } from './errors.ts'
+import { ConfigError, TestServerError } from './errors.ts'
+import { drain } from './request-body.ts'
 import { checkOptions, type TestServerOptions } from './server-options.ts'
 import { dispatch, sendError, type DispatchContext } from './dispatch.ts'
 
@@ -56,6 +59,8 @@ export class TestServer {
   readonly watches: WatchHub
   readonly faults: Faults
   readonly token: string | null
+  /** RBAC (the `rbac` option), else undefined: the token alone decides. */
+  readonly rbac: Rbac | undefined
   private readonly log: RequestLogEntry[] = []
   private readonly sockets = new Set<Socket>()
   private readonly http: Server
@@ -96,6 +101,7 @@ export class TestServer {
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)
     this.token = opts.token === undefined ? 'statewright-test-token' : opts.token
+    this.rbac = opts.rbac ? new Rbac(this.rbacStore()) : undefined
     for (const k of opts.kinds ?? []) this.registry.register(k)
     for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
       this.objects.create(this.type('v1', 'Namespace'), '', { metadata: { name: ns } }, { manager: 'kube-apiserver' })
@@ -194,6 +200,31 @@ export class TestServer {
     await this.listen(this.port)
   }
 
+  /** The stored RBAC objects, as the authorizer reads them (rbac.ts). */
+  private rbacStore(): RbacStore {
+    const key = (kind: string) => this.type('rbac.authorization.k8s.io/v1', kind).storageKey
+    const scan = (kind: string, ns: string | undefined) => {
+      const snap = this.store.snapshot()
+      return [...this.store.scan(key(kind), ns, undefined, snap)].map(([, o]) => o)
+    }
+    return {
+      clusterRoleBindings: () => scan('ClusterRoleBinding', undefined),
+      roleBindings: (ns) => scan('RoleBinding', ns),
+      clusterRole: (name) => this.store.get(key('ClusterRole'), '', name),
+      role: (ns, name) => this.store.get(key('Role'), ns, name),
+    }
+  }
+
+  /** A kubeconfig that authenticates as a ServiceAccount (with `rbac`: its bindings decide what it may do). */
+  kubeconfigFor(namespace: string, name: string): string {
+    if (!this.rbac) throw new ConfigError('kubeconfigFor: the server runs without RBAC (start it with rbac: true)')
+    return kubeconfigYaml({
+      ...this.kubeconfigOptions,
+      token: this.rbac.serviceAccountToken(namespace, name),
+      name: `${namespace}-${name}`,
+    })
+  }
+
   // ---------- control helpers ----------
   type(apiVersion: string, kind: string): ResourceType {
     const t = this.registry.byKind(apiVersion, kind)
@@ -239,8 +270,16 @@ export class TestServer {
       // queued request whose context is cancelled): a write cut off by its lease term never lands late
       if (req.socket.destroyed) return
       if (fail) return sendError(res, failureError(fail))
-      if (this.token !== null && token !== this.token && !/^\/(healthz|livez|readyz)$/.test(u.pathname))
-        return sendError(res, unauthorized())
+      const open = /^\/(healthz|livez|readyz)$/.test(u.pathname)
+      if (this.rbac) {
+        const user = this.rbac.userOf(token, this.token)
+        if (!user) {
+          if (!open) return sendError(res, unauthorized())
+        } else {
+          const denied = this.rbac.authorize(user, method, u.pathname, route(this.registry, u.pathname), query, watch)
+          if (denied) return void drain(req).then(() => sendError(res, denied))
+        }
+      } else if (this.token !== null && token !== this.token && !open) return sendError(res, unauthorized())
       dispatch(this.dispatchContext, req, res, method, u.pathname, query, watch).catch((e) => sendError(res, toApiError(e)))
     }
     // A request given a `timeout` that it spent waiting (a held request) is not carried out: 504, as
