@@ -14,6 +14,8 @@
 //    applies every ConfigMap and every policy status again.
 // 5. The docs' operator (examples/backup-operator.ts) as deployed: compiled, configured by flags;
 //    cold start to /readyz and idle RSS (bench/footprint/backup-operator.ts).
+// 6. The operator's path (bench/footprint/operator-path.ts): status writes against applies at 50 ms
+//    latency, Events per object on the happy path, memory kept per stalled change-stream client.
 import { DB } from '@statewright/statedb'
 import { Cluster, type KubeObject } from '@statewright/k8s'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
@@ -25,6 +27,7 @@ import { RATE_LIMIT_CRDS } from '../examples/ratelimit/crds.ts'
 import { gatewayTables, gateway, route, policy, gatewayClass } from '../packages/topology/test/topology-fixtures.ts'
 import { median, type Result, type RunOptions } from './lib/index.ts'
 import { operatorFootprint } from './footprint/backup-operator.ts'
+import { operatorPath } from './footprint/operator-path.ts'
 
 const GW = 'gateway.networking.k8s.io/v1'
 const topoOf = (t: ReturnType<typeof gatewayTables>, name: string, listenersByHostname = true) => {
@@ -339,5 +342,6 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     ...(await wideGateway(64, 500)),
     ...(await endToEnd(q ? 100 : 500, 64, 500)),
     ...(await operatorFootprint(q)),
+    ...(await operatorPath(q)),
   ]
 }

@@ -7,7 +7,8 @@
 //   responses are being written;
 // - a writer never holds more than one chunk of its own plus what the socket buffers: when `write`
 //   says the socket is full it waits for `drain`; a client that does not read for `stallTimeoutMs`
-//   is dropped (the connection is destroyed), never buffered without bound;
+//   is dropped (the connection is destroyed), never buffered without bound; a chunk is written as
+//   bytes joined once (a stalled client keeps one compact chunk, not a rope of small strings);
 // - one value that cannot be serialized (a throwing `toJSON`, a cycle, a BigInt in a custom redactor's
 //   output) becomes an error string in its place; the rest of the response is written.
 import type { ServerResponse } from 'node:http'
@@ -43,7 +44,9 @@ export class StreamClosed extends StoppedError {
 }
 
 export class PacedWriter {
-  private buffer = ''
+  /** Text not written yet, in pieces (joined once per write: no rope of small strings is kept). */
+  private pieces: string[] = []
+  private size = 0
   private sliceStart = performance.now()
   private gone = false
 
@@ -76,16 +79,24 @@ export class PacedWriter {
 
   /** Adds text; when the slice is used up, writes what it holds and waits for the socket and a turn. */
   async push(text: string): Promise<void> {
-    this.buffer += text
-    if (this.buffer.length >= CHUNK_BYTES || performance.now() - this.sliceStart >= SLICE_MS) await this.flush()
+    this.pieces.push(text)
+    this.size += text.length
+    if (this.size >= CHUNK_BYTES || performance.now() - this.sliceStart >= SLICE_MS) await this.flush()
+  }
+
+  /** What it holds, as bytes (what a stalled socket keeps queued is one compact chunk). */
+  private take(): Buffer {
+    const chunk = Buffer.from(this.pieces.join(''))
+    this.pieces = []
+    this.size = 0
+    return chunk
   }
 
   /** Writes what it holds, waits for the socket to drain, then for a turn. */
   async flush(): Promise<void> {
     if (this.closed) throw new StreamClosed('the client went away')
-    if (this.buffer !== '') {
-      const full = !this.res.write(this.buffer)
-      this.buffer = ''
+    if (this.size > 0) {
+      const full = !this.res.write(this.take())
       if (full) await this.drained()
     }
     await nextTurn()
@@ -96,8 +107,7 @@ export class PacedWriter {
   /** Writes what it holds and ends the response. */
   end(): void {
     if (this.closed) return
-    this.res.end(this.buffer)
-    this.buffer = ''
+    this.res.end(this.size > 0 ? this.take() : undefined)
   }
 
   private drained(): Promise<void> {
