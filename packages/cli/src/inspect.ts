@@ -5,7 +5,7 @@
 // no text from the server reaches the terminal raw: cells, trees and messages show it through
 // forTerminal or visible, JSON and YAML escape it (terminal.ts), and stdout and stderr are guarded
 // writers besides. Errors: bad usage is the shared UsageError (exit 2), a failure to read the process
-// an InspectError (exit 1); both from modules that do not load @statewright/k8s (controllererror.ts).
+// an InspectError (exit 1), from errors.ts (the CLI loads no @statewright/k8s to report either).
 // How the output looks (columns, rows, trees) is inspect-format.ts.
 import { parseArgs } from 'node:util'
 import { UsageError } from '@statewright/statedb'

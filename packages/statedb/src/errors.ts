@@ -22,7 +22,7 @@
 //   │  ├─ PruneError            'Prune'           a target's prune could not remove some objects (all were tried; `failures`)
 //   │  └─ ReconciliationFailedError 'ReconciliationFailed'  waitForReconciliation({ onError: 'reject' }) found objects in error (`failed`)
 //   ├─ K8sError                 k8s: src/errors.ts
-//   │  ├─ ApiError              404, 409, 410...  the API server refused or failed a request: the HTTP status, a number (0: transport); src/cluster.ts
+//   │  ├─ ApiError              404, 409, 410...  the API server refused or failed a request: the HTTP status, a number (0: transport); src/api-error.ts
 //   │  ├─ UnknownKindError      'UnknownKind'     the server serves no such kind (discovery)
 //   │  ├─ InvalidObjectError    'InvalidObject'   an object or condition lacks what the operation needs (name, namespace, uid)
 //   │  ├─ WatchError            'Watch'           a watch stream line that is not a watch event
