@@ -27,6 +27,7 @@ export function backupOperator(m: Manager, bucket: Bucket, now = Date.now): Mana
   m.reconcile({
     for: backups,
     owns: [CronJob],
+    conditionEvents: ['Ready', 'Paused'], // a pause and its end are Events too (by default only Ready's transitions)
     fn: (b) => {
       const { schedule, pausedUntil } = b.spec
       if (badSchedule(schedule)) throw new Error(badSchedule(schedule)) // objects from before the webhook
