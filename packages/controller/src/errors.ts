@@ -11,14 +11,15 @@
 //   └─ ControllerError      below
 //      ├─ CleanupError      'Cleanup'        a finalizer's cleanup failed (retried with backoff)
 //      ├─ WorkflowError     'Workflow'       a Workflow step's error joined with the error it was given (`errors`)
-//      └─ ConversionError   'Conversion'     an object could not be converted between its kind's versions (the /convert webhook answers Failure with the message)
+//      ├─ ConversionError   'Conversion'     an object could not be converted between its kind's versions (the /convert webhook answers Failure with the message)
+//      └─ TerminalError     'Terminal'       thrown by a reconcile or derive function: the object's error, not retried until it changes
 // Errors of the layers below keep their classes (statedb's StateDBError, k8s's ApiError...); object
 // errors of derivations and reconcilers are kept as statuses and in health, not thrown.
 export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
 export { InvalidObjectError } from '@statewright/k8s'
 import { StatewrightError } from '@statewright/statedb'
 
-export type ControllerErrorCode = 'Cleanup' | 'Workflow' | 'Conversion'
+export type ControllerErrorCode = 'Cleanup' | 'Workflow' | 'Conversion' | 'Terminal'
 
 /** The controller's own failures: finalizer cleanups. */
 export class ControllerError extends StatewrightError {
@@ -52,5 +53,18 @@ export class ConversionError extends ControllerError {
   override name = 'ConversionError'
   constructor(message: string, options?: ErrorOptions) {
     super(message, 'Conversion', options)
+  }
+}
+
+/**
+ * Thrown by a reconcile or derive function for an error that retrying cannot fix (a spec that can
+ * never work): the object's error as any other (Ready=False, a Warning Event, health) but not
+ * retried; the function runs again when the object or what it read changes (controller-runtime's
+ * reconcile.TerminalError).
+ */
+export class TerminalError extends ControllerError {
+  override name = 'TerminalError'
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'Terminal', options)
   }
 }

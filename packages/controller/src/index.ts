@@ -2,7 +2,7 @@
 // The one public face of the package.
 export { derive, Derivation } from './derive/derivation.ts'
 export { derivationErrors, type DerivationError } from './derive/failures.ts'
-export type { DeriveContext, DeriveOptions, DerivationHealth } from './derive/options.ts'
+export type { DeriveContext, DeriveOptions, DerivationHealth, RunReason } from './derive/options.ts'
 export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLevel } from './logging.ts'
 export { Manager } from './manager/manager.ts'
 export { inCluster, type Placed } from './manager/desired.ts'
@@ -71,6 +71,7 @@ export {
   CleanupError,
   WorkflowError,
   ConversionError,
+  TerminalError,
   type StatewrightErrorCode,
   type ControllerErrorCode,
 } from './errors.ts'

@@ -45,11 +45,12 @@ export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {})
   const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout)
   const state = { phase: 'listing the server', pending: [] as string[] }
   try {
-    // a pass that changed the cluster (applies, deletes, a finalizer's cleanup) goes round again, so
-    // the reflectors of what we own have seen our own writes (drift repair relies on them)
+    // a pass that changed the cluster (applies, deletes, status writes, a finalizer's cleanup) goes
+    // round again, so the reflectors have seen our own writes (drift repair relies on them, and a
+    // status write's echo runs the function once more)
     const writes = () => {
       const t = m.target.stats
-      return t.applies + t.deletes + t.pruned
+      return t.applies + t.deletes + t.pruned + m.components.reduce((n, c) => n + (c.writes?.() ?? 0), 0)
     }
     for (;;) {
       state.phase = 'waiting to lead'

@@ -5,7 +5,8 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { DB, Table, defineIndex, setValidation } from '@statewright/statedb'
-import { derive, type Derivation } from '@statewright/controller'
+import { TerminalError, derive, type Derivation } from '@statewright/controller'
+import { waitTable } from './helpers.ts'
 import { desiredEquals } from '../src/manager/desired.ts'
 import { statusPending } from '@statewright/reconciler'
 import type { DesiredObject } from '@statewright/k8s'
@@ -371,6 +372,78 @@ test('an input failing with no success in this process is unsettled; a success o
     await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'bad', team: 'a', replicas: 1 }))
     await settle(t, d)
     assert.equal(d.unsettled(), [])
+  } finally {
+    await d.stop()
+  }
+})
+
+test('fn is told why it runs (created, updated, dependency, retry, requeue, resync); onDeleted gets the last state once', async () => {
+  const t = tables()
+  await t.db.write(t.teams, (w) => t.teams.insert(w, { name: 'a', owner: 'ann' }))
+  await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'x', team: 'a', replicas: 1 }))
+  const reasons: string[] = []
+  const deleted: Site[] = []
+  let failOnce = false
+  const d = await start(t, {
+    fn: (s, ctx) => {
+      reasons.push(ctx.reason)
+      if (failOnce) {
+        failOnce = false
+        throw new Error('once')
+      }
+      const owner = ctx.get(t.teams, teamName.query(s.team))?.owner ?? 'nobody'
+      return [{ name: `${s.name}-0`, site: s.name, owner, replicas: s.replicas }]
+    },
+    onDeleted: (last) => deleted.push(last),
+  })
+  try {
+    await settle(t, d)
+    await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'x', team: 'a', replicas: 2 }))
+    await settle(t, d)
+    await t.db.write(t.teams, (w) => t.teams.insert(w, { name: 'a', owner: 'bob' }))
+    await settle(t, d)
+    failOnce = true
+    await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'x', team: 'a', replicas: 3 }))
+    await settle(t, d)
+    await waitTable(t.db, d.errors, () => d.failures().length === 0, 'the retry succeeded')
+    await d.rederive((s) => s.name === 'x')
+    await d.rederive()
+    assert.equal(reasons, ['created', 'updated', 'dependency', 'updated', 'retry', 'requeue', 'resync'])
+    await t.db.write(t.sites, (w) => t.sites.delete(w, { name: 'x', team: 'a', replicas: 3 }))
+    await settle(t, d)
+    assert.equal(deleted, [{ name: 'x', team: 'a', replicas: 3 }], 'the last state, once')
+    assert.equal(names(t), [])
+  } finally {
+    await d.stop()
+  }
+})
+
+test('a TerminalError is the input error but is not retried; a change of the input runs it again', async () => {
+  const t = tables()
+  await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'x', team: 'a', replicas: 1 }))
+  let runs = 0
+  const d = await start(t, {
+    retry: { minMs: 1, maxMs: 2 },
+    fn: (s) => {
+      runs++
+      if (s.replicas === 1) throw new TerminalError('one replica can never work')
+      return [{ name: `${s.name}-0`, site: s.name, owner: '', replicas: s.replicas }]
+    },
+  })
+  try {
+    await settle(t, d)
+    assert.equal(
+      d.failures().map((f) => [f.error, f.retryAt]),
+      [['one replica can never work', Infinity]],
+    )
+    // a retry would be due within 2 ms (minMs 1, maxMs 2): 50 ms later, and a round after, none came
+    await new Promise((r) => setTimeout(r, 50))
+    await d.rederive((s) => s.name === 'nobody')
+    assert.is(runs, 1, 'not retried')
+    await t.db.write(t.sites, (w) => t.sites.insert(w, { name: 'x', team: 'a', replicas: 2 }))
+    await settle(t, d)
+    assert.is(runs, 2)
+    assert.equal(d.failures(), [])
   } finally {
     await d.stop()
   }

@@ -7,7 +7,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { ConfigMap, type KubeObject } from '@statewright/k8s'
-import { Manager, createLogger, findCondition, conditionsOf, waitForConvergence } from '@statewright/controller'
+import { Manager, TerminalError, createLogger, findCondition, conditionsOf, waitForConvergence } from '@statewright/controller'
 import { GADGET, createGadget, env, gadget, waitTable, type Env } from './helpers.ts'
 
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' }
@@ -338,6 +338,50 @@ test('Events worth reading: one Event per object on the happy path, none again a
       'the ready condition not listed: none',
     )
   } finally {
+    await e.stop()
+  }
+})
+
+test('a reconcile step: ctx.reason, onDeleted with the last state, and a TerminalError that is not retried (Ready=False TerminalError)', async () => {
+  const e = await env()
+  const m = manager(e)
+  const reasons: string[] = []
+  const deleted: string[] = []
+  let runsOfBad = 0
+  try {
+    m.reconcile({
+      for: GADGET,
+      fn: (g, ctx) => {
+        reasons.push(`${g.metadata.name}:${ctx.reason}`)
+        if ((g.spec as any)?.size === -1) {
+          runsOfBad++
+          throw new TerminalError('size -1 can never work')
+        }
+        return { status: { phase: 'ok' } }
+      },
+      onDeleted: (last) => deleted.push(`${last.metadata.name}@${(last.spec as any)?.size}`),
+    })
+    await createGadget(e.cluster, gadget('good', { size: 1 }))
+    await createGadget(e.cluster, gadget('bad', { size: -1 }))
+    await m.start()
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    const ready = findCondition(conditionsOf(gadgetOf(e, 'bad')), 'Ready')!
+    assert.equal([ready.status, ready.reason, ready.message], ['False', 'TerminalError', 'size -1 can never work'])
+    // the Manager's retry is 20-200 ms: 600 ms later the terminal error has not run again (its own
+    // status write ran it once more, as any status write does: that is a change, not a retry)
+    const runs = runsOfBad
+    await new Promise((r) => setTimeout(r, 600))
+    assert.is(runsOfBad, runs, 'not retried')
+    assert.ok(runs <= 2)
+    await spec(e, 'bad', { size: 2 }) // a change runs it again
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    assert.is(findCondition(conditionsOf(gadgetOf(e, 'bad')), 'Ready')!.status, 'True')
+    await e.cluster.request({ method: 'DELETE', path: '/apis/example.com/v1/namespaces/default/gadgets/good' })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    assert.equal(deleted, ['good@1'])
+    assert.ok(reasons.includes('good:created') && reasons.includes('bad:updated'), reasons.join(' '))
+  } finally {
+    await m.stop()
     await e.stop()
   }
 })

@@ -9,7 +9,9 @@
 //   An output equal to the stored one is not written again (no churn downstream).
 // - A throwing `fn` (or an output `validate` refuses) is a per-object error: the input's previous
 //   outputs stay, the error is in the errors table and in health, and the input is retried with
-//   backoff. The derivation never stops on an error.
+//   backoff (a TerminalError is not retried: the input runs again when it or what it read changes).
+//   The derivation never stops on an error.
+// - fn is told why it runs (ctx.reason); a deleted input's last state goes to onDeleted, once.
 // - `fn` runs only once every `from` and `joins` table is initialized (listed): a read of a table not
 //   listed yet would look like "absent" (controller-runtime waits for its caches the same way); until
 //   then nothing is derived and health names the tables waited for.
@@ -32,8 +34,15 @@ import { nullLogger } from '../logging.ts'
 import { Dependencies } from './deps.ts'
 import { Failures, derivationErrors, type DerivationError } from './failures.ts'
 import { Journal } from './journal.ts'
-import { inputId, keyString, type InputRef } from './keys.ts'
-import type { DeriveContext, DeriveOptions, DerivationHealth } from './options.ts'
+import { describeInput, inputId, keyString, type InputRef } from './keys.ts'
+import type { DeriveContext, DeriveOptions, DerivationHealth, RunReason } from './options.ts'
+import { TerminalError } from '../errors.ts'
+
+/** An input to derive in a round: where it is, why, and (deleted) its last state. */
+interface Dirty extends InputRef {
+  reason: RunReason
+  last?: unknown
+}
 
 // Key order is not meaning: an output rebuilt with its keys in another order is the same output.
 const deepEquals = (a: unknown, b: unknown) => a === b || isDeepStrictEqual(a, b)
@@ -77,7 +86,7 @@ export class Derivation<In, Out> {
   /** rederive() asked for every input to be derived again. */
   private everything = false
   /** rederive(filter) calls not yet derived: resolved once a round derived their inputs (or on stop). */
-  private requests: Array<{ filter: ((input: In) => boolean) | undefined; done: () => void }> = []
+  private requests: Array<{ filter: ((input: In) => boolean) | undefined; reason: RunReason; done: () => void }> = []
   private wake = new AbortController()
 
   constructor(o: DeriveOptions<In, Out>) {
@@ -146,10 +155,10 @@ export class Derivation<In, Out> {
    * shard acquired or released). Resolves once a round has derived them and written its outputs (or
    * when the derivation stops): fn runs for the picked inputs only.
    */
-  rederive(filter?: (input: In) => boolean): Promise<void> {
+  rederive(filter?: (input: In) => boolean, reason: RunReason = filter ? 'requeue' : 'resync'): Promise<void> {
     return new Promise<void>((done) => {
       if (!this.running) return done()
-      this.requests.push({ filter, done })
+      this.requests.push({ filter, reason, done })
       this.wake.abort()
     })
   }
@@ -220,26 +229,32 @@ export class Derivation<In, Out> {
         }
         continue
       }
-      const dirty = new Map<string, InputRef>()
+      const dirty = new Map<string, Dirty>()
+      // the first reason an input is found dirty for stands, but for its own change (set below)
+      const mark = (id: string, ref: InputRef, reason: RunReason) => {
+        if (!dirty.has(id)) dirty.set(id, { table: ref.table, key: ref.key, reason })
+      }
       const watches: Watch[] = []
       const requests = this.requests.splice(0)
-      const filters = requests.map((r) => r.filter)
-      if (filters.some((f) => f === undefined)) this.everything = true
+      const everything = requests.find((r) => r.filter === undefined)
+      if (everything) this.everything = true
       if (this.everything) {
         this.everything = false
+        const reason = everything?.reason ?? 'resync'
         this.from.forEach((t, i) => {
           for (const o of t.all(txn)) {
             const key = t.primary.keyOf(o)
-            dirty.set(inputId(i, key), { table: i, key })
+            mark(inputId(i, key), { table: i, key }, reason)
           }
         })
-        for (const [id, ref] of this.refs) dirty.set(id, ref) // inputs already gone stay dirty too
-      } else if (filters.length) {
+        for (const [id, ref] of this.refs) mark(id, ref, reason) // inputs already gone stay dirty too
+      } else if (requests.length) {
         this.from.forEach((t, i) => {
           for (const o of t.all(txn)) {
-            if (!filters.some((f) => f!(o as In))) continue
+            const r = requests.find((q) => q.filter!(o as In))
+            if (!r) continue
             const key = t.primary.keyOf(o)
-            dirty.set(inputId(i, key), { table: i, key })
+            mark(inputId(i, key), { table: i, key }, r.reason)
           }
         })
       }
@@ -250,7 +265,9 @@ export class Derivation<In, Out> {
           const t = this.from[i]!
           for (const c of changes) {
             const key = t.primary.keyOf(c.object)
-            dirty.set(inputId(i, key), { table: i, key })
+            const id = inputId(i, key)
+            const reason = this.refs.has(id) ? 'updated' : 'created'
+            dirty.set(id, c.deleted ? { table: i, key, reason, last: c.object } : { table: i, key, reason })
           }
         } else {
           const t = this.joins[i - this.from.length]!
@@ -258,16 +275,16 @@ export class Derivation<In, Out> {
             for (const dep of this.deps.depKeysOf(t, c.object))
               for (const id of this.deps.readersOf(dep)) {
                 const ref = this.refs.get(id)
-                if (ref) dirty.set(id, ref)
+                if (ref) mark(id, ref, 'dependency')
               }
         }
       })
       for (const id of this.again) {
         const ref = this.refs.get(id)
-        if (ref) dirty.set(id, ref)
+        if (ref) mark(id, ref, 'dependency')
       }
       this.again.clear()
-      const nextRetry = this.failing.due(Date.now(), this.refs, dirty)
+      const nextRetry = this.failing.due(Date.now(), this.refs, (id, ref) => mark(id, ref, 'retry'))
       if (dirty.size || !this.initialized) {
         try {
           await this.derive(dirty)
@@ -306,7 +323,7 @@ export class Derivation<In, Out> {
     for (const f of p) f()
   }
 
-  private async derive(dirty: Map<string, InputRef>): Promise<void> {
+  private async derive(dirty: Map<string, Dirty>): Promise<void> {
     const { db, to } = this.options
     const initialize = (w: WriteTxn) => {
       if (this.initialized) return
@@ -336,14 +353,14 @@ export class Derivation<In, Out> {
           await this.journal.run(() => db.write([to, this.errors], (w) => this.deriveOne(w, id, ref)))
         } catch (e) {
           this.refs.set(id, ref) // kept for the retry
-          await db.write(this.errors, (w) => this.failing.failed(w, id, e, this.outputs.has(id)))
+          await db.write(this.errors, (w) => this.failing.failed(w, id, e, this.outputs.has(id), e instanceof TerminalError))
         }
       }
       await db.write(to, (w) => initialize(w))
     }
   }
 
-  private deriveOne(w: WriteTxn, id: string, ref: InputRef): void {
+  private deriveOne(w: WriteTxn, id: string, ref: Dirty): void {
     const { to, fn, validate } = this.options
     const table = this.from[ref.table]!
     const input = table.get(w, table.primary.query(ref.key))
@@ -352,11 +369,22 @@ export class Derivation<In, Out> {
       this.setOutputs(w, id, [], [])
       this.failing.clear(w, id)
       this.journal.mapDel(this.refs, id)
+      if (ref.last !== undefined && this.options.onDeleted) {
+        try {
+          this.options.onDeleted(ref.last as In)
+        } catch (err) {
+          this.log.warn(
+            { input: describeInput(this.from, id), err: (err as Error)?.message ?? String(err) },
+            'onDeleted failed (not retried)',
+          )
+        }
+      }
       return
     }
-    this.journal.mapSet(this.refs, id, ref)
+    this.journal.mapSet(this.refs, id, { table: ref.table, key: ref.key })
     const reads: string[] = []
     const ctx: DeriveContext = {
+      reason: ref.reason,
       txn: w,
       get: (t, q) => {
         const obj = t.get(w, q)
@@ -382,7 +410,7 @@ export class Derivation<In, Out> {
     } catch (err) {
       this.options.observe?.('error', (performance.now() - t0) / 1000)
       this.deps.remember(id, reads)
-      this.failing.failed(w, id, err, this.outputs.has(id))
+      this.failing.failed(w, id, err, this.outputs.has(id), err instanceof TerminalError)
       return
     }
     this.options.observe?.('success', (performance.now() - t0) / 1000)

@@ -1,8 +1,8 @@
 // A derivation's failing inputs: one row per input in the database's derivation-errors table, and
 // the backoff that decides when each is tried again.
 // Invariants:
-// - A failed run writes the input's row (error, attempts, next try) and schedules its retry; a
-//   successful run, or the input's deletion, clears both.
+// - A failed run writes the input's row (error, attempts, next try) and schedules its retry (none for
+//   a TerminalError: retryAt is Infinity); a successful run, or the input's deletion, clears both.
 // - Backoff doubles from retry.minMs up to retry.maxMs, jittered so that inputs failing together do
 //   not retry together (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, ±20%).
 // - An input no longer known when its retry is due is dropped from the schedule, not retried.
@@ -72,13 +72,13 @@ export class Failures {
     return this.errors.prefix(txn, errorId.query(`${this.name}${SEP}`)).toArray()
   }
 
-  /** Adds the inputs whose retry is due to `dirty`; returns when the next retry is due (Infinity: none). */
-  due(now: number, refs: ReadonlyMap<string, InputRef>, dirty: Map<string, InputRef>): number {
+  /** Marks the inputs whose retry is due; returns when the next retry is due (Infinity: none). */
+  due(now: number, refs: ReadonlyMap<string, InputRef>, mark: (id: string, ref: InputRef) => void): number {
     let nextRetry = Infinity
     for (const [id, r] of this.retries) {
       if (r.at <= now) {
         const ref = refs.get(id)
-        if (ref) dirty.set(id, ref)
+        if (ref) mark(id, ref)
         else this.retries.delete(id)
       } else nextRetry = Math.min(nextRetry, r.at)
     }
@@ -91,10 +91,10 @@ export class Failures {
   }
 
   /** Records a failed run of the input: its row, and its next try. */
-  failed(w: WriteTxn, id: string, err: unknown, outputsKept: boolean): void {
+  failed(w: WriteTxn, id: string, err: unknown, outputsKept: boolean, terminal = false): void {
     const prev = this.retries.get(id)
     const attempts = (prev?.attempts ?? 0) + 1
-    const delay = backoffDelay(attempts, resolveRetry(this.options.retry))
+    const delay = terminal ? Infinity : backoffDelay(attempts, resolveRetry(this.options.retry))
     const at = Date.now() + delay
     this.journal.mapSet(this.retries, id, { attempts, at })
     const message = (err as Error)?.message ?? String(err)
@@ -108,7 +108,8 @@ export class Failures {
       retryAt: at,
       outputsKept,
     })
-    this.log.warn({ input, attempts, retryInMs: Math.round(delay), err: message }, 'derivation failed; will retry')
+    if (terminal) this.log.warn({ input, attempts, err: message }, 'derivation failed (terminal: not retried until the input changes)')
+    else this.log.warn({ input, attempts, retryInMs: Math.round(delay), err: message }, 'derivation failed; will retry')
   }
 
   /** The input ran (or is gone): its row and retry go. */

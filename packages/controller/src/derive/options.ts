@@ -6,7 +6,17 @@ import type { Health } from '@statewright/reconciler'
 import type { Logger } from '../logging.ts'
 import type { DerivationError } from './failures.ts'
 
+/**
+ * Why fn runs for an input now: its first run in this process or term (`created`), its own change
+ * (`updated`), a change of what it read through ctx (`dependency`), a retry after a failure
+ * (`retry`), a requeue it asked for or a rederive of chosen inputs (`requeue`), or every input
+ * derived again (`resync`: a new leader term, rederive()).
+ */
+export type RunReason = 'created' | 'updated' | 'dependency' | 'retry' | 'requeue' | 'resync'
+
 export interface DeriveContext {
+  /** Why fn runs for this input now. */
+  readonly reason: RunReason
   /** The snapshot the derivation reads. Read joined tables through get/list so changes re-derive. */
   readonly txn: Txn
   /** One object of a joined table; the input is derived again when what this returns changes. */
@@ -25,6 +35,12 @@ export interface DeriveOptions<In, Out> {
   joins?: ReadonlyArray<Table<any>>
   to: Table<Out>
   fn: (input: In, ctx: DeriveContext) => Out | readonly Out[] | undefined | null
+  /**
+   * Called once with the last known state of an input that was deleted (its outputs go), in the
+   * round that sees the deletion: best effort (a throw is logged, never retried; what must happen
+   * before an object goes belongs in a finalizer).
+   */
+  onDeleted?: (last: In) => void
   /** Refuses an output with a message (a per-object error naming the input), e.g. a missing name. */
   validate?: (out: Out, input: In) => string | undefined
   /** Whether a stored output needs no rewrite (default: equal JSON). */

@@ -19,6 +19,8 @@ export interface Component {
   leaderOnly?: boolean
   /** For waitForConvergence: nothing to do now. */
   idle?(): boolean
+  /** For waitForConvergence: writes the part made to a cluster so far (a pass with new ones goes round again). */
+  writes?(): number
   /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
   converged?(signal: AbortSignal): Promise<void>
   /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */

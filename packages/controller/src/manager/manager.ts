@@ -258,6 +258,7 @@ export class Manager {
       },
       validate: invalidDesired,
       equals: desiredEquals,
+      ...(o.onDeleted ? { onDeleted: o.onDeleted } : {}),
       ...(this.metrics ? { observe: (result, s) => this.metrics!.reconcileRun(o.name ?? this.name, result, s) } : {}),
     })
     this.derivations.push(d)
@@ -285,6 +286,7 @@ export class Manager {
       primary,
       ...(o.joins ? { joins: o.joins } : {}),
       fn: o.fn,
+      ...(o.onDeleted ? { onDeleted: o.onDeleted } : {}),
       toDesired: (children, obj) => {
         const shard = sh ? shardOfInput(obj, sh.shards) : undefined
         if (shard !== undefined && !this.held.has(shard)) return undefined // another replica's (or nobody's yet)

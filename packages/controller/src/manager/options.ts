@@ -144,6 +144,8 @@ export interface ManagedDeriveOptions<In> {
   fn: (input: In, ctx: DeriveContext) => KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | undefined | null
   /** Kinds this derivation produces: pruned and watched for drift (like controller-runtime's Owns). */
   owns?: KindRef<any>[]
+  /** The last state of an input that was deleted (best effort, once; see DeriveOptions.onDeleted). */
+  onDeleted?: (last: In) => void
 }
 
 export interface ManagedReconcileOptions<T extends object = KubeObject> {
@@ -161,6 +163,12 @@ export interface ManagedReconcileOptions<T extends object = KubeObject> {
   fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
   /** Kinds the children have: pruned and watched for drift (like controller-runtime's Owns). */
   owns?: KindRef<any>[]
+  /**
+   * Called once with the last state of a primary object that was deleted, in the round that sees it
+   * (its children go by garbage collection and prune): best effort, a throw is logged and not
+   * retried. What must happen before the object goes belongs in a finalizer.
+   */
+  onDeleted?: (last: T) => void
   /** The condition that says whether the last run succeeded (default "Ready"); false: none. */
   readyCondition?: string | false
   /** Write status.observedGeneration, the generation fn saw (default true; the CRD's schema must have it). */

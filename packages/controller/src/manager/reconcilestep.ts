@@ -19,12 +19,15 @@
 //   Conditions get the object's generation as observedGeneration, and status.observedGeneration is
 //   the generation `fn` saw.
 // - `requeueAfterMs` runs `fn` again for that object after the delay (the latest run's value wins; a
-//   change runs it sooner). Nothing is requeued for an object that is gone.
+//   change runs it sooner). Nothing is requeued for an object that is gone. A TerminalError is not
+//   retried (Ready=False, reason TerminalError) until the object or what it read changes.
+// - fn is told why it runs (ctx.reason: created, updated, dependency, retry, requeue, resync), and
+//   `onDeleted` gets the last state of a primary that was deleted.
 import { isDeepStrictEqual } from 'node:util'
 import { Reconciler, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
 import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type ReadTxn, type RetryOptions } from '@statewright/statedb'
 import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
-import { InvalidObjectError } from '../errors.ts'
+import { InvalidObjectError, TerminalError } from '../errors.ts'
 import { StatusWriter, conditionsOf, findCondition, setCondition, type ConditionInput } from '../conditions.ts'
 import { Derivation } from '../derive/derivation.ts'
 import type { DeriveContext } from '../derive/options.ts'
@@ -78,6 +81,8 @@ export interface ReconcileStepParts<T extends object> {
   primary: Table<T>
   joins?: ReadonlyArray<Table<any>>
   fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
+  /** The last state of a primary object that was deleted (best effort, once; see DeriveOptions.onDeleted). */
+  onDeleted?: (last: T) => void
   /** Children of the function's result as desired objects (placed, sharded, checked). */
   toDesired: (r: KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | null | undefined, obj: T) => DesiredObject[] | undefined
   invalid: (d: DesiredObject) => string | undefined
@@ -115,13 +120,15 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
   readonly statusWrites: Reconciler<ReconcileOutcome>
   readonly component: Component
   private readonly p: ReconcileStepParts<T>
-  /** key -> when fn runs again for it (requeueAfterMs, or a failed run's retry). */
-  private readonly due = new Map<string, number>()
+  /** key -> when fn runs again for it, and why (requeueAfterMs, or a failed run's retry). */
+  private readonly due = new Map<string, { at: number; why: 'requeue' | 'retry' }>()
   private timer: NodeJS.Timeout | undefined
   private timerAt = Infinity
   /** key -> the status fields (and condition types) last applied for it, by uid, and the object the write returned. */
   private readonly owned = new Map<string, { uid: string; fields: string[]; written?: KubeObject }>()
   private running = false
+  /** Status writes sent so far (waitForConvergence goes round again after one: its echo runs fn). */
+  private statusWritesSent = 0
 
   constructor(p: ReconcileStepParts<T>) {
     this.p = p
@@ -138,6 +145,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       logger: p.logger,
       fn: (obj, ctx) => this.run(obj, ctx),
       equals: sameOutcome,
+      ...(p.onDeleted ? { onDeleted: p.onDeleted } : {}),
     })
     this.children = new Derivation<ReconcileOutcome, DesiredObject>({
       db: p.db,
@@ -193,6 +201,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
         await this.statusWrites.waitForRevision(this.results.revision(p.db.readTxn()), { signal })
       },
       reconcilers: () => [this.statusWrites],
+      writes: () => this.statusWritesSent,
     }
   }
 
@@ -253,7 +262,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       const after = r.requeueAfterMs
       if (after !== undefined && !(typeof after === 'number' && after >= 0 && Number.isFinite(after)))
         throw new InvalidObjectError(`requeueAfterMs must be a non-negative number of ms, not ${JSON.stringify(after)}`)
-      this.schedule(key, after === undefined ? undefined : Date.now() + after)
+      this.schedule(key, after === undefined ? undefined : Date.now() + after, 'requeue')
       p.observe?.(after === undefined ? 'success' : 'requeue_after', (performance.now() - t0) / 1000)
       return {
         key,
@@ -270,13 +279,20 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       p.observe?.('error', (performance.now() - t0) / 1000)
       const error = (err as Error)?.message ?? String(err)
       const attempts = (prev?.attempts ?? 0) + 1
-      const delay = backoffDelay(attempts, resolveRetry(p.retry))
-      this.schedule(key, Date.now() + delay)
-      p.logger.warn({ object: describe(obj), attempts, retryInMs: Math.round(delay), err: error }, 'reconcile failed; will retry')
+      const terminal = err instanceof TerminalError
+      if (terminal) {
+        this.schedule(key, undefined, 'retry') // runs again when the object or what it read changes
+        p.logger.warn({ object: describe(obj), attempts, err: error }, 'reconcile failed (terminal: not retried until the object changes)')
+      } else {
+        const delay = backoffDelay(attempts, resolveRetry(p.retry))
+        this.schedule(key, Date.now() + delay, 'retry')
+        p.logger.warn({ object: describe(obj), attempts, retryInMs: Math.round(delay), err: error }, 'reconcile failed; will retry')
+      }
       // no success yet in this process: what the object's status holds stands for the last run's
       const kept = prev ?? liveStatusOf(obj)
       const conditions = kept.conditions.filter((c) => c.type !== readyType)
-      if (readyType) conditions.push({ type: readyType, status: 'False', reason: 'ReconcileError', message: error })
+      if (readyType)
+        conditions.push({ type: readyType, status: 'False', reason: terminal ? 'TerminalError' : 'ReconcileError', message: error })
       return {
         key,
         uid,
@@ -316,9 +332,9 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
 
   // ---- requeue ----
 
-  private schedule(key: string, at: number | undefined): void {
+  private schedule(key: string, at: number | undefined, why: 'requeue' | 'retry'): void {
     if (at === undefined) this.due.delete(key)
-    else this.due.set(key, at)
+    else this.due.set(key, { at, why })
     if (at !== undefined && at < this.timerAt) this.arm(at)
   }
 
@@ -332,16 +348,18 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
     this.timer = undefined
     this.timerAt = Infinity
     const now = Date.now()
-    const keys = new Set<string>()
+    const keys = { requeue: new Set<string>(), retry: new Set<string>() }
     let next = Infinity
-    for (const [k, at] of this.due) {
-      if (at <= now + 1) {
-        keys.add(k)
+    for (const [k, d] of this.due) {
+      if (d.at <= now + 1) {
+        keys[d.why].add(k)
         this.due.delete(k)
-      } else next = Math.min(next, at)
+      } else next = Math.min(next, d.at)
     }
     if (next !== Infinity) this.arm(next)
-    if (keys.size && this.derivation.running) void this.derivation.rederive((o) => keys.has(namespacedName(o as KubeObject)))
+    if (!this.derivation.running) return
+    for (const why of ['retry', 'requeue'] as const)
+      if (keys[why].size) void this.derivation.rederive((o) => keys[why].has(namespacedName(o as KubeObject)), why)
   }
 
   // ---- status ----
@@ -382,6 +400,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       else p.events.normal(live, c.reason, message)
     }
     if (!changed) return
+    this.statusWritesSent++
     const written = await p.writer.apply(live, { ...fields, conditions }, { signal: ctx.signal })
     this.owned.set(r.key, { uid: r.uid, fields: ownedNow, written })
   }
