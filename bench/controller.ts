@@ -27,7 +27,7 @@ import { RATE_LIMIT_CRDS } from '../examples/ratelimit/crds.ts'
 import { gatewayTables, gateway, route, policy, gatewayClass } from '../packages/topology/test/topology-fixtures.ts'
 import { median, type Result, type RunOptions } from './lib/index.ts'
 import { operatorFootprint } from './footprint/backup-operator.ts'
-import { operatorPath } from './footprint/operator-path.ts'
+import { operatorPath, stalledStreams } from './footprint/operator-path.ts'
 
 const GW = 'gateway.networking.k8s.io/v1'
 const topoOf = (t: ReturnType<typeof gatewayTables>, name: string, listenersByHostname = true) => {
@@ -338,6 +338,7 @@ async function policyCentricPass(c: Cluster): Promise<void> {
 export async function run(opts: RunOptions): Promise<Result[]> {
   const q = opts.quick
   return [
+    ...(await stalledStreams(q)), // first: its memory reading wants nothing else's garbage around
     ...(await upkeep(q ? 1000 : 10_000, q ? 200 : 1000, q ? 2 : 3)),
     ...(await wideGateway(64, 500)),
     ...(await endToEnd(q ? 100 : 500, 64, 500)),
