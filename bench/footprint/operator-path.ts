@@ -157,11 +157,5 @@ export async function operatorPath(quick: boolean): Promise<Result[]> {
       value: status.events / n,
       note: 'Ready and Available appear True',
     },
-    {
-      name: `ChangeStream_Stalled_KeptPerClient_${quick ? '20k' : '100k'}`,
-      unit: 'bytes/client',
-      value: Math.round(perClient),
-      note: 'heap + external growth after a full collection / 20 clients that never read (noise: about ±50 kB)',
-    },
   ]
 }
