@@ -14,7 +14,7 @@ import { badRequest, invalid, type StatusCause } from './status.ts'
 import { pruneAndDefault } from './pruning.ts'
 import { causesOf, compileSchema, listErrors } from './schema-validation.ts'
 import { celCauses, celLoaded, hasRules, loadCel } from './cel.ts'
-import { checkCrdSchemas } from './structural.ts'
+import { checkCrdSchemas } from './crd-schema.ts'
 import { crdVersionsStep } from './crds.ts'
 
 /** Cached per schema object (schema-validation.ts): a CRD change brings new objects, so new validators. */
@@ -54,15 +54,17 @@ export function validateStep(req: AdmissionRequest): void | Promise<void> {
   let causes: StatusCause[] = []
   if (!validate(req.object)) causes = causesOf(validate.errors ?? [], req.object)
   listErrors(req.object, t.schema, '', causes)
-  // as kube-apiserver (hasBlockingErr): a wrong type or an unsupported value keeps CEL rules from running
-  if (causes.some((c) => c.reason === 'FieldValueTypeInvalid' || c.reason === 'FieldValueNotSupported'))
+  // as kube-apiserver (hasBlockingErr): a wrong type or an unsupported value keeps CEL rules from
+  // running, and says so when the schema has rules (strategy.go: only with a CEL validator)
+  const blocking = causes.some((c) => c.reason === 'FieldValueTypeInvalid' || c.reason === 'FieldValueNotSupported')
+  if (blocking && hasRules(t.schema))
     causes.push({
       reason: 'FieldValueInvalid',
       message:
         'Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
       field: '<nil>',
     })
-  else celCauses(withoutMeta(req.object), req.oldObject ? withoutMeta(req.oldObject) : undefined, t.schema, '', causes)
+  else if (!blocking) celCauses(withoutMeta(req.object), req.oldObject ? withoutMeta(req.oldObject) : undefined, t.schema, '', causes)
   if (causes.length) throw invalid(t.kind, t.group, req.object.metadata?.name ?? '', causes)
 }
 
