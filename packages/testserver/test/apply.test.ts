@@ -218,7 +218,13 @@ test("a CRD's list-map conditions: dropping one on /status removes it whole, the
         type: 'array',
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['type'],
-        items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+        // a map list's keys are required (or defaulted) properties of its items, as kube-apiserver demands
+        items: {
+          type: 'object',
+          required: ['type'],
+          properties: { type: { type: 'string' } },
+          'x-kubernetes-preserve-unknown-fields': true,
+        },
       },
     },
   })
