@@ -57,7 +57,7 @@ function mergeApplied(live: any, applied: any, s: FieldSchema): any {
       return out
     }
     if (lt.type === 'map' && Array.isArray(live)) {
-      const el = (x: any) => (isObj(x) ? itemElement(x, lt.keys) : '')
+      const el = (x: any) => (isObj(x) ? itemElement(x, lt.keys, lt.defaults) : '')
       const out = [...live]
       const is = s.item()
       for (const item of applied) {

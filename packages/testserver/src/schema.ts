@@ -10,7 +10,8 @@
 //   (containers by name, conditions by type, ...), the way their Go types declare them.
 import { StatusError } from './status.ts'
 
-export type ListType = { type: 'atomic' } | { type: 'set' } | { type: 'map'; keys: string[] }
+/** A map list's `defaults`: key fields the item schema defaults, which an item may leave out (structured-merge-diff uses the default). */
+export type ListType = { type: 'atomic' } | { type: 'set' } | { type: 'map'; keys: string[]; defaults?: Record<string, unknown> }
 
 export interface FieldSchema {
   /** The schema of a field of this map (an object's property or a map value). */
@@ -101,8 +102,11 @@ class OpenApiSchema implements FieldSchema {
     if (t === 'set') return SET
     if (t !== 'map') return ATOMIC
     const keys: string[] = Array.isArray(this.s?.['x-kubernetes-list-map-keys']) ? this.s['x-kubernetes-list-map-keys'] : []
+    const props = isObj(this.s?.items) && isObj(this.s.items.properties) ? this.s.items.properties : {}
+    let defaults: Record<string, unknown> | undefined
+    for (const k of keys) if (isObj(props[k]) && props[k].default !== undefined) (defaults ??= {})[k] = props[k].default
     for (const [i, x] of items.entries()) {
-      const missing = keys.find((k) => !isObj(x) || x[k] === undefined)
+      const missing = keys.find((k) => !isObj(x) || (x[k] === undefined && defaults?.[k] === undefined))
       if (missing !== undefined) {
         throw new StatusError(
           422,
@@ -111,7 +115,7 @@ class OpenApiSchema implements FieldSchema {
         )
       }
     }
-    return { type: 'map', keys }
+    return defaults ? { type: 'map', keys, defaults } : { type: 'map', keys }
   }
 }
 

@@ -289,4 +289,48 @@ test('a resourceVersion in an applied configuration is a precondition: stale is 
   assert.is(ok.data.k, '3')
 })
 
+test("a map list's key with a schema default may be left out (structured-merge-diff uses the default): a pod template's ports by containerPort and protocol", async () => {
+  await crd('rollouts.ssa.example.com', 'rollouts', 'Rollout', {
+    type: 'object',
+    properties: {
+      ports: {
+        type: 'array',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['containerPort', 'protocol'],
+        items: {
+          type: 'object',
+          required: ['containerPort'],
+          properties: { containerPort: { type: 'integer' }, protocol: { type: 'string', default: 'TCP' }, name: { type: 'string' } },
+        },
+      },
+    },
+  })
+  const base = { apiVersion: 'ssa.example.com/v1', kind: 'Rollout', metadata: { name: 'r', namespace: 'default' } }
+  await applyRaw('/apis/ssa.example.com/v1/namespaces/default/rollouts/r', base, 'ctl')
+  const path = '/apis/ssa.example.com/v1/namespaces/default/rollouts/r/status'
+  const first = await applyRaw(
+    path,
+    {
+      ...base,
+      status: {
+        ports: [
+          { containerPort: 80, name: 'http' },
+          { containerPort: 80, protocol: 'UDP' },
+        ],
+      },
+    },
+    'a',
+  )
+  assert.is(first.status, 200, JSON.stringify(first.body))
+  assert.equal(first.body.status.ports, [
+    { containerPort: 80, name: 'http', protocol: 'TCP' },
+    { containerPort: 80, protocol: 'UDP' },
+  ])
+  // another manager's item keyed {80, TCP} by its default is the same item: a conflict on its name
+  const other = await applyRaw(path, { ...base, status: { ports: [{ containerPort: 80, protocol: 'TCP', name: 'web' }] } }, 'b')
+  assert.is(other.status, 409, JSON.stringify(other.body))
+  const fields = JSON.stringify(first.body.metadata.managedFields.find((m: any) => m.manager === 'a').fieldsV1)
+  assert.match(fields, '"k:{\\"containerPort\\":80,\\"protocol\\":\\"TCP\\"}"')
+})
+
 test.run()
