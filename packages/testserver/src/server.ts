@@ -85,7 +85,12 @@ export class TestServer {
     this.objects.pipeline.validating.push(builtinValidationStep)
     installCrdAdmission(this.objects.pipeline)
     // webhooks after the built-in and schema steps, as kube-apiserver's admission chain runs them
-    this.webhookSource = { store: this.store, namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels }
+    this.webhookSource = {
+      store: this.store,
+      namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels,
+      equivalents: (t) => this.registry.siblings(t).filter((o) => o !== t),
+      toVersion: (t, obj) => this.objects.conversion.toType(t, obj),
+    }
     if (opts.serviceResolver) this.webhookSource.resolveService = this.objects.conversion.resolveService = opts.serviceResolver
     if (opts.conversionTimeoutMs !== undefined) this.objects.conversion.timeoutMs = opts.conversionTimeoutMs
     installWebhookAdmission(this.objects.pipeline, this.webhookSource)
