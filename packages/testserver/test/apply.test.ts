@@ -74,11 +74,53 @@ test('an Update manager (PUT/merge patch) conflicts with an apply that changes i
     { namespace: 'default', name: 'a4', fieldManager: 'editor', body: { data: { k: 'edited' } } },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   )
+  // the editor took the field; the creator still owns the map it created (FieldsV1 "f:data" without children)
   assert.equal(
-    patched.metadata.managedFields.map((m: any) => [m.manager, m.operation]),
-    [['editor', 'Update']],
+    patched.metadata.managedFields.map((m: any) => [m.manager, m.operation, m.fieldsV1]),
+    [
+      ['creator', 'Update', { 'f:data': {} }],
+      ['editor', 'Update', { 'f:data': { 'f:k': {} } }],
+    ],
     'the editor took the field from the creator',
   )
+})
+
+test('an Update that creates a map owns the map itself ("." in FieldsV1), as structured-merge-diff reports it added', async () => {
+  const created: any = await e.core.createNamespacedConfigMap({
+    namespace: 'default',
+    fieldManager: 'maker',
+    body: { metadata: { name: 'a4b', labels: { app: 'x' } }, data: { k: 'v' } },
+  })
+  assert.equal(created.metadata.managedFields[0].fieldsV1, {
+    'f:data': { '.': {}, 'f:k': {} },
+    'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
+  })
+  // a key added to an existing map: the map was not created by this write
+  const patched: any = await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'a4b', fieldManager: 'adder', body: { data: { k2: 'v' } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
+  assert.equal(patched.metadata.managedFields.find((m: any) => m.manager === 'adder').fieldsV1, { 'f:data': { 'f:k2': {} } })
+  // a Deployment: the pointer struct rollingUpdate (defaulted) and the label maps are owned, the structs Go always serializes are not
+  const dep: any = await e.objs.create(
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'a4d', namespace: 'default' },
+      spec: {
+        selector: { matchLabels: { a: 'b' } },
+        template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
+    },
+    undefined,
+    undefined,
+    'maker',
+  )
+  const f = dep.metadata.managedFields[0].fieldsV1
+  assert.ok(f['f:spec']['f:strategy']['f:rollingUpdate']['.'], JSON.stringify(f))
+  assert.ok(f['f:spec']['f:template']['f:metadata']['f:labels']['.'], JSON.stringify(f))
+  assert.is(f['f:spec']['.'], undefined)
+  assert.is(f['f:spec']['f:template']['.'], undefined)
 })
 
 test("apply on a Deployment merges containers by name and keeps other managers' containers", async () => {
