@@ -24,7 +24,7 @@ export interface PruneResult {
 export function pruneAndDefault(obj: any, schema: Schema): PruneResult {
   const unknown: string[] = []
   const value = walk(obj, schema, '', unknown, true)
-  return { value, unknown }
+  return { value, unknown: unknown.sort() } // sorted, as pruning/algorithm.go returns them
 }
 
 function fieldPath(at: string, key: string): string {
