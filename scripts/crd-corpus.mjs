@@ -107,7 +107,14 @@ for (const src of sources) {
   mkdirSync(join(out, src.project), { recursive: true })
   writeFileSync(join(out, src.project, 'crds.json.gz'), gzipSync(JSON.stringify(crds), { level: 9 }))
   if (examples.length) writeFileSync(join(out, src.project, 'examples.json.gz'), gzipSync(JSON.stringify(examples), { level: 9 }))
-  manifest[src.project] = { repository: `https://github.com/${src.repo}`, commit, describe, crdFiles: files, exampleFiles }
+  manifest[src.project] = {
+    repository: `https://github.com/${src.repo}`,
+    commit,
+    describe,
+    ...(src.note ? { note: src.note } : {}),
+    crdFiles: files,
+    exampleFiles,
+  }
   console.log(`${src.project}: ${crds.length} CRDs, ${examples.length} examples (${commit.slice(0, 12)} ${describe})`)
 }
 const sorted = Object.fromEntries(Object.entries(manifest).sort(([a], [b]) => a.localeCompare(b)))
