@@ -11,12 +11,13 @@
 //   key) fails the rule as Kubernetes does. A rule that calls a function this server does not
 //   provide is answered with CelUnsupportedError (500, naming the rule and the function): never a
 //   silent pass. Provided beyond CEL's standard library: the strings extension (split, substring,
-//   ...) and the Kubernetes library functions isIP, isCIDR, isURL.
+//   ...), the Kubernetes library functions isIP, isCIDR, isURL and the lists library (cel-lists.ts).
 import { isIP as netIsIP } from 'node:net'
 import type { CelEnv } from '@bufbuild/cel'
 import { StatusError, type StatusCause } from './status.ts'
 import { TestServerError } from './errors.ts'
 import { correlatedItem, unchanged } from './ratcheting.ts'
+import { listsLibrary } from './cel-lists.ts'
 
 // @bufbuild/cel is loaded on first need (a CRD with rules), not at server start: importing it costs
 // about 130 ms, most of a start's budget, and most tests never use CEL. Steps that need it while it
@@ -70,7 +71,7 @@ const k8sFuncs = ({ celFunc, CelScalar }: CelLib) => [
 
 let env: CelEnv | undefined
 function celEnvironment(): CelEnv {
-  return (env ??= cel().celEnv({ funcs: [...stringsExt!, ...k8sFuncs(cel())] }))
+  return (env ??= cel().celEnv({ funcs: [...stringsExt!, ...k8sFuncs(cel()), ...listsLibrary(cel())] }))
 }
 
 /** A rule that calls what this server's CEL environment lacks: an explicit 500, never a silent pass. */
