@@ -74,6 +74,30 @@ function celEnvironment(): CelEnv {
   return (env ??= cel().celEnv({ funcs: [...stringsExt!, ...k8sFuncs(cel()), ...listsLibrary(cel())] }))
 }
 
+const expressions = new Map<string, (ctx: Record<string, unknown>) => unknown>()
+/**
+ * A CEL expression of an admission policy, compiled once (the same environment as rules); throws
+ * when it does not parse. Calling it gives its value or a CEL error (check with isCelError).
+ */
+export function celExpression(expr: string): (ctx: Record<string, unknown>) => unknown {
+  let p = expressions.get(expr)
+  if (!p) {
+    p = cel().plan(celEnvironment(), cel().parse(expr)) as (ctx: Record<string, unknown>) => unknown
+    if (expressions.size > 10_000) expressions.clear()
+    expressions.set(expr, p)
+  }
+  return p
+}
+export const isCelError = (v: unknown): v is Error => cel().isCelError(v)
+
+/** A JSON value as CEL sees it without a schema: objects are maps, integral numbers CEL ints. */
+export function jsonToCel(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(jsonToCel)
+  if (isObj(v)) return new Map(Object.entries(v).map(([k, x]) => [k, jsonToCel(x)]))
+  if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v)
+  return v
+}
+
 /** A rule that calls what this server's CEL environment lacks: an explicit 500, never a silent pass. */
 export class CelUnsupportedError extends StatusError {
   constructor(rule: string, why: string) {
