@@ -9,6 +9,7 @@
 // Durations (`['1m'].sum()` on duration lists) are not supported: a rule that needs them gets the
 // "no matching overload" error, which cel.ts answers with an explicit 500 naming it.
 import type { CelList, CelValue } from '@bufbuild/cel'
+import { TestServerError } from './errors.ts'
 
 type CelLib = typeof import('@bufbuild/cel')
 
@@ -37,9 +38,9 @@ function compare(a: unknown, b: unknown): number | undefined {
 export function listsLibrary({ celMethod, listType, CelScalar }: CelLib) {
   const LIST = listType(CelScalar.DYN)
   const items = (l: CelList): CelValue[] => [...l]
-  // a thrown error is the call's CEL error (the rule fails with it)
+  // a thrown error is the call's CEL error (the rule fails with its message)
   const fail = (message: string): never => {
-    throw new Error(message)
+    throw new TestServerError(message, 'Internal')
   }
   const noOverload = (name: string) => fail(`no such overload: ${name}`)
   const extreme = (name: 'min' | 'max') =>
