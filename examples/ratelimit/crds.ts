@@ -7,6 +7,8 @@ const conditions = {
   'x-kubernetes-list-map-keys': ['type'],
   items: {
     type: 'object',
+    // a map list's key must be required (or defaulted): kube-apiserver refuses the CRD otherwise
+    required: ['type'],
     properties: {
       type: { type: 'string' },
       status: { type: 'string' },

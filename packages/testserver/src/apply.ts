@@ -57,7 +57,7 @@ function mergeApplied(live: any, applied: any, s: FieldSchema): any {
       return out
     }
     if (lt.type === 'map' && Array.isArray(live)) {
-      const el = (x: any) => (isObj(x) ? itemElement(x, lt.keys) : '')
+      const el = (x: any) => (isObj(x) ? itemElement(x, lt.keys, lt.defaults) : '')
       const out = [...live]
       const is = s.item()
       for (const item of applied) {
@@ -222,6 +222,19 @@ export function recordUpdate(
   for (const p of newSet.values()) for (let n = 1; n < p.length; n++) inner.add(keyOf(p.slice(0, n)))
   const changed: Path[] = []
   for (const [k, p] of newSet) if (!oldSet.has(k) || (!inner.has(k) && !deepEqual(getAt(next, p), getAt(old, p)))) changed.push(p)
+  // object nodes this write created (a map or pointer struct that was absent) are owned themselves,
+  // as structured-merge-diff's comparison reports them added; metadata itself never is
+  const created = new Set<string>()
+  for (const p of newSet.values())
+    for (let n = 1; n < p.length; n++) {
+      const q = p.slice(0, n)
+      const qk = keyOf(q)
+      if (created.has(qk) || !q[n - 1]!.startsWith('f:') || (n === 1 && q[0] === 'f:metadata')) continue
+      if (isObj(getAt(next, q)) && getAt(old, q) === undefined && schemaAt(schema, q).ownedWhenCreated) {
+        created.add(qk)
+        changed.push(q)
+      }
+    }
   const gone = [...oldSet.keys()].filter((k) => !newSet.has(k))
   for (const x of entries) {
     for (const k of gone) x.set.delete(k)

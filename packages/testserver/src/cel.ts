@@ -4,17 +4,20 @@
 // - Rules are parsed once per schema node (cached); a rule that does not parse refuses its CRD (422).
 // - `self` is the value at the rule's node, typed by the schema (integers are CEL ints, objects and
 //   maps CEL maps); a rule runs only where its node's value is present. A transition rule (one that
-//   names `oldSelf`) runs only on an update whose old object has a value at the same path.
+//   names `oldSelf`) runs only on an update whose old object has a value at the same path; any
+//   other rule does not run on an update that left its node unchanged (ratcheting.ts).
 // - A rule that evaluates to false is a 422 cause at the node's path (+ `fieldPath`), with its
 //   `message`, its `messageExpression`'s result, or "failed rule: <rule>". A runtime error (a missing
 //   key) fails the rule as Kubernetes does. A rule that calls a function this server does not
 //   provide is answered with CelUnsupportedError (500, naming the rule and the function): never a
 //   silent pass. Provided beyond CEL's standard library: the strings extension (split, substring,
-//   ...) and the Kubernetes library functions isIP, isCIDR, isURL.
+//   ...), the Kubernetes library functions isIP, isCIDR, isURL and the lists library (cel-lists.ts).
 import { isIP as netIsIP } from 'node:net'
 import type { CelEnv } from '@bufbuild/cel'
 import { StatusError, type StatusCause } from './status.ts'
 import { TestServerError } from './errors.ts'
+import { correlatedItem, unchanged } from './ratcheting.ts'
+import { listsLibrary } from './cel-lists.ts'
 
 // @bufbuild/cel is loaded on first need (a CRD with rules), not at server start: importing it costs
 // about 130 ms, most of a start's budget, and most tests never use CEL. Steps that need it while it
@@ -68,7 +71,31 @@ const k8sFuncs = ({ celFunc, CelScalar }: CelLib) => [
 
 let env: CelEnv | undefined
 function celEnvironment(): CelEnv {
-  return (env ??= cel().celEnv({ funcs: [...stringsExt!, ...k8sFuncs(cel())] }))
+  return (env ??= cel().celEnv({ funcs: [...stringsExt!, ...k8sFuncs(cel()), ...listsLibrary(cel())] }))
+}
+
+const expressions = new Map<string, (ctx: Record<string, unknown>) => unknown>()
+/**
+ * A CEL expression of an admission policy, compiled once (the same environment as rules); throws
+ * when it does not parse. Calling it gives its value or a CEL error (check with isCelError).
+ */
+export function celExpression(expr: string): (ctx: Record<string, unknown>) => unknown {
+  let p = expressions.get(expr)
+  if (!p) {
+    p = cel().plan(celEnvironment(), cel().parse(expr)) as (ctx: Record<string, unknown>) => unknown
+    if (expressions.size > 10_000) expressions.clear()
+    expressions.set(expr, p)
+  }
+  return p
+}
+export const isCelError = (v: unknown): v is Error => cel().isCelError(v)
+
+/** A JSON value as CEL sees it without a schema: objects are maps, integral numbers CEL ints. */
+export function jsonToCel(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(jsonToCel)
+  if (isObj(v)) return new Map(Object.entries(v).map(([k, x]) => [k, jsonToCel(x)]))
+  if (typeof v === 'number' && Number.isInteger(v)) return BigInt(v)
+  return v
 }
 
 /** A rule that calls what this server's CEL environment lacks: an explicit 500, never a silent pass. */
@@ -150,14 +177,18 @@ function toCel(v: unknown, s: Schema | undefined): unknown {
 }
 
 /** Evaluates every rule under `s` against `v` (old: the stored value at the same path, on update). */
-export function celCauses(v: unknown, old: unknown, s: Schema | undefined, at: string, out: StatusCause[]): void {
+export function celCauses(v: unknown, old: unknown, s: Schema | undefined, at: string, out: StatusCause[], parentSame = false): void {
   if (s === undefined || v === undefined || v === null) return
   const rules = rulesOf(s)
+  // ratcheting: a rule without oldSelf does not run on a node that did not change, or, where old and
+  // new do not correlate (atomic list items), whose nearest correlated ancestor did not (ratcheting.ts)
+  const same = old !== undefined && old !== null ? unchanged(v, old, s) : parentSame
   if (rules.length) {
     const self = toCel(v, s)
     const oldSelf = old === undefined || old === null ? undefined : toCel(old, s)
     for (const r of rules) {
       if (r.transition && oldSelf === undefined) continue
+      if (!r.transition && same) continue
       const ctx = r.transition ? { self, oldSelf } : { self }
       const result = r.program(ctx)
       if (result === true) continue
@@ -180,8 +211,8 @@ export function celCauses(v: unknown, old: unknown, s: Schema | undefined, at: s
   if (Array.isArray(v)) {
     const items = isObj(s.items) ? s.items : undefined
     if (!items) return
-    const oldItems = correlate(old, s)
-    v.forEach((x, i) => celCauses(x, oldItems?.(x), items, `${at}[${i}]`, out))
+    // old items correlate with new ones only in map lists (by their keys), as in Kubernetes
+    v.forEach((x, i) => celCauses(x, correlatedItem(old, s, x), items, `${at}[${i}]`, out, same))
     return
   }
   if (!isObj(v)) return
@@ -189,17 +220,8 @@ export function celCauses(v: unknown, old: unknown, s: Schema | undefined, at: s
   const add = isObj(s.additionalProperties) ? s.additionalProperties : undefined
   for (const [k, x] of Object.entries(v)) {
     const sub = props?.[k] ?? add
-    if (sub) celCauses(x, isObj(old) ? old[k] : undefined, sub, at === '' ? k : `${at}.${k}`, out)
+    if (sub) celCauses(x, isObj(old) ? old[k] : undefined, sub, at === '' ? k : `${at}.${k}`, out, same)
   }
-}
-
-/** Old items correlate with new ones only in map lists (by their keys), as in Kubernetes. */
-function correlate(old: unknown, s: Schema): ((item: any) => unknown) | undefined {
-  if (!Array.isArray(old) || s['x-kubernetes-list-type'] !== 'map') return undefined
-  const keys: string[] = s['x-kubernetes-list-map-keys'] ?? []
-  const id = (x: any) => JSON.stringify(keys.map((k) => x?.[k]))
-  const byId = new Map(old.map((x) => [id(x), x]))
-  return (item) => byId.get(id(item))
 }
 
 /** `shown` is the schema type, quoted: Kubernetes prints it, not the value, in a rule's `Invalid value`. */

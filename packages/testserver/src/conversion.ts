@@ -4,7 +4,7 @@
 // from the stored version to the one asked for.
 // Invariants:
 // - `spec.conversion.strategy: None` (the default) changes only apiVersion. `Webhook` POSTs one
-//   apiextensions.k8s.io/v1 ConversionReview per call (a list's objects in one review) to the CRD's
+//   ConversionReview (v1, or v1beta1 when the CRD lists it first) per call (a list's objects in one review) to the CRD's
 //   clientConfig (webhook-client.ts), within 30 s (kube-apiserver's webhook client timeout); objects
 //   already in the desired version are not sent, and nothing is sent when none needs converting.
 // - The answer is checked as webhook_converter.go checks it: same uid, result.status Success (else
@@ -103,15 +103,18 @@ export class Conversion {
     const gvk = `${pending[0].apiVersion}, Kind=${listKind ?? t.kind}`
     const fail = (what: string) => internalError(`conversion webhook for ${gvk} ${what}`)
     const uid = randomUUID()
+    // the first ConversionReview version the CRD lists that the server speaks (v1 and v1beta1 have one shape)
+    const versions: unknown[] = crd.spec.conversion.webhook?.conversionReviewVersions ?? []
+    const reviewVersion = `apiextensions.k8s.io/${versions.find((v) => v === 'v1' || v === 'v1beta1') ?? 'v1'}`
     const review = {
-      apiVersion: 'apiextensions.k8s.io/v1',
+      apiVersion: reviewVersion,
       kind: 'ConversionReview',
       request: { uid, desiredAPIVersion: to, objects: pending },
     }
     let converted: unknown[]
     try {
       const answer = await postJson(crd.spec.conversion.webhook?.clientConfig, review, this.timeoutMs, this.resolveService)
-      converted = convertedObjects(uid, answer)
+      converted = convertedObjects(uid, answer, reviewVersion)
     } catch (e) {
       throw fail(`failed: ${(e as Error).message}`)
     }
@@ -146,11 +149,11 @@ export class Conversion {
   }
 }
 
-/** getConvertedObjectsFromResponse (v1): the checks of the review itself. */
-function convertedObjects(uid: string, answer: any): unknown[] {
-  if (answer?.apiVersion !== 'apiextensions.k8s.io/v1' || answer?.kind !== 'ConversionReview')
+/** getConvertedObjectsFromResponse (v1 and v1beta1): the checks of the review itself. */
+function convertedObjects(uid: string, answer: any, reviewVersion: string): unknown[] {
+  if (answer?.apiVersion !== reviewVersion || answer?.kind !== 'ConversionReview')
     throw conversionError(
-      `expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got ${answer?.apiVersion ?? ''}, Kind=${answer?.kind ?? ''}`,
+      `expected webhook response of ${reviewVersion}, Kind=ConversionReview, got ${answer?.apiVersion ?? ''}, Kind=${answer?.kind ?? ''}`,
     )
   const r = answer.response
   if (typeof r !== 'object' || r === null) throw conversionError('no response provided')

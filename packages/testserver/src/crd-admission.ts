@@ -14,7 +14,8 @@ import { badRequest, invalid, type StatusCause } from './status.ts'
 import { pruneAndDefault } from './pruning.ts'
 import { causesOf, compileSchema, listErrors } from './schema-validation.ts'
 import { celCauses, celLoaded, hasRules, loadCel } from './cel.ts'
-import { checkCrdSchemas } from './structural.ts'
+import { checkCrdSchemas } from './crd-schema.ts'
+import { pathOfPointer, ratchets } from './ratcheting.ts'
 import { crdVersionsStep } from './crds.ts'
 
 /** Cached per schema object (schema-validation.ts): a CRD change brings new objects, so new validators. */
@@ -52,17 +53,25 @@ export function validateStep(req: AdmissionRequest): void | Promise<void> {
   if (t.builtin || !t.schema) return
   const validate = validatorOf(t)
   let causes: StatusCause[] = []
-  if (!validate(req.object)) causes = causesOf(validate.errors ?? [], req.object)
+  if (!validate(req.object)) {
+    let errors = validate.errors ?? []
+    // ratcheting (ratcheting.ts): on an update, errors at nodes that did not change are dropped
+    const old = req.oldObject
+    if (old) errors = errors.filter((e) => !ratchets(req.object, old, t.schema!, pathOfPointer(req.object, e.instancePath)))
+    if (errors.length) causes = causesOf(errors, req.object)
+  }
   listErrors(req.object, t.schema, '', causes)
-  // as kube-apiserver (hasBlockingErr): a wrong type or an unsupported value keeps CEL rules from running
-  if (causes.some((c) => c.reason === 'FieldValueTypeInvalid' || c.reason === 'FieldValueNotSupported'))
+  // as kube-apiserver (hasBlockingErr): a wrong type or an unsupported value keeps CEL rules from
+  // running, and says so when the schema has rules (strategy.go: only with a CEL validator)
+  const blocking = causes.some((c) => c.reason === 'FieldValueTypeInvalid' || c.reason === 'FieldValueNotSupported')
+  if (blocking && hasRules(t.schema))
     causes.push({
       reason: 'FieldValueInvalid',
       message:
         'Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation',
       field: '<nil>',
     })
-  else celCauses(withoutMeta(req.object), req.oldObject ? withoutMeta(req.oldObject) : undefined, t.schema, '', causes)
+  else if (!blocking) celCauses(withoutMeta(req.object), req.oldObject ? withoutMeta(req.oldObject) : undefined, t.schema, '', causes)
   if (causes.length) throw invalid(t.kind, t.group, req.object.metadata?.name ?? '', causes)
 }
 

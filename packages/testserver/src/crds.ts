@@ -7,8 +7,8 @@
 //   through /status (what a storage migration does), and a version still listed cannot leave
 //   spec.versions (422), as on a real server.
 // - A CRD's conversion must be valid before it is stored: strategy None or Webhook, a webhook with
-//   exactly one of url (https) and service, and conversionReviewVersions including v1 (the only
-//   ConversionReview version this server sends).
+//   exactly one of url (https) and service, and conversionReviewVersions including v1 or v1beta1
+//   (the ConversionReview versions this server sends, the first of them the CRD lists).
 import type { Registry, ResourceType } from './resources.ts'
 import type { Store } from './store.ts'
 import type { AdmissionRequest } from './admission.ts'
@@ -106,9 +106,9 @@ function conversionCauses(c: any, bad: (field: string, message: string, reason?:
     bad('spec.conversion.webhook.clientConfig.url', `Invalid value: ${JSON.stringify(cc.url)}: 'https' is the only allowed URL scheme`)
   const rv = w.conversionReviewVersions
   if (!Array.isArray(rv) || rv.length === 0) bad('spec.conversion.webhook.conversionReviewVersions', 'Required value', 'FieldValueRequired')
-  else if (!rv.includes('v1'))
+  else if (!rv.some((v) => v === 'v1' || v === 'v1beta1'))
     bad(
       'spec.conversion.webhook.conversionReviewVersions',
-      `Invalid value: ${JSON.stringify(rv)}: must include v1 (the test server sends apiextensions.k8s.io/v1 ConversionReviews only)`,
+      `Invalid value: []string{${rv.map((v) => JSON.stringify(v)).join(', ')}}: must include at least one of v1, v1beta1`,
     )
 }

@@ -55,8 +55,13 @@ export async function dispatch(
 ): Promise<void> {
   const r = route(c.registry, path)
   const ok = (v: unknown, code = 200) => sendJson(res, code, typeof v === 'string' ? v : JSON.stringify(v))
-  const written = (w: Written, code = 200) =>
-    sendJson(res, code, JSON.stringify(w.object), w.warnings.length ? { Warning: w.warnings.map(warningHeader).join(', ') } : {})
+  // a deprecated version warns on every response (deprecation.ts); a write's own warnings follow it
+  const deprecation = r.kind === 'object' ? r.type.deprecationWarning : undefined
+  if (deprecation !== undefined) res.setHeader('Warning', warningHeader(deprecation))
+  const written = (w: Written, code = 200) => {
+    const warnings = deprecation !== undefined ? [deprecation, ...w.warnings] : w.warnings
+    sendJson(res, code, JSON.stringify(w.object), warnings.length ? { Warning: warnings.map(warningHeader).join(', ') } : {})
+  }
   if (r.kind === 'unknown') {
     await drain(req)
     throw pathNotFound()

@@ -38,10 +38,10 @@ export function topLevelAllowed(k: string, scope: Scope): boolean {
   return true
 }
 
-/** The path element of an associative list's item: its key fields, in name order. */
-export function itemElement(item: Record<string, unknown>, keys: readonly string[]): string {
+/** The path element of an associative list's item: its key fields, in name order (an absent key: its schema default). */
+export function itemElement(item: Record<string, unknown>, keys: readonly string[], defaults?: Record<string, unknown>): string {
   const k: Record<string, unknown> = {}
-  for (const name of [...keys].sort()) k[name] = item[name]
+  for (const name of [...keys].sort()) k[name] = item[name] ?? defaults?.[name]
   return `k:${JSON.stringify(k)}`
 }
 
@@ -67,7 +67,7 @@ export function fieldSetOf(obj: any, scope: Scope, schema: FieldSchema): FieldSe
       else if (lt.type === 'map') {
         const is = s.item()
         for (const x of v) {
-          const ip = [...p, itemElement(x, lt.keys)]
+          const ip = [...p, itemElement(x, lt.keys, lt.defaults)]
           add(ip)
           for (const k of Object.keys(x)) walk(x[k], [...ip, `f:${k}`], is.field(k))
         }

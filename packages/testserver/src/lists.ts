@@ -30,8 +30,10 @@ export interface ListOpts {
 /** A consistent read: a kept statedb snapshot, or rows rebuilt from the history. */
 type View = { rv: number; snap: Snapshot } | { rv: number; rows: Array<[string, any]> }
 
-const TOO_OLD_CONTINUE =
-  'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.'
+// etcd3/store.go's handleCompactedErrorForPaging: the 410 for a compacted continue token carries a
+// new token (resourceVersion -1) that continues from the same key at the newest version
+const INCONSISTENT_CONTINUE =
+  'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.'
 
 export class Lists {
   private readonly snapshots = new Map<number, Snapshot>()
@@ -62,10 +64,22 @@ export class Lists {
         throw bad()
       }
       if (typeof tok?.rv !== 'number' || typeof tok.start !== 'string') throw bad()
-      view = this.viewAt(t, tok.rv, TOO_OLD_CONTINUE)
       after = tok.start
-      total = tok.total
-      seen = tok.seen ?? 0
+      if (tok.rv === -1) {
+        view = { rv: this.store.rv, snap: this.store.snapshot() } // an inconsistent continuation: the newest state
+      } else {
+        try {
+          view = this.viewAt(t, tok.rv, INCONSISTENT_CONTINUE)
+        } catch (err) {
+          if (err instanceof StatusError && err.code === 410) {
+            const next = { rv: -1, start: tok.start }
+            err.status.metadata = { continue: Buffer.from(JSON.stringify(next)).toString('base64') }
+          }
+          throw err
+        }
+        total = tok.total
+        seen = tok.seen ?? 0
+      }
     } else view = this.readAt(t, o.resourceVersion, o.resourceVersionMatch)
     const items: any[] = []
     const apiVersion = apiVersionOf(t)

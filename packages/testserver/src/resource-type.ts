@@ -37,6 +37,8 @@ export interface ResourceType {
   crd?: string
   /** A custom kind's openAPIV3Schema: server-side apply follows its list and map types. */
   schema?: Record<string, any>
+  /** Set when this version is deprecated: the `Warning` every response about it carries. */
+  deprecationWarning?: string
 }
 
 export interface PrinterColumn {
@@ -75,4 +77,6 @@ export interface ResourceTypeInput {
   crd?: string
   /** openAPIV3Schema (custom kinds): x-kubernetes-list-type/-list-map-keys/-map-type drive apply. */
   schema?: Record<string, any>
+  /** Marks the version deprecated: every response about it carries this `Warning`. */
+  deprecationWarning?: string
 }

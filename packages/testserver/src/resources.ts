@@ -7,6 +7,7 @@
 // - Listeners are told synchronously of every registration change, so storage and discovery never
 //   see a type the other does not know.
 
+import { crdDeprecationWarning } from './deprecation.ts'
 import { MORE_BUILTIN_TYPES } from './builtin-kinds.ts'
 import type { ResourceType, ResourceTypeInput } from './resource-type.ts'
 
@@ -43,6 +44,7 @@ export function makeType(input: ResourceTypeInput): ResourceType {
   if (input.crd) t.crd = input.crd
   if (input.printerColumns) t.printerColumns = input.printerColumns
   if (input.schema) t.schema = input.schema
+  if (input.deprecationWarning !== undefined) t.deprecationWarning = input.deprecationWarning
   return t
 }
 
@@ -248,6 +250,8 @@ export function typesFromCrd(crd: any): ResourceTypeInput[] {
     if (Array.isArray(v.additionalPrinterColumns)) input.printerColumns = v.additionalPrinterColumns
     const schema = v.schema?.openAPIV3Schema ?? spec.validation?.openAPIV3Schema
     if (schema) input.schema = schema
+    const warning = crdDeprecationWarning(v, spec)
+    if (warning !== undefined) input.deprecationWarning = warning
     out.push(input)
   }
   return out

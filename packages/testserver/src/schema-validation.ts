@@ -12,11 +12,18 @@
 // - Only the formats Kubernetes validates are checked; unknown formats pass, as on a real server.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import type { StatusCause } from './status.ts'
+import { re2Engine } from './re2.ts'
 
 type Schema = Record<string, any>
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 const DROP = new Set(['description', 'default', 'example', 'externalDocs', 'title', 'nullable', 'x-kubernetes-validations'])
+
+/** `anyOf: [{type: integer}, {type: string}]` exactly: the int-or-string pattern of structural schemas. */
+export function isIntOrStringAnyOf(a: unknown): boolean {
+  const only = (x: unknown, t: string) => isObj(x) && Object.keys(x).length === 1 && x.type === t
+  return Array.isArray(a) && a.length === 2 && only(a[0], 'integer') && only(a[1], 'string')
+}
 
 /** The JSON Schema ajv compiles for a CRD's openAPIV3Schema. */
 export function toJsonSchema(s: Schema, root = true): Schema {
@@ -35,10 +42,12 @@ export function toJsonSchema(s: Schema, root = true): Schema {
     else out[k] = v
   }
   if (s['x-kubernetes-int-or-string'] === true) {
-    delete out.type
-    // an anyOf under int-or-string restricts the value further: keep it beside the type alternatives
-    if (Array.isArray(out.anyOf)) out.allOf = [...(out.allOf ?? []), { anyOf: out.anyOf }]
-    out.anyOf = [{ type: 'integer' }, { type: 'string' }]
+    // integer or string; the anyOf [integer, string] that generators add beside the extension (and
+    // that structural.ts allows as a special case) says the same: dropped, so that a wrong type is
+    // one cause, not two. Any other anyOf restricts the value further and stays.
+    out.type = ['integer', 'string']
+    if (isIntOrStringAnyOf(s.anyOf)) delete out.anyOf
+    if (Array.isArray(s.allOf) && isIntOrStringAnyOf(s.allOf[0]?.anyOf)) out.allOf = [{}, ...out.allOf.slice(1)]
   }
   if (s.exclusiveMinimum === true && typeof s.minimum === 'number') {
     out.exclusiveMinimum = s.minimum
@@ -48,8 +57,8 @@ export function toJsonSchema(s: Schema, root = true): Schema {
     out.exclusiveMaximum = s.maximum
     delete out.maximum
   } else if (typeof s.exclusiveMaximum === 'boolean') delete out.exclusiveMaximum
-  if (s.nullable === true && typeof out.type === 'string') {
-    out.type = [out.type, 'null']
+  if (s.nullable === true && out.type !== undefined) {
+    out.type = [out.type, 'null'].flat()
     if (Array.isArray(out.enum)) out.enum = [...out.enum, null]
   }
   return out
@@ -59,8 +68,8 @@ const RFC1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)
 let ajvInstance: Ajv | undefined
 function ajv(): Ajv {
   if (ajvInstance) return ajvInstance
-  // Go's regexp syntax is closer to JS without the `u` flag (escapes like `\-` inside classes)
-  const a = new Ajv({ strict: false, allErrors: true, logger: false, unicodeRegExp: false, validateSchema: false })
+  // patterns are Go RE2 and run on an RE2 engine (re2.ts)
+  const a = new Ajv({ strict: false, allErrors: true, logger: false, validateSchema: false, code: { regExp: re2Engine } })
   const any = () => true
   const formats: Record<string, (s: string) => boolean> = {
     // the formats Kubernetes validates (k8s.io/kube-openapi/pkg/validation/strfmt); others pass

@@ -10,7 +10,8 @@
 //   (containers by name, conditions by type, ...), the way their Go types declare them.
 import { StatusError } from './status.ts'
 
-export type ListType = { type: 'atomic' } | { type: 'set' } | { type: 'map'; keys: string[] }
+/** A map list's `defaults`: key fields the item schema defaults, which an item may leave out (structured-merge-diff uses the default). */
+export type ListType = { type: 'atomic' } | { type: 'set' } | { type: 'map'; keys: string[]; defaults?: Record<string, unknown> }
 
 export interface FieldSchema {
   /** The schema of a field of this map (an object's property or a map value). */
@@ -21,6 +22,12 @@ export interface FieldSchema {
   list(items: readonly unknown[]): ListType
   /** This map is replaced whole and owned as one field. */
   readonly atomicMap: boolean
+  /**
+   * An update that creates this object node owns the node itself (FieldsV1 `".": {}`), as
+   * structured-merge-diff's comparison reports a map or pointer struct that appeared: every object
+   * of a custom kind; of a built-in kind the maps and pointer structs (not the structs Go always serializes).
+   */
+  readonly ownedWhenCreated: boolean
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -46,6 +53,26 @@ export const BUILTIN_MERGE_KEYS: Record<string, string | ((items: readonly unkno
 }
 /** Built-in lists of scalars that merge as sets. */
 export const BUILTIN_SET_LISTS = new Set(['finalizers'])
+/** Built-in fields that are Go maps or pointer structs (absent until set), by field name: the common ones. */
+export const BUILTIN_MAPS_AND_POINTERS = new Set([
+  'labels',
+  'annotations',
+  'data',
+  'binaryData',
+  'stringData',
+  'nodeSelector',
+  'matchLabels',
+  'limits',
+  'requests',
+  'rollingUpdate',
+  'securityContext',
+  'affinity',
+  'livenessProbe',
+  'readinessProbe',
+  'startupProbe',
+  'lifecycle',
+  'sessionAffinityConfig',
+])
 
 export function builtinMergeKey(field: string, items: readonly unknown[]): string | undefined {
   const k = BUILTIN_MERGE_KEYS[field]
@@ -55,7 +82,10 @@ export function builtinMergeKey(field: string, items: readonly unknown[]): strin
 /** A built-in kind's field, its list type deduced from the field name. */
 class DeducedSchema implements FieldSchema {
   readonly atomicMap = false
-  constructor(private readonly name: string) {}
+  readonly ownedWhenCreated: boolean
+  constructor(private readonly name: string) {
+    this.ownedWhenCreated = BUILTIN_MAPS_AND_POINTERS.has(name)
+  }
   field(name: string): FieldSchema {
     return deduced(name)
   }
@@ -82,6 +112,7 @@ type JSONSchemaProps = Record<string, any>
 /** A custom kind's field, from its CRD's structural schema. */
 class OpenApiSchema implements FieldSchema {
   readonly atomicMap: boolean
+  readonly ownedWhenCreated = true
   constructor(
     private readonly s: JSONSchemaProps | undefined,
     private readonly at: string,
@@ -101,8 +132,11 @@ class OpenApiSchema implements FieldSchema {
     if (t === 'set') return SET
     if (t !== 'map') return ATOMIC
     const keys: string[] = Array.isArray(this.s?.['x-kubernetes-list-map-keys']) ? this.s['x-kubernetes-list-map-keys'] : []
+    const props = isObj(this.s?.items) && isObj(this.s.items.properties) ? this.s.items.properties : {}
+    let defaults: Record<string, unknown> | undefined
+    for (const k of keys) if (isObj(props[k]) && props[k].default !== undefined) (defaults ??= {})[k] = props[k].default
     for (const [i, x] of items.entries()) {
-      const missing = keys.find((k) => !isObj(x) || x[k] === undefined)
+      const missing = keys.find((k) => !isObj(x) || (x[k] === undefined && defaults?.[k] === undefined))
       if (missing !== undefined) {
         throw new StatusError(
           422,
@@ -111,13 +145,14 @@ class OpenApiSchema implements FieldSchema {
         )
       }
     }
-    return { type: 'map', keys }
+    return defaults ? { type: 'map', keys, defaults } : { type: 'map', keys }
   }
 }
 
 /** ObjectMeta's fields; every other name is deduced (labels and annotations are granular maps). */
 class ObjectMetaSchema implements FieldSchema {
   readonly atomicMap = false
+  readonly ownedWhenCreated = false // metadata itself is never a managed field
   field(name: string): FieldSchema {
     return deduced(name)
   }
@@ -133,6 +168,7 @@ const OBJECT_META = new ObjectMetaSchema()
 /** The root of an object: metadata is ObjectMeta, the rest follows `rest`. */
 class RootSchema implements FieldSchema {
   readonly atomicMap = false
+  readonly ownedWhenCreated = false
   constructor(private readonly rest: FieldSchema) {}
   field(name: string): FieldSchema {
     return name === 'metadata' ? OBJECT_META : this.rest.field(name)

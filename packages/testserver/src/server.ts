@@ -20,6 +20,7 @@ import { Faults, prng, type FailRule, type DelayRule } from './faults.ts'
 import { StatusError, toApiError, tooManyRequests, unauthorized, serviceUnavailable } from './status.ts'
 import { installCrdAdmission } from './crd-admission.ts'
 import { admitDelete, installWebhookAdmission, type WebhookSource } from './webhooks.ts'
+import { admitByPolicies, installPolicyAdmission, type PolicySource } from './vap.ts'
 import { NS_TYPE_KEY } from './namespaces.ts'
 import { builtinDefaultsStep, ServiceAllocator } from './builtin-defaults.ts'
 import { builtinValidationStep } from './builtin-validation.ts'
@@ -90,13 +91,39 @@ export class TestServer {
     this.objects.pipeline.validating.push(builtinValidationStep)
     installCrdAdmission(this.objects.pipeline)
     // webhooks after the built-in and schema steps, as kube-apiserver's admission chain runs them
-    this.webhookSource = { store: this.store, namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels }
+    this.webhookSource = {
+      store: this.store,
+      namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels,
+      equivalents: (t) => this.registry.siblings(t).filter((o) => o !== t),
+      toVersion: (t, obj) => this.objects.conversion.toType(t, obj),
+    }
     if (opts.serviceResolver) this.webhookSource.resolveService = this.objects.conversion.resolveService = opts.serviceResolver
     if (opts.conversionTimeoutMs !== undefined) this.objects.conversion.timeoutMs = opts.conversionTimeoutMs
+    // ValidatingAdmissionPolicies before the webhooks, as kube-apiserver's plugin order has them
+    const policySource: PolicySource = {
+      store: this.store,
+      namespaceLabels: (name) => this.store.get(NS_TYPE_KEY, '', name)?.metadata?.labels,
+      namespace: (name) => this.store.get(NS_TYPE_KEY, '', name),
+      objectsOf: (apiVersion, kind, ns) => {
+        const t = this.registry.byKind(apiVersion, kind)
+        return t
+          ? [...this.store.scan(t.storageKey, t.namespaced ? ns : undefined, undefined, this.store.snapshot())].map(([, o]) => o)
+          : []
+      },
+    }
+    installPolicyAdmission(this.objects.pipeline, policySource)
     installWebhookAdmission(this.objects.pipeline, this.webhookSource)
     // DELETEs (one object, each item of a deletecollection, the garbage collector's) are admitted in the request's version
     this.objects.admitDelete = (t, stored, dry) =>
-      then(this.objects.conversion.toType(t, stored), (o) => admitDelete(this.webhookSource, t, o, dry))
+      then(this.objects.conversion.toType(t, stored), (o) =>
+        then(
+          admitByPolicies(
+            { type: t, operation: 'DELETE', object: undefined, oldObject: o, dryRun: dry, fieldValidation: 'Ignore', warnings: [] },
+            policySource,
+          ),
+          () => admitDelete(this.webhookSource, t, o, dry),
+        ),
+      )
     this.watches = new WatchHub(this.store, opts.bookmarkIntervalMs ?? 60_000)
     this.watches.expiredAsHttp410 = !!opts.watchExpiredAsHttp410
     this.faults = new Faults(seed)

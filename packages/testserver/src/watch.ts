@@ -4,6 +4,7 @@
 //   history), so no event is lost or repeated between the two.
 // - Events reach each watch in version order; a bookmark carries the store's current version, which
 //   is safe because delivery is synchronous: every event up to it was already queued on the stream.
+// - A watch with bookmarks and a timeoutSeconds over 2 gets a bookmark 2 s before it ends.
 // - Output is buffered per watch and flushed once per tick (one socket write for a burst of events).
 // - Selector transitions follow the real server: an object entering the selection is ADDED, one
 //   leaving it is DELETED with its previous content (the last state the watcher could select) and the
@@ -152,12 +153,17 @@ export class WatchHub {
       if (l) this.put(a, l)
     })
     let timeout: NodeJS.Timeout | undefined
+    let preTimeout: NodeJS.Timeout | undefined
     if (w.timeoutSeconds && w.timeoutSeconds > 0) {
       timeout = setTimeout(() => {
         this.flush(a)
         res.end()
         a.close()
       }, w.timeoutSeconds * 1000)
+      // a bookmark 2 s before the end, so that the client resumes from the newest version (the
+      // apiserver's cacheWatcher.nextBookmarkTime sends it at the deadline minus 2 s)
+      if (w.bookmarks && w.timeoutSeconds > 2)
+        preTimeout = setTimeout(() => this.put(a, bookmarkLine(w.type, this.store.rv, false)), w.timeoutSeconds * 1000 - 2000)
     }
     let closed = false
     a.close = () => {
@@ -165,6 +171,7 @@ export class WatchHub {
       closed = true
       unsubscribe()
       if (timeout) clearTimeout(timeout)
+      if (preTimeout) clearTimeout(preTimeout)
       this.active.delete(a)
       if (this.bookmarkTimer && ![...this.active].some((x) => x.bookmarks)) {
         clearInterval(this.bookmarkTimer)

@@ -17,6 +17,10 @@
 // - Webhook configurations themselves are never sent to webhooks (a broken webhook cannot lock its
 //   own configuration). A Service reference is called where the server's `serviceResolver` says
 //   (webhook-client.ts, shared with conversion webhooks); without one it is a call failure.
+// - matchPolicy Equivalent (the default): a webhook whose rules name the resource in another served
+//   version only (a CRD's v1 for a v1beta1 write) is called with the objects converted to that
+//   version, `kind`/`resource` of it and `requestKind`/`requestResource` of the request; a mutating
+//   one's patch applies there and the result is converted back. `Exact` matches the named version only.
 // - CREATE and UPDATE go through the write pipeline; a DELETE is admitted before it by admitDelete
 //   (validating webhooks only: object null, oldObject the stored one in the request's version): a
 //   DELETE of one object, each item of a deletecollection, and each delete of the garbage collector
@@ -50,6 +54,7 @@ interface Webhook {
   objectSelector?: unknown
   sideEffects?: string
   timeoutSeconds?: number
+  matchPolicy?: 'Exact' | 'Equivalent'
 }
 
 /** What the steps read of the server: the stored objects, and a namespace's labels. */
@@ -58,6 +63,10 @@ export interface WebhookSource {
   namespaceLabels(name: string): Record<string, string> | undefined
   /** Where a Service reference is (the server's `serviceResolver` option); none: a call failure. */
   resolveService?: ServiceResolver
+  /** The same resource in its other served versions (matchPolicy Equivalent); none: Exact only. */
+  equivalents?(t: ResourceType): ResourceType[]
+  /** An object converted to `t`'s version (the CRD's conversion). */
+  toVersion?(t: ResourceType, obj: any): any
 }
 
 /** Adds the webhook steps to the pipeline: mutating ones last among mutations, validating ones last. */
@@ -78,20 +87,23 @@ export function admitDelete(src: WebhookSource, type: ResourceType, oldObject: a
 function run(req: WebhookRequest, src: WebhookSource, storageKey: string, mutating: boolean): void | Promise<void> {
   if (req.type.group === GROUP && req.type.resource.endsWith('webhookconfigurations')) return
   if (!src.store.has(storageKey)) return
-  const hooks: Webhook[] = []
+  const hooks: Array<{ w: Webhook; as: ResourceType }> = []
   for (const [, cfg] of src.store.scan(storageKey, undefined, undefined, src.store.snapshot()))
-    for (const w of (cfg.webhooks ?? []) as Webhook[]) if (matches(w, req, src)) hooks.push(w)
+    for (const w of (cfg.webhooks ?? []) as Webhook[]) {
+      const as = matches(w, req, src)
+      if (as) hooks.push({ w, as })
+    }
   if (hooks.length === 0) return // synchronous: plain writes stay fast
   return (async () => {
-    for (const w of hooks) await call(w, req, mutating, src.resolveService)
+    for (const { w, as } of hooks) await call(w, req, as, mutating, src)
   })()
 }
 
-function matches(w: Webhook, req: WebhookRequest, src: WebhookSource): boolean {
-  const t = req.type
+/** Whether a rule names `t` (with the request's operation and subresource). */
+function ruleMatches(rules: Rule[] | undefined, req: WebhookRequest, t: ResourceType): boolean {
   const resource = req.subresource ? `${t.resource}/${req.subresource}` : t.resource
   const any = (list: string[] | undefined, v: string) => (list ?? []).some((x) => x === '*' || x === v)
-  const ruleOk = (w.rules ?? []).some(
+  return (rules ?? []).some(
     (r) =>
       any(r.operations, req.operation) &&
       any(r.apiGroups, t.group) &&
@@ -99,44 +111,61 @@ function matches(w: Webhook, req: WebhookRequest, src: WebhookSource): boolean {
       (r.resources ?? []).some((x) => x === '*/*' || x === resource || (x === '*' && !req.subresource) || x === `${t.resource}/*`) &&
       (r.scope === undefined || r.scope === '*' || r.scope === (t.namespaced ? 'Namespaced' : 'Cluster')),
   )
-  if (!ruleOk) return false
-  const obj = req.object ?? req.oldObject
-  if (w.objectSelector && !labelSelectorMatches(w.objectSelector, obj?.metadata?.labels)) return false
-  if (w.namespaceSelector && t.namespaced) {
-    const ns = obj?.metadata?.namespace
-    if (!labelSelectorMatches(w.namespaceSelector, ns ? src.namespaceLabels(ns) : undefined)) return false
-  }
-  return true
 }
 
-async function call(w: Webhook, req: WebhookRequest, mutating: boolean, resolve: ServiceResolver | undefined): Promise<void> {
+/**
+ * The version a webhook sees the request in: the request's own when a rule names it, else (under
+ * matchPolicy Equivalent, the default) the first other served version of the same resource a rule
+ * names, as kube-apiserver's generic webhook dispatcher picks it; undefined when it does not match.
+ */
+function matches(w: Webhook, req: WebhookRequest, src: WebhookSource): ResourceType | undefined {
+  const t = req.type
+  let as: ResourceType | undefined = ruleMatches(w.rules, req, t) ? t : undefined
+  if (!as && w.matchPolicy !== 'Exact') as = src.equivalents?.(t).find((o) => ruleMatches(w.rules, req, o))
+  if (!as) return undefined
+  const obj = req.object ?? req.oldObject
+  if (w.objectSelector && !labelSelectorMatches(w.objectSelector, obj?.metadata?.labels)) return undefined
+  if (w.namespaceSelector && t.namespaced) {
+    const ns = obj?.metadata?.namespace
+    if (!labelSelectorMatches(w.namespaceSelector, ns ? src.namespaceLabels(ns) : undefined)) return undefined
+  }
+  return as
+}
+
+async function call(w: Webhook, req: WebhookRequest, as: ResourceType, mutating: boolean, src: WebhookSource): Promise<void> {
   if (req.dryRun && w.sideEffects !== 'None' && w.sideEffects !== 'NoneOnDryRun')
     throw new StatusError(400, 'BadRequest', `admission webhook "${w.name}" does not support dry run`)
   const t = req.type
+  // an equivalent version: the webhook sees the objects converted to it, kind and resource its own,
+  // requestKind and requestResource the request's
+  const convert = (o: any, to: ResourceType) => (o && to !== t && src.toVersion ? src.toVersion(to, o) : o)
+  const object = await convert(req.object, as)
+  const oldObject = await convert(req.oldObject, as)
   const uid = randomUUID()
   const review = {
     apiVersion: 'admission.k8s.io/v1',
     kind: 'AdmissionReview',
     request: {
       uid,
-      kind: { group: t.group, version: t.version, kind: t.kind },
-      resource: { group: t.group, version: t.version, resource: t.resource },
+      kind: { group: as.group, version: as.version, kind: as.kind },
+      resource: { group: as.group, version: as.version, resource: as.resource },
       ...(req.subresource ? { subResource: req.subresource } : {}),
       requestKind: { group: t.group, version: t.version, kind: t.kind },
       requestResource: { group: t.group, version: t.version, resource: t.resource },
+      ...(req.subresource ? { requestSubResource: req.subresource } : {}),
       name: req.object?.metadata?.name ?? req.oldObject?.metadata?.name,
       ...(t.namespaced ? { namespace: req.object?.metadata?.namespace } : {}),
       operation: req.operation,
       userInfo: { username: 'system:admin', groups: ['system:masters', 'system:authenticated'] },
-      object: req.object ?? null,
-      oldObject: req.oldObject ?? null,
+      object: object ?? null,
+      oldObject: oldObject ?? null,
       dryRun: req.dryRun,
       options: { apiVersion: 'meta.k8s.io/v1', kind: `${req.operation[0]}${req.operation.slice(1).toLowerCase()}Options` },
     },
   }
   let response: any
   try {
-    response = await post(w, review, resolve)
+    response = await post(w, review, src.resolveService)
     if (response?.apiVersion !== 'admission.k8s.io/v1' || response?.kind !== 'AdmissionReview' || typeof response.response !== 'object')
       throw callError('the answer is not an admission.k8s.io/v1 AdmissionReview')
     if (response.response.uid !== uid) throw callError(`the answer's response.uid is not the request's (${uid})`)
@@ -159,7 +188,9 @@ async function call(w: Webhook, req: WebhookRequest, mutating: boolean, resolve:
       throw internalError(`failed calling webhook "${w.name}": patchType must be JSONPatch, not ${JSON.stringify(r.patchType)}`)
     }
     const ops = JSON.parse(Buffer.from(String(r.patch), 'base64').toString('utf8'))
-    req.object = jsonPatch(req.object, ops)
+    // the patch is against what the webhook saw; the result goes back to the request's version
+    const patched = jsonPatch(object, ops)
+    req.object = as === t || !src.toVersion ? patched : await src.toVersion(t, patched)
   }
 }
 

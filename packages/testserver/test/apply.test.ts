@@ -74,11 +74,53 @@ test('an Update manager (PUT/merge patch) conflicts with an apply that changes i
     { namespace: 'default', name: 'a4', fieldManager: 'editor', body: { data: { k: 'edited' } } },
     k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
   )
+  // the editor took the field; the creator still owns the map it created (FieldsV1 "f:data" without children)
   assert.equal(
-    patched.metadata.managedFields.map((m: any) => [m.manager, m.operation]),
-    [['editor', 'Update']],
+    patched.metadata.managedFields.map((m: any) => [m.manager, m.operation, m.fieldsV1]),
+    [
+      ['creator', 'Update', { 'f:data': {} }],
+      ['editor', 'Update', { 'f:data': { 'f:k': {} } }],
+    ],
     'the editor took the field from the creator',
   )
+})
+
+test('an Update that creates a map owns the map itself ("." in FieldsV1), as structured-merge-diff reports it added', async () => {
+  const created: any = await e.core.createNamespacedConfigMap({
+    namespace: 'default',
+    fieldManager: 'maker',
+    body: { metadata: { name: 'a4b', labels: { app: 'x' } }, data: { k: 'v' } },
+  })
+  assert.equal(created.metadata.managedFields[0].fieldsV1, {
+    'f:data': { '.': {}, 'f:k': {} },
+    'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} } },
+  })
+  // a key added to an existing map: the map was not created by this write
+  const patched: any = await e.core.patchNamespacedConfigMap(
+    { namespace: 'default', name: 'a4b', fieldManager: 'adder', body: { data: { k2: 'v' } } },
+    k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+  )
+  assert.equal(patched.metadata.managedFields.find((m: any) => m.manager === 'adder').fieldsV1, { 'f:data': { 'f:k2': {} } })
+  // a Deployment: the pointer struct rollingUpdate (defaulted) and the label maps are owned, the structs Go always serializes are not
+  const dep: any = await e.objs.create(
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'a4d', namespace: 'default' },
+      spec: {
+        selector: { matchLabels: { a: 'b' } },
+        template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+      },
+    },
+    undefined,
+    undefined,
+    'maker',
+  )
+  const f = dep.metadata.managedFields[0].fieldsV1
+  assert.ok(f['f:spec']['f:strategy']['f:rollingUpdate']['.'], JSON.stringify(f))
+  assert.ok(f['f:spec']['f:template']['f:metadata']['f:labels']['.'], JSON.stringify(f))
+  assert.is(f['f:spec']['.'], undefined)
+  assert.is(f['f:spec']['f:template']['.'], undefined)
 })
 
 test("apply on a Deployment merges containers by name and keeps other managers' containers", async () => {
@@ -218,7 +260,13 @@ test("a CRD's list-map conditions: dropping one on /status removes it whole, the
         type: 'array',
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['type'],
-        items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+        // a map list's keys are required (or defaulted) properties of its items, as kube-apiserver demands
+        items: {
+          type: 'object',
+          required: ['type'],
+          properties: { type: { type: 'string' } },
+          'x-kubernetes-preserve-unknown-fields': true,
+        },
       },
     },
   })
@@ -281,6 +329,50 @@ test('a resourceVersion in an applied configuration is a precondition: stale is 
   const fresh = { ...cm('a9', { k: '3' }), metadata: { ...cm('a9').metadata, resourceVersion: cur.metadata!.resourceVersion } }
   const ok = await apply(fresh, 'm1')
   assert.is(ok.data.k, '3')
+})
+
+test("a map list's key with a schema default may be left out (structured-merge-diff uses the default): a pod template's ports by containerPort and protocol", async () => {
+  await crd('rollouts.ssa.example.com', 'rollouts', 'Rollout', {
+    type: 'object',
+    properties: {
+      ports: {
+        type: 'array',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['containerPort', 'protocol'],
+        items: {
+          type: 'object',
+          required: ['containerPort'],
+          properties: { containerPort: { type: 'integer' }, protocol: { type: 'string', default: 'TCP' }, name: { type: 'string' } },
+        },
+      },
+    },
+  })
+  const base = { apiVersion: 'ssa.example.com/v1', kind: 'Rollout', metadata: { name: 'r', namespace: 'default' } }
+  await applyRaw('/apis/ssa.example.com/v1/namespaces/default/rollouts/r', base, 'ctl')
+  const path = '/apis/ssa.example.com/v1/namespaces/default/rollouts/r/status'
+  const first = await applyRaw(
+    path,
+    {
+      ...base,
+      status: {
+        ports: [
+          { containerPort: 80, name: 'http' },
+          { containerPort: 80, protocol: 'UDP' },
+        ],
+      },
+    },
+    'a',
+  )
+  assert.is(first.status, 200, JSON.stringify(first.body))
+  assert.equal(first.body.status.ports, [
+    { containerPort: 80, name: 'http', protocol: 'TCP' },
+    { containerPort: 80, protocol: 'UDP' },
+  ])
+  // another manager's item keyed {80, TCP} by its default is the same item: a conflict on its name
+  const other = await applyRaw(path, { ...base, status: { ports: [{ containerPort: 80, protocol: 'TCP', name: 'web' }] } }, 'b')
+  assert.is(other.status, 409, JSON.stringify(other.body))
+  const fields = JSON.stringify(first.body.metadata.managedFields.find((m: any) => m.manager === 'a').fieldsV1)
+  assert.match(fields, '"k:{\\"containerPort\\":80,\\"protocol\\":\\"TCP\\"}"')
 })
 
 test.run()

@@ -67,7 +67,7 @@ export const converting: Behaviour = (review) => ({
   ),
 })
 export const answer = (review: any, convertedObjects: any[], extra: any = {}) => ({
-  apiVersion: 'apiextensions.k8s.io/v1',
+  apiVersion: review.apiVersion, // the review's own version (v1, or v1beta1 when the CRD lists it first)
   kind: 'ConversionReview',
   response: { uid: review.request.uid, convertedObjects, result: { status: 'Success' }, ...extra },
 })

@@ -300,18 +300,53 @@ test('Service references: resolved by the serviceResolver option (certificate ch
   })
 })
 
-test('CRD validation: a Webhook conversion needs a client config and v1 among conversionReviewVersions', async () => {
+test('CRD validation: a Webhook conversion needs a client config and v1 or v1beta1 among conversionReviewVersions', async () => {
   const e = await env()
   try {
-    const bad = await http(e, 'POST', CRD_PATH, crd(webhook(conv, ['v1beta1'])))
+    const bad = await http(e, 'POST', CRD_PATH, crd(webhook(conv, ['v2', 'v3'])))
     assert.is(bad.status, 422)
-    assert.match(bad.body.message, 'spec.conversion.webhook.conversionReviewVersions')
+    assert.match(
+      bad.body.message,
+      'spec.conversion.webhook.conversionReviewVersions: Invalid value: []string{"v2", "v3"}: must include at least one of v1, v1beta1',
+    )
     const none = await http(e, 'POST', CRD_PATH, crd({ strategy: 'Webhook' }))
     assert.is(none.status, 422)
     assert.match(none.body.message, 'spec.conversion.webhook: Required value')
   } finally {
     await e.server.stop()
   }
+})
+
+test('TestWebhookConverter (v1beta1 halves): a CRD listing v1beta1 first gets apiextensions.k8s.io/v1beta1 ConversionReviews', async () => {
+  conv.behave(converting)
+  conv.requests.length = 0
+  await withCrd(conv, webhook(conv, ['v1alpha1', 'v1beta1', 'v1']), async (e) => {
+    assert.is((await http(e, 'POST', path('v1beta1'), mv('v1beta1', 'b1', 1))).status, 201)
+    const got = await http(e, 'GET', path('v1beta2', 'b1'))
+    assert.is(got.status, 200, JSON.stringify(got.body))
+    assert.is(got.body.apiVersion, `${G}/v1beta2`)
+    assert.ok(conv.requests.length > 0, 'the webhook was called')
+  })
+  // an answer in another review version than the one sent is refused, as webhook_converter.go refuses it
+  conv.behave((review) => ({
+    body: JSON.stringify({
+      ...answer(
+        review,
+        review.request.objects.map((o: any) => convertObject(o, review.request.desiredAPIVersion)),
+      ),
+      apiVersion: 'apiextensions.k8s.io/v1',
+    }),
+  }))
+  await withCrd(conv, webhook(conv, ['v1beta1']), async (e) => {
+    assert.is((await http(e, 'POST', path('v1beta1'), mv('v1beta1', 'b2', 1))).status, 201)
+    const got = await http(e, 'GET', path('v1beta2', 'b2'))
+    assert.is(got.status, 500)
+    assert.match(
+      got.body.message,
+      'expected webhook response of apiextensions.k8s.io/v1beta1, Kind=ConversionReview, got apiextensions.k8s.io/v1, Kind=ConversionReview',
+    )
+  })
+  conv.behave(converting)
 })
 
 // A plain Map model: the hub value (size) of each object. Random creates, updates, patches, deletes

@@ -225,4 +225,22 @@ test('informer: initial list, add/update/delete, relists after compaction + rese
   }
 })
 
+test('a watch with bookmarks gets one 2 s before its timeoutSeconds end (cacheWatcher.nextBookmarkTime), at the newest version', async () => {
+  const read = async (bookmarks: boolean) => {
+    const q = `watch=true&timeoutSeconds=3&resourceVersion=${e.server.control.resourceVersion()}${bookmarks ? '&allowWatchBookmarks=true' : ''}`
+    const res = await fetch(`${e.server.url}/api/v1/namespaces/default/configmaps?${q}`, {
+      headers: { authorization: `Bearer ${e.server.token}` },
+    })
+    const lines = (await res.text()).trim().split('\n').filter(Boolean)
+    return lines.map((l) => JSON.parse(l))
+  }
+  const rv = e.server.control.resourceVersion()
+  const [withBookmarks, without] = await Promise.all([read(true), read(false)]) // the stream ends at its timeout
+  assert.equal(
+    withBookmarks.map((x) => [x.type, x.object.metadata.resourceVersion]),
+    [['BOOKMARK', String(rv)]],
+  )
+  assert.equal(without, [])
+})
+
 test.run()
