@@ -180,6 +180,36 @@ test('initialization: not initialized until every initializer is done, with a wa
   assert.ok(t.initialized(snapshotBefore)[1].closed, 'a stale snapshot gets a fired watch')
 })
 
+// issue 36 bug 7: a loop waiting on the initialized watch beside other watches never yielded
+test('a loop that waits on initialized() beside other watches sleeps once the table is initialized', async () => {
+  const { db, t } = setup()
+  let rounds = 0
+  let stop = false
+  const loop = (async () => {
+    while (!stop) {
+      const txn = db.readTxn()
+      const [, init] = t.initialized(txn)
+      const [, any] = t.allWatch(txn)
+      await waitAny([init, any], AbortSignal.timeout(10_000))
+      if (++rounds > 1000) break // a spinning loop never yields: end it so the test can fail
+    }
+  })()
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+  assert.is(rounds, 0, 'the loop spun on an initialized table')
+  await db.write(t, (x) => t.insert(x, { id: 'a', group: 'g', v: 1 }))
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+  assert.is(rounds, 1, 'one write: one round')
+  // registering an initializer again changes the answer: the watch fires
+  const done = await db.write(t, (x) => t.registerInitializer(x, 'again'))
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+  assert.is(rounds, 2)
+  assert.not.ok(t.initialized(db.readTxn())[0])
+  stop = true
+  await db.write(t, (x) => done(x))
+  await loop
+  assert.is(rounds, 3)
+})
+
 test('a throwing watch listener does not keep other watches from firing; its error surfaces on its own', async () => {
   const { db, t } = setup()
   const [, wa] = t.getWatch(db.readTxn(), byId.query('a'))
