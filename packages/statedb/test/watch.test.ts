@@ -1,6 +1,7 @@
 // Watches fire when a query's result may have changed, and stay quiet otherwise.
 
 import fc from 'fast-check'
+import { getEventListeners } from 'node:events'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { byRevision, DB, defineIndex, Table, Watch, waitAny, WatchSet, type ReadTxn } from '../src/index.ts'
@@ -178,6 +179,23 @@ test('initialization: not initialized until every initializer is done, with a wa
   assert.ok(t.initialized(db.readTxn())[0])
   assert.not.ok(t.initialized(snapshotBefore)[0], 'initialization is part of the snapshot')
   assert.ok(t.initialized(snapshotBefore)[1].closed, 'a stale snapshot gets a fired watch')
+})
+
+// issue 36 bug 6: no wait leaves a listener on the caller's signal once it returned
+test('1000 waits on one signal (Watch.wait, waitAny, WatchSet.wait) leave no abort listener on it', async () => {
+  const { db, t } = setup()
+  const ac = new AbortController()
+  for (let i = 0; i < 1000; i++) {
+    const txn = db.readTxn()
+    const [, a] = t.listWatch(txn, byGroup.query('g'))
+    const [, b] = t.listWatch(txn, byGroup.query('h'))
+    const [, any] = t.allWatch(txn)
+    const set = new WatchSet().add(a, b)
+    const waits = [any.wait(ac.signal), waitAny([a, b, any], ac.signal), set.wait(ac.signal, i % 100 === 0 ? 1 : 0)]
+    await db.write(t, (x) => t.insert(x, { id: `k${i % 7}`, group: 'g', v: i }))
+    await Promise.all(waits)
+  }
+  assert.is(getEventListeners(ac.signal, 'abort').length, 0)
 })
 
 // issue 36 bug 7: a loop waiting on the initialized watch beside other watches never yielded
