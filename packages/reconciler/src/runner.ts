@@ -367,6 +367,8 @@ export class OperationRunner<Obj> {
       }
       if (!written) {
         dropped++
+        // a retry in flight leaves the queue: the newer version is reconciled on its own change
+        if (o.attempts > 0) this.takeRetry(o.object)
         continue
       }
       if (o.error !== undefined) {
