@@ -68,7 +68,16 @@ function runFolder(dir) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      ['--conditions=@statewright/source', '--import', LOADER, join(root, 'node_modules/uvu/bin.js'), dir, '\\.test\\.ts$'],
+      [
+        '--conditions=@statewright/source',
+        '--import',
+        LOADER,
+        '--import',
+        join(root, 'scripts/exit-report.mjs'),
+        join(root, 'node_modules/uvu/bin.js'),
+        dir,
+        '\\.test\\.ts$',
+      ],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: childEnv },
     )
     let out = ''
@@ -81,8 +90,10 @@ function runFolder(dir) {
         finishedAt = Date.now()
         setTimeout(() => {
           if (child.exitCode === null) {
-            note = `${dir}: tests finished but the process did not exit within ${EXIT_GRACE_MS / 1000}s (something left running)`
-            child.kill('SIGKILL')
+            note = `${dir}: tests finished but the process did not exit within ${EXIT_GRACE_MS / 1000}s (something left running: see [exit check] above)`
+            // scripts/exit-report.mjs prints what keeps it alive, then it is killed
+            child.kill('SIGUSR2')
+            setTimeout(() => child.kill('SIGKILL'), 2000).unref()
           }
         }, EXIT_GRACE_MS).unref()
       }

@@ -30,6 +30,13 @@ import type { ReflectorOptions } from './reflector-options.ts'
 import { reflectorLevel, type ReflectorHealth } from './reflector-health.ts'
 import { ReflectedRows } from './reflector-rows.ts'
 
+/** A Status that says "Too large resource version" (504 Timeout, cause ResourceVersionTooLarge). */
+function isTooLargeResourceVersion(st: any): boolean {
+  if (st?.code !== 504 && st?.reason !== 'Timeout') return false
+  const causes: Array<{ reason?: string }> = Array.isArray(st?.details?.causes) ? st.details.causes : []
+  return causes.some((c) => c?.reason === 'ResourceVersionTooLarge') || /too large resource version/i.test(String(st?.message ?? ''))
+}
+
 class Relist extends Error {
   override name = 'Relist'
 }
@@ -232,13 +239,18 @@ export class Reflector<Obj = KubeObject> {
       await this.watch()
     } catch (err) {
       if (signal.aborted) return
-      if (err instanceof Relist || isGone(err)) {
-        // The version we resume from is gone: relist at once (not a failure to back off from).
+      const tooLarge = err instanceof ApiError && err.code === 504 && /too large resource version/i.test(err.message)
+      if (err instanceof Relist || isGone(err) || tooLarge) {
+        // The version we resume from is gone (or not there yet: the server went back in time): relist
+        // at once (not a failure to back off from).
         this.needList = true
         this.h.relists++
         if (!(err instanceof Relist)) this.h.lastError = (err as Error).message
         return
       }
+      // A server we could not reach may come back with another history (a restart on the same
+      // address, a restore), where our version means nothing: list again once it answers.
+      if (err instanceof ApiError && err.code === 0 && err.reason === 'ECONNREFUSED') this.needList = true
       // health and logs show it as the reflector's failure, with the cause kept
       throw err instanceof ApiError
         ? err
@@ -350,6 +362,9 @@ export class Reflector<Obj = KubeObject> {
     if (ev.type === 'ERROR') {
       const st = ev.object as any
       if (st?.code === 410 || st?.reason === 'Expired' || st?.reason === 'Gone') throw new Relist(String(st?.message ?? 'expired'))
+      // The server does not have our version (it went back in time: restarted with a new history,
+      // or restored): only a list brings the cache back in line, as client-go relists on it.
+      if (isTooLargeResourceVersion(st)) throw new Relist(String(st?.message ?? 'too large resource version'))
       throw new ApiError(
         `watch ${this.resource?.kind}: ERROR event: ${st?.code} ${st?.reason}: ${st?.message}`,
         Number(st?.code) || 0,

@@ -521,6 +521,37 @@ test('refresh: a consistent list replaces the cache, even while the watch lags; 
   }
 })
 
+// issue 36 bug 5; follows client-go's reflector tests of a too large resource version (it relists
+// on "Too large resource version"): a server restarted on the same port has its history back at 1,
+// so the reflector's version is one the server does not have yet. It comes back by relisting.
+test('a server restarted on the same port (history back at the start): the reflector relists and the table equals the new server', async () => {
+  let server = await startServer({ tls: false })
+  const port = server.port
+  const cluster = clusterFor(server)
+  const table = objectTable()
+  const db = new DB({ tables: [table] })
+  const r = new Reflector({ cluster, db, table, kind: WIDGET, retry: { minMs: 20, maxMs: 200 } })
+  try {
+    server.control.seed(WIDGET, 30)
+    for (let i = 0; i < 30; i++) await patch(cluster, `obj-${i}`, { spec: { round: 1 } })
+    await r.start()
+    await r.waitSynced(AbortSignal.timeout(10_000))
+    const relists = r.health().relists
+    const before = Number(r.health().resourceVersion)
+    await server.stop()
+    server = await startServer({ tls: false, port })
+    server.control.seed(WIDGET, 5, { template: { spec: { fresh: true } } })
+    const want = await serverState(cluster)
+    assert.ok(server.control.resourceVersion() < before, 'the new server is behind the version the reflector holds')
+    await waitTable(db, table, () => sameState(want, tableState(db, table)), 'the table to equal the restarted server')
+    assert.ok(r.health().relists > relists, `by a relist: ${JSON.stringify(r.health())}`)
+  } finally {
+    await r.stop()
+    await cluster.close()
+    await server.stop()
+  }
+})
+
 const rejected = (p: Promise<unknown>) =>
   p.then(
     () => false,

@@ -19,6 +19,16 @@ export interface OpContext {
   readonly full: boolean
 }
 
+/** What Update and Delete get besides the object: the context and the object's revision. */
+export interface ObjectOpContext extends OpContext {
+  /**
+   * Update: the table revision of the object as the operation got it (the one its result is written
+   * back against). Delete: the revision of the deletion. Never 0. As cilium's Update and Delete get
+   * it, and as `BatchEntry.revision`.
+   */
+  readonly revision: number
+}
+
 /**
  * How one object is reconciled. Update and Delete must be idempotent; deleting what is already gone
  * is success. An operation fails by throwing (or rejecting).
@@ -29,9 +39,9 @@ export interface Operations<Obj> {
    * reconciliation produced (kept when the status is written back). Return true when the target had
    * to change: during full reconciliation that counts the object as out of sync.
    */
-  update(obj: Obj, ctx: OpContext): boolean | void | Promise<boolean | void>
+  update(obj: Obj, ctx: ObjectOpContext): boolean | void | Promise<boolean | void>
   /** Removes `obj` (the deleted object, as it last was in the table) from the target. */
-  delete(obj: Obj, ctx: OpContext): void | Promise<void>
+  delete(obj: Obj, ctx: ObjectOpContext): void | Promise<void>
   /**
    * Removes from the target everything that is not in `desired` (every object of the table, in
    * primary key order; iterate it as often as needed). Run at the start of full reconciliation.

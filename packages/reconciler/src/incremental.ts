@@ -70,15 +70,24 @@ export async function incrementalRound<Obj>(
   const retried: Outcome<Obj>[] = []
   if (n < roundSize && retries.size > 0) {
     for (const item of retries.popDue(Date.now(), roundSize - n)) {
+      // A popped item stays queued until its outcome is written back (it is in flight); a stale
+      // one leaves the queue here.
       if (item.deleted) {
-        if (table.getEntry(txn, runner.primaryQuery(item.object!)) !== undefined) continue // re-inserted: stale
+        if (table.getEntry(txn, runner.primaryQuery(item.object!)) !== undefined) {
+          retries.take(item.key) // re-inserted: stale
+          continue
+        }
         retried.push(runner.deleteOutcome(item.object!, item.revision, item.attempts))
       } else {
         const cur = table.getEntry(txn, runner.primaryQuery(item.object!))
-        if (cur === undefined) continue // deleted: its delete change supersedes this retry
-        const s = getObjectStatus(cur.object)
-        if (s.id !== item.statusId) continue // rewritten since: the newer version is reconciled instead
-        retried.push(runner.updateOutcome(cur.object, cur.revision, s, item.attempts))
+        const s = cur === undefined ? undefined : getObjectStatus(cur.object)
+        if (cur === undefined || s!.id !== item.statusId) {
+          // deleted (its delete change supersedes this retry) or rewritten since (the newer version
+          // is reconciled instead)
+          retries.take(item.key)
+          continue
+        }
+        retried.push(runner.updateOutcome(cur.object, cur.revision, s!, item.attempts))
       }
     }
   }

@@ -7,6 +7,7 @@ export {
   type BatchEntry,
   type BatchOperations,
   type OpContext,
+  type ObjectOpContext,
   type Operations,
   type ReconcilerConfig,
   type RefreshOptions,

@@ -17,7 +17,7 @@
 import { StoppedError, UsageError } from './errors.ts'
 import { RateLimiter } from './ratelimit.ts'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import type { ChangeIterator, Watch } from '@statewright/statedb'
+import { Watch, type ChangeIterator } from '@statewright/statedb'
 import { logTo } from './logger.ts'
 import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
 import { OperationRunner } from './runner.ts'
@@ -28,7 +28,7 @@ import { FullSchedule } from './schedule.ts'
 import { markForRefresh, RefreshBudget } from './refresh.ts'
 import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type ReconcilerHealth } from './health.ts'
 import { incrementalRound } from './incremental.ts'
-import { RevisionWaiters } from './wait.ts'
+import { publishProgress, RevisionWaiters } from './wait.ts'
 
 export interface FailedObject<Obj> {
   /** The object's primary key, as text. */
@@ -71,6 +71,10 @@ export class Reconciler<Obj> {
   /** A round has acted on the initialized table (readiness). */
   private initialRoundDone = false
   private nextRefreshAt = Infinity
+  /** Fires when `reached` or the retry queue changes (for the table-level waits); made on demand. */
+  private progressWatch: Watch | undefined
+  private progressSeen = { reached: -1, retries: -1 }
+  private unpublish: (() => void) | undefined
   private readonly counters: ReconcilerStats = {
     rounds: 0,
     objects: 0,
@@ -119,6 +123,16 @@ export class Reconciler<Obj> {
     const txn = db.readTxn()
     const iter = table.changes(txn)
     this.loopDone = this.loop(iter, table.revision(txn)).finally(() => iter.close())
+    // the table-level waits (waitForReconciliation) see this reconciler's deletes while it runs
+    const waiters = this.waiters
+    this.unpublish = publishProgress<Obj>(table, {
+      name: this.name,
+      get reached() {
+        return waiters.reached
+      },
+      failedDeletes: () => this.failedDeletes().map((f) => ({ key: f.key, object: f.object, error: f.error })),
+      changed: () => (this.progressWatch ??= new Watch()),
+    })
     return this
   }
 
@@ -141,6 +155,9 @@ export class Reconciler<Obj> {
     this.roundLimiter = undefined
     if (l) l.stop().catch(() => {}) // not awaited: see OperationRunner.stop
     this.waiters.fail(stopped)
+    this.unpublish?.()
+    this.unpublish = undefined
+    this.progressChanged(true)
     this.schedule.fail(stopped)
     this.healthReporter.stopped()
   }
@@ -264,6 +281,7 @@ export class Reconciler<Obj> {
         this.counters.processedRevision = r.processedRevision
         this.waiters.advance(r.processedRevision)
         this.report()
+        this.progressChanged(false)
 
         const nextRetry = this.runner.retries.nextDue()
         if (r.more || (nextRetry !== undefined && nextRetry <= Date.now())) {
@@ -288,6 +306,20 @@ export class Reconciler<Obj> {
         this.healthReporter.update({ objects: 0, errors: 1, messages: [msg], pruneError: this.schedule.pruneError, notReady: msg })
       }
     }
+  }
+
+  /** Fires the progress watch when `reached` or the retry queue changed since it last fired (or always). */
+  private progressChanged(always: boolean): void {
+    const w = this.progressWatch
+    if (w === undefined) return
+    const reached = this.waiters.reached
+    const retries = this.runner.retries.size
+    const seen = this.progressSeen
+    if (!always && seen.reached === reached && seen.retries === retries) return
+    seen.reached = reached
+    seen.retries = retries
+    this.progressWatch = undefined
+    w.close()
   }
 
   private report(): void {

@@ -7,7 +7,9 @@
 //   newer change of that key, carrying the attempt count over so a flapping object keeps backing off;
 //   a success drops the item for good;
 // - an item is in the heap once per schedule; heap slots are validated lazily against the map (an
-//   item replaced or taken leaves a dead slot that `popDue`/`nextDue` discard);
+//   item replaced or taken leaves a dead slot that `popDue`/`nextDue` discard); an item popped for
+//   a retry stays in the map until its outcome takes or replaces it, so a retry in flight (a delete
+//   above all: its object is in no table) is still listed as failing;
 // - an update item does not hold the object (the current one is read again at retry time and must
 //   still carry the error status `statusId` this reconciler wrote); a delete item holds the deleted
 //   object, because it is no longer in the table. That is what makes failed deletes queryable.
@@ -114,7 +116,12 @@ export class RetryQueue<Obj> {
     return this.items.get(key)
   }
 
-  /** Removes and returns up to `max` items due at `now`, earliest first. */
+  /**
+   * Returns up to `max` items due at `now`, earliest first, and takes them off the schedule. They
+   * stay queued (in `values()`, `get`, `size`: a retry in flight is still a failure) until the
+   * retry's outcome `take`s the key (success, or a skip) or `fail`s it again (cilium's Pop, then
+   * Clear or Add).
+   */
   popDue(now: number, max: number): RetryItem<Obj>[] {
     const out: RetryItem<Obj>[] = []
     while (out.length < max && this.heap.length > 0) {
@@ -125,7 +132,6 @@ export class RetryQueue<Obj> {
       }
       if (top.dueAt > now) break
       this.pop()
-      this.items.delete(top.key)
       out.push(top)
     }
     return out

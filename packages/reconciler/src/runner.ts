@@ -19,7 +19,7 @@
 import { StoppedError } from './errors.ts'
 import { RateLimiter } from './ratelimit.ts'
 import { Query, type Key, type ReadTxn, type WriteTxn } from '@statewright/statedb'
-import type { BatchEntry, OpContext, Resolved } from './config.ts'
+import type { BatchEntry, ObjectOpContext, OpContext, Resolved } from './config.ts'
 import { RetryQueue, retryKey, type RetryKey } from './retries.ts'
 import { errorMessage, statusDone, statusError, type Status, type StatusKind } from './status.ts'
 
@@ -225,7 +225,9 @@ export class OperationRunner<Obj> {
 
   private call(o: Outcome<Obj>, ctx: OpContext): unknown {
     const ops = this.cfg.operations
-    return o.deleted ? ops.delete(o.object, ctx) : ops.update(o.object, ctx)
+    // one context per operation: an operation may keep it past its return
+    const c: ObjectOpContext = { signal: ctx.signal, txn: ctx.txn, full: ctx.full, revision: o.revision }
+    return o.deleted ? ops.delete(o.object, c) : ops.update(o.object, c)
   }
 
   /** Awaits p, or throws StoppedError as soon as the reconciler stops (p may ignore the signal). */
@@ -365,6 +367,8 @@ export class OperationRunner<Obj> {
       }
       if (!written) {
         dropped++
+        // a retry in flight leaves the queue: the newer version is reconciled on its own change
+        if (o.attempts > 0) this.takeRetry(o.object)
         continue
       }
       if (o.error !== undefined) {

@@ -6,10 +6,15 @@
 // delete reached the target or queued for retry) is committed. A waiter for R resolves as soon as
 // `reached >= R`, and is rejected when the reconciler stops first.
 //
-// The table-level waits read only the table (through its status index): they work without a handle
-// on the reconciler, and with none running they wait (for example until one starts).
+// The table-level waits read the table (through its status index): they work without a handle on
+// the reconciler, and with none running they wait (for example until one starts). A deleted object
+// is in no table, so for deletes they read what every running reconciler of the table publishes
+// here (DeleteProgress): how far it has processed the table's changes, and its deletes that failed
+// (queued for a retry, or being retried now).
+//
+// Every wait here removes what it added to the caller's signal when it returns (waitAny).
 
-import { keyText, type DB, type Table, type Watch } from '@statewright/statedb'
+import { keyText, waitAny, type DB, type ReadTxn, type Table, type Watch } from '@statewright/statedb'
 import { ReconciliationFailedError } from './errors.ts'
 import type { StatusIndex, StatusKind } from './status.ts'
 
@@ -28,10 +33,59 @@ export interface WaitForReconciliationOptions extends WaitOptions {
   onError?: 'wait' | 'reject'
 }
 
+/** @internal What a running reconciler tells the table-level waits about its deletes. */
+export interface DeleteProgress<Obj> {
+  readonly name: string
+  /** Every change of the table at or below this revision has been acted on. */
+  readonly reached: number
+  /** Deleted objects whose Delete failed and is queued for a retry or being retried. */
+  failedDeletes(): Array<{ key: string; object: Obj; error: string }>
+  /** Fires when `reached` or the failed deletes may have changed, or the reconciler stops. */
+  changed(): Watch
+}
+
+const running = new WeakMap<Table<any>, Set<DeleteProgress<any>>>()
+
+/** @internal A reconciler of `table` started: the table-level waits take its deletes into account until the returned function is called. */
+export function publishProgress<Obj>(table: Table<Obj>, p: DeleteProgress<Obj>): () => void {
+  let set = running.get(table)
+  if (!set) running.set(table, (set = new Set()))
+  set.add(p)
+  return () => set.delete(p)
+}
+
+/**
+ * The deletes of the table not done yet for the reconciler `name` (every running one when
+ * undefined): whether some change of the snapshot (a delete among them) is not acted on yet, and
+ * the deletes that failed. Pushes the watches that fire when that may change.
+ */
+function deletesOf<Obj>(
+  table: Table<Obj>,
+  txn: ReadTxn,
+  name: string | undefined,
+  watches: Watch[],
+): { behind: boolean; failed: Array<{ key: string; object: Obj; error: string }> } {
+  let behind = false
+  const failed: Array<{ key: string; object: Obj; error: string }> = []
+  const set = running.get(table)
+  if (!set) return { behind, failed }
+  const revision = table.revision(txn)
+  for (const p of set) {
+    if (name !== undefined && p.name !== name) continue
+    const f = p.failedDeletes()
+    if (p.reached < revision || f.length > 0) watches.push(p.changed())
+    if (p.reached < revision) behind = true
+    for (const x of f) failed.push(x)
+  }
+  return { behind, failed }
+}
+
 /**
  * Resolves when every object of the table is reconciled: none pending, refreshing or in error (for
- * the reconciler `name` with a status set). Objects in error are waited for (`onError: 'wait'`) or
- * reject the wait (`onError: 'reject'`). Rejects with the signal's reason when it aborts.
+ * the reconciler `name` with a status set), and every deleted object removed from the target by
+ * each running reconciler of the table: no delete waits to be acted on, none failed and queued for
+ * a retry, none being retried. Objects in error and failed deletes are waited for (`onError:
+ * 'wait'`) or reject the wait (`onError: 'reject'`). Rejects with the signal's reason when it aborts.
  */
 export async function waitForReconciliation<Obj>(
   db: DB,
@@ -44,22 +98,27 @@ export async function waitForReconciliation<Obj>(
     opts.signal?.throwIfAborted()
     const txn = db.readTxn()
     const watches: Watch[] = []
+    const deletes = deletesOf(table, txn, opts.name, watches)
     const busy =
-      holds(table, statusIndex, txn, 'pending', opts.name, watches) || holds(table, statusIndex, txn, 'refreshing', opts.name, watches)
+      deletes.behind ||
+      holds(table, statusIndex, txn, 'pending', opts.name, watches) ||
+      holds(table, statusIndex, txn, 'refreshing', opts.name, watches)
     if (!busy) {
       const failed = table.list(txn, statusIndex.kind('error', opts.name)).toArray()
-      if (failed.length === 0) return
-      if (onError === 'reject') throw reconciliationFailed(table, statusIndex, failed, opts.name)
+      if (failed.length === 0 && deletes.failed.length === 0) return
+      if (onError === 'reject') throw reconciliationFailed(table, statusIndex, failed, deletes.failed, opts.name)
       watches.push(table.listWatch(txn, statusIndex.kind('error', opts.name))[1])
     }
-    await waitOne(watches, opts.signal)
+    await waitAny(watches, opts.signal)
   }
 }
 
 /**
- * Resolves when no object of the table is pending (for the reconciler `name` with a status set),
- * with the objects in error at that moment: every object has been attempted, whether or not it
- * succeeded. (Before 0.2 this was `waitForReconciliation`.) Rejects with the signal's reason.
+ * Resolves when no object of the table is pending (for the reconciler `name` with a status set)
+ * and every running reconciler of the table has acted on every delete, with the objects in error at
+ * that moment: every object has been attempted, whether or not it succeeded. Deletes that failed are
+ * not in the result (the deleted objects are no longer in the table): `reconciler.failedDeletes()`
+ * lists them. (Before 0.2 this was `waitForReconciliation`.) Rejects with the signal's reason.
  */
 export async function waitForSettled<Obj>(
   db: DB,
@@ -71,9 +130,10 @@ export async function waitForSettled<Obj>(
     opts.signal?.throwIfAborted()
     const txn = db.readTxn()
     const watches: Watch[] = []
-    if (!holds(table, statusIndex, txn, 'pending', opts.name, watches))
+    const behind = deletesOf(table, txn, opts.name, watches).behind
+    if (!behind && !holds(table, statusIndex, txn, 'pending', opts.name, watches))
       return table.list(txn, statusIndex.kind('error', opts.name)).toArray()
-    await waitOne(watches, opts.signal)
+    await waitAny(watches, opts.signal)
   }
 }
 
@@ -85,7 +145,7 @@ export async function waitForSettled<Obj>(
 function holds<Obj>(
   table: Table<Obj>,
   index: StatusIndex<Obj>,
-  txn: ReturnType<DB['readTxn']>,
+  txn: ReadTxn,
   kind: StatusKind,
   name: string | undefined,
   watches: Watch[],
@@ -100,23 +160,30 @@ function holds<Obj>(
   return false
 }
 
-function waitOne(watches: Watch[], signal: AbortSignal | undefined): Promise<unknown> {
-  return watches.length === 1 ? watches[0]!.wait(signal) : Promise.race(watches.map((w) => w.wait(signal)))
-}
-
 function reconciliationFailed<Obj>(
   table: Table<Obj>,
   index: StatusIndex<Obj>,
   failed: Obj[],
+  deletes: Array<{ key: string; object: Obj; error: string }>,
   name: string | undefined,
 ): ReconciliationFailedError {
-  const shown = failed.slice(0, 5).map((o) => `${keyText(table.primary.keyOf(o))}: ${index.statusOf(o, name).error ?? 'error'}`)
-  const more = failed.length > shown.length ? `; and ${failed.length - shown.length} more` : ''
+  const all = [
+    ...failed.map((o) => `${keyText(table.primary.keyOf(o))}: ${index.statusOf(o, name).error ?? 'error'}`),
+    ...deletes.map((d) => `delete ${d.key}: ${d.error}`),
+  ]
+  const shown = all.slice(0, 5)
+  const more = all.length > shown.length ? `; and ${all.length - shown.length} more` : ''
   const who = name === undefined ? '' : ` (reconciler "${name}")`
-  return new ReconciliationFailedError(
-    `table "${table.name}"${who}: ${failed.length} object${failed.length === 1 ? '' : 's'} in error: ${shown.join('; ')}${more}`,
-    failed,
-  )
+  const what = [
+    failed.length ? `${failed.length} object${failed.length === 1 ? '' : 's'} in error` : '',
+    deletes.length ? `${deletes.length} delete${deletes.length === 1 ? '' : 's'} failed` : '',
+  ]
+    .filter(Boolean)
+    .join(', ')
+  return new ReconciliationFailedError(`table "${table.name}"${who}: ${what}: ${shown.join('; ')}${more}`, [
+    ...failed,
+    ...deletes.map((d) => d.object),
+  ])
 }
 
 interface Waiter {

@@ -250,7 +250,10 @@ test('the retry queue: due in backoff order, attempts carry over until cleared, 
     [1, 2, 3],
     'in the order they fall due',
   )
-  assert.is(q.size, 0)
+  assert.is(q.size, 3, 'popped items stay queued (in flight) until cleared or failed again (Pop, then Clear)')
+  assert.equal(q.popDue(1_000, 10), [], 'but they are not due again')
+  for (const n of [1, 2]) q.take(n)
+  assert.is(q.size, 1)
   // attempts carry over when a key fails again without being cleared
   const a3 = q.fail(3, failure(3), 2, 10)
   const a1 = q.fail(1, failure(1), 0, 10)
@@ -263,6 +266,7 @@ test('the retry queue: due in backoff order, attempts carry over until cleared, 
       [3, 3],
     ],
   )
+  for (const n of [1, 3]) q.take(n)
   // a key cleared without popping leaves the queue in order
   for (const n of [1, 2, 3]) q.fail(n, failure(n), 0, 20 + n)
   q.take(1)
@@ -274,6 +278,8 @@ test('the retry queue: due in backoff order, attempts carry over until cleared, 
     q.popDue(1_000, 10).map((i) => i.object),
     [3],
   )
+  assert.is(q.size, 2)
+  for (const n of [2, 3]) q.take(n)
   assert.is(q.size, 0)
 
   const retry = { minMs: 1, maxMs: 1000, jitter: 0 }

@@ -31,7 +31,7 @@ async function scenario(
     async (entries, ctx) => {
       for (const e of entries) {
         try {
-          await t.ops[op](e.object, ctx)
+          await t.ops[op](e.object, { ...ctx, revision: e.revision })
         } catch (err) {
           e.error = err
         }

@@ -25,6 +25,7 @@ export class WatchRegistry {
   private readonly prefixes: Map<string, Watch>[] = []
   private table: Watch | undefined
   private init: Watch | undefined
+  private uninit: Watch | undefined
 
   constructor(indexCount: number) {
     for (let i = 0; i < indexCount; i++) {
@@ -71,6 +72,17 @@ export class WatchRegistry {
   fireInitialized(): void {
     const w = this.init
     this.init = undefined
+    w?.close()
+  }
+
+  /** Fires when the initialized table gets an initializer again (it is no longer initialized). */
+  uninitialized(): Watch {
+    return (this.uninit ??= new Watch())
+  }
+
+  fireUninitialized(): void {
+    const w = this.uninit
+    this.uninit = undefined
     w?.close()
   }
 

@@ -222,11 +222,17 @@ export class Table<Obj> {
     return txn.view(this).primary.size
   }
 
-  /** Whether every registered initializer is done, and a watch that fires when that becomes so. */
+  /**
+   * Whether every registered initializer is done in this snapshot, and a watch that fires when that
+   * answer changes: when the table becomes initialized (or at once, when it already is in a newer
+   * snapshot), and, for an initialized table, only when an initializer is registered again. So a
+   * loop that waits on it beside other watches sleeps once the table is initialized (cilium's
+   * channel is closed then: see docs/statedb.md, differences).
+   */
   initialized(txn: Txn): [boolean, Watch] {
     const view = txn.view(this)
-    if (view.pendingInit.length === 0) return [true, Watch.closed()]
     const current = this.currentView(txn)
+    if (view.pendingInit.length === 0) return [true, current.pendingInit.length === 0 ? this.watches.uninitialized() : Watch.closed()]
     if (current.pendingInit.length === 0) return [false, Watch.closed()]
     return [false, this.watches.initialized()]
   }
@@ -346,6 +352,7 @@ export class Table<Obj> {
       this.watches.fire<TableView<Obj>>(w.changedAll ? undefined : w.changed, this, w.base, w)
     }
     if (w.pendingInit.length === 0 && w.base.pendingInit.length > 0) this.watches.fireInitialized()
+    if (w.pendingInit.length > 0 && w.base.pendingInit.length === 0) this.watches.fireUninitialized()
     const inserted = w.insertWatches
     if (inserted !== undefined) {
       // Registered after this commit's watches fired: they fire at the next write of the key.

@@ -1,6 +1,7 @@
 // Watches fire when a query's result may have changed, and stay quiet otherwise.
 
 import fc from 'fast-check'
+import { getEventListeners } from 'node:events'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { byRevision, DB, defineIndex, Table, Watch, waitAny, WatchSet, type ReadTxn } from '../src/index.ts'
@@ -178,6 +179,53 @@ test('initialization: not initialized until every initializer is done, with a wa
   assert.ok(t.initialized(db.readTxn())[0])
   assert.not.ok(t.initialized(snapshotBefore)[0], 'initialization is part of the snapshot')
   assert.ok(t.initialized(snapshotBefore)[1].closed, 'a stale snapshot gets a fired watch')
+})
+
+// issue 36 bug 6: no wait leaves a listener on the caller's signal once it returned
+test('1000 waits on one signal (Watch.wait, waitAny, WatchSet.wait) leave no abort listener on it', async () => {
+  const { db, t } = setup()
+  const ac = new AbortController()
+  for (let i = 0; i < 1000; i++) {
+    const txn = db.readTxn()
+    const [, a] = t.listWatch(txn, byGroup.query('g'))
+    const [, b] = t.listWatch(txn, byGroup.query('h'))
+    const [, any] = t.allWatch(txn)
+    const set = new WatchSet().add(a, b)
+    const waits = [any.wait(ac.signal), waitAny([a, b, any], ac.signal), set.wait(ac.signal, i % 100 === 0 ? 1 : 0)]
+    await db.write(t, (x) => t.insert(x, { id: `k${i % 7}`, group: 'g', v: i }))
+    await Promise.all(waits)
+  }
+  assert.is(getEventListeners(ac.signal, 'abort').length, 0)
+})
+
+// issue 36 bug 7: a loop waiting on the initialized watch beside other watches never yielded
+test('a loop that waits on initialized() beside other watches sleeps once the table is initialized', async () => {
+  const { db, t } = setup()
+  let rounds = 0
+  let stop = false
+  const loop = (async () => {
+    while (!stop) {
+      const txn = db.readTxn()
+      const [, init] = t.initialized(txn)
+      const [, any] = t.allWatch(txn)
+      await waitAny([init, any], AbortSignal.timeout(10_000))
+      if (++rounds > 1000) break // a spinning loop never yields: end it so the test can fail
+    }
+  })()
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+  assert.is(rounds, 0, 'the loop spun on an initialized table')
+  await db.write(t, (x) => t.insert(x, { id: 'a', group: 'g', v: 1 }))
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+  assert.is(rounds, 1, 'one write: one round')
+  // registering an initializer again changes the answer: the watch fires
+  const done = await db.write(t, (x) => t.registerInitializer(x, 'again'))
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+  assert.is(rounds, 2)
+  assert.not.ok(t.initialized(db.readTxn())[0])
+  stop = true
+  await db.write(t, (x) => done(x))
+  await loop
+  assert.is(rounds, 3)
 })
 
 test('a throwing watch listener does not keep other watches from firing; its error surfaces on its own', async () => {

@@ -9,7 +9,7 @@
 import type { Store, Snapshot } from './store.ts'
 import type { ResourceType } from './resources.ts'
 import { apiVersionOf } from './resources.ts'
-import { StatusError, badRequest, expired } from './status.ts'
+import { StatusError, badRequest, expired, tooLargeResourceVersion } from './status.ts'
 import { objectJson } from './watch.ts'
 import type { Matcher } from './selectors.ts'
 import { then, type MaybePromise } from './conversion.ts'
@@ -134,12 +134,7 @@ export class Lists {
     if (rv === undefined || rv === '' || rv === '0') return { rv: cur.rv, snap: cur }
     if (!/^\d+$/.test(rv)) throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`)
     const n = Number(rv)
-    if (n > cur.rv) {
-      throw new StatusError(504, 'Timeout', `Too large resource version: ${n}, current: ${cur.rv}`, {
-        causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-        retryAfterSeconds: 1,
-      })
-    }
+    if (n > cur.rv) throw tooLargeResourceVersion(n, cur.rv)
     if (match === 'Exact' && n !== cur.rv) return this.viewAt(t, n, `too old resource version: ${n} (${cur.rv})`)
     return { rv: cur.rv, snap: cur }
   }

@@ -3,7 +3,8 @@
 // Invariants:
 // - Every response is JSON with Content-Type application/json; errors are Status objects.
 // - Faults apply before authentication and handlers, in a deterministic order (see faults.ts).
-// - stop() ends every watch and destroys every socket, so a test process can exit.
+// - stop() ends every watch, destroys every socket and drops the timers of held (delayed) requests,
+//   so a test process can exit.
 // - Options are checked at construction (server-options.ts).
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https'
@@ -64,6 +65,8 @@ export class TestServer {
   readonly rbac: Rbac | undefined
   private readonly log: RequestLogEntry[] = []
   private readonly sockets = new Set<Socket>()
+  /** Timers of requests held by a delay fault (stop() clears them). */
+  private readonly held = new Set<NodeJS.Timeout>()
   private readonly http: Server
   private port = 0
   private refusing = false
@@ -206,6 +209,8 @@ export class TestServer {
 
   async stop(): Promise<void> {
     this.objects.lifecycle.stop()
+    for (const t of this.held) clearTimeout(t)
+    this.held.clear()
     this.watches.closeAll('reset')
     const closed = new Promise<void>((resolve) => this.http.close(() => resolve()))
     for (const s of this.sockets) s.destroy()
@@ -312,12 +317,21 @@ export class TestServer {
     // A request given a `timeout` that it spent waiting (a held request) is not carried out: 504, as
     // kube-apiserver answers a request whose deadline passed in its queue.
     const deadline = !watch && query.timeout !== undefined ? parseDuration(query.timeout) : undefined
+    // A held request's timer is dropped by stop() (its socket is gone): a test that held a request
+    // for a minute must not keep its process alive that long after the server stopped.
+    const hold = (fn: () => void, ms: number) => {
+      const t = setTimeout(() => {
+        this.held.delete(t)
+        fn()
+      }, ms)
+      this.held.add(t)
+    }
     if (delay > 0 && deadline !== undefined && delay >= deadline)
-      setTimeout(() => {
+      hold(() => {
         if (!req.socket.destroyed)
           sendError(res, new StatusError(504, 'Timeout', 'Timeout: request did not complete within the allotted timeout'))
       }, deadline)
-    else if (delay > 0) setTimeout(go, delay)
+    else if (delay > 0) hold(go, delay)
     else go()
   }
 

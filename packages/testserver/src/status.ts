@@ -96,6 +96,16 @@ export function unsupportedMediaType(contentType: string): StatusError {
 export function expired(message: string): StatusError {
   return new StatusError(410, 'Expired', message)
 }
+/**
+ * 504 Timeout "Too large resource version" (cause ResourceVersionTooLarge, retry after 1 s): a read
+ * at a version the server does not have yet, as apiserver's storage.NewTooLargeResourceVersionError.
+ */
+export function tooLargeResourceVersion(requested: number, current: number): StatusError {
+  return new StatusError(504, 'Timeout', `Too large resource version: ${requested}, current: ${current}`, {
+    causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+    retryAfterSeconds: 1,
+  })
+}
 export function gone(message: string): StatusError {
   return new StatusError(410, 'Gone', message)
 }

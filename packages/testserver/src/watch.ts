@@ -13,12 +13,16 @@
 //   asynchronous: lines then queue behind the pending conversion (bookmarks too), so the order of
 //   the stream never changes; a conversion that fails ends the watch with an ERROR event (a 500
 //   Status), as the apiserver's etcd watcher ends a watch whose object it cannot decode.
+// - A watch from a version the server does not have yet (after a restart on the same port, or a
+//   client that holds another server's version) is refused: one ERROR event with the 504 "Too large
+//   resource version" Status, as kube-apiserver answers a watch-list (sendInitialEvents) there. For a
+//   plain watch kube-apiserver waits for that version instead (docs/testserver.md, differences).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Store, StoreEvent } from './store.ts'
 import type { ResourceType } from './resources.ts'
 import { apiVersionOf } from './resources.ts'
 import type { Matcher } from './selectors.ts'
-import { expired, badRequest, type StatusError } from './status.ts'
+import { expired, badRequest, tooLargeResourceVersion, type StatusError } from './status.ts'
 import { conversionFailure, isPromise, type MaybePromise } from './conversion.ts'
 
 export interface WatchRequest {
@@ -104,6 +108,11 @@ export class WatchHub {
     if (rvParam !== undefined && rvParam !== '' && rvParam !== '0') {
       if (!/^\d+$/.test(rvParam)) throw badRequest(`resourceVersion: Invalid value: "${rvParam}": must be a non-negative integer`)
       startRv = Number(rvParam)
+    }
+    if (startRv !== undefined && startRv > this.store.rv) {
+      startStream(res)
+      res.end(JSON.stringify({ type: 'ERROR', object: tooLargeResourceVersion(startRv, this.store.rv).status }) + '\n')
+      return
     }
     const initial = w.sendInitialEvents ?? startRv === undefined
     let backlog: StoreEvent[] = []

@@ -1,6 +1,7 @@
 // Fault injection as seen by the real client: every fault of the control API.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { spawn } from 'node:child_process'
 import { env, rejects, waitFor, watchAll, k8s, type Env } from './helpers.ts'
 
 let e: Env
@@ -73,6 +74,41 @@ test('delay holds matching responses', async () => {
   const t1 = Date.now()
   await e.core.listNamespacedConfigMap({ namespace: 'default' })
   assert.ok(Date.now() - t1 < 140, 'not delayed once removed')
+})
+
+// issue 36 (CI under load): a request held by a 60 s delay kept the k8s test process alive for up to
+// a minute after its server stopped. A process whose server stopped with a held request exits by itself.
+test('stop() drops held requests: the process exits although a request is held for a minute', async () => {
+  const script = `
+    import { startTestServer } from '@statewright/testserver'
+    import http from 'node:http'
+    const s = await startTestServer()
+    s.control.delay({ ms: 60_000 })
+    const req = http.get(s.url + '/api/v1/namespaces/default/configmaps?watch=1', { headers: { authorization: 'Bearer ' + (s.token ?? '') } })
+    req.on('error', () => {})
+    while (!s.control.requestLog().length) await new Promise((r) => setTimeout(r, 5))
+    await s.stop()
+    req.destroy()
+    console.log('stopped')`
+  const child = spawn(process.execPath, ['--conditions=@statewright/source', '--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: new URL('.', import.meta.url).pathname,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let out = ''
+  child.stdout.on('data', (d) => (out += d))
+  // generous: the process exits at once once stopped; before the fix it lived 60 s more
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const t = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`still running 30 s after start (output: ${out})`))
+    }, 30_000)
+    child.on('exit', (c) => {
+      clearTimeout(t)
+      resolve(c)
+    })
+  })
+  assert.is(code, 0)
+  assert.match(out, /stopped/)
 })
 
 test('refuseConnections: ECONNREFUSED for a while, then service resumes', async () => {

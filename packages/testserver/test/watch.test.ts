@@ -82,6 +82,33 @@ test('a resume older than the history: ERROR event with 410 Expired, or HTTP 410
   }
 })
 
+// follows kube-apiserver's storage/etcd3 watcher tests of a watch-list from a future revision
+// (an ERROR event carrying NewTooLargeResourceVersionError) and the cacher's LIST at a future version
+test('a watch from a version the server does not have yet: one ERROR event, 504 Too large resource version (as the LIST)', async () => {
+  const c = await mk('future')
+  const future = String(Number(c.metadata!.resourceVersion) + 1000)
+  for (const opts of [
+    { resourceVersion: future },
+    { resourceVersion: future, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true },
+  ]) {
+    const w = await watchAll(e.kc, PATH, opts)
+    assert.is(await w.done, null, 'the stream ends')
+    assert.equal(
+      w.events.map((x) => [x.type, x.object.code, x.object.reason, x.object.details?.causes?.[0]?.reason]),
+      [['ERROR', 504, 'Timeout', 'ResourceVersionTooLarge']],
+    )
+    assert.match(w.events[0]!.object.message, /^Too large resource version: \d+, current: \d+$/)
+  }
+  const list = await rejects(e.core.listNamespacedConfigMap({ namespace: 'default', resourceVersion: future }), 504, 'Timeout')
+  assert.is(list.details.causes[0].reason, 'ResourceVersionTooLarge')
+  // the version the server is at is not "too large"
+  const w = await watchAll(e.kc, PATH, { resourceVersion: c.metadata!.resourceVersion })
+  await mk('future-2')
+  await waitFor(() => w.events.length >= 1, 'the event after the version')
+  assert.is(w.events[0]!.type, 'ADDED')
+  w.abort()
+})
+
 test('history is bounded: old versions expire by themselves', async () => {
   const small = await env({ historySize: 3 })
   try {
