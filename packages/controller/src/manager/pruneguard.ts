@@ -34,7 +34,8 @@ export interface PruneSource {
 
 interface Snapshot {
   txn: ReadTxn
-  unsettled: Map<string | undefined, string>
+  /** uid (or a name, for an input without one) -> how logs name the owner */
+  unsettled: Map<string, string>
   settled: Set<string>
 }
 
@@ -55,10 +56,11 @@ export class PruneGuard {
     const what = `${describe(obj)} (cluster ${cluster})`
     let reason: string | undefined
     if (s.unsettled.size > 0) {
-      const uids = ((obj.metadata.ownerReferences ?? []) as Array<{ uid?: string }>).map((r) => r?.uid).filter((u) => !!u)
+      const uids: string[] = []
+      for (const r of (obj.metadata.ownerReferences ?? []) as Array<{ uid?: string }>) if (r?.uid) uids.push(r.uid)
       const held = uids.find((u) => s.unsettled.has(u))
       if (held !== undefined) reason = `its owner ${s.unsettled.get(held)} has not reconciled successfully since this process started`
-      else if (!uids.some((u) => s.settled.has(u!)))
+      else if (!uids.some((u) => s.settled.has(u)))
         reason = `${s.unsettled.size} owner(s) have not reconciled successfully since this process started (${[...s.unsettled.values()]
           .slice(0, 3)
           .join(', ')}) and it names none that has`
@@ -78,15 +80,16 @@ export class PruneGuard {
   private read(at: ReadTxn | undefined): Snapshot {
     if (this.snapshot && (at === undefined || this.snapshot.txn === at)) return this.snapshot
     const txn = at ?? this.db.readTxn()
-    const unsettled = new Map<string | undefined, string>()
-    const all = new Set<string>()
-    for (const src of this.sources()) {
-      for (const o of src.unsettledOwners(txn)) unsettled.set(o.uid ?? `\u0000${o.name}`, o.name)
-      for (const uid of src.ownerUids(txn)) all.add(uid)
-    }
+    const unsettled = new Map<string, string>()
+    for (const src of this.sources()) for (const o of src.unsettledOwners(txn)) unsettled.set(o.uid ?? `\u0000${o.name}`, o.name)
+    // the settled owners are asked for only while some are not (the common case reads no inputs)
     const settled = new Set<string>()
-    if (unsettled.size) for (const uid of all) if (!unsettled.has(uid)) settled.add(uid)
     if (unsettled.size === 0) this.logged.clear()
+    else {
+      for (const src of this.sources()) {
+        for (const uid of src.ownerUids(txn)) if (!unsettled.has(uid)) settled.add(uid)
+      }
+    }
     this.snapshot = { txn, unsettled, settled }
     queueMicrotask(() => (this.snapshot = undefined))
     return this.snapshot
