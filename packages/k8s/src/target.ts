@@ -18,6 +18,7 @@
 import { ConfigError, ForeignObjectError, InvalidObjectError, PruneError } from './errors.ts'
 import {
   Reconciler,
+  eachEntry,
   type ReconcilerConfig,
   type BatchEntry,
   type BatchOperations,
@@ -73,8 +74,8 @@ export class Target {
 
   /** Batch operations: the same, `concurrency` at a time. */
   readonly batchOperations: BatchOperations<DesiredObject> = {
-    updateBatch: (entries, ctx) => this.each(entries, (d) => this.apply(d, ctx)),
-    deleteBatch: (entries, ctx) => this.each(entries, (d) => this.delete(d, ctx)),
+    updateBatch: (entries, ctx) => eachEntry(entries, (d) => this.apply(d, ctx), this.concurrency),
+    deleteBatch: (entries, ctx) => eachEntry(entries, (d) => this.delete(d, ctx), this.concurrency),
   }
 
   clusterOf(d: DesiredObject): Cluster {
@@ -277,28 +278,16 @@ export class Target {
       }
     }
     const entries: BatchEntry<{ cluster: Cluster; obj: KubeObject }>[] = stale.map((object) => ({ object, revision: 0 }))
-    await this.each(entries, async (s) => {
-      if (await this.deleteOne(s.cluster, s.obj, ctx?.signal)) this.stats.pruned++
-      this.lastApplied.delete(objectKey(s.cluster.name, s.obj))
-    })
+    await eachEntry(
+      entries,
+      async (s) => {
+        if (await this.deleteOne(s.cluster, s.obj, ctx?.signal)) this.stats.pruned++
+        this.lastApplied.delete(objectKey(s.cluster.name, s.obj))
+      },
+      this.concurrency,
+    )
     for (const e of entries) if (e.error !== undefined) failures.push((e.error as Error).message)
     if (failures.length) throw new PruneError(`prune: ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`, failures)
-  }
-
-  /** Runs fn over the entries, `concurrency` at a time; failures are set on the entries. */
-  private async each<T>(entries: BatchEntry<T>[], fn: (obj: T) => Promise<unknown>): Promise<void> {
-    let next = 0
-    const worker = async () => {
-      while (next < entries.length) {
-        const e = entries[next++]
-        try {
-          await fn(e.object)
-        } catch (err) {
-          e.error = err
-        }
-      }
-    }
-    await Promise.all(Array.from({ length: Math.min(this.concurrency, entries.length) }, worker))
   }
 
   private count(cluster: Cluster, op: string, result: string): void {

@@ -10,9 +10,9 @@
 import { ConfigError, DecodeError, PruneError, WriteError } from './errors.ts'
 import type { KV, KvEntry } from '@nats-io/kv'
 import {
+  eachEntry,
   newStatusIndex,
   statusPending,
-  type BatchEntry,
   type BatchOperations,
   type Operations,
   type OpContext,
@@ -153,8 +153,8 @@ export class NatsKvTarget<V = unknown> {
   }
 
   readonly batchOperations: BatchOperations<DesiredKv<V>> = {
-    updateBatch: (entries, ctx) => this.each(entries, (d) => this.put(d.key, d.value, ctx)),
-    deleteBatch: (entries) => this.each(entries, (d) => this.remove(d.key)),
+    updateBatch: (entries, ctx) => eachEntry(entries, (d) => this.put(d.key, d.value, ctx), this.concurrency),
+    deleteBatch: (entries) => eachEntry(entries, (d) => this.remove(d.key), this.concurrency),
   }
 
   private owned(value: unknown): boolean {
@@ -249,20 +249,5 @@ export class NatsKvTarget<V = unknown> {
     }
     if (failures.length)
       throw new PruneError(`prune of bucket "${this.bucket}": ${failures.length} failure(s): ${failures.slice(0, 5).join('; ')}`, failures)
-  }
-
-  private async each<T>(entries: BatchEntry<T>[], fn: (obj: T) => Promise<unknown>): Promise<void> {
-    let next = 0
-    const worker = async () => {
-      while (next < entries.length) {
-        const e = entries[next++]!
-        try {
-          await fn(e.object)
-        } catch (err) {
-          e.error = err
-        }
-      }
-    }
-    await Promise.all(Array.from({ length: Math.min(this.concurrency, entries.length) }, worker))
   }
 }

@@ -60,3 +60,4 @@ export type {
   EventSink,
   InvolvedObject,
 } from './secondary.ts'
+export { eachEntry, BATCH_CONCURRENCY } from './batchpool.ts'

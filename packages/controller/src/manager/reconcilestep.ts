@@ -15,7 +15,7 @@
 //   fields the live object has.
 // - Status is written by server-side apply on /status, as the Manager's field manager, only when the
 //   live object's status differs from what the row wants (or the set of fields we own changed); a
-//   round's writes go 16 at a time (./batch.ts), each retried alone with backoff when it fails.
+//   round's writes go 16 at a time (the reconciler's eachEntry), each retried alone with backoff when it fails.
 //   Conditions get the object's generation as observedGeneration, and status.observedGeneration is
 //   the generation `fn` saw.
 // - `requeueAfterMs` runs `fn` again for that object after the delay (the latest run's value wins; a
@@ -24,7 +24,7 @@
 // - fn is told why it runs (ctx.reason: created, updated, dependency, retry, requeue, resync), and
 //   `onDeleted` gets the last state of a primary that was deleted.
 import { isDeepStrictEqual } from 'node:util'
-import { Reconciler, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
+import { Reconciler, eachEntry, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
 import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type ReadTxn, type RetryOptions } from '@statewright/statedb'
 import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
 import { InvalidObjectError, TerminalError } from '../errors.ts'
@@ -36,7 +36,6 @@ import { withOwner } from '../owners.ts'
 import type { Placed } from './desired.ts'
 import type { Component, ComponentHealth } from './component.ts'
 import { uidOf, type PruneSource, type UnsettledOwner } from './pruneguard.ts'
-import { eachEntry } from './batch.ts'
 
 /** A child: a KubeObject, or a typed model such as client-node's V1ConfigMap (metadata is required at run time). */
 export type ChildObject = KubeObject | { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }

@@ -1,10 +1,10 @@
-// Running a reconciler's batch with bounded concurrency: what a batch operation of the Manager's own
-// reconcilers (a reconcile step's status writes) does with its entries.
+// Running a batch operation's entries with bounded concurrency (the k8s and NATS targets, the
+// controller's status writes): one worker pool, not one per target.
 // Invariant: every entry is tried once; a failure is set on its entry (the reconciler retries that
 // entry alone, with backoff) and never stops the others.
-import type { BatchEntry } from '@statewright/reconciler'
+import type { BatchEntry } from './config.ts'
 
-/** Same as the Target's batches: 16 requests of one batch at a time. */
+/** The targets' default: 16 requests of one batch at a time. */
 export const BATCH_CONCURRENCY = 16
 
 /** Runs fn over the entries, `concurrency` at a time; failures are set on the entries. */
