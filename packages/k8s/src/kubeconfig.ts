@@ -11,8 +11,10 @@
 //   take ours as they are (loadFromOptions) for the auth it does;
 // - relative file paths (certificate-authority, client-certificate, client-key, token-file) are
 //   resolved against the directory of the file that names them, as client-go does;
-// - `yaml` is loaded on the first kubeconfig text parsed: the in-cluster path never loads it.
+// - `yaml` is loaded on the first kubeconfig text parsed outside the subset kubectl writes
+//   (./kubeconfig-yaml.ts): the in-cluster path, and most kubeconfig files, never load it.
 import { ConfigError } from './errors.ts'
+import { readSimpleYaml } from './kubeconfig-yaml.ts'
 import { accessSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { isIPv6 } from 'node:net'
@@ -246,6 +248,8 @@ type Yaml = typeof import('yaml')
 let yaml: Yaml | undefined
 
 function parseYaml(text: string): unknown {
+  const simple = readSimpleYaml(text)
+  if (simple !== undefined) return simple
   yaml ??= createRequire(import.meta.url)('yaml') as Yaml
   try {
     return yaml.parse(text, { merge: true })

@@ -12,6 +12,8 @@
 //   the write, naming the webhook); a request that is not an AdmissionReview answers 400. Nothing a
 //   request does stops the server.
 // - TLS only: no plain-HTTP listener exists.
+// - fast-json-patch is loaded at the first mutation, not at import: an operator with validating
+//   webhooks only (most) never loads it, and none pays for it on its cold start.
 // - A body over the limit (3 MiB for an AdmissionReview, the API server's object limit;
 //   maxConversionReviewBytes for a ConversionReview, which holds a list's objects) is a 413.
 import { createServer, type Server } from 'node:https'
@@ -20,7 +22,6 @@ import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import { X509Certificate } from 'node:crypto'
-import jsonpatch from 'fast-json-patch'
 import type { KindRef, KubeObject } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
 import { closeServer } from '../http.ts'
@@ -279,7 +280,7 @@ export class WebhookServer {
         if (msgs.length === 0) return answer({ allowed: true })
         return answer({ allowed: false, status: { code: 403, reason: 'Forbidden', message: msgs.join('; ') } })
       }
-      const ops = out === undefined || out === null ? [] : jsonpatch.compare(obj, out as object)
+      const ops = out === undefined || out === null ? [] : (await jsonPatch()).compare(obj, out as object)
       if (ops.length === 0) return answer({ allowed: true })
       return answer({ allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(ops)).toString('base64') })
     } catch (err) {
@@ -288,6 +289,13 @@ export class WebhookServer {
       else res.destroy()
     }
   }
+}
+
+let jsonPatchModule: Promise<typeof import('fast-json-patch')> | undefined
+/** fast-json-patch, imported once, at the first mutation. */
+function jsonPatch(): Promise<typeof import('fast-json-patch')> {
+  jsonPatchModule ??= import('fast-json-patch').then((m) => (m as { default?: typeof import('fast-json-patch') }).default ?? m)
+  return jsonPatchModule
 }
 
 /**
