@@ -7,7 +7,9 @@
 //   (queryAll, default the whole table) out; an object whose resourceVersion did not change is not
 //   written again;
 // - one object's failure (a transform that throws, a refused insert) skips that object and is
-//   reported through `objectFailed`; it never fails the transaction.
+//   reported through `objectFailed`; it never fails the transaction;
+// - a watch event never replaces a newer version of its object (numeric resourceVersions): a
+//   controller may have put the answer to its own write there first.
 import type { Table, Txn, WriteTxn } from '@statewright/statedb'
 import { markSensitive } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
@@ -120,9 +122,22 @@ export class ReflectedRows<Obj> {
       } else if (p.type === 'delete') {
         for (const o of this.outputs(p.object)) table.delete(txn, o)
       } else {
-        for (const o of this.outputs(p.object)) this.put(txn, o)
+        for (const o of this.outputs(p.object)) if (!this.newerStored(txn, o)) this.put(txn, o)
       }
     }
+  }
+
+  /**
+   * Whether the table already holds a newer version of the object (numeric resourceVersions): our
+   * own write's answer, put there before its watch event (the controller's reads of its own writes).
+   */
+  private newerStored(txn: WriteTxn, obj: Obj): boolean {
+    if (this.merge) return false
+    const rv = (obj as KubeObject).metadata?.resourceVersion
+    if (rv === undefined || !/^\d+$/.test(rv)) return false
+    const cur = this.table.get(txn, this.table.primary.query(this.keyOf(obj) as never)) as KubeObject | undefined
+    const have = cur?.metadata?.resourceVersion
+    return have !== undefined && /^\d+$/.test(have) && BigInt(have) > BigInt(rv)
   }
 
   private outputs(src: KubeObject): Obj[] {

@@ -45,6 +45,8 @@ export interface TargetOptions {
   observedVersion?: (obj: KubeObject, cluster: string) => string | undefined
   name?: string
   metrics?: K8sMetrics
+  /** Called with the server's answer to each apply that succeeded (reads that see our own writes). */
+  onApplied?: (obj: KubeObject, cluster: string) => void
 }
 
 export interface TargetStats {

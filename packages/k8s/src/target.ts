@@ -170,6 +170,7 @@ export class Target {
     }
     const rv = res?.metadata?.resourceVersion
     if (rv !== undefined) this.lastApplied.set(key, rv)
+    if (res?.metadata && this.options.onApplied) this.options.onApplied(res as KubeObject, cluster.name)
     const changed = rv === undefined || rv !== before
     if (changed) this.stats.changed++
     this.count(cluster, 'apply', changed ? 'changed' : 'unchanged')

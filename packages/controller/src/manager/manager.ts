@@ -76,6 +76,7 @@ import { ManagerWatches } from './watch.ts'
 import { ManagerClusters } from './clusters.ts'
 import { newManagerTarget } from './target.ts'
 import { PruneGuard, derivationOwners, type PruneSource } from './pruneguard.ts'
+import { sawOwnWrite } from './ownwrites.ts'
 
 export class Manager {
   readonly name: string
@@ -149,6 +150,11 @@ export class Manager {
       observedVersion: (obj, cluster) => this.watches.observedVersion(obj, cluster),
       metrics: this.k8sMetrics,
       prunable: (obj, cluster, txn) => guard.prunable(obj, cluster, txn),
+      // reads that see our own writes (./ownwrites.ts)
+      onApplied: (obj, cluster) =>
+        void sawOwnWrite(this.db, this.watched.values(), (t) => this.reflectors.get(t.name)?.currentLabelSelector, obj, cluster).catch(
+          (err) => this.logger.warn({ err }, 'an applied object could not be put in its tables'),
+        ),
     })
     this.watches = new ManagerWatches({
       name: o.name,

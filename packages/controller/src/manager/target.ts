@@ -24,6 +24,8 @@ export function newManagerTarget(o: {
   /** The resourceVersion an owned object was last observed with. */
   observedVersion: (obj: KubeObject, cluster: string) => string | undefined
   metrics: K8sMetrics | undefined
+  /** The server's answer to an apply (the Manager puts it in the tables that reflect it). */
+  onApplied: (obj: KubeObject, cluster: string) => void
   /** Whether prune may delete an object of ours that is not desired (the PruneGuard's verdict). */
   prunable: (obj: KubeObject, cluster: string, txn: ReadTxn | undefined) => boolean
 }): Target {
@@ -41,5 +43,6 @@ export function newManagerTarget(o: {
     ...(m.pruneNamespace ? { pruneNamespace: m.pruneNamespace } : {}),
     ...(m.adopt === false ? { adopt: false } : {}),
     ...(o.metrics ? { metrics: o.metrics } : {}),
+    onApplied: o.onApplied,
   })
 }
