@@ -60,6 +60,11 @@ export class LeaseLock {
   private readonly timeoutMs: number
   private observed: { key: string; at: number; lease: LeaseObject } | undefined
   private holding: Holding | undefined
+  /**
+   * An acquiring write whose answer never came (aborted, timed out, the connection lost): the server
+   * may have carried it out, so the Lease may name us though we do not know it. release() reads it.
+   */
+  private unsure = false
 
   constructor(o: LeaseLockOptions) {
     this.cluster = o.cluster
@@ -195,9 +200,11 @@ export class LeaseLock {
           acquireTime: at,
           validUntil: sent + this.renewDeadlineMs,
         }
+        this.unsure = false
         return 'acquired'
       } catch (e) {
         if (isConflict(e)) return 'held' // created by someone else first
+        this.unsure = true
         throw e
       }
     }
@@ -226,14 +233,30 @@ export class LeaseLock {
         return 'renewed'
       }
       this.holding = { rv: String(res.metadata.resourceVersion), transitions, acquireTime, validUntil: put + this.renewDeadlineMs }
+      this.unsure = false
       return 'acquired'
     } catch (err) {
-      if (!isConflict(err)) throw err
+      if (!isConflict(err)) {
+        if (!renewing) this.unsure = true
+        throw err
+      }
       if (renewing) {
         this.holding = undefined
         return 'lost'
       }
       return 'held'
+    }
+  }
+
+  /** The Lease as we hold it, when the server's copy names us (undefined otherwise, or when unreadable). */
+  private async heldOnServer(signal?: AbortSignal): Promise<Holding | undefined> {
+    try {
+      const cur = await this.cluster.request<LeaseObject>({ path: leasePath(this.namespace, this.name), signal, timeoutMs: this.timeoutMs })
+      this.observe(cur)
+      if (cur.spec?.holderIdentity !== this.identity) return undefined
+      return { rv: String(cur.metadata.resourceVersion), transitions: cur.spec.leaseTransitions ?? 0, acquireTime: '', validUntil: 0 }
+    } catch {
+      return undefined
     }
   }
 
@@ -254,8 +277,11 @@ export class LeaseLock {
    * next candidate takes it at once. Call after the term's work has stopped. Never throws.
    */
   async release(signal?: AbortSignal): Promise<boolean> {
-    const h = this.holding
+    let h = this.holding
     this.holding = undefined
+    // an acquiring write whose answer never came may have made the Lease ours: read it to know
+    if (!h && this.unsure) h = await this.heldOnServer(signal)
+    this.unsure = false
     if (!h) return false
     let rv = h.rv
     for (let attempt = 0; attempt < 3; attempt++) {

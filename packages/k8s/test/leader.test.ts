@@ -339,4 +339,44 @@ test('three in-process instances: frozen holder, API errors, outage; never two l
   assert.ok(periods.length >= 4, `periods ${periods.length}`)
 })
 
+test('an acquiring write whose answer is lost (the server carried it out) is released on stop all the same', async () => {
+  const server = await startServer()
+  const real = clusterFor(server)
+  let loseNextWrite = false
+  // the server carries the write out; the answer never reaches us (aborted, the connection lost)
+  const cluster = Object.create(real) as typeof real
+  cluster.request = (async (o: any) => {
+    const res = await real.request(o)
+    if (loseNextWrite && o.method !== undefined && o.method !== 'GET') {
+      loseNextWrite = false
+      throw new DOMException('the answer was lost', 'AbortError')
+    }
+    return res
+  }) as typeof real.request
+  try {
+    for (const create of [true, false]) {
+      const name = create ? 'lost-create' : 'lost-put'
+      if (!create) {
+        // a Lease held by nobody: the acquiring write is a PUT
+        const other = new LeaseLock({ cluster: real, namespace: 'default', name, identity: 'other', ...FAST })
+        assert.is(await other.tryAcquireOrRenew(), 'acquired')
+        assert.ok(await other.release())
+      }
+      const lock = new LeaseLock({ cluster, namespace: 'default', name, identity: 'me', ...FAST })
+      loseNextWrite = true
+      await lock.tryAcquireOrRenew().then(
+        () => assert.unreachable('the answer was lost'),
+        () => undefined,
+      )
+      const lease = () => server.control.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, name, 'default')
+      assert.is(lease().spec.holderIdentity, 'me', 'the server carried the write out')
+      assert.ok(await lock.release(), 'released though the acquiring answer never came')
+      assert.is(lease().spec.holderIdentity, '')
+    }
+  } finally {
+    real.close()
+    await server.stop()
+  }
+})
+
 test.run()
