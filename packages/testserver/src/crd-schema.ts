@@ -14,7 +14,7 @@
 // - `x-kubernetes-validations`: a rule, a one-line message (a multi-line rule needs one), a known
 //   reason; `oldSelf` only where old and new values correlate (not under atomic or set lists).
 // - Rules are compiled only for schemas without other errors, as kube-apiserver skips CEL then.
-import { invalid, type StatusCause } from './status.ts'
+import { forbiddenCause as forbidden, invalid, invalidCause, requiredCause as required, type StatusCause } from './status.ts'
 import { compileSchema } from './schema-validation.ts'
 import { compileRules } from './cel.ts'
 import { structuralCauses } from './structural.ts'
@@ -26,21 +26,6 @@ const key = (at: string, k: string | number) => `${at}[${k}]`
 const q = (v: unknown) => JSON.stringify(v ?? '')
 const goStrings = (a: unknown) => `[]string{${(Array.isArray(a) ? a : []).map((x) => JSON.stringify(x)).join(', ')}}`
 
-const required = (field: string, detail: string): StatusCause => ({
-  reason: 'FieldValueRequired',
-  message: `Required value: ${detail}`,
-  field,
-})
-const forbidden = (field: string, detail: string): StatusCause => ({
-  reason: 'FieldValueForbidden',
-  message: `Forbidden: ${detail}`,
-  field,
-})
-const invalidCause = (field: string, value: string, detail: string): StatusCause => ({
-  reason: 'FieldValueInvalid',
-  message: `Invalid value: ${value}: ${detail}`,
-  field,
-})
 const notSupported = (field: string, value: unknown, allowed: string[]): StatusCause => ({
   reason: 'FieldValueNotSupported',
   message: `Unsupported value: ${q(value)}: supported values: ${allowed.map((a) => `"${a}"`).join(', ')}`,

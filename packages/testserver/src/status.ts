@@ -141,3 +141,20 @@ export function toApiError(err: unknown): StatusError {
   if (err instanceof StatusError) return err
   return internalError(err instanceof Error ? err.message : String(err))
 }
+
+/** The causes of a field error, in apimachinery's field.Error wording (Required, Forbidden, Invalid value). */
+export const requiredCause = (field: string, detail: string): StatusCause => ({
+  reason: 'FieldValueRequired',
+  message: `Required value: ${detail}`,
+  field,
+})
+export const forbiddenCause = (field: string, detail: string): StatusCause => ({
+  reason: 'FieldValueForbidden',
+  message: `Forbidden: ${detail}`,
+  field,
+})
+export const invalidCause = (field: string, value: string, detail: string): StatusCause => ({
+  reason: 'FieldValueInvalid',
+  message: `Invalid value: ${value}: ${detail}`,
+  field,
+})

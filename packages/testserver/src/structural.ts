@@ -14,7 +14,7 @@
 //   root and in embedded resources `kind`/`apiVersion` are strings and `metadata` an object, and at
 //   the root metadata may only restrict `name` and `generateName`.
 // - A pattern compiles as Go RE2 (re2.ts). Causes come sorted, as ValidateStructural sorts them.
-import type { StatusCause } from './status.ts'
+import { forbiddenCause as forbidden, invalidCause, requiredCause as required, type StatusCause } from './status.ts'
 import { isIntOrStringAnyOf } from './schema-validation.ts'
 import { re2Error } from './re2.ts'
 
@@ -23,22 +23,6 @@ type Level = 'root' | 'item' | 'field'
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const child = (at: string, name: string) => (at === '' ? name : `${at}.${name}`)
 const key = (at: string, k: string | number) => `${at}[${k}]`
-
-const required = (field: string, detail: string): StatusCause => ({
-  reason: 'FieldValueRequired',
-  message: `Required value: ${detail}`,
-  field,
-})
-const forbidden = (field: string, detail: string): StatusCause => ({
-  reason: 'FieldValueForbidden',
-  message: `Forbidden: ${detail}`,
-  field,
-})
-const invalidCause = (field: string, value: string, detail: string): StatusCause => ({
-  reason: 'FieldValueInvalid',
-  message: `Invalid value: ${value}: ${detail}`,
-  field,
-})
 
 /** The structural-schema violations of a CRD version's openAPIV3Schema at `at` (none: structural). */
 export function structuralCauses(s: Schema, at: string): StatusCause[] {

@@ -10,6 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { env, http, type Env } from './helpers.ts'
+import { prng } from '../src/faults.ts' // mulberry32: a failing draw replays with its SEED
 
 const ROOT = join(import.meta.dirname, 'fixtures', 'crd-corpus')
 const REFUSED: Record<string, string> = JSON.parse(readFileSync(join(ROOT, 'expected-refusals.json'), 'utf8'))
@@ -26,17 +27,6 @@ const projects = readdirSync(ROOT, { withFileTypes: true })
   .map((d) => d.name)
   .sort()
 const SEED = Number(process.env.SEED ?? 41)
-/** mulberry32: a small seeded PRNG, so that a failing draw can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 let e: Env
 test.before(async () => {
