@@ -1,6 +1,6 @@
 // A Logger for tests that keeps what it is given: entries with level, fields and message;
 // `errors` lists the `err` messages logged (what an `onError` callback used to collect).
-import type { Logger } from '@statewright/reconciler'
+import type { Logger } from '@statewright/statedb'
 
 export interface LogEntry {
   level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'

@@ -21,15 +21,8 @@
 //   error (by server-side apply on /status), a Warning Event (CleanupFailed; repeats aggregate), and
 //   health() lists the key, error, attempts and retry.
 import { CleanupError, ConfigError, UsageError } from './errors.ts'
-import {
-  statusPending,
-  newStatusIndex,
-  Reconciler,
-  type Health,
-  type Status,
-  type RetryOptions,
-  type OpContext,
-} from '@statewright/reconciler'
+import { statusPending, newStatusIndex, Reconciler, type Status, type OpContext } from '@statewright/reconciler'
+import { type Health, type RetryOptions } from '@statewright/statedb'
 import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
 import {
   describe,
@@ -46,7 +39,7 @@ import {
   type WriteFence,
 } from '@statewright/k8s'
 import { StatusWriter, fenceOption, findCondition, conditionsOf } from './conditions.ts'
-import type { Logger } from './logging.ts'
+import type { Logger } from '@statewright/statedb'
 
 export interface CleanupContext {
   /** Aborted when the Finalizer stops. */

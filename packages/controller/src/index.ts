@@ -3,7 +3,7 @@
 export { derive, Derivation } from './derive/derivation.ts'
 export { derivationErrors, type DerivationError } from './derive/failures.ts'
 export type { DeriveContext, DeriveOptions, DerivationHealth, RunReason } from './derive/options.ts'
-export { createLogger, nullLogger, type Logger, type LoggerOptions, type LogLevel } from './logging.ts'
+export { createLogger, nullLogger, type LoggerOptions, type LogLevel } from './logging.ts'
 export { Manager } from './manager/manager.ts'
 export { inCluster, type Placed } from './manager/desired.ts'
 export type {
@@ -31,8 +31,6 @@ export { WebhookServer, webhookPath, type AdmissionContext, type WebhookOptions,
 export { KindConversion, type Converted, type VersionOptions, type SameSchemaVersionOptions } from './crd/versions.ts'
 export { ConversionWebhook, CONVERT_PATH, type ConversionAnswer } from './webhooks/conversion.ts'
 export { ReconcileStep, type ChildObject, type ReconcileResult, type ReconcileOutcome } from './manager/reconcilestep.ts'
-// the shared health shape every part's health extends (the reconciler's)
-export type { Health, HealthLevel } from '@statewright/reconciler'
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { inspectHandler, UI_CSP, type InspectOptions, type ObjectReconcileStatus } from './inspect/handler.ts'

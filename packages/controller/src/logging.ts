@@ -1,4 +1,4 @@
-// Structured logging: the Logger interface (the reconciler's, which pino satisfies: pass a pino
+// Structured logging: the Logger interface (statedb's, the ground floor's, which pino satisfies: pass a pino
 // logger as it is), and a small default that writes JSON lines to stderr.
 // Invariants:
 // - Library code logs only through a Logger, never console.*; components log with child loggers that
@@ -7,10 +7,7 @@
 //   or an object marked sensitive is never written to a log.
 // - The default level is info; LOG_LEVEL overrides it (trace, debug, info, warn, error, fatal, silent).
 import { redactSecrets } from '@statewright/statedb'
-import type { LogFn, Logger } from '@statewright/reconciler'
-
-// the interface lives on the lowest floor that takes a logger (the reconciler)
-export type { Logger } from '@statewright/reconciler'
+import type { LogFn, Logger } from '@statewright/statedb'
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
 

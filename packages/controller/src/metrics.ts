@@ -11,7 +11,8 @@
 // - leader_election_master_status{name}.
 // prom-client is an optional peer: loaded when a ControllerMetrics is built, never at import.
 import type * as PromClient from 'prom-client'
-import { requireOptionalPeer, type Metrics, type OperationName, type OperationResult, type PromRegistry } from '@statewright/reconciler'
+import { type Metrics, type OperationName, type OperationResult, type PromRegistry } from '@statewright/reconciler'
+import { requireOptionalPeer } from '@statewright/statedb'
 import type { RequestRecord } from '@statewright/k8s'
 
 export class ControllerMetrics implements Metrics {

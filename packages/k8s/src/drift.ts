@@ -11,7 +11,8 @@
 // An object that holds what we want again before its repair is due is not repaired.
 import { StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Reconciler, statusPending, type Health } from '@statewright/reconciler'
+import { Reconciler, statusPending } from '@statewright/reconciler'
+import { type Health } from '@statewright/statedb'
 import type { ChangeIterator, DB, ReadTxn, Table } from '@statewright/statedb'
 import type { KubeObject } from './gvk.ts'
 import type { EventRecorder } from './events.ts'

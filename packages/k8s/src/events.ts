@@ -16,9 +16,9 @@ import type { Cluster } from './cluster.ts'
 
 export type EventType = 'Normal' | 'Warning'
 
-/** The object an event is about: a Kubernetes object or a reference to one (the reconciler's contract type). */
-export type { InvolvedObject } from '@statewright/reconciler'
-import { checkRateLimit, logTo, type RateLimitOptions, type EventSink, type InvolvedObject, type Logger } from '@statewright/reconciler'
+import { checkRateLimit, type RateLimitOptions } from '@statewright/reconciler'
+import { type EventSink, type InvolvedObject } from '@statewright/primary'
+import { logTo, type Logger } from '@statewright/statedb'
 
 /** `qps` and `burst` (the shared `RateLimitOptions`) size the token bucket of each involved object. */
 export interface EventRecorderOptions extends Partial<RateLimitOptions> {

@@ -61,7 +61,6 @@ export {
   EventRecorder,
   ReconcileEvents,
   type EventType,
-  type InvolvedObject,
   type EventRecorderOptions,
   type EventRecorderStats,
   type ReconcileEventsOptions,

@@ -10,7 +10,7 @@
 // - only clusters this provider added are removed by it.
 import { createHash } from 'node:crypto'
 import { DB, Table, defineIndex, type ChangeIterator } from '@statewright/statedb'
-import { logTo, type Logger } from '@statewright/reconciler'
+import { logTo, type Logger } from '@statewright/statedb'
 import { Reflector } from './reflector.ts'
 import { ConfigError } from './errors.ts'
 import { namespacedName, type KubeObject } from './gvk.ts'

@@ -22,7 +22,7 @@ import type { Cluster } from './cluster.ts'
 import { LeaseLock, type AttemptResult } from './lease.ts'
 import { Term, type LeaseTerm } from './lease-term.ts'
 import { noteFailure } from './callbacks.ts'
-import type { Logger } from '@statewright/reconciler'
+import type { Logger } from '@statewright/statedb'
 
 export interface LeaderCallbacks {
   /** A term began: start the work; stop it when `term.signal` aborts (onStoppedLeading is also called). */

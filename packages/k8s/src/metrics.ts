@@ -5,7 +5,8 @@
 // import, so the package works without it (reflectors and targets without `metrics`). No public type
 // names a prom-client type, so a consumer without prom-client still type-checks our .d.ts.
 import type * as PromClient from 'prom-client'
-import { requireOptionalPeer, type PromRegistry } from '@statewright/reconciler'
+import { type PromRegistry } from '@statewright/reconciler'
+import { requireOptionalPeer } from '@statewright/statedb'
 
 type Labels<L extends string> = Partial<Record<L, string | number>>
 /** The part of a prom-client Counter the reflectors and targets use. */

@@ -25,7 +25,7 @@ import { Reflector } from './reflector.ts'
 import type { ReflectorHealth } from './reflector-health.ts'
 import type { ReflectorOptions } from './reflector-options.ts'
 import { namespacedName, type KubeObject } from './gvk.ts'
-import { logTo, type Logger } from '@statewright/reconciler'
+import { logTo, type Logger } from '@statewright/statedb'
 import { TargetIndex, cacheKeyOf, objKeyOf, targetString, type TargetRef } from './ondemand-targets.ts'
 
 export interface WatchOnDemandOptions {

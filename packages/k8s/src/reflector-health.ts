@@ -1,7 +1,7 @@
 // A reflector's health: its state, counters and readiness, and the level and message the shared
 // `Health` carries. Readiness is lost only when lists and watches have failed for `lostAfterMs`
 // without a success: a routine watch restart or a relist keeps a synced reflector ready.
-import type { Health } from '@statewright/reconciler'
+import type { Health } from '@statewright/statedb'
 
 export type ReflectorState = 'new' | 'listing' | 'watching' | 'waiting' | 'backoff' | 'stopped'
 

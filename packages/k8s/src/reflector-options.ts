@@ -1,7 +1,7 @@
 // What a reflector is told: which cluster, kind and table, how a cluster object becomes table rows,
 // and how it lists, batches, backs off and reports. Defaults are stated on each field.
 import type { DB, RetryOptions, Table, Txn } from '@statewright/statedb'
-import type { Logger } from '@statewright/reconciler'
+import type { Logger } from '@statewright/statedb'
 import type { Cluster } from './cluster.ts'
 import type { KindRef, KubeObject, ResourceRef } from './gvk.ts'
 import type { K8sMetrics } from './metrics.ts'

@@ -25,7 +25,7 @@ import { collectionPath, namespacedName, resolveKind, type KubeObject, type Reso
 import { LineDecoder, parseEvent } from './ndjson.ts'
 import { listAll } from './list.ts'
 import { Batcher, type Pending } from './batch.ts'
-import { logTo } from '@statewright/reconciler'
+import { logTo } from '@statewright/statedb'
 import type { ReflectorOptions } from './reflector-options.ts'
 import { reflectorLevel, type ReflectorHealth } from './reflector-health.ts'
 import { ReflectedRows } from './reflector-rows.ts'

@@ -4,7 +4,7 @@
 // - Nothing is ever written over an object that is not ours: a create is a POST (an object made
 //   meanwhile is a 409, read again), an update happens only after the ownership check on what was
 //   read, and a delete carries the read uid as a precondition.
-import type { OwnerStamps, PrimaryStatusWriter, SecondaryTarget, SecondaryWriteResult } from '@statewright/reconciler'
+import type { OwnerStamps, PrimaryStatusWriter, SecondaryTarget, SecondaryWriteResult } from '@statewright/primary'
 import { ApiError, isNotFound } from './api-error.ts'
 import type { Cluster } from './cluster.ts'
 import { groupKind, objectPath, resolveKind, type KindRef, type KubeObject } from './gvk.ts'

@@ -27,7 +27,7 @@ import { Term, type LeaseTerm } from './lease-term.ts'
 import { wallNow } from './wallclock.ts'
 import { isConflict, isNotFound } from './api-error.ts'
 import { noteFailure } from './callbacks.ts'
-import type { Logger } from '@statewright/reconciler'
+import type { Logger } from '@statewright/statedb'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
 

@@ -1,7 +1,7 @@
 // A NATS key-value reflector's health: its state, counters and readiness, and the level and message
 // the shared `Health` carries. A backoff after a lost connection keeps a synced reflector ready: the
 // table catches up.
-import type { Health } from '@statewright/reconciler'
+import type { Health } from '@statewright/statedb'
 
 export type NatsReflectorState = 'new' | 'listing' | 'watching' | 'backoff' | 'stopped'
 

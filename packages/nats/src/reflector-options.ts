@@ -4,7 +4,7 @@
 import type { NatsConnection } from '@nats-io/transport-node'
 import type { KvEntry } from '@nats-io/kv'
 import type { DB, RetryOptions, Table } from '@statewright/statedb'
-import type { Logger } from '@statewright/reconciler'
+import type { Logger } from '@statewright/statedb'
 
 /** A key-value entry as the default transform stores it. */
 export interface KvRow<V = unknown> {

@@ -6,7 +6,7 @@
 // Values are JSON objects; owner metadata lives in value.metadata.labels / .annotations, as in a
 // Kubernetes object.
 import type { KV } from '@nats-io/kv'
-import type { PrimaryStatusWriter, SecondaryTarget, SecondaryWriteResult } from '@statewright/reconciler'
+import type { PrimaryStatusWriter, SecondaryTarget, SecondaryWriteResult } from '@statewright/primary'
 import { WriteError } from './errors.ts'
 import { isCasConflict, metadataOf, parse, withMetadata } from './target.ts'
 

@@ -32,7 +32,8 @@
 // This file: the lifecycle and following primaries and observed tables; the parts are beside it.
 // Over ~400 lines only by this header: it states the contract of the whole controller, once.
 import { SyncError, UsageError } from './errors.ts'
-import { Reconciler, logTo, statusPending, type StatusIndex } from '@statewright/reconciler'
+import { Reconciler, statusPending, type StatusIndex } from '@statewright/reconciler'
+import { logTo } from '@statewright/statedb'
 import { WatchSet, type ChangeIterator, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
 import type { PrimaryHealth } from './options.ts'
 import {
@@ -46,7 +47,7 @@ import {
 import { Secondaries } from './secondaries.ts'
 import { ownerKeyIn, ownerStampKeys, stampsFor } from './stamps.ts'
 import { WrittenStatuses } from './status.ts'
-import type { OwnerStamps, SecondaryTarget } from '@statewright/reconciler'
+import type { OwnerStamps, SecondaryTarget } from './contract.ts'
 import { Inflight, Requeues, markPending, newWorkTable, type MutableWork, type Work } from './work.ts'
 import { TertiaryReads } from './tertiary.ts'
 import { GarbageSecondaries } from './garbage.ts'

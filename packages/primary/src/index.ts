@@ -17,7 +17,7 @@ export {
   SyncError,
   type PrimaryErrorCode,
 } from './errors.ts'
-// the contract with the places it writes to lives on the reconciler's floor (its implementers' floor)
+// the contract with the places it writes to (@statewright/k8s and @statewright/nats implement it)
 export type {
   EventSink,
   InvolvedObject,
@@ -26,4 +26,4 @@ export type {
   SecondarySpec,
   SecondaryTarget,
   SecondaryWriteResult,
-} from '@statewright/reconciler'
+} from './contract.ts'

@@ -4,12 +4,12 @@
 // - Options are validated once, in the constructor, with a ConfigError naming the controller.
 // - The default spec leaves out what a status write-back changes (status, resourceVersion,
 //   managedFields, generation): a write-back must not trigger a sync of its own (no loop).
-import type { Health, Logger, RetryOptions } from '@statewright/reconciler'
+import type { Health, Logger, RetryOptions } from '@statewright/statedb'
 import type { DB, ReadTxn, Table } from '@statewright/statedb'
 import { createHash } from 'node:crypto'
 import { ConfigError } from '@statewright/statedb'
-import type { EventSink, PrimaryStatusWriter } from '@statewright/reconciler'
-import type { SecondarySpec } from '@statewright/reconciler'
+import type { EventSink, PrimaryStatusWriter } from './contract.ts'
+import type { SecondarySpec } from './contract.ts'
 
 export interface SyncContext {
   /** The snapshot the primary was read from. */

@@ -10,11 +10,11 @@
 // - What a primary may own is the union of what its syncs applied and what is observed with its
 //   stamp: a secondary made by a sync whose result was lost is still found and deleted.
 // - A failed write or delete keeps the secondary in what the primary owns (retried, never dropped).
-import type { InvolvedObject } from '@statewright/reconciler'
+import type { InvolvedObject } from './contract.ts'
 import type { Change } from '@statewright/statedb'
 import { ConfigError } from '@statewright/statedb'
 import type { PrimaryControllerOptions, PrimaryControllerStats } from './options.ts'
-import type { OwnerStamps, SecondaryTarget } from '@statewright/reconciler'
+import type { OwnerStamps, SecondaryTarget } from './contract.ts'
 import type { OwnedRef } from './work.ts'
 
 export class Secondaries {

@@ -5,7 +5,7 @@
 // - An object is ours only when its ownerkind annotation is our kind: objects without our stamps
 //   are never mapped to an owner, so never touched.
 import { createHash } from 'node:crypto'
-import type { OwnerStamps, SecondaryTarget } from '@statewright/reconciler'
+import type { OwnerStamps, SecondaryTarget } from './contract.ts'
 
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/
 

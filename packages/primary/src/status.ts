@@ -6,7 +6,7 @@
 //   (compared as canonical JSON); without a record every change is someone else's.
 // - Events always name an object: the primary itself when it is a Kubernetes object, else a
 //   pseudo-object of the primary kind whose name is derived from the key (stable per key).
-import type { InvolvedObject } from '@statewright/reconciler'
+import type { InvolvedObject } from './contract.ts'
 import { ownerKeyLabelValue } from './stamps.ts'
 
 /** The status written when a sync fails: `errorStatus` when given, else `{ ...status, error }`. */

@@ -15,7 +15,8 @@
 //   keeps its secondaries while the hook fails and is retried.
 // - Events (Normal "Synced", Warning "ErrResourceExists") name the primary, or a pseudo-object in
 //   `eventNamespace` when it is not a Kubernetes object (status.ts).
-import type { InvolvedObject, OpContext, OwnerStamps } from '@statewright/reconciler'
+import type { OpContext } from '@statewright/reconciler'
+import type { InvolvedObject, OwnerStamps } from './contract.ts'
 import { SyncError } from './errors.ts'
 import type { PrimaryControllerOptions, PrimaryControllerStats, SyncResult } from './options.ts'
 import type { Secondaries } from './secondaries.ts'

@@ -6,7 +6,7 @@ import { ConfigError } from './errors.ts'
 import { checkRateLimit, type RateLimitOptions } from './ratelimit.ts'
 import { resolveRetry, type DB, type Key, type ReadTxn, type RetryOptions, type Table } from '@statewright/statedb'
 import type { Metrics } from './metrics.ts'
-import type { Logger } from './logger.ts'
+import type { Logger } from '@statewright/statedb'
 import type { Status, StatusIndex } from './status.ts'
 
 /** What every operation gets besides the object. */

@@ -9,21 +9,7 @@
 // the end of the round that changed it, and a listener that throws does not stop the others (its
 // error goes to the reconciler's logger: health must never break the reconciler).
 
-/** How a part is doing: the one level type every statewright health reports (reflectors, derive, drift, components). */
-export type HealthLevel = 'ok' | 'degraded' | 'stopped'
-
-/**
- * The one base health shape: every part's health (the reconciler's, reflectors', derivations',
- * drift's, finalizers', components', the primary controller's) extends it with its own fields.
- * It lives here, on the lowest floor that reports health.
- */
-export interface Health {
-  readonly level: HealthLevel
-  /** One line for people: what is wrong, or a count when nothing is. */
-  readonly message: string
-  /** Whether the part can be relied on (readiness); object errors do not make a part unready. */
-  readonly ready: boolean
-}
+import type { Health } from '@statewright/statedb'
 
 /** An object failing now: its key, its error, and whether it is a delete. */
 export interface FailingObject {

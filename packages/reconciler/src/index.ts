@@ -42,22 +42,9 @@ export {
 } from './errors.ts'
 export type { FullReport } from './full.ts'
 export type { PruneReport } from './prune.ts'
-export { describeHealth, type Health, type HealthLevel, type ReconcilerHealth, type FailingObject } from './health.ts'
+export { describeHealth, type ReconcilerHealth, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'
 export { waitForReconciliation, waitForSettled, type WaitOptions, type WaitForReconciliationOptions } from './wait.ts'
 export { RateLimiter, checkRateLimit, type RateLimitOptions } from './ratelimit.ts'
-export { logTo, type Logger, type LogFn } from './logger.ts'
-export { loadOptionalPeer, requireOptionalPeer, type OptionalPeerOptions } from './peers.ts'
-// The shared retry settings live on the ground floor (statedb's retry.ts); re-exported here.
-export { backoffDelay, resolveRetry, DEFAULT_RETRY, type RetryOptions } from '@statewright/statedb'
-export type {
-  OwnerStamps,
-  SecondarySpec,
-  SecondaryTarget,
-  SecondaryWriteResult,
-  PrimaryStatusWriter,
-  EventSink,
-  InvolvedObject,
-} from './secondary.ts'
 export { eachEntry, BATCH_CONCURRENCY } from './batchpool.ts'

@@ -23,7 +23,7 @@
 // reason no public type here names a prom-client type (a consumer without prom-client must still
 // type-check our .d.ts without skipLibCheck): the registry is described by the little we need.
 
-import { requireOptionalPeer } from './peers.ts'
+import { requireOptionalPeer } from '@statewright/statedb'
 import type * as PromClient from 'prom-client'
 import type { Metrics, OperationName, OperationResult } from './metrics.ts'
 

@@ -5,7 +5,6 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, defineIndex, Table, type Watch } from '@statewright/statedb'
 import {
-  backoffDelay,
   ConfigError,
   InMemoryMetrics,
   newStatusSetIndex,
@@ -21,6 +20,7 @@ import {
   waitForSettled,
   type Operations,
 } from '@statewright/reconciler'
+import { backoffDelay } from '@statewright/statedb'
 import { RetryQueue } from '../src/retries.ts'
 import { byId as byKey, deferred, setup, within } from './helpers.ts'
 

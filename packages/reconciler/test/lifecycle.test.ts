@@ -10,8 +10,8 @@ import {
   StoppedError,
   statusPending,
   waitForSettled,
-  type Health,
 } from '@statewright/reconciler'
+import { type Health } from '@statewright/statedb'
 import { collectingLogger } from '../../../test/lib/logger.ts'
 import { byId, deferred, makeTable, setup, until, within, type Obj } from './helpers.ts'
 

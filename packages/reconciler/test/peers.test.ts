@@ -2,7 +2,8 @@
 // command) when the package is missing; the module when it is installed.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { ConfigError, loadOptionalPeer, requireOptionalPeer } from '@statewright/reconciler'
+import { ConfigError } from '@statewright/reconciler'
+import { loadOptionalPeer, requireOptionalPeer } from '@statewright/statedb'
 
 const MISSING = 'statewright-no-such-peer'
 

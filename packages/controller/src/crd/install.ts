@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster, KubeObject } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
 import { conditionsOf, isConditionTrue } from '../conditions.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 
 export async function installCrd(cluster: Cluster, crd: KubeObject, fieldManager: string, log: Logger, timeoutMs = 30_000): Promise<void> {
   const name = String(crd.metadata.name)

@@ -29,7 +29,7 @@ import { ConfigError, InvalidObjectError, StoppedError, UsageError } from '../er
 import { setTimeout as sleep } from 'node:timers/promises'
 import { isDeepStrictEqual } from 'node:util'
 import { type ChangeIterator, type Key, type ReadTxn, type Table, type Watch, type WriteTxn, waitAny } from '@statewright/statedb'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import { nullLogger } from '../logging.ts'
 import { Dependencies } from './deps.ts'
 import { Failures, derivationErrors, type DerivationError } from './failures.ts'

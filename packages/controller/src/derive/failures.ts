@@ -6,7 +6,7 @@
 // - Backoff doubles from retry.minMs up to retry.maxMs, jittered so that inputs failing together do
 //   not retry together (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, ±20%).
 // - An input no longer known when its retry is due is dropped from the schedule, not retried.
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import {
   Table,
   backoffDelay,

@@ -2,8 +2,8 @@
 // reports.
 // Invariant: types only; the behaviour they describe is Derivation's (derivation.ts).
 import type { DB, Query, RetryOptions, Table, Txn } from '@statewright/statedb'
-import type { Health } from '@statewright/reconciler'
-import type { Logger } from '../logging.ts'
+import type { Health } from '@statewright/statedb'
+import type { Logger } from '@statewright/statedb'
 import type { DerivationError } from './failures.ts'
 
 /**

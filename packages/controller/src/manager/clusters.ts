@@ -9,7 +9,7 @@
 //   only when the Manager made it (no `cluster` option): a cluster given to it is the caller's.
 import { Cluster, EventRecorder, Kubeconfig } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { ControllerMetrics } from '../metrics.ts'
 import type { ManagerOptions } from './options.ts'
 

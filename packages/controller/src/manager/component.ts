@@ -4,7 +4,8 @@
 // Invariants:
 // - Readiness never depends on an object's error: a Component reports object errors as `failing`
 //   and a degraded level, not as unready.
-import type { Health, Reconciler } from '@statewright/reconciler'
+import type { Reconciler } from '@statewright/reconciler'
+import type { Health } from '@statewright/statedb'
 import type { PolicyRule } from './manifests.ts'
 import type { InspectGraph } from '@statewright/statedb'
 

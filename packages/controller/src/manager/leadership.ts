@@ -12,7 +12,7 @@
 //   deletes them); a released shard's work is done before its Lease is released.
 import { LeaderElector, ShardedLeases, type Cluster, type LeaseTerm } from '@statewright/k8s'
 import type { ShardWork } from './shards.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { ManagerOptions } from './options.ts'
 
 /** A part that runs only while this replica leads (or, sharded, while it works at all). */

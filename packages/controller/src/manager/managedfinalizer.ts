@@ -7,7 +7,7 @@
 import type { KubeObject, Cluster, EventRecorder, WriteFence } from '@statewright/k8s'
 import type { DB, Table } from '@statewright/statedb'
 import { Finalizer, type FinalizerOptions } from '../finalizers.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { Component, ManagedFinalizerOptions } from './options.ts'
 
 /** The finalizer of `o`, and the Component that runs it. */

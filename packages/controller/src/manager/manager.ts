@@ -23,7 +23,8 @@
 import { ConfigError, StoppedError, UsageError } from '../errors.ts'
 import { nextProgress } from '../progress.ts'
 import { DB, Table } from '@statewright/statedb'
-import { loadOptionalPeer, type Reconciler, type PromRegistry } from '@statewright/reconciler'
+import { type Reconciler, type PromRegistry } from '@statewright/reconciler'
+import { loadOptionalPeer } from '@statewright/statedb'
 import type * as PromClient from 'prom-client'
 import {
   K8sMetrics,
@@ -45,7 +46,8 @@ import {
 import { Derivation } from '../derive/derivation.ts'
 import type { Finalizer } from '../finalizers.ts'
 import type { NamedGraph } from '@statewright/statedb'
-import { createLogger, type Logger } from '../logging.ts'
+import { createLogger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import { ControllerMetrics } from '../metrics.ts'
 import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
 import { managedFinalizer } from './managedfinalizer.ts'

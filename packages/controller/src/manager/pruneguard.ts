@@ -14,7 +14,7 @@
 //   its new children are not in that desired set. Without a snapshot, at the current one.
 import { describe, type KubeObject } from '@statewright/k8s'
 import type { DB, ReadTxn, Table } from '@statewright/statedb'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 
 /** An owner whose function has not succeeded in this process (its children are unknown). */
 export interface UnsettledOwner {

@@ -9,7 +9,7 @@
 import { Reconciler, type BatchEntry, type Metrics } from '@statewright/reconciler'
 import type { DB } from '@statewright/statedb'
 import { type DesiredObject, type DesiredTable, type EventRecorder, type KubeObject, type Target } from '@statewright/k8s'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { ManagerOptions } from './options.ts'
 
 export interface DesiredReconcilerOptions {

@@ -7,7 +7,7 @@
 //   no certificate).
 // - close() is idempotent and closes all three.
 import { ManagerServer, type HttpSources } from '../http.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import { WebhookServer } from '../webhooks/server.ts'
 import type { ManagerOptions } from './options.ts'
 

@@ -18,7 +18,7 @@
 import type { Reflector, KubeObject, LeaseTerm, Target, DesiredTable } from '@statewright/k8s'
 import type { DB } from '@statewright/statedb'
 import type { Derivation } from '../derive/derivation.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import { shardLabelOf, shardOfInput, withShards } from './desired.ts'
 
 export interface ShardWorkOptions {

@@ -1,7 +1,7 @@
 // SIGTERM and SIGINT stop a Manager gracefully, then exit (0 when stop succeeded, else 1).
 // Invariant: the handlers are removed (the returned functions) as soon as the manager starts
 // stopping: a manager stopped by its owner never exits the process.
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 
 /** Installs the handlers; returns the functions that remove them. */
 export function trapSignals(logger: Logger, stop: () => Promise<void>): Array<() => void> {

@@ -22,7 +22,7 @@ import {
 } from '@statewright/k8s'
 import type { ManagerOptions, WatchOptions } from './options.ts'
 import { defineIndex, Table, type DB } from '@statewright/statedb'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { ManagerClusters } from './clusters.ts'
 import { withShards } from './desired.ts'
 

@@ -7,7 +7,7 @@
 // - A run is counted before reconcile is called: a failing run counts too.
 // - Only a run that returns and was not aborted writes: its desired groups (when it declared any),
 //   its statuses (queued on the status writes), and its inspection info (replacing the last run's).
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { Manager } from '../manager/manager.ts'
 import type { Topology } from '@statewright/topology'
 import type { DesiredGroups } from './desiredgroups.ts'

@@ -9,7 +9,7 @@ import { Table, defineIndex, type RetryOptions } from '@statewright/statedb'
 import { Reconciler, newStatusIndex, statusPending, type ReconcilerHealth, type Status, type StatusIndex } from '@statewright/reconciler'
 import type { KubeObject } from '@statewright/k8s'
 import { StatusWriter, conditionsOf, type StatusPatch } from '../conditions.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { Manager } from '../manager/manager.ts'
 
 interface StatusRow {

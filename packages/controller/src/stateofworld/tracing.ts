@@ -10,7 +10,7 @@
 // - A span ends whatever its function does; an error is recorded on it (exception and status
 //   ERROR) and rethrown unchanged.
 // - Counting the topology's nodes costs a walk, done only for a span that records.
-import { loadOptionalPeer } from '@statewright/reconciler'
+import { loadOptionalPeer } from '@statewright/statedb'
 
 /** The part of an OpenTelemetry Span this package uses. */
 export interface SpanLike {

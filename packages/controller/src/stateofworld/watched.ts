@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type RetryOptions } from '@statewright/statedb'
 import { listAll, namespacedName, resolveKind, type Cluster, type KindRef, type KubeObject } from '@statewright/k8s'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import type { WatchOptions } from '../manager/options.ts'
 import type { ResourceEvent } from './reconcile.ts'
 

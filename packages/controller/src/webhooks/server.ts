@@ -25,7 +25,7 @@ import { X509Certificate } from 'node:crypto'
 import type { KindRef, KubeObject } from '@statewright/k8s'
 import { ConfigError } from '../errors.ts'
 import { closeServer } from '../http.ts'
-import type { Logger } from '../logging.ts'
+import type { Logger } from '@statewright/statedb'
 import { CONVERT_PATH, ConversionWebhook, webhookConversionOf } from './conversion.ts'
 
 export interface AdmissionContext<T> {

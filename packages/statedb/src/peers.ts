@@ -8,7 +8,7 @@
 //   install command; `loadOptionalPeer` returns undefined instead;
 // - a peer is resolved from the caller's package (`from`, its import.meta.url), the one whose
 //   package.json declares the peer; loaded modules are cached by Node's require.
-// It lives here, on the lowest floor that loads an optional peer (the reconciler's PrometheusMetrics).
+// It lives here, on the ground floor: any package may have an optional peer.
 
 import { createRequire } from 'node:module'
 import { ConfigError } from './errors.ts'

@@ -8,8 +8,8 @@
 //   warning;
 // - a logger that throws never ends the caller's loop (logTo swallows it);
 // - fields name what failed: `err` (the Error), and the part's cluster, kind, key or name.
-// It lives here, on the lowest floor that takes one; @statewright/controller re-exports it with its
-// JSON-lines implementation (createLogger) and nullLogger.
+// It lives here, on the ground floor: every package logs.
+// @statewright/controller has a JSON-lines implementation (createLogger) and nullLogger.
 
 /** One level's method: fields and a message, or a message alone (pino's signature). */
 export type LogFn = {

@@ -1,7 +1,7 @@
 // The contract between a primary/secondary controller (@statewright/primary's PrimaryController,
 // Kumori's controllerruntime) and the places it writes to: where secondaries live (a cluster, a KV
-// bucket), where a primary's status goes, and where events go. It lives here, on the lowest floor its
-// implementers stand on: KubeSecondaries and kubeStatusWriter (@statewright/k8s), KvSecondaries and
+// bucket), where a primary's status goes, and where events go. Its implementers (they depend on this
+// package for it): KubeSecondaries and kubeStatusWriter (@statewright/k8s), KvSecondaries and
 // KvStatusWriter (@statewright/nats), EventRecorder (@statewright/k8s).
 // Invariants:
 // - A target never overwrites or deletes an object that is not ours: apply and delete run the
