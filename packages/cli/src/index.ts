@@ -4,17 +4,7 @@
 // installed. The one public face of the package.
 export { runInspect, INSPECT_COMMANDS, INSPECT_USAGE, type CliIO } from './inspect.ts'
 export { genTypes, type GenTypesOptions } from './gentypes.ts'
-export {
-  layoutGraph,
-  toDot,
-  toSvg,
-  STATUS_COLORS,
-  type InspectGraph,
-  type NamedGraph,
-  type Layout,
-  type LaidOutNode,
-  type LaidOutEdge,
-} from './graph.ts'
+export { layoutGraph, toDot, toSvg, STATUS_COLORS, type Layout, type LaidOutNode, type LaidOutEdge } from './graph.ts'
 export { uiFile } from './ui.ts'
 export { visible, forTerminal } from './terminal.ts'
 export {

@@ -34,8 +34,6 @@ export { ReconcileStep, type ChildObject, type ReconcileResult, type ReconcileOu
 export { ControllerMetrics } from './metrics.ts'
 export type { HttpOptions } from './http.ts'
 export { inspectHandler, UI_CSP, type InspectOptions, type ObjectReconcileStatus } from './inspect/handler.ts'
-// the graph shape a component's graph() returns (statedb's, so that @statewright/cli renders it)
-export type { InspectGraph, NamedGraph } from '@statewright/statedb'
 export { waitForConvergence, type ConvergenceOptions, type ConvergenceResult } from './wait.ts'
 export {
   setCondition,
@@ -64,7 +62,6 @@ export {
   StoppedError,
   TimeoutError,
   UsageError,
-  InvalidObjectError,
   ControllerError,
   CleanupError,
   WorkflowError,

@@ -1,5 +1,7 @@
 // @statewright/k8s: mirror a Kubernetes cluster into statedb tables (reflectors) and drive a cluster
 // from a table of desired objects (targets for the reconciler). The one public face of the package.
+// Not an export: loaded for its effect, the Kubernetes rules of statedb's redaction (./redaction.ts).
+import './redaction.ts'
 export { Cluster } from './cluster.ts'
 export type { ClusterOptions, RequestOptions, RequestRecord } from './cluster-options.ts'
 export { ApiError, isNotFound, isConflict, isGone } from './api-error.ts'
@@ -28,7 +30,6 @@ export {
   StoppedError,
   TimeoutError,
   UsageError,
-  PruneError,
   K8sError,
   UnknownKindError,
   InvalidObjectError,

@@ -60,3 +60,4 @@ export {
   TopologyCycleError,
   type TopologyGraphErrorCode,
 } from './errors.ts'
+export type { InspectGraph, NamedGraph, PolicyStatusReason } from './inspectgraph.ts'

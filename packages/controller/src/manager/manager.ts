@@ -45,7 +45,7 @@ import {
 } from '@statewright/k8s'
 import { Derivation } from '../derive/derivation.ts'
 import type { Finalizer } from '../finalizers.ts'
-import type { NamedGraph } from '@statewright/statedb'
+import type { NamedGraph } from '@statewright/topology'
 import { createLogger } from '../logging.ts'
 import type { Logger } from '@statewright/statedb'
 import { ControllerMetrics } from '../metrics.ts'
