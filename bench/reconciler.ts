@@ -96,7 +96,8 @@ export async function reconcilerWorkload(n: number, failFraction: number): Promi
       delete: () => {},
     },
     retry: { minMs: BACKOFF_MS, maxMs: 1000 },
-  }).start()
+  })
+  await rec.start()
   let rev = 0
   for (let b = 0; b < n; b += BATCH) {
     const txn = await db.writeTxn(table)

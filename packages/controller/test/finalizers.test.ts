@@ -137,7 +137,8 @@ test('another finalizer keeps the object: ours is removed and a past failure is 
     cleanup: () => {
       if (++n === 1) throw new Error('once')
     },
-  }).start()
+  })
+  await fin.start()
   const reflector = new Reflector({ cluster: e.cluster, db, table, kind: GADGET, namespace: 'default' })
   await reflector.start()
   try {

@@ -50,7 +50,7 @@ export {
   leaderOnly,
   type LeaderCallbacks,
   type LeaderElectorOptions,
-  type LeaderElectorStatus,
+  type LeaderElectorHealth,
   type Runnable,
 } from './leader.ts'
 export { Target, targetReconciler, type TargetReconcilerOptions } from './target.ts'
@@ -66,7 +66,7 @@ export {
   type EventRecorderStats,
   type ReconcileEventsOptions,
 } from './events.ts'
-export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
+export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesHealth } from './sharding.ts'
 export { ClusterRegistry, type ClusterDefaults, type SecretRef, type RegistryEvent } from './registry.ts'
 export { KubeconfigSecrets, type KubeconfigSecretsOptions } from './kubeconfigsecrets.ts'
 export { WatchOnDemand, type WatchOnDemandOptions, type CacheInfo, type CacheEvent } from './ondemand.ts'

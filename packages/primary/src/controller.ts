@@ -31,10 +31,10 @@
 //   see docs/nats.md).
 // This file: the lifecycle and following primaries and observed tables; the parts are beside it.
 // Over ~400 lines only by this header: it states the contract of the whole controller, once.
-import { SyncError, UsageError } from './errors.ts'
+import { StoppedError, SyncError, UsageError } from './errors.ts'
 import { Reconciler, statusPending, type StatusIndex } from '@statewright/reconciler'
 import { logTo } from '@statewright/statedb'
-import { WatchSet, type ChangeIterator, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
+import { WatchSet, type ChangeIterator, type Lifecycle, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
 import type { PrimaryHealth } from './options.ts'
 import {
   defaultKey,
@@ -53,7 +53,7 @@ import { JoinReads } from './joins.ts'
 import { GarbageSecondaries } from './garbage.ts'
 import { PrimarySyncs } from './sync.ts'
 
-export class PrimaryController<P> {
+export class PrimaryController<P> implements Lifecycle {
   readonly name: string
   readonly stats: PrimaryControllerStats = {
     syncs: 0,
@@ -162,8 +162,8 @@ export class PrimaryController<P> {
     return ownerKeyIn(this.stampKeys, this.options.kind, target, s)
   }
 
-  async start(): Promise<this> {
-    if (this.follow) throw new UsageError(`PrimaryController "${this.name}": already started`)
+  async start(): Promise<void> {
+    if (this.follow) return
     const txn = await this.options.db.writeTxn(this.work)
     this.markInitialized = this.work.registerInitializer(txn, `primary-controller ${this.name}`)
     txn.commit()
@@ -192,7 +192,6 @@ export class PrimaryController<P> {
       }
       tick()
     }
-    return this
   }
 
   /** Stops following, stops the reconciler, and waits for syncs, deletes and a resync in flight. */
@@ -203,7 +202,7 @@ export class PrimaryController<P> {
     clearTimeout(this.resyncTimer)
     clearInterval(this.gcTimer)
     this.requeues.cancelAll()
-    f.ctrl.abort()
+    f.ctrl.abort(new StoppedError(`PrimaryController "${this.name}" stopped`))
     await f.done.catch(() => {})
     const inflight = this.inflight.snapshot()
     await this.reconciler.stop()
@@ -236,6 +235,7 @@ export class PrimaryController<P> {
     const txn = this.options.db.readTxn()
     const errors: Array<{ key: string; error: string }> = []
     for (const w of this.work.all(txn)) if (w.status.kind === 'error') errors.push({ key: w.key, error: w.status.error ?? '' })
+    for (const f of this.reconciler.failedDeletes()) errors.push({ key: String(f.object.key), error: `delete: ${f.error}` })
     const ready = this.follow !== undefined && this.work.initialized(txn)[0]
     if (!this.follow) return { level: 'stopped', message: 'stopped', ready: false, errors }
     const problems = [
@@ -250,8 +250,14 @@ export class PrimaryController<P> {
     }
   }
 
-  /** Resolves when every primary change so far is synced (or failed); returns the keys in error. */
-  async waitIdle(signal?: AbortSignal): Promise<Array<{ key: string; error: string }>> {
+  /**
+   * Resolves when every primary change so far is synced (or failed: health().errors names the keys),
+   * its secondaries written and deletes done; rejects when `signal` aborts or the controller stops.
+   */
+  async settled(signal?: AbortSignal): Promise<void> {
+    const f = this.follow
+    if (!f) throw new StoppedError(`PrimaryController "${this.name}" is not running`)
+    signal = signal ? AbortSignal.any([signal, f.ctrl.signal]) : f.ctrl.signal
     for (;;) {
       signal?.throwIfAborted()
       const txn = this.options.db.readTxn()
@@ -266,10 +272,7 @@ export class PrimaryController<P> {
         // the reconciler has acted on every change of the work table, deletes of rows included
         const rev = this.work.revision(txn)
         await this.reconciler.waitForRevision(rev, { signal })
-        if (this.work.revision(this.options.db.readTxn()) === rev && this.inflight.size === 0) {
-          const failedDeletes = this.reconciler.failedDeletes().map((f) => ({ key: String(f.object.key), error: `delete: ${f.error}` }))
-          return [...this.health().errors, ...failedDeletes]
-        }
+        if (this.work.revision(this.options.db.readTxn()) === rev && this.inflight.size === 0) return
         continue
       }
       const ws = new WatchSet().add(w, this.options.primaries.allWatch(txn)[1], this.work.allWatch(txn)[1])

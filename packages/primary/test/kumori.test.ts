@@ -177,7 +177,7 @@ test('delete hook: runs before the secondaries are deleted; a failing hook is re
   await idle(s.c)
   assert.ok(s.target.store.has('thing-a'))
   await s.del('a')
-  await s.c.waitIdle(AbortSignal.timeout(5000))
+  await s.c.settled(AbortSignal.timeout(5000))
   const t0 = Date.now()
   while (s.target.store.has('thing-a') && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20))
   assert.not.ok(s.target.store.has('thing-a'))

@@ -131,7 +131,7 @@ function reconcilerInfo(db: DB, r: Reconciler<any>, maxErrors: number, redact: R
       retryAt: s?.retryAt,
     })
   }
-  const h = r.health
+  const h = r.health()
   return {
     name: r.name,
     table: table.name,

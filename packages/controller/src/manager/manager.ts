@@ -601,7 +601,7 @@ export class Manager {
   /** Who leads, as this replica last saw it (its own identity when it leads; undefined without leader election). */
   leader(): { identity: string; leading: boolean; leader: string | undefined } | undefined {
     if (!this.elector) return undefined
-    const s = this.elector.status()
+    const s = this.elector.health()
     return { identity: s.identity, leading: s.leading, leader: s.leader }
   }
 

@@ -27,7 +27,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { Reconciler, eachEntry, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
 import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type ReadTxn, type RetryOptions } from '@statewright/statedb'
 import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
-import { InvalidObjectError, TerminalError } from '../errors.ts'
+import { InvalidObjectError, StoppedError, TerminalError } from '../errors.ts'
 import { StatusWriter, conditionsOf, findCondition, setCondition, type ConditionInput } from '../conditions.ts'
 import { Derivation } from '../derive/derivation.ts'
 import type { DeriveContext } from '../derive/options.ts'
@@ -186,9 +186,9 @@ export class ReconcileStep<T extends object = KubeObject> {
     this.component = {
       name: `reconcile ${p.name}`,
       leaderOnly: p.leaderOnly,
-      start: () => {
+      start: async () => {
         this.running = true
-        this.statusWrites.start()
+        await this.statusWrites.start()
       },
       stop: async () => {
         this.running = false
@@ -199,8 +199,8 @@ export class ReconcileStep<T extends object = KubeObject> {
       },
       health: () => this.health(),
       idle: () => this.results.list(p.db.readTxn(), statusIndex.kind('pending')).first() === undefined,
-      converged: async (signal) => {
-        if (!this.statusWrites.isRunning) return
+      settled: async (signal) => {
+        if (!this.running) throw new StoppedError(`reconcile step "${p.name}" is not running`)
         await this.statusWrites.waitForRevision(this.results.revision(p.db.readTxn()), { signal })
       },
       reconcilers: () => [this.statusWrites],
@@ -224,7 +224,7 @@ export class ReconcileStep<T extends object = KubeObject> {
 
   health(): ComponentHealth {
     const failing = this.failing()
-    const w = this.statusWrites.health
+    const w = this.statusWrites.health()
     const level = !this.running ? 'stopped' : failing.length || w.level === 'degraded' ? 'degraded' : 'ok'
     const message = failing.length
       ? `${failing.length} failing: ${failing
@@ -234,7 +234,7 @@ export class ReconcileStep<T extends object = KubeObject> {
       : w.level === 'degraded'
         ? `status writes: ${w.message}`
         : `${this.results.count(this.p.db.readTxn())} objects`
-    return { level, message, ready: !this.running || w.ready, failing: failing.map((f) => ({ key: f.key, error: f.error })) }
+    return { level, message, ready: this.running && w.ready, failing: failing.map((f) => ({ key: f.key, error: f.error })) }
   }
 
   // ---- one run of fn ----

@@ -23,7 +23,7 @@
 // reconcile sees reconcile.ts, the watched kinds watched.ts, the derived groups desiredgroups.ts,
 // events events.ts, statuses statuswrites.ts.
 import { nextProgress } from '../progress.ts'
-import { ConfigError, UsageError } from '../errors.ts'
+import { ConfigError, StoppedError, UsageError } from '../errors.ts'
 import {
   backoffDelay,
   resolveRetry,
@@ -189,19 +189,20 @@ export class StateOfWorldController {
     return {
       name: `state-of-world ${this.name}`,
       leaderOnly: true,
-      start: () => {
+      start: async () => {
+        if (this.ac && !this.ac.signal.aborted) return // running: a no-op
         // a new term (leader election) starts from the state of the world: every object is an event again
         this.pending.reset()
         this.state.synced = false
         this.state.idle = false
-        this.statusWrites.start()
+        await this.statusWrites.start()
         this.ac = new AbortController()
         this.loop = this.run(this.ac.signal).catch((err) => {
           if (!this.ac?.signal.aborted) this.log.error({ err }, 'state-of-world loop failed')
         })
       },
       stop: async () => {
-        this.ac?.abort()
+        this.ac?.abort(new StoppedError(`state-of-world controller "${this.name}" stopped`))
         this.wake?.()
         await this.loop
         await this.statusWrites.stop()
@@ -213,7 +214,9 @@ export class StateOfWorldController {
           ...topoErrors.map((e) => ({ key: e.object, error: e.error })),
           ...(this.state.lastError ? [{ key: this.name, error: this.state.lastError }] : []),
         ]
-        const h = this.statusWrites.health
+        const h = this.statusWrites.health()
+        const running = this.ac !== undefined && !this.ac.signal.aborted
+        if (!running) return { ready: false, level: 'stopped', message: 'stopped' }
         return {
           // ready once synced and past the first pass (a run, or nothing to run)
           ready: this.state.synced && (this.state.runs > 0 || this.state.idle),
@@ -233,8 +236,12 @@ export class StateOfWorldController {
         this.writesSeen = this.counts.writes
         return !wrote && this.state.idle && this.pending.size === 0 && this.quiet()
       },
-      converged: async (signal) => {
+      settled: async (signal = new AbortController().signal) => {
+        const ac = this.ac
+        if (!ac || ac.signal.aborted) throw new StoppedError(`state-of-world controller "${this.name}" is not running`)
+        signal = AbortSignal.any([signal, ac.signal])
         for (;;) {
+          signal.throwIfAborted()
           while (!this.state.idle || this.pending.size) await nextProgress(this.idleWaiters, signal)
           const txn = this.manager.db.readTxn()
           await this.statusWrites.waitWritten(signal)
