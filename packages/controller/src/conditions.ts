@@ -130,6 +130,12 @@ export interface StatusWriterOptions {
    * only while the term is valid (k8s's WriteFence); null: not ours to write (refused).
    */
   fence?: (obj: KubeObject) => WriteFence | null | undefined
+  /**
+   * Told of the server's answer to each write (the object with its new status and resourceVersion):
+   * the Manager puts it into the tables that reflect the object before its watch event, so its next
+   * read sees the status it wrote (reads that see our own writes).
+   */
+  onWritten?: (answer: KubeObject) => void
 }
 
 export interface StatusPatch {
@@ -156,7 +162,10 @@ export class StatusWriter {
     this.fieldManager = opts.fieldManager
     this.force = opts.force ?? true
     this.fence = opts.fence
+    this.onWritten = opts.onWritten
   }
+
+  private readonly onWritten: ((answer: KubeObject) => void) | undefined
 
   private readonly fence: ((obj: KubeObject) => WriteFence | null | undefined) | undefined
 
@@ -194,7 +203,7 @@ export class StatusWriter {
       })
     }
     const fence = this.fence?.(obj)
-    return this.cluster.request({
+    const answer = await this.cluster.request<KubeObject>({
       method: 'PATCH',
       path: `${objectPath(ref, name, namespace)}/status`,
       query: { fieldManager: this.fieldManager, force: this.force },
@@ -205,6 +214,8 @@ export class StatusWriter {
       // null: not ours to write, refused as a term that is over would be
       ...(fence === undefined ? {} : { fence: fence ?? NOT_LEADING }),
     })
+    this.onWritten?.(answer)
+    return answer
   }
 }
 

@@ -10,6 +10,9 @@ import type { KubeObject } from '@statewright/k8s'
 import { ReflectedRows } from '../../k8s/src/reflector-rows.ts'
 import { byName } from '../src/manager/watch.ts'
 import { sawOwnWrite, selects } from '../src/manager/ownwrites.ts'
+import { Manager, conditionsOf, findCondition, nullLogger } from '../src/index.ts'
+import { GADGET, createGadget, env, gadget } from './helpers.ts'
+import { waitFor } from '../../../test/lib/wait.ts'
 
 test('label selectors: equality, sets, existence; beyond its reading: undefined (the object is not written)', () => {
   const l = { 'statewright.io/owner': 'op', 'statewright.io/shard': '3', app: 'web' }
@@ -58,6 +61,41 @@ test('the answer to an apply goes into the tables that select it, compacted and 
   // its own event (same version) or a newer one is written
   await db.write(all, (w) => rows.apply(w, new Map([['default/s', { type: 'upsert', object: secret('13', 'pw1') }]])))
   assert.is(all.get(db.readTxn(), byName.query('default/s'))!.metadata.resourceVersion, '13')
+})
+
+test("a status write's answer is in the primary's table before its watch event: the next run reads the status it wrote", async () => {
+  const e = await env()
+  // every watch of the Gadgets hangs for a minute: only our own writes can change the table meanwhile
+  const off = e.server.control.delay({ method: 'GET', path: /\/gadgets$/, watch: true, ms: 60_000 })
+  const m = new Manager({ name: 'rw', cluster: e.cluster, http: false, logger: nullLogger, handleSignals: false })
+  const seen: Array<string | undefined> = []
+  m.reconcile({
+    for: GADGET,
+    fn: (g) => {
+      seen.push(findCondition(conditionsOf(g), 'Ready')?.reason)
+      return { status: { phase: 'Done' }, conditions: [{ type: 'Ready', status: 'True', reason: 'Built', message: 'built' }] }
+    },
+  })
+  await createGadget(e.cluster, gadget('g1', { size: 1 }))
+  try {
+    await m.start()
+    const table = [...m.watched.values()].find((w) => w.kind.kind === 'Gadget')!.table
+    await waitFor(
+      () => {
+        const row = table.get(m.db.readTxn(), table.primary.query('default/g1' as never))
+        return !!row && findCondition(conditionsOf(row), 'Ready')?.reason === 'Built'
+      },
+      'the written status in the table (its watch is held for a minute)',
+      30_000,
+    )
+    // the answer re-ran fn, which read the status it wrote
+    await waitFor(() => seen.includes('Built'), 'a run that read its own status', 30_000)
+    assert.equal(seen[0], undefined, 'the first run saw no status')
+  } finally {
+    off()
+    await m.stop()
+    await e.stop()
+  }
 })
 
 test.run()

@@ -165,10 +165,7 @@ export class Manager {
       metrics: this.k8sMetrics,
       prunable: (obj, cluster, txn) => guard.prunable(obj, cluster, txn),
       // reads that see our own writes (./ownwrites.ts)
-      onApplied: (obj, cluster) =>
-        void sawOwnWrite(this.db, this.watched.values(), (t) => this.reflectors.get(t.name)?.currentLabelSelector, obj, cluster).catch(
-          (err) => this.logger.warn({ err }, 'an applied object could not be put in its tables'),
-        ),
+      onApplied: (obj, cluster) => this.sawOwnWrite(obj, cluster),
     })
     this.watches = new ManagerWatches({
       name: o.name,
@@ -318,7 +315,12 @@ export class Manager {
       conditionEvents: this.options.conditionEvents === false ? false : (o.conditionEvents ?? undefined),
       observedGeneration: o.observedGeneration ?? true,
       ownerReferences: o.ownerReferences ?? true,
-      writer: new StatusWriter({ cluster: this.cluster, fieldManager: this.name, fence: (obj) => this.fences.ofPrimary(obj) }),
+      writer: new StatusWriter({
+        cluster: this.cluster,
+        fieldManager: this.name,
+        fence: (obj) => this.fences.ofPrimary(obj),
+        onWritten: (answer) => this.sawOwnWrite(answer, this.cluster.name),
+      }),
       events: this.events,
       retry: this.options.retry,
       logger: this.logger.child({ reconcile: name }),
@@ -577,6 +579,13 @@ export class Manager {
    * (a never-valid fence between terms), undefined without leader election (writes are not fenced).
    * Pass it to writes of your own that belong to the leader's work (RequestOptions.fence).
    */
+  /** @internal The answer to one of our writes (an apply, a status write) goes into the tables that reflect it. */
+  sawOwnWrite(obj: KubeObject, cluster: string): void {
+    void sawOwnWrite(this.db, this.watched.values(), (t) => this.reflectors.get(t.name)?.currentLabelSelector, obj, cluster).catch((err) =>
+      this.logger.warn({ err }, 'the answer to a write could not be put in its tables'),
+    )
+  }
+
   writeFence(): WriteFence | undefined {
     return this.fences.leader()
   }

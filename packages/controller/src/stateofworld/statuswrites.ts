@@ -68,7 +68,12 @@ export class StatusWrites {
     const writerOf = (cluster: string) => {
       let w = writers.get(cluster)
       if (!w) {
-        w = new StatusWriter({ cluster: m.clusters.get(cluster)!, fieldManager: m.name, fence: () => m.writeFence() })
+        w = new StatusWriter({
+          cluster: m.clusters.get(cluster)!,
+          fieldManager: m.name,
+          fence: () => m.writeFence(),
+          onWritten: (answer) => m.sawOwnWrite(answer, cluster),
+        })
         writers.set(cluster, w)
       }
       return w
