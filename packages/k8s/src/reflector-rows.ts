@@ -10,17 +10,16 @@
 //   reported through `objectFailed`; it never fails the transaction;
 // - a watch event never replaces a newer version of its object (numeric resourceVersions): a
 //   controller may have put the answer to its own write there first.
-import type { Table, Txn, WriteTxn } from '@statewright/statedb'
+import type { PendingEvent, RowWriter, Table, Txn, WriteTxn } from '@statewright/statedb'
 import { markSensitive } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
 import { describe, namespacedName, type KubeObject } from './gvk.ts'
-import type { Pending } from './batch.ts'
 import { StringPool, compactObject } from './compact.ts'
 import type { ReflectorOptions } from './reflector-options.ts'
 
 type Transform<Obj> = (obj: KubeObject) => Obj | Obj[] | undefined | null
 
-export class ReflectedRows<Obj> {
+export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
   readonly keyOf: (obj: Obj) => string
   private readonly table: Table<Obj>
   private readonly transform: Transform<Obj>
@@ -56,7 +55,7 @@ export class ReflectedRows<Obj> {
   }
 
   /** A relist: the listed objects in, everything else this reflector owns out, in `txn`. */
-  replace(txn: WriteTxn, items: KubeObject[]): void {
+  replace(txn: WriteTxn, items: Iterable<KubeObject>): void {
     const table = this.table
     if (!this.sources && !this.queryAll && table.count(txn) === 0) {
       // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
@@ -102,7 +101,7 @@ export class ReflectedRows<Obj> {
   }
 
   /** One coalesced batch of watch events (source namespace/name to its latest event), in `txn`. */
-  apply(txn: WriteTxn, batch: Map<string, Pending<KubeObject>>): void {
+  apply(txn: WriteTxn, batch: ReadonlyMap<string, PendingEvent<KubeObject>>): void {
     const table = this.table
     for (const [sk, p] of batch) {
       if (this.sources) {

@@ -40,3 +40,14 @@ export { dump, httpHandler, keyText, type HttpHandlerOptions } from './inspect.t
 export { redactSecrets, markSensitive, SENSITIVE, type Redactor } from './redact.ts'
 export { httpGuard, guardedListener, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'
 export type { InspectGraph, NamedGraph } from './inspectgraph.ts'
+// The one reflector core (a source's events into a table's rows): k8s and nats build on it.
+export { ReflectorCore, type ReflectorCoreOptions, type ReflectorHooks } from './reflector/core.ts'
+export { type ReflectorCoreHealth, type ReflectorCoreState } from './reflector/health.ts'
+export {
+  ResumeRefused,
+  type PendingEvent,
+  type ReflectorSource,
+  type RowWriter,
+  type SessionContext,
+  type SourceEvent,
+} from './reflector/source.ts'
