@@ -41,7 +41,8 @@ export { redactSecrets, markSensitive, SENSITIVE, type Redactor } from './redact
 export { httpGuard, guardedListener, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'
 export type { InspectGraph, NamedGraph } from './inspectgraph.ts'
 // The one reflector core (a source's events into a table's rows): k8s and nats build on it.
-export { ReflectorCore, type ReflectorCoreOptions, type ReflectorHooks } from './reflector/core.ts'
+export { ReflectorCore } from './reflector/core.ts'
+export type { ReflectorCoreOptions, ReflectorHooks } from './reflector/options.ts'
 export { type ReflectorCoreHealth, type ReflectorCoreState } from './reflector/health.ts'
 export {
   ResumeRefused,

@@ -21,77 +21,19 @@
 //   last position, counted and logged: nothing else notices a connection that died quietly;
 // - a list asked for while a list runs comes after it (that list may predate the request);
 // - nothing is written after stop() resolves; what was buffered before is written first.
+// Its options are options.ts, one session (and its inactivity bound) session.ts, the batches
+// batch.ts, the shared health health.ts.
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { DB } from '../db.ts'
-import type { Table } from '../table.ts'
-import type { Txn, WriteTxn } from '../txn.ts'
+import type { WriteTxn } from '../txn.ts'
 import { StoppedError, UsageError } from '../errors.ts'
 import type { Lifecycle } from '../lifecycle.ts'
-import { logTo, type Logger } from '../logger.ts'
+import { logTo } from '../logger.ts'
 import { backoffDelay, resolveRetry, type RetryOptions } from '../retry.ts'
 import { Batcher, type PendingEvent } from './batch.ts'
 import { reflectorLevel, type ReflectorCoreHealth } from './health.ts'
-import { ResumeRefused, type ReflectorSource, type RowWriter, type SourceEvent } from './source.ts'
-
-/** Called as the core goes (metrics of the reflector built on it). */
-export interface ReflectorHooks {
-  /** A list was written. */
-  listed?(): void
-  /** A list forced by the source started (a resume refused, a requested relist). */
-  relisted?(): void
-  /** Rows were written: after a list, or a batch of events. */
-  written?(what: 'list' | 'batch'): void
-  /** A failure (of the list or watch, or of one object) was counted. */
-  failed?(): void
-  /** The watch is up (established) or down. */
-  up?(up: boolean): void
-  /** A silent watch was restarted. */
-  inactive?(): void
-}
-
-export interface ReflectorCoreOptions<Item, P> {
-  /** In health, logs and the table's initializer (`initializer`). */
-  name: string
-  /** The table initializer's name (default `name`). */
-  initializer?: string
-  db: DB
-  table: Table<any>
-  source: ReflectorSource<Item, P>
-  rows: RowWriter<Item>
-  /** Most keys per write transaction (default 1000). */
-  batchSize?: number
-  /** Longest delay between an event and its write, ms (default 10). */
-  batchDelayMs?: number
-  /** Backoff after failures (default: the shared DEFAULT_RETRY). */
-  retry?: RetryOptions
-  /** Readiness is lost after failing this long without a success, ms (default 15 000; Infinity: never). */
-  lostAfterMs?: number
-  /** Restart a watch that delivered nothing (no event, no bookmark) for this long, ms (default: never). */
-  inactivityTimeoutMs?: number
-  /** No watch: a list every this many ms replaces the rows (state of the world). */
-  pollIntervalMs?: number
-  /** Longest wait at stop() for a session that does not end at once, ms (default: as long as it takes). */
-  stopGraceMs?: number
-  logger?: Logger
-  /** Fields of every log line (which reflector: its cluster and kind, its bucket). */
-  logFields?: Record<string, unknown>
-  /** Wraps a failure the core finds itself (a failed write, a watch closed at once) in the caller's error class. */
-  error: (message: string, cause?: unknown) => Error
-  hooks?: ReflectorHooks
-}
-
-interface Session {
-  readonly ctrl: AbortController
-  /** Its list is not written yet. */
-  listing: boolean
-  /** The number of its list (refresh waits on it). */
-  seq: number
-  progressed: boolean
-  connectedAt: number | undefined
-  /** Unix ms of the last sign of life (armed from the watch phase on). */
-  aliveAt: number | undefined
-  timer: NodeJS.Timeout | undefined
-}
+import type { ReflectorCoreOptions } from './options.ts'
+import { Session } from './session.ts'
+import { ResumeRefused, type SourceEvent } from './source.ts'
 
 export class ReflectorCore<Item, P> implements Lifecycle {
   readonly name: string
@@ -260,15 +202,7 @@ export class ReflectorCore<Item, P> implements Lifecycle {
       if (this.o.pollIntervalMs !== undefined && this.h.synced && !this.needList) await this.pause(this.o.pollIntervalMs)
       if (stop.aborted) break
       const listing = this.needList || this.o.pollIntervalMs !== undefined
-      const s: Session = {
-        ctrl: new AbortController(),
-        listing,
-        seq: listing ? ++this.listsStarted : 0,
-        progressed: false,
-        connectedAt: undefined,
-        aliveAt: undefined,
-        timer: undefined,
-      }
+      const s = new Session(listing, listing ? ++this.listsStarted : 0)
       if (listing) {
         this.needList = false
         if (this.relistReason !== undefined) {
@@ -308,7 +242,7 @@ export class ReflectorCore<Item, P> implements Lifecycle {
   }
 
   private endSession(s: Session, failure: Error | undefined): void {
-    clearTimeout(s.timer)
+    s.end()
     if (s.listing) this.needList = true // its list never came
     // a failure after progress resumes at once, counted
     if (failure) this.failed(failure)
@@ -324,12 +258,12 @@ export class ReflectorCore<Item, P> implements Lifecycle {
         return this.writeList(s, ev.items, ev.position)
       case 'watch':
         this.h.state = 'watching'
-        return this.arm(s)
+        return this.bound(s)
       case 'connected':
         s.connectedAt = Date.now()
         this.h.watches++
         this.o.hooks?.up?.(true)
-        if (!s.listing) this.arm(s) // a list by watch (NATS) is bounded from its 'watch' on
+        if (!s.listing) this.bound(s) // a list by watch (NATS) is bounded from its 'watch' on
         return
       case 'bookmark':
         if (ev.position !== undefined) this.position = ev.position
@@ -382,39 +316,21 @@ export class ReflectorCore<Item, P> implements Lifecycle {
     }
   }
 
-  // ---- liveness ----
-
-  /** The watch phase began: silence from now on is bounded. */
-  private arm(s: Session): void {
-    const ms = this.o.inactivityTimeoutMs
-    s.aliveAt = Date.now()
-    if (ms === undefined || !(ms > 0) || ms === Infinity || s.timer) return
-    // one timer per session, pushed back by what arrived meanwhile (no timer per event)
-    const check = () => {
-      if (s.ctrl.signal.aborted || this.stopping.signal.aborted) return
-      const silent = Date.now() - s.aliveAt!
-      if (silent < ms) {
-        s.timer = setTimeout(check, ms - silent).unref()
-        return
-      }
+  /** The watch phase began: silence from now on is bounded (a connection may die quietly). */
+  private bound(s: Session): void {
+    s.watch(this.o.inactivityTimeoutMs, (silentMs) => {
+      if (this.stopping.signal.aborted) return // stopping anyway
       this.h.inactivityRestarts++
       this.o.hooks?.inactive?.()
-      logTo(
-        this.o.logger,
-        'warn',
-        { reflector: this.name, ...this.o.logFields, silentMs: silent, resumeFrom: this.position },
-        'watch silent for too long; restarting it from the last position',
-      )
-      s.ctrl.abort()
-    }
-    s.timer = setTimeout(check, ms).unref()
+      const fields = { reflector: this.name, ...this.o.logFields, silentMs, resumeFrom: this.position }
+      logTo(this.o.logger, 'warn', fields, 'watch silent for too long; restarting it from the last position')
+    })
   }
 
   private alive(s: Session): void {
-    s.progressed = true
+    s.alive()
     this.failingSince = undefined
     this.h.lastEventAt = Date.now()
-    if (s.aliveAt !== undefined) s.aliveAt = this.h.lastEventAt
   }
 
   // ---- failures and waits ----

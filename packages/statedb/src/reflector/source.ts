@@ -15,6 +15,7 @@
 // - it honours `ctx.signal`: once aborted (stop, a relist requested, a silent watch) it ends soon,
 //   by returning or throwing.
 import type { WriteTxn } from '../txn.ts'
+import { StatewrightError } from '../errors.ts'
 
 /** One event of a watch, coalesced by key in a batch: the latest of a key wins. */
 export interface PendingEvent<T> {
@@ -57,7 +58,13 @@ export interface RowWriter<Item> {
   apply(txn: WriteTxn, batch: ReadonlyMap<string, PendingEvent<Item>>): void
 }
 
-/** Thrown by a session whose position the source cannot resume from: the core relists at once. */
-export class ResumeRefused extends Error {
+/**
+ * Thrown by a session whose position the source cannot resume from: the core relists at once. It
+ * never reaches a caller (the core handles it), so it has no place in the error tree.
+ */
+export class ResumeRefused extends StatewrightError {
   override name = 'ResumeRefused'
+  constructor(message: string) {
+    super(message, 'ResumeRefused')
+  }
 }
