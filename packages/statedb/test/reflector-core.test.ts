@@ -181,7 +181,8 @@ test('Lifecycle: start twice is one start, start after stop is a UsageError, set
   const t = setup()
   t.store.put('a', 1)
   const settled = t.core.settled(AbortSignal.timeout(10_000)) // before start: waits for the first list
-  await t.core.start()
+  await Promise.all([t.core.start(), t.core.start()]) // both resolve once it runs
+  assert.is(t.source.sessions.length, 1)
   await t.core.start()
   await settled
   assert.ok(t.same())

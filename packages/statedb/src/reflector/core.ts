@@ -41,6 +41,7 @@ export class ReflectorCore<Item, P> implements Lifecycle {
   private readonly retry: Required<RetryOptions>
   private readonly batcher: Batcher<Item>
   private readonly stopping = new AbortController()
+  private starting: Promise<void> | undefined
   private loop: Promise<void> | undefined
   private markInitialized: ((txn: WriteTxn) => void) | undefined
   /** Stopped and flushed: nothing more is written. */
@@ -77,27 +78,30 @@ export class ReflectorCore<Item, P> implements Lifecycle {
     this.batcher = new Batcher(opts.batchSize ?? 1000, opts.batchDelayMs ?? 10, (b) => this.writeBatch(b))
   }
 
-  /** Registers the table initializer and starts the sessions; a no-op when running. */
-  async start(): Promise<void> {
-    if (this.stopping.signal.aborted) throw new UsageError(`reflector ${this.name}: start() after stop()`)
-    if (this.loop) return
-    this.loop = Promise.resolve() // a second start() in the same turn is a no-op too
+  /** Registers the table initializer and starts the sessions; a second call shares the first. */
+  start(): Promise<void> {
+    if (this.stopping.signal.aborted) return Promise.reject(new UsageError(`reflector ${this.name}: start() after stop()`))
+    return (this.starting ??= this.begin())
+  }
+
+  private async begin(): Promise<void> {
     const { db, table } = this.o
     try {
       await db.write(table, (txn) => {
         this.markInitialized = table.registerInitializer(txn, this.o.initializer ?? this.name)
       })
     } catch (err) {
-      this.loop = undefined
+      this.starting = undefined // a start that failed may be tried again
       throw err
     }
-    this.loop = this.run()
+    if (!this.stopping.signal.aborted) this.loop = this.run()
   }
 
   /** Ends the session, writes what is buffered, and resolves when nothing is left running. */
   async stop(): Promise<void> {
     this.stopping.abort(new StoppedError(`reflector ${this.name} stopped`))
     this.pollWait?.abort()
+    await this.starting?.catch(() => {})
     const loop = this.loop?.catch(() => {})
     const grace = this.o.stopGraceMs
     if (grace === undefined) await loop
