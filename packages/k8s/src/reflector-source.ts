@@ -12,7 +12,6 @@
 // - any other failure is an ApiError, or a ReflectorError with the cause kept, for the core to back off;
 // - the label selector is read at each list and watch (a sharded replica changes it).
 import type { ReflectorSource, SessionContext, SourceEvent } from '@statewright/statedb'
-import { ResumeRefused } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
 import { ApiError, isGone } from './api-error.ts'
 import { collectionPath, namespacedName, resolveKind, type KubeObject, type ResourceRef } from './gvk.ts'
@@ -27,6 +26,11 @@ function isTooLargeResourceVersion(st: any): boolean {
   if (st?.code !== 504 && st?.reason !== 'Timeout') return false
   const causes: Array<{ reason?: string }> = Array.isArray(st?.details?.causes) ? st.details.causes : []
   return causes.some((c) => c?.reason === 'ResourceVersionTooLarge') || /too large resource version/i.test(String(st?.message ?? ''))
+}
+
+/** An ERROR event that refuses the resume (410, too large): the session ends, the core relists. */
+class Relist extends Error {
+  override name = 'Relist'
 }
 
 export class KubeSource implements ReflectorSource<KubeObject, string> {
@@ -55,10 +59,10 @@ export class KubeSource implements ReflectorSource<KubeObject, string> {
       }
       yield* this.watch(this.resource, from, ctx.signal)
     } catch (err) {
-      if (ctx.signal.aborted || err instanceof ResumeRefused) throw err
+      if (ctx.signal.aborted) throw err
       const tooLarge = err instanceof ApiError && err.code === 504 && /too large resource version/i.test(err.message)
       // The version we resume from is gone (or not there yet): relist at once, not a failure to back off from.
-      if (isGone(err) || tooLarge) throw new ResumeRefused((err as Error).message)
+      if (err instanceof Relist || isGone(err) || tooLarge) return ctx.listNext((err as Error).message)
       if (err instanceof ApiError && err.code === 0 && err.reason === 'ECONNREFUSED') ctx.listNext()
       // health and logs show it as the reflector's failure, with the cause kept
       throw err instanceof ApiError
@@ -108,8 +112,8 @@ export class KubeSource implements ReflectorSource<KubeObject, string> {
     const obj = ev.object as KubeObject
     if (ev.type === 'ERROR') {
       const st = ev.object as any
-      if (st?.code === 410 || st?.reason === 'Expired' || st?.reason === 'Gone') throw new ResumeRefused(String(st?.message ?? 'expired'))
-      if (isTooLargeResourceVersion(st)) throw new ResumeRefused(String(st?.message ?? 'too large resource version'))
+      if (st?.code === 410 || st?.reason === 'Expired' || st?.reason === 'Gone') throw new Relist(String(st?.message ?? 'expired'))
+      if (isTooLargeResourceVersion(st)) throw new Relist(String(st?.message ?? 'too large resource version'))
       throw new ApiError(
         `watch ${r.kind}: ERROR event: ${st?.code} ${st?.reason}: ${st?.message}`,
         Number(st?.code) || 0,

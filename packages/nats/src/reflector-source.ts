@@ -13,7 +13,7 @@
 // - an entry at or below the resume point is dropped (a resume that overlapped);
 // - a missing bucket is a BucketError the core retries with backoff.
 import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv'
-import { ResumeRefused, type ReflectorSource, type SessionContext, type SourceEvent } from '@statewright/statedb'
+import type { ReflectorSource, SessionContext, SourceEvent } from '@statewright/statedb'
 import { BucketError } from './errors.ts'
 import { skippedInRange } from './gaps.ts'
 import type { NatsKvReflectorOptions } from './reflector-options.ts'
@@ -44,7 +44,7 @@ export class KvSource implements ReflectorSource<KvWatchEntry, number> {
     })
     const { state, created } = st.streamInfo
     if (from !== undefined && (created !== this.streamCreated || state.first_seq > from + 1 || state.last_seq < from)) {
-      throw new ResumeRefused(`bucket "${bucket}": the history after revision ${from} is gone`)
+      return ctx.listNext(`bucket "${bucket}": the history after revision ${from} is gone`)
     }
     if (ctx.signal.aborted) return
     if (from === undefined) {

@@ -44,11 +44,4 @@ export type { InspectGraph, NamedGraph } from './inspectgraph.ts'
 export { ReflectorCore } from './reflector/core.ts'
 export type { ReflectorCoreOptions, ReflectorHooks } from './reflector/options.ts'
 export { type ReflectorCoreHealth, type ReflectorCoreState } from './reflector/health.ts'
-export {
-  ResumeRefused,
-  type PendingEvent,
-  type ReflectorSource,
-  type RowWriter,
-  type SessionContext,
-  type SourceEvent,
-} from './reflector/source.ts'
+export type { PendingEvent, ReflectorSource, RowWriter, SessionContext, SourceEvent } from './reflector/source.ts'

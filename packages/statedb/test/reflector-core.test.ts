@@ -8,7 +8,6 @@ import * as assert from 'uvu/assert'
 import {
   DB,
   ReflectorCore,
-  ResumeRefused,
   StoppedError,
   Table,
   UsageError,
@@ -83,7 +82,7 @@ class FakeSource implements ReflectorSource<Row, number> {
       this.failNext--
       throw new Error('the server refused the connection')
     }
-    if (from !== undefined && from < this.store.compactedTo) throw new ResumeRefused(`revision ${from} is compacted`)
+    if (from !== undefined && from < this.store.compactedTo) return ctx.listNext(`revision ${from} is compacted`)
     // the starting point and the subscription in one turn: nothing lost, nothing twice
     const queue: Ev[] = []
     let wake: (() => void) | undefined

@@ -33,7 +33,7 @@ import { Batcher, type PendingEvent } from './batch.ts'
 import { reflectorLevel, type ReflectorCoreHealth } from './health.ts'
 import type { ReflectorCoreOptions } from './options.ts'
 import { Session } from './session.ts'
-import { ResumeRefused, type SourceEvent } from './source.ts'
+import type { SourceEvent } from './source.ts'
 
 export class ReflectorCore<Item, P> implements Lifecycle {
   readonly name: string
@@ -220,22 +220,24 @@ export class ReflectorCore<Item, P> implements Lifecycle {
       let failure: Error | undefined
       try {
         const signal = AbortSignal.any([stop, s.ctrl.signal])
-        const events = this.o.source.session(listing ? undefined : this.position, { signal, listNext: () => (this.needList = true) })
+        const listNext = (refused?: string) => {
+          this.needList = true
+          s.refused ??= refused
+        }
+        const events = this.o.source.session(listing ? undefined : this.position, { signal, listNext })
         for await (const ev of events) {
           if (signal.aborted) break
           await this.handle(s, ev)
         }
         const openMs = s.connectedAt === undefined ? 0 : Date.now() - s.connectedAt
-        if (!signal.aborted && !s.progressed && openMs < 1000) failure = this.o.error('the watch closed at once without events')
+        if (!signal.aborted && !s.refused && !s.progressed && openMs < 1000)
+          failure = this.o.error('the watch closed at once without events')
       } catch (err) {
         if (stop.aborted) break
-        if (s.ctrl.signal.aborted) {
-          // we ended it (a list asked for, a silent watch, a reconnect): the next session at once
-        } else if (err instanceof ResumeRefused) {
-          this.needList = true
-          this.relistReason ??= err.message
-        } else failure = err as Error
+        // ended by us (a list asked for, a silent watch, a reconnect) or a refused resume: at once
+        if (!s.ctrl.signal.aborted && !s.refused) failure = err as Error
       }
+      if (s.refused !== undefined && !s.ctrl.signal.aborted) this.relistReason ??= s.refused
       this.endSession(s, failure)
       if (s.progressed || !failure) failures = 0
       if (failure && !s.progressed && !stop.aborted) {

@@ -10,6 +10,8 @@ export class Session {
   readonly ctrl = new AbortController()
   /** Delivered something (a list, an event, a bookmark): a failure after it resumes at once. */
   progressed = false
+  /** Why the source refused to resume from its position (the next session lists: a relist). */
+  refused: string | undefined
   /** Unix ms the watch was established. */
   connectedAt: number | undefined
   /** Unix ms of the last sign of life, from the watch phase on. */

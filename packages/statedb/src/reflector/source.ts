@@ -9,13 +9,12 @@
 //   `event`s and `bookmark`s;
 // - it yields `watch` when its watch phase begins (before the request goes out: the inactivity bound
 //   applies from there) and `connected` once the watch is established;
-// - it throws `ResumeRefused` when the position cannot be resumed from (410 Gone, history purged, a
-//   server that went back in time): the core lists next, at once, and counts a relist; any other
-//   throw is a failure the core retries with backoff;
+// - when the position cannot be resumed from (410 Gone, history purged, a server that went back in
+//   time) it calls `ctx.listNext(why)` and ends: the core lists next, at once, and counts a relist
+//   (however the session ended); any other throw is a failure the core retries with backoff;
 // - it honours `ctx.signal`: once aborted (stop, a relist requested, a silent watch) it ends soon,
 //   by returning or throwing.
 import type { WriteTxn } from '../txn.ts'
-import { StatewrightError } from '../errors.ts'
 
 /** One event of a watch, coalesced by key in a batch: the latest of a key wins. */
 export interface PendingEvent<T> {
@@ -40,8 +39,12 @@ export type SourceEvent<Item, P> =
 export interface SessionContext {
   /** Aborted when the session must end: a stop, a requested list, a silent watch. */
   readonly signal: AbortSignal
-  /** The next session lists instead of resuming (the source's history may be another one now). */
-  listNext(): void
+  /**
+   * The next session lists instead of resuming (the source's history may be another one now).
+   * `refused` says why this session's position cannot be resumed from: then it is a relist, at once,
+   * and the session's end (a return or a throw) is no failure.
+   */
+  listNext(refused?: string): void
 }
 
 /** Where events come from. */
@@ -56,15 +59,4 @@ export interface RowWriter<Item> {
   replace(txn: WriteTxn, items: Iterable<Item>): void
   /** A batch of watch events, by key (the latest event of each key). */
   apply(txn: WriteTxn, batch: ReadonlyMap<string, PendingEvent<Item>>): void
-}
-
-/**
- * Thrown by a session whose position the source cannot resume from: the core relists at once. It
- * never reaches a caller (the core handles it), so it has no place in the error tree.
- */
-export class ResumeRefused extends StatewrightError {
-  override name = 'ResumeRefused'
-  constructor(message: string) {
-    super(message, 'ResumeRefused')
-  }
 }
