@@ -136,7 +136,7 @@ export async function runDemo(opts: DemoOptions = {}): Promise<{ ok: boolean; su
       )
     }
     const settle = async (phase: string) => {
-      await waitForConvergence(c.m, { timeout: 30_000 })
+      await waitForConvergence(c.m, { timeoutMs: 30_000 })
       await until(async () => (await converged(cluster, c, sitePath)).ok, `${phase}: convergence`, 30_000)
       progress(phase)
     }

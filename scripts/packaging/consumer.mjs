@@ -127,7 +127,7 @@ const step = (what) => console.log(`  consumer: ${what}`)
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'orig', labels: { copy: 'yes' } }, data: { a: '1' } },
     })
     await m.start()
-    assert.deepEqual((await waitForConvergence(m, { timeout: 10_000 })).errors, [])
+    assert.deepEqual((await waitForConvergence(m, { timeoutMs: 10_000 })).errors, [])
     assert.deepEqual(server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'orig-copy', 'default')?.data, { a: '1' })
     assert.equal((await fetch(`${m.url}/readyz`)).status, 200)
     step('a Manager derived and applied a ConfigMap; waitForConvergence returned; /readyz is 200')

@@ -18,8 +18,6 @@ import type { Manager } from './manager/manager.ts'
 export interface ConvergenceOptions {
   /** ms (default 30 000). */
   timeoutMs?: number
-  /** @deprecated use timeoutMs */
-  timeout?: number
   signal?: AbortSignal
   /**
    * 'return' (default): converged once every error is acted on (failed and queued for retry), and the
@@ -41,7 +39,7 @@ function atLeast(have: string | undefined, want: string | undefined): boolean {
 }
 
 export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {}): Promise<ConvergenceResult> {
-  const timeout = o.timeoutMs ?? o.timeout ?? 30_000
+  const timeout = o.timeoutMs ?? 30_000
   const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout)
   const state = { phase: 'listing the server', pending: [] as string[] }
   try {

@@ -6,7 +6,8 @@
 import { Table, defineIndex } from '@statewright/statedb'
 import { Reconciler, newStatusIndex, statusPending, type Status } from '@statewright/reconciler'
 import type { KubeObject } from '@statewright/k8s'
-import { Manager, nullLogger, type InspectGraph } from '../src/index.ts'
+import { Manager, nullLogger } from '../src/index.ts'
+import type { InspectGraph } from '@statewright/topology'
 import { env, GADGET, createGadget, gadget, type Env } from './helpers.ts'
 
 export const XSS = `<img src=x onerror="window.__xss=(window.__xss||0)+1">`

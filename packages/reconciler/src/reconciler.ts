@@ -19,7 +19,7 @@ import { RateLimiter } from './ratelimit.ts'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
 import { Watch, type ChangeIterator } from '@statewright/statedb'
 import { logTo } from '@statewright/statedb'
-import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
+import { resolveConfig, type ReconcilerConfig, type ResolvedReconcilerConfig } from './config.ts'
 import { OperationRunner } from './runner.ts'
 import { showRetryKey, type RetryItem } from './retries.ts'
 import type { FullReport } from './full.ts'
@@ -55,7 +55,7 @@ export interface ReconcilerStats {
 }
 
 export class Reconciler<Obj> {
-  readonly config: Resolved<Obj>
+  readonly config: ResolvedReconcilerConfig<Obj>
   private readonly runner: OperationRunner<Obj>
   private readonly healthReporter: HealthReporter
   private readonly waiters = new RevisionWaiters()

@@ -11,7 +11,7 @@
 //   too (its prune is one); a run that throws rejects every request it took.
 // - A prune's error is the reconciler's `pruneError` until the next prune.
 import type { Watch } from '@statewright/statedb'
-import type { Resolved } from './config.ts'
+import type { ResolvedReconcilerConfig } from './config.ts'
 import { fullReconciliation, type FullReport } from './full.ts'
 import { prune, type PruneReport } from './prune.ts'
 import type { OperationRunner } from './runner.ts'
@@ -33,7 +33,7 @@ export class FullSchedule<Obj> {
   lastFull: FullReport | undefined
 
   constructor(
-    private readonly config: Resolved<Obj>,
+    private readonly config: ResolvedReconcilerConfig<Obj>,
     private readonly counters: { fullRuns: number; pruneRuns: number },
   ) {}
 

@@ -28,7 +28,7 @@ import {
   type Table,
 } from '@statewright/statedb'
 import type { Reconciler, Status, StatusKind } from '@statewright/reconciler'
-import type { NamedGraph } from '@statewright/statedb'
+import type { NamedGraph } from '@statewright/topology'
 
 export interface InspectOptions {
   db: DB

@@ -7,7 +7,7 @@
 import type { Reconciler } from '@statewright/reconciler'
 import type { Health } from '@statewright/statedb'
 import type { PolicyRule } from './manifests.ts'
-import type { InspectGraph } from '@statewright/statedb'
+import type { InspectGraph } from '@statewright/topology'
 
 /** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
 export interface Component {

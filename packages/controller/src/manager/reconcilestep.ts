@@ -31,6 +31,9 @@ import { InvalidObjectError, TerminalError } from '../errors.ts'
 import { StatusWriter, conditionsOf, findCondition, setCondition, type ConditionInput } from '../conditions.ts'
 import { Derivation } from '../derive/derivation.ts'
 import type { DeriveContext } from '../derive/options.ts'
+
+/** What a reconcile step's fn gets: why it runs, the snapshot, and tracked reads of joined tables (derive's context). */
+export interface ReconcileContext extends DeriveContext {}
 import type { Logger } from '@statewright/statedb'
 import { withOwner } from '../owners.ts'
 import type { Placed } from './desired.ts'
@@ -79,7 +82,7 @@ export interface ReconcileStepParts<T extends object> {
   db: DB
   primary: Table<T>
   joins?: ReadonlyArray<Table<any>>
-  fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
+  fn: (obj: T, ctx: ReconcileContext) => ReconcileResult | undefined | void
   /** The last state of a primary object that was deleted (best effort, once; see DeriveOptions.onDeleted). */
   onDeleted?: (last: T) => void
   /** Children of the function's result as desired objects (placed, sharded, checked). */
@@ -107,7 +110,7 @@ const sameOutcome = (a: ReconcileOutcome, b: ReconcileOutcome) => {
   return isDeepStrictEqual(x, y)
 }
 
-export class ReconcileStep<T extends object = KubeObject> implements PruneSource {
+export class ReconcileStep<T extends object = KubeObject> {
   readonly name: string
   /** One row per primary object: its children, status and error. */
   readonly results: Table<ReconcileOutcome>
@@ -129,6 +132,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
   /** Status writes sent so far (waitForConvergence goes round again after one: its echo runs fn). */
   private statusWritesSent = 0
 
+  /** @internal Made by Manager.reconcile(). */
   constructor(p: ReconcileStepParts<T>) {
     this.p = p
     this.name = p.name
@@ -235,7 +239,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
 
   // ---- one run of fn ----
 
-  private run(typed: T, ctx: DeriveContext): ReconcileOutcome | undefined {
+  private run(typed: T, ctx: ReconcileContext): ReconcileOutcome | undefined {
     const p = this.p
     const obj = typed as unknown as KubeObject // a watched object always has metadata
     const key = namespacedName(obj)
@@ -308,6 +312,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
   }
 
   /** Primary objects whose children prune must keep: fn has not succeeded for them in this process. */
+  /** @internal For the Manager's prune guard. */
   unsettledOwners(txn: ReadTxn = this.p.db.readTxn()): UnsettledOwner[] {
     const out: UnsettledOwner[] = []
     for (const r of this.results.all(txn)) if (!r.childrenKnown) out.push({ uid: r.uid || undefined, name: r.key })

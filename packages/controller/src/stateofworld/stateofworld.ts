@@ -37,7 +37,8 @@ import {
 } from '@statewright/statedb'
 import type { Cluster, KubeObject } from '@statewright/k8s'
 import { StatusWrites } from './statuswrites.ts'
-import type { InspectGraph, WriteTxn } from '@statewright/statedb'
+import type { WriteTxn } from '@statewright/statedb'
+import type { InspectGraph } from '@statewright/topology'
 import { PendingEvents } from './events.ts'
 import type { Logger } from '@statewright/statedb'
 import { Manager } from '../manager/manager.ts'
@@ -45,7 +46,7 @@ import type { Component, ComponentHealth } from '../manager/options.ts'
 import { plural } from '../manager/watch.ts'
 import { Topology, groupOfApiVersion, type TopologyDefinition } from '@statewright/topology'
 import { DesiredGroups } from './desiredgroups.ts'
-import type { ReconcileFn } from './reconcile.ts'
+import type { StateOfWorldFn } from './reconcile.ts'
 import { runOnce, type RunContext } from './run.ts'
 import { resolveTracer, type TracerLike } from './tracing.ts'
 import { newListedTable, relist, relistUntilDone, type WatchSpec, type WatchedKind } from './watched.ts'
@@ -61,7 +62,7 @@ export interface StateOfWorldOptions {
   logger?: Logger
   watch: WatchSpec[]
   topology: TopologyDefinition
-  reconcile: ReconcileFn
+  reconcile: StateOfWorldFn
   /** Run again every this many ms without events (default 0: never). */
   resyncIntervalMs?: number
   /** Backoff after a failed run, of status writes and of listing (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
