@@ -58,8 +58,10 @@ async function ours(nc: NatsConnection, n: number, run: number): Promise<number>
   const observed = rowTable('secs')
   const db = new DB({ tables: [primaries, observed] })
   const target = new Counting({ kv: secKv, kind: 'Sec' })
-  const r1 = await new NatsKvReflector({ nc, bucket: `p${run}`, db, table: primaries }).start()
-  const r2 = await new NatsKvReflector({ nc, bucket: `s${run}`, db, table: observed }).start()
+  const r1 = new NatsKvReflector({ nc, bucket: `p${run}`, db, table: primaries })
+  const r2 = new NatsKvReflector({ nc, bucket: `s${run}`, db, table: observed })
+  await r1.start()
+  await r2.start()
   const c = new PrimaryController<KvRow<any>>({
     name: 'bench',
     kind: 'Bench',
@@ -222,7 +224,8 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     t0 = performance.now()
     const table = rowTable('sync')
     const db = new DB({ tables: [table] })
-    const r = await new NatsKvReflector({ nc, bucket: 'sync', db, table }).start()
+    const r = new NatsKvReflector({ nc, bucket: 'sync', db, table })
+    await r.start()
     await r.waitSynced()
     const rate = n / ((performance.now() - t0) / 1000)
     await r.stop()

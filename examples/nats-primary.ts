@@ -56,7 +56,8 @@ export async function main(
       primary: defineIndex<KubeObject, string>({ name: 'name', key: namespacedName, unique: true }),
     })
     const db = new DB({ tables: [apps, configMaps] })
-    const reflector = await new NatsKvReflector({ nc, bucket: 'demo-apps', db, table: apps, requestTimeoutMs: 2000 }).start()
+    const reflector = new NatsKvReflector({ nc, bucket: 'demo-apps', db, table: apps, requestTimeoutMs: 2000 })
+    await reflector.start()
     const cms = new Reflector({ cluster, db, table: configMaps, kind: { apiVersion: 'v1', kind: 'ConfigMap' }, namespace: NS })
     await cms.start()
     const events = new EventRecorder({ cluster, component: 'nats-primary-demo' })

@@ -28,6 +28,7 @@ export class K8sMetrics {
   readonly reflectorErrors: CounterLike<'reflector' | 'cluster'>
   readonly reflectorLastSync: GaugeLike<'reflector' | 'cluster'>
   readonly reflectorUp: GaugeLike<'reflector' | 'cluster'>
+  readonly reflectorInactivityRestarts: CounterLike<'reflector' | 'cluster'>
   readonly targetOps: CounterLike<'target' | 'cluster' | 'op' | 'result'>
   readonly driftRepairs: CounterLike<'cluster'>
   readonly driftFights: GaugeLike<'cluster'>
@@ -75,6 +76,12 @@ export class K8sMetrics {
     this.reflectorUp = new Gauge({
       name: `${prefix}reflector_watching`,
       help: '1 while the reflector is synced and watching',
+      labelNames: ['reflector', 'cluster'],
+      registers: r,
+    })
+    this.reflectorInactivityRestarts = new Counter({
+      name: `${prefix}reflector_inactivity_restarts_total`,
+      help: 'Watches restarted after no event and no bookmark for inactivityTimeoutMs',
       labelNames: ['reflector', 'cluster'],
       registers: r,
     })

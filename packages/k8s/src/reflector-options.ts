@@ -44,6 +44,13 @@ export interface ReflectorOptions<Obj = KubeObject> {
   batchDelayMs?: number
   /** Server-side watch timeout: random in [s, 2s] (default 300 s, like client-go). */
   watchTimeoutSeconds?: number
+  /**
+   * A watch that delivers nothing, no event and no bookmark, for this long is ended and resumed from
+   * its resourceVersion (a connection that died quietly: kopf's inactivity timeout). Default
+   * 300 000 ms: the watch asks for bookmarks, which kube-apiserver sends about every minute.
+   * 0 or Infinity: never.
+   */
+  inactivityTimeoutMs?: number
   /** Backoff after failures (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter ±20%). */
   retry?: RetryOptions
   /** Readiness is lost when lists and watches have failed for this long without a success (default 15 000 ms). */
@@ -53,7 +60,8 @@ export interface ReflectorOptions<Obj = KubeObject> {
   metrics?: K8sMetrics
   /**
    * Logs every failure at warn (the reflector retries anyway), with `err`, the reflector's name, its
-   * cluster and kind: "list/watch failed; retrying with backoff", or "object skipped".
+   * cluster and kind: "list/watch failed; retrying with backoff", or "object skipped"; and a silent
+   * watch restarted (`silentMs`, `resumeFrom`).
    */
   logger?: Logger
 }

@@ -5,22 +5,22 @@
 //   source's resourceVersion) so that a changed or deleted source removes its stale outputs;
 // - a relist replaces in one transaction: the listed objects in, everything else this reflector owns
 //   (queryAll, default the whole table) out; an object whose resourceVersion did not change is not
-//   written again;
+//   written again, and a row newer than the list (our own write's answer) is neither replaced by an
+//   older listed version nor deleted (the watch from the list's resourceVersion brings its events);
 // - one object's failure (a transform that throws, a refused insert) skips that object and is
 //   reported through `objectFailed`; it never fails the transaction;
-// - a watch event never replaces a newer version of its object (numeric resourceVersions): a
-//   controller may have put the answer to its own write there first.
-import type { Table, Txn, WriteTxn } from '@statewright/statedb'
+// - a watch event never replaces a newer version of its object, nor writes again the version stored
+//   (numeric resourceVersions): a controller may have put the answer to its own write there first.
+import type { PendingEvent, RowWriter, Table, Txn, WriteTxn } from '@statewright/statedb'
 import { markSensitive } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
 import { describe, namespacedName, type KubeObject } from './gvk.ts'
-import type { Pending } from './batch.ts'
 import { StringPool, compactObject } from './compact.ts'
 import type { ReflectorOptions } from './reflector-options.ts'
 
 type Transform<Obj> = (obj: KubeObject) => Obj | Obj[] | undefined | null
 
-export class ReflectedRows<Obj> {
+export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
   readonly keyOf: (obj: Obj) => string
   private readonly table: Table<Obj>
   private readonly transform: Transform<Obj>
@@ -47,6 +47,9 @@ export class ReflectedRows<Obj> {
     this.sources = opts.transform ? new Map() : undefined
   }
 
+  /** The newest resourceVersion the server sent (a list's, an event's): a later list older than it is a restarted history. */
+  private seenRv: string | undefined
+
   /** The objects this reflector owns in the table. */
   count(txn: Txn): number {
     if (!this.queryAll) return this.table.count(txn)
@@ -55,9 +58,19 @@ export class ReflectedRows<Obj> {
     return n
   }
 
-  /** A relist: the listed objects in, everything else this reflector owns out, in `txn`. */
-  replace(txn: WriteTxn, items: KubeObject[]): void {
+  /**
+   * A relist: the listed objects in, everything else this reflector owns out, in `txn`; but a row
+   * newer than the list (`listRv`: the answer to our own write, put there after the list was taken)
+   * is neither replaced by an older listed version nor deleted: the watch from `listRv` brings its
+   * events (deleting it would make a function that reads it act as if it were gone).
+   */
+  replace(txn: WriteTxn, items: Iterable<KubeObject>, listRv?: unknown): void {
     const table = this.table
+    // a list older than what the server sent before is a server whose history restarted (a restore, a
+    // new test server): then nothing of ours can be newer than it, and the list is the whole truth
+    const reset = newerRv(this.seenRv, listRv)
+    if (typeof listRv === 'string' && /^\d+$/.test(listRv)) this.seenRv = listRv
+    const ownNewer = (rv: unknown) => !reset && newerRv(rv, listRv)
     if (!this.sources && !this.queryAll && table.count(txn) === 0) {
       // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
       // key, and statedb packs nodes three-quarters full on ascending inserts.
@@ -94,17 +107,24 @@ export class ReflectedRows<Obj> {
           const cur = existing.get(k) as KubeObject | undefined
           const rv = (o as KubeObject).metadata?.resourceVersion
           if (cur && rv !== undefined && cur.metadata?.resourceVersion === rv) continue // unchanged
+          if (cur && !this.merge && !reset && newerRv(cur.metadata?.resourceVersion, rv)) continue // our own newer write
           this.put(txn, o)
         }
       }
     }
-    for (const [k, obj] of existing) if (!keep.has(k)) table.delete(txn, obj)
+    for (const [k, obj] of existing) {
+      if (keep.has(k)) continue
+      if (!this.sources && !this.merge && ownNewer((obj as KubeObject).metadata?.resourceVersion)) continue // written after the list
+      table.delete(txn, obj)
+    }
   }
 
   /** One coalesced batch of watch events (source namespace/name to its latest event), in `txn`. */
-  apply(txn: WriteTxn, batch: Map<string, Pending<KubeObject>>): void {
+  apply(txn: WriteTxn, batch: ReadonlyMap<string, PendingEvent<KubeObject>>): void {
     const table = this.table
     for (const [sk, p] of batch) {
+      const rv = p.object.metadata?.resourceVersion
+      if (newerRv(rv, this.seenRv)) this.seenRv = rv!
       if (this.sources) {
         const prev = this.sources.get(sk)
         if (p.type === 'delete') {
@@ -128,16 +148,16 @@ export class ReflectedRows<Obj> {
   }
 
   /**
-   * Whether the table already holds a newer version of the object (numeric resourceVersions): our
-   * own write's answer, put there before its watch event (the controller's reads of its own writes).
+   * Whether the table already holds this version of the object or a newer one (numeric
+   * resourceVersions): our own write's answer, put there before its watch event (the controller's
+   * reads of its own writes). The event of the same version is not written again: it is no change.
    */
   private newerStored(txn: WriteTxn, obj: Obj): boolean {
     if (this.merge) return false
     const rv = (obj as KubeObject).metadata?.resourceVersion
-    if (rv === undefined || !/^\d+$/.test(rv)) return false
     const cur = this.table.get(txn, this.table.primary.query(this.keyOf(obj) as never)) as KubeObject | undefined
     const have = cur?.metadata?.resourceVersion
-    return have !== undefined && /^\d+$/.test(have) && BigInt(have) > BigInt(rv)
+    return have !== undefined && (have === rv || newerRv(have, rv))
   }
 
   private outputs(src: KubeObject): Obj[] {
@@ -159,6 +179,11 @@ export class ReflectedRows<Obj> {
       this.objectFailed(new ReflectorError(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`))
     }
   }
+}
+
+/** Whether resourceVersion `a` is newer than `b` (both numeric, as kube-apiserver's are; else never). */
+function newerRv(a: unknown, b: unknown): boolean {
+  return typeof a === 'string' && typeof b === 'string' && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) > BigInt(b)
 }
 
 function markAll<T>(out: T | T[] | undefined | null): T | T[] | undefined | null {

@@ -3,7 +3,6 @@ import * as assert from 'uvu/assert'
 import { collectingLogger } from '../../../test/lib/logger.ts'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { Reflector, type ReflectorOptions } from '@statewright/k8s'
-import { Batcher } from '../src/batch.ts'
 import { LineDecoder, parseEvent } from '../src/ndjson.ts'
 import {
   WIDGET,
@@ -455,32 +454,6 @@ test('NDJSON lines split anywhere, even inside a UTF-8 character', () => {
   }
   assert.throws(() => parseEvent('{"type":1}'), /not a watch event/)
   assert.throws(() => parseEvent('nope'), /bad JSON/)
-})
-
-test('Batcher coalesces by key, flushes by size and by delay, in order', async () => {
-  const batches: Array<Array<[string, string]>> = []
-  const b = new Batcher<number>(3, 20, async (m) => {
-    batches.push([...m].map(([k, p]) => [k, `${p.type}:${p.object}`]))
-  })
-  b.add('a', { type: 'upsert', object: 1 })
-  b.add('a', { type: 'delete', object: 2 })
-  b.add('b', { type: 'upsert', object: 3 })
-  assert.is(b.length, 2)
-  await b.add('c', { type: 'upsert', object: 4 })
-  assert.equal(batches, [
-    [
-      ['a', 'delete:2'],
-      ['b', 'upsert:3'],
-      ['c', 'upsert:4'],
-    ],
-  ])
-  b.add('d', { type: 'upsert', object: 5 })
-  await new Promise((r) => setTimeout(r, 60))
-  assert.equal(batches[1], [['d', 'upsert:5']])
-  b.add('e', { type: 'upsert', object: 6 })
-  await b.discard()
-  await b.flush()
-  assert.is(batches.length, 2)
 })
 
 test('refresh: a consistent list replaces the cache, even while the watch lags; it resolves only once that list is in the table', async () => {

@@ -1,50 +1,28 @@
-// A NATS key-value reflector's health: its state, counters and readiness, and the level and message
-// the shared `Health` carries. A backoff after a lost connection keeps a synced reflector ready: the
-// table catches up.
-import type { Health } from '@statewright/statedb'
+// A NATS key-value reflector's health: statedb's reflector core health (state, counters, readiness,
+// the shared `Health` level; its invariants are there) with the NATS names: bucket, revision, gaps
+// and repaired rows. A backoff after a lost connection keeps a synced reflector ready: the table
+// catches up.
+import type { ReflectorCoreHealth, ReflectorCoreState } from '@statewright/statedb'
 
-export type NatsReflectorState = 'new' | 'listing' | 'watching' | 'backoff' | 'stopped'
+/** The core's states but 'waiting' (a NATS reflector always watches). */
+export type NatsReflectorState = Exclude<ReflectorCoreState, 'waiting'>
 
 /**
- * A reflector's health: the shared `Health` (level `degraded` while backing off after a failure, with
- * the last error; `stopped`; else `ok`) and its counters.
+ * A reflector's health: the shared `Health` (level `degraded` from a failed watch until the next
+ * success, with the last error; `stopped`; else `ok`) and its counters (statedb's
+ * ReflectorCoreHealth: lists, relists, watches, events, inactivityRestarts, errors...).
  */
-export interface NatsKvReflectorHealth extends Health {
+export interface NatsKvReflectorHealth extends ReflectorCoreHealth {
   name: string
   bucket: string
   state: NatsReflectorState
-  /** The first complete list is in the table. */
-  synced: boolean
   /** Synced and not stopped (a backoff after a lost connection keeps it ready: the table catches up). */
   ready: boolean
-  lastSyncAt: number | undefined
-  lastEventAt: number | undefined
-  /** The last revision applied (the resume point is this + 1). */
+  /** The last revision received (the resume point is this + 1). */
   revision: number
-  /** Complete lists, the first included. */
-  lists: number
-  /** Lists forced by lost history, a skipped entry or a verification. */
-  relists: number
   /** Revision jumps in which the stream still held a message the watch had not delivered. */
   gaps: number
   /** Rows a forced relist found different from the table (what the watch had missed). */
   repaired: number
-  /** Watches started (the first, and one per resume). */
-  watches: number
-  /** Entries applied. */
-  events: number
-  errors: number
-  lastError: string | undefined
   objects: number
-}
-
-/** The level and message of a reflector: stopped, degraded while backing off (with the last error), else ok. */
-export function natsReflectorLevel(
-  state: NatsReflectorState,
-  lastError: string | undefined,
-  objects: number,
-): Pick<Health, 'level' | 'message'> {
-  if (state === 'stopped') return { level: 'stopped', message: 'stopped' }
-  if (state === 'backoff') return { level: 'degraded', message: `backoff: ${lastError ?? 'failing'}` }
-  return { level: 'ok', message: `${state}, ${objects} objects` }
 }

@@ -15,7 +15,11 @@ export interface KvRow<V = unknown> {
 
 /** Counters and gauges a reflector reports (prom-client's Counter and Gauge fit). */
 export interface NatsMetrics {
-  inc(name: 'events' | 'errors' | 'lists' | 'relists', labels: { reflector: string; bucket: string; op?: string }, value?: number): void
+  inc(
+    name: 'events' | 'errors' | 'lists' | 'relists' | 'inactivityRestarts',
+    labels: { reflector: string; bucket: string; op?: string },
+    value?: number,
+  ): void
   set(name: 'objects' | 'watching' | 'revision', labels: { reflector: string; bucket: string }, value: number): void
 }
 
@@ -37,6 +41,13 @@ export interface NatsKvReflectorOptions<V = unknown, Obj = KvRow<V>> {
   /** Backoff after failures (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter ±20%). */
   retry?: RetryOptions
   metrics?: NatsMetrics
+  /**
+   * A watch that delivers nothing for this long is ended and resumed from the last revision + 1
+   * (default: never). Off by default: a KV watch is a push consumer with 5 s idle heartbeats that
+   * the client checks itself, and the heartbeats do not reach the watch, so a quiet bucket looks
+   * silent; set it above the longest quiet time the bucket has.
+   */
+  inactivityTimeoutMs?: number
   /**
    * Relist this often even when nothing looks wrong, to catch what no watch reported (default
    * 300 000 ms; 0: never). Only rows whose revision changed are written.

@@ -7,16 +7,22 @@
 // - DEL and PURGE delete the key's row;
 // - the KV revision each key's row came from is remembered, so a relist writes only rows whose
 //   revision changed (an idle verification writes nothing); with a transform, the object each key
-//   produced is remembered too, to delete it when the key goes or its object's primary key changes.
+//   produced is remembered too, to delete it when the key goes or its object's primary key changes;
+// - a relist after the first that writes anything found what the watch had missed: `repaired`
+//   counts those rows, and it is logged.
 import type { KvEntry, KvWatchEntry } from '@nats-io/kv'
-import type { Table, WriteTxn } from '@statewright/statedb'
+import type { PendingEvent, RowWriter, Table, WriteTxn } from '@statewright/statedb'
+import { logTo } from '@statewright/statedb'
 import { DecodeError } from './errors.ts'
 import type { KvRow, NatsKvReflectorOptions } from './reflector-options.ts'
 
 const textDecoder = new TextDecoder()
 const jsonDecode = (b: Uint8Array): any => JSON.parse(textDecoder.decode(b))
 
-export class KvReflectedRows<V, Obj> {
+export class KvReflectedRows<V, Obj> implements RowWriter<KvWatchEntry> {
+  /** Rows relists after the first wrote or deleted (what the watch had missed). */
+  repaired = 0
+  private lists = 0
   private readonly table: Table<Obj>
   private readonly bucket: string
   /** A transform was given: rows are found through byKey, not by the entry's key. */
@@ -29,7 +35,8 @@ export class KvReflectedRows<V, Obj> {
   private readonly revOf = new Map<string, number>()
 
   constructor(
-    opts: NatsKvReflectorOptions<V, Obj>,
+    private readonly opts: NatsKvReflectorOptions<V, Obj>,
+    private readonly name: string,
     private readonly fail: (err: Error) => void,
   ) {
     this.table = opts.table
@@ -39,11 +46,22 @@ export class KvReflectedRows<V, Obj> {
     this.transform = opts.transform ?? ((row) => row as unknown as Obj)
   }
 
-  /**
-   * A relist: the listed entries' rows in, every other row out, in `txn`. Returns how many rows it
-   * wrote or deleted (what the watch had missed, after the first list).
-   */
-  replace(txn: WriteTxn, entries: Iterable<KvWatchEntry>): number {
+  /** A list: the listed entries' rows in, every other row out, in `txn`; counts what a relist repaired. */
+  replace(txn: WriteTxn, entries: Iterable<KvWatchEntry>): void {
+    const changed = this.replaceRows(txn, entries)
+    if (this.lists++ === 0 || changed === 0) return
+    this.repaired += changed
+    const fields = { reflector: this.name, bucket: this.bucket, rows: changed }
+    logTo(this.opts.logger, 'warn', fields, 'a relist found rows the watch had not delivered')
+  }
+
+  /** One batch of watched entries (the latest of each key), in `txn`. */
+  apply(txn: WriteTxn, batch: ReadonlyMap<string, PendingEvent<KvWatchEntry>>): void {
+    for (const p of batch.values()) this.applyEntry(txn, p.object)
+  }
+
+  /** The listed entries' rows in, every other row out; returns how many rows it wrote or deleted. */
+  private replaceRows(txn: WriteTxn, entries: Iterable<KvWatchEntry>): number {
     const t = this.table
     let changed = 0
     const keep = new Set<unknown>()
@@ -83,7 +101,7 @@ export class KvReflectedRows<V, Obj> {
   }
 
   /** One watched entry, in `txn`: a PUT writes its row, DEL and PURGE delete it. */
-  apply(txn: WriteTxn, e: KvEntry): void {
+  private applyEntry(txn: WriteTxn, e: KvEntry): void {
     if (e.operation === 'PUT') {
       const { obj, ok } = this.objectOf(e)
       if (ok) this.put(txn, e.key, obj, e.revision)

@@ -4,7 +4,7 @@
 // history forcing a relist.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { collectingLogger } from '../../../test/lib/logger.ts'
+import { collectingLogger, type LogEntry } from '../../../test/lib/logger.ts'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { DB } from '@statewright/statedb'
 import { NatsKvReflector } from '@statewright/nats'
@@ -241,6 +241,41 @@ test('history lost while disconnected (stream purged past the resume point): it 
     await nc.close()
     await proxy.stop()
   }
+})
+
+test('inactivityTimeoutMs (opt-in): a watch that delivers nothing that long is resumed from the last revision + 1, no relist; later puts arrive', async () => {
+  const kv = await openBucket(admin, 'quiet')
+  await kv.put('a', '{"v":1}')
+  const table = rowTable()
+  const db = new DB({ tables: [table] })
+  const silent: LogEntry[] = []
+  const logger = collectingLogger((e) => /watch silent/.test(e.msg ?? '') && silent.push(e))
+  const r = new NatsKvReflector({ nc: admin, bucket: 'quiet', db, table, inactivityTimeoutMs: 200, logger })
+  await r.start()
+  try {
+    await r.waitSynced(AbortSignal.timeout(5000))
+    const rev = r.health().revision
+    // a quiet bucket: the heartbeats do not reach the watch, so it is restarted (why it is opt-in)
+    await until(() => r.health().inactivityRestarts >= 2, 'two restarts of the quiet watch', 30_000)
+    assert.is(silent[0]?.fields.resumeFrom, rev)
+    assert.is(silent[0]?.fields.bucket, 'quiet')
+    await kv.put('b', '{"v":2}')
+    await waitTable(db, table, (t) => table.count(t) === 2, 'the put after the restarts', 30_000)
+    const h = r.health()
+    assert.is(h.lists, 1, 'resumed, not relisted')
+    assert.is(h.relists, 0)
+    assert.ok(h.ready)
+    await r.settled(AbortSignal.timeout(5000))
+  } finally {
+    await r.stop()
+  }
+  assert.ok(
+    await r.settled().then(
+      () => false,
+      () => true,
+    ),
+    'settled() rejects once stopped',
+  )
 })
 
 test.run()

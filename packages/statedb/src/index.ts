@@ -48,3 +48,8 @@ export {
   type RedactionContext,
 } from './redact.ts'
 export { httpGuard, guardedListener, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'
+// The one reflector core (a source's events into a table's rows): k8s and nats build on it.
+export { ReflectorCore } from './reflector/core.ts'
+export type { ReflectorCoreOptions, ReflectorHooks } from './reflector/options.ts'
+export { type ReflectorCoreHealth, type ReflectorCoreState } from './reflector/health.ts'
+export type { PendingEvent, ReflectorSource, RowWriter, SessionContext, SourceEvent } from './reflector/source.ts'

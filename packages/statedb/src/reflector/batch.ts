@@ -1,21 +1,20 @@
-// Coalescing of watch events into batches: events are kept by object key (the latest wins: an
-// ADDED then DELETED in one batch is a delete), and a batch is flushed when it holds `size` objects
-// or `delayMs` after its first event, whichever comes first. Flushes run one at a time, in order.
+// Coalescing of a reflector's watch events into batches (core.ts writes one transaction per batch).
+// Invariants: events are kept by key (the latest wins: an ADDED then DELETED in one batch is a
+// delete); a batch is flushed when it holds `size` keys or `delayMs` after its first event, whichever
+// comes first; flushes run one at a time, in order.
+import type { PendingEvent } from './source.ts'
 
-export interface Pending<T> {
-  type: 'upsert' | 'delete'
-  object: T
-}
+export type { PendingEvent }
 
 export class Batcher<T> {
-  private buf = new Map<string, Pending<T>>()
+  private buf = new Map<string, PendingEvent<T>>()
   private timer: NodeJS.Timeout | undefined
   private chain: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly size: number,
     private readonly delayMs: number,
-    private readonly write: (batch: Map<string, Pending<T>>) => Promise<void>,
+    private readonly write: (batch: Map<string, PendingEvent<T>>) => Promise<void>,
   ) {}
 
   get length(): number {
@@ -23,7 +22,7 @@ export class Batcher<T> {
   }
 
   /** Adds an event; resolves once it is buffered, or written when the batch filled up. */
-  add(key: string, p: Pending<T>): Promise<void> | undefined {
+  add(key: string, p: PendingEvent<T>): Promise<void> | undefined {
     this.buf.set(key, p)
     if (this.buf.size >= this.size) return this.flush()
     if (!this.timer) this.timer = setTimeout(() => void this.flush(), this.delayMs)
