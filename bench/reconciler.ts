@@ -607,6 +607,14 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     baseline: 'reconciler',
     baselineValue: recAllocated,
   })
+  results.push({
+    name: `Floor_${label}_Retained`,
+    unit: 'bytes/object',
+    value: median(floor.map((f) => f.retained)),
+    baseline: 'reconciler',
+    baselineValue: results[2]!.value,
+    note: 'the table alone (objects, statuses, 3 indexes): what the reconciler retains too',
+  })
   const wb = writeBack(opts.quick ? 100_000 : 300_000)
   results.push({
     name: 'StatusWriteBack_CAS_1000',
