@@ -56,7 +56,10 @@ export interface Operations<Obj> {
    * the reconciler's backoff; nothing is updated or deleted on a failed listing.
    */
   list?(ctx: OpContext): Iterable<Obj> | Promise<Iterable<Obj>>
-  /** With `list`: whether `listed` (the target's object with the same primary key) is what `desired` wants. */
+  /**
+   * With `list`: whether `listed` (the target's object with the same primary key) is what `desired`
+   * wants. One that throws counts as "differs" (Update runs).
+   */
   inSync?(desired: Obj, listed: Obj): boolean
 }
 

@@ -167,7 +167,7 @@ async function listedFull<Obj>(runner: OperationRunner<Obj>): Promise<FullReport
     if (l !== undefined) listed.delete(k)
     const s = getObjectStatus(e.object)
     if (wantsReconcile(s)) continue // the incremental round's
-    const same = l !== undefined && inSync(e.object, l)
+    const same = l !== undefined && safeInSync(inSync, e.object, l)
     if (same && s.kind !== 'error') {
       synced++
       continue
@@ -221,6 +221,15 @@ async function deleteExtras<Obj>(
     for (const o of outcomes) if (o.error !== undefined) counts.errors++
     await runner.commit(outcomes) // no write: failures are queued for retry, successes clear a queued retry
     runner.release(outcomes)
+  }
+}
+
+/** inSync, a throw counting as "differs": Update (idempotent) runs, and the loop never fails on it. */
+function safeInSync<Obj>(inSync: (desired: Obj, listed: Obj) => boolean, desired: Obj, listed: Obj): boolean {
+  try {
+    return inSync(desired, listed) === true
+  } catch {
+    return false
   }
 }
 

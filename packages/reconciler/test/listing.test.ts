@@ -318,6 +318,35 @@ test('full reconciliation uses batch operations when given: one updateBatch per 
   }
 })
 
+test('an inSync that throws counts as out of sync: Update runs, the loop goes on', async () => {
+  const d = new Device()
+  const ops = d.listingOps()
+  const s = setup(
+    {
+      operations: {
+        ...ops,
+        inSync: (a, b) => {
+          if (a.id === 'k1') throw new Error('boom')
+          return ops.inSync!(a, b)
+        },
+      },
+    },
+    d,
+  )
+  s.rec.start()
+  try {
+    const rev = (await s.insert('k0', 0), await s.insert('k1', 1))
+    await s.rec.waitForRevision(rev, { signal: within(2000) })
+    const report = await s.rec.triggerFullReconciliation()
+    assert.is(report.updated, 1)
+    assert.is(report.inSync, 1)
+    assert.is(s.rec.health.level, 'ok')
+    assert.ok(s.rec.isRunning)
+  } finally {
+    await s.rec.stop()
+  }
+})
+
 test('list and inSync go together', () => {
   const d = new Device()
   const { list } = d.listingOps()
