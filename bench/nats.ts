@@ -60,7 +60,7 @@ async function ours(nc: NatsConnection, n: number, run: number): Promise<number>
   const target = new Counting({ kv: secKv, kind: 'Sec' })
   const r1 = await new NatsKvReflector({ nc, bucket: `p${run}`, db, table: primaries }).start()
   const r2 = await new NatsKvReflector({ nc, bucket: `s${run}`, db, table: observed }).start()
-  const c = await new PrimaryController<KvRow<any>>({
+  const c = new PrimaryController<KvRow<any>>({
     name: 'bench',
     kind: 'Bench',
     db,
@@ -68,7 +68,8 @@ async function ours(nc: NatsConnection, n: number, run: number): Promise<number>
     concurrency: CONCURRENCY,
     secondaries: [{ kinds: ['Sec'], target, observed }],
     sync: (p) => ({ secondaries: [secondaryOf(p.key, p.value)] }),
-  }).start()
+  })
+  await c.start()
   await r1.waitSynced()
   await r2.waitSynced()
   target.want = n

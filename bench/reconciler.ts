@@ -96,7 +96,8 @@ export async function reconcilerWorkload(n: number, failFraction: number): Promi
       delete: () => {},
     },
     retry: { minMs: BACKOFF_MS, maxMs: 1000 },
-  }).start()
+  })
+  await rec.start()
   let rev = 0
   for (let b = 0; b < n; b += BATCH) {
     const txn = await db.writeTxn(table)
@@ -488,7 +489,8 @@ async function deviceFull(variant: DeviceVariant, seed: number): Promise<{ ms: n
           },
         }
       : {}),
-  }).start()
+  })
+  await rec.start()
   try {
     const txn = await db.writeTxn(table)
     for (let i = 0; i < RULES; i++) table.insert(txn, { id: i, value: i, status: statusPending() })

@@ -5,8 +5,9 @@
 //   node --conditions=@statewright/source --import tsx examples/backup-operator.ts --help
 import { Type } from '@sinclair/typebox'
 import type { V1CronJob } from '@kubernetes/client-node'
-import { Manager, customKind } from '@statewright/controller'
-import { CronJob } from '@statewright/k8s'
+import { Manager } from '@statewright/controller'
+import { customKind } from '@statewright/controller/crd'
+import { CronJob } from '@statewright/k8s/kinds'
 
 export const Backup = customKind({
   group: 'backup.statewright.io',

@@ -132,11 +132,11 @@ export async function runDemo(opts: DemoOptions = {}): Promise<{ ok: boolean; su
       const st = (k: 'pending' | 'done' | 'error') => c.want.table.list(txn, c.want.statusIndex.kind(k)).count()
       const h = c.siteReflector.health()
       log(
-        `${at()} ${phase.padEnd(38)} sites ${c.sites.count(txn)} · desired ${c.want.table.count(txn)} (done ${st('done')}, pending ${st('pending')}, error ${st('error')}) · reflector ${h.state}, lists ${h.lists}, errors ${h.errors} · apply errors ${c.target.stats.errors}, drift repairs ${c.drift.repairs} · health ${c.reconciler.health.level}`,
+        `${at()} ${phase.padEnd(38)} sites ${c.sites.count(txn)} · desired ${c.want.table.count(txn)} (done ${st('done')}, pending ${st('pending')}, error ${st('error')}) · reflector ${h.state}, lists ${h.lists}, errors ${h.errors} · apply errors ${c.target.stats.errors}, drift repairs ${c.drift.repairs} · health ${c.reconciler.health().level}`,
       )
     }
     const settle = async (phase: string) => {
-      await waitForConvergence(c.m, { timeout: 30_000 })
+      await waitForConvergence(c.m, { timeoutMs: 30_000 })
       await until(async () => (await converged(cluster, c, sitePath)).ok, `${phase}: convergence`, 30_000)
       progress(phase)
     }
@@ -197,7 +197,7 @@ export async function runDemo(opts: DemoOptions = {}): Promise<{ ok: boolean; su
       reflector: { lists: h.lists, relists: h.relists, watches: h.watches, events: h.events, errors: h.errors },
       target: { ...c.target.stats },
       driftRepairs: c.drift.repairs,
-      reconciler: c.reconciler.health.message,
+      reconciler: c.reconciler.health().message,
       requests: cluster.stats.requests,
     }
     log(`${at()} summary: ${result.ok ? 'nothing lost: the tables equal the cluster' : 'MISMATCH: ' + result.why}`)

@@ -165,7 +165,7 @@ async function main(): Promise<number> {
 
     log('4. make the directory writable again')
     await chmod(dir, 0o755)
-    await until(() => reconciler.failures().length === 0 && reconciler.health.level === 'ok', signal)
+    await until(() => reconciler.failures().length === 0 && reconciler.health().level === 'ok', signal)
     log(`   files: ${await files(dir)}`)
 
     log('5. someone edits a file behind our back; a full reconciliation repairs it')
@@ -185,11 +185,11 @@ async function main(): Promise<number> {
     console.log(`  table:     ${want}`)
     console.log(`  directory: ${have}`)
     console.log(`  in sync:   ${want === have ? 'yes' : 'NO'}`)
-    console.log(`  health:    ${reconciler.health.level} (${reconciler.health.message})`)
+    console.log(`  health:    ${reconciler.health().level} (${reconciler.health().message})`)
     console.log(
       `  operations: update ${c.operations['update/success']} ok / ${c.operations['update/error']} failed, delete ${c.operations['delete/success']} ok / ${c.operations['delete/error']} failed; prune runs ${c.pruneRuns}; out of sync found ${c.outOfSync}`,
     )
-    failed = want !== have || reconciler.health.level !== 'ok'
+    failed = want !== have || reconciler.health().level !== 'ok'
   } catch (err) {
     console.error('memos example failed:', err)
     failed = true

@@ -60,7 +60,7 @@ export async function main(
     const cms = new Reflector({ cluster, db, table: configMaps, kind: { apiVersion: 'v1', kind: 'ConfigMap' }, namespace: NS })
     await cms.start()
     const events = new EventRecorder({ cluster, component: 'nats-primary-demo' })
-    const c = await new PrimaryController<App>({
+    const c = new PrimaryController<App>({
       name: 'demo',
       kind: 'App',
       db,
@@ -73,10 +73,14 @@ export async function main(
       sync: (app) => ({ secondaries: [configMapOf(app)], status: { phase: 'Synced' } }),
       status: new KvStatusWriter({ kv }),
       retry: { minMs: 50, maxMs: 1000 },
-    }).start()
+    })
+    await c.start()
     return {
       c,
-      idle: () => c.waitIdle(AbortSignal.timeout(15_000)),
+      idle: async () => {
+        await c.settled(AbortSignal.timeout(15_000))
+        return c.health().errors
+      },
       stop: async () => {
         await reflector.stop()
         await cms.stop()

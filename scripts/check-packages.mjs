@@ -233,7 +233,7 @@ await check(
 import { createServer } from 'node:http'
 import { spawn } from 'node:child_process'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { inspectHandler } from '@statewright/controller'
+import { inspectHandler } from '@statewright/controller/inspect'
 const t = new Table({ name: 'things', primary: defineIndex({ name: 'id', key: (x) => x.id, unique: true }) })
 const db = new DB({ tables: [t] })
 await db.write(t, (w) => { t.insert(w, { id: 'one' }) })
@@ -297,7 +297,7 @@ await check(
   async () => {
     await installProject(
       bare,
-      [...['statedb', 'reconciler', 'k8s'].map((p) => tarballs[p].file), `@types/node@${rootDev['@types/node']}`],
+      [...['statedb', 'reconciler', 'primary', 'k8s'].map((p) => tarballs[p].file), `@types/node@${rootDev['@types/node']}`],
       ['--legacy-peer-deps'],
     )
     for (const peer of ['@kubernetes/client-node', 'prom-client']) {

@@ -8,8 +8,10 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { generateTls, startTestServer } from '@statewright/testserver'
-import { ApiError, Cluster, CronJob } from '@statewright/k8s'
-import { Manager, conditionsOf, createLogger, findCondition, waitForConvergence, webhookPath } from '@statewright/controller'
+import { ApiError, Cluster } from '@statewright/k8s'
+import { CronJob } from '@statewright/k8s/kinds'
+import { Manager, conditionsOf, createLogger, findCondition, waitForConvergence } from '@statewright/controller'
+import { webhookPath } from '@statewright/controller/webhooks'
 import { Backup, backupOperator } from '../examples/backup-operator.ts'
 import { waitTable } from './lib/wait.ts'
 
@@ -58,7 +60,7 @@ test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer 
   try {
     await m.start() // installs the CRD
     await put('db', { schedule: '0 3 * * *', bucket: 'vault' })
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     assert.is(cronJob('db').spec.schedule, '0 3 * * *')
     assert.is(cronJob('db').spec.suspend, false)
     assert.is(cronJob('db').metadata.ownerReferences[0].uid, backup('db').metadata.uid, 'owned by its Backup')
@@ -69,7 +71,7 @@ test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer 
 
     // paused for 200 ms of the operator's clock: the requeue runs it again when that is over
     await put('db', { schedule: '0 3 * * *', bucket: 'vault', pausedUntil: new Date(clock + 200).toISOString() })
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     assert.is(cronJob('db').spec.suspend, true)
     assert.equal([cond('db', 'Paused')?.status, cond('db', 'Paused')?.reason], ['True', 'PausedUntil'])
     assert.ok(
@@ -84,11 +86,11 @@ test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer 
       (txn) => (owned.get(txn, owned.primary.query('default/backup-db'))?.spec as any)?.suspend === false,
       'resumed',
     )
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     assert.is(cond('db', 'Paused')?.status, 'False')
 
     await put('bad', { schedule: 'every night', bucket: 'vault' }) // before the webhook is configured
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     assert.equal([cond('bad', 'Ready')?.status, cond('bad', 'Ready')?.reason], ['False', 'ReconcileError'])
     assert.is(cond('bad', 'Ready')?.message, 'spec.schedule "every night" is not a cron schedule')
     assert.ok((await events('bad')).some((e) => e.type === 'Warning' && e.message.includes('spec.schedule')))
@@ -122,7 +124,7 @@ test('Backups: CronJob, status, pause with requeue, a bad schedule, a finalizer 
     )
 
     await cluster.request({ method: 'DELETE', path: `${BACKUPS}/db` })
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     assert.equal(emptied, ['vault/db/'])
     assert.is(backup('db'), undefined, 'gone once the bucket is emptied')
     assert.is(cronJob('db'), undefined, 'and its CronJob with it')

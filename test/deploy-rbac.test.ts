@@ -6,7 +6,8 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { generateTls, startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
-import { Manager, createLogger, startAsServiceAccount, waitForConvergence } from '@statewright/controller'
+import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
+import { startAsServiceAccount } from '@statewright/controller/deploy'
 import { backupOperator } from '../examples/backup-operator.ts'
 
 test('the backup operator runs as its ServiceAccount with only its generated role: nothing refused', async () => {

@@ -8,7 +8,8 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { generateTls, startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
-import { Manager, createLogger, waitForConvergence, webhookPath } from '@statewright/controller'
+import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
+import { webhookPath } from '@statewright/controller/webhooks'
 import { Backup, backupOperator } from '../examples/backup-operator.ts'
 import { rbacOf } from './lib/rbac.ts'
 
@@ -60,13 +61,13 @@ test('the generated ClusterRole is exactly what a run of the operator needs; the
     await m.start()
     const leading = () => server.control.requestLog().some((e) => e.userAgent === UA && e.path.includes('/leases/') && e.method === 'PUT')
     while (!leading()) await new Promise((r) => setTimeout(r, 20)) // a renewal is due every 100 ms
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     await put('db', { schedule: '0 3 * * *', bucket: 'vault', pausedUntil: new Date(clock + 60_000).toISOString() })
     await put('bad', { schedule: 'nightly', bucket: 'vault' })
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     clock += 120_000
     await admin.request({ method: 'DELETE', path: `${backups}/db` })
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     await m.events.flush()
   } finally {
     await m.stop()

@@ -164,7 +164,8 @@ async function controller(nc: NatsConnection, bucket: string, kv: KV) {
           await Promise.race(ws).catch(() => {})
           continue
         }
-        const errs = await c.waitIdle(signal)
+        await c.settled(signal)
+        const errs = c.health().errors
         let again: string
         try {
           again = await snapshot()
@@ -308,7 +309,7 @@ t('bad input: malformed JSON is an error naming bucket, key and revision, and th
   const ctl = await controller(admin, 'apps2', kv)
   try {
     await waitTable(ctl.db, ctl.primaries, (t) => ctl.primaries.count(t) === 1, 'the good primary')
-    await ctl.c.waitIdle(AbortSignal.timeout(5000))
+    await ctl.c.settled(AbortSignal.timeout(5000))
     assert.ok((await configMaps()).has(cmName('ok')))
     assert.is(ctl.errors.length, 1)
     assert.match(ctl.errors[0]!, `bucket "apps2", key "broken", revision ${rev}: cannot decode the value`)

@@ -105,7 +105,7 @@ const cond = (s: RunningTestServer, name: string, type: string) => {
   const c = p?.status?.conditions?.find((x: any) => x.type === type)
   return c && `${c.status} ${c.reason}: ${c.message}`
 }
-const converge = (m: Manager) => waitForConvergence(m, { timeout: 20_000 })
+const converge = (m: Manager) => waitForConvergence(m, { timeoutMs: 20_000 })
 /** The policy's status.observedGeneration and each condition's, with its metadata.generation. */
 const generations = (s: RunningTestServer, name: string) => {
   const p = s.control.get({ apiVersion: 'kuadrant.io/v1', kind: 'RateLimitPolicy' }, name, 'default')

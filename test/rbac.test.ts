@@ -69,9 +69,9 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
     await m.start()
     const leading = () => server.control.requestLog().some((e) => e.userAgent === UA && e.path.includes('/leases/') && e.method === 'PUT')
     while (!leading()) await new Promise((r) => setTimeout(r, 20)) // bounded by the test runner: a lease renewal is due every 100 ms
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     await put('a', 'A2')
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     // drift: someone edits our ConfigMap twice (a fight at fightRepairs 1: a Warning Event)
     for (const v of ['x', 'y']) {
       await admin.request({
@@ -81,7 +81,7 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
         contentType: 'application/merge-patch+json',
         body: { data: { title: v } },
       })
-      await waitForConvergence(m, { timeout: 15_000 })
+      await waitForConvergence(m, { timeoutMs: 15_000 })
     }
     // the second repair is backed off (minMs): the fight starts when it runs
     while (m.drift[0]!.fights().length === 0) await new Promise((r) => setTimeout(r, 10))
@@ -97,7 +97,7 @@ test('the ClusterRole allows every request the controller makes, and nothing it 
     })
     await m.reconciler.triggerFullReconciliation()
     await admin.request({ method: 'DELETE', path: `${sites}/b` })
-    await waitForConvergence(m, { timeout: 15_000 })
+    await waitForConvergence(m, { timeoutMs: 15_000 })
     await m.events.flush()
   } finally {
     await m.stop()

@@ -4,7 +4,8 @@
 // kuadrant-ratelimit) and the policies' status.
 //   KUBECONFIG=... node --conditions=@statewright/source --import tsx examples/ratelimit/main.ts
 // LIMITADOR_NAMESPACE (default kuadrant-system); health, readiness and metrics on HTTP_PORT (8080).
-import { Manager, StateOfWorldController, type ManagerOptions, type ResourceEvent } from '@statewright/controller'
+import { Manager, type ManagerOptions } from '@statewright/controller'
+import { StateOfWorldController, type ResourceEvent } from '@statewright/controller/stateofworld'
 import { gatewayApiTopology } from '@statewright/topology'
 import { RATE_LIMIT_POLICY, GATEWAY_API_GROUP } from './policy.ts'
 import { rateLimitReconcile } from './reconcile.ts'

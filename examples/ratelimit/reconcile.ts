@@ -2,7 +2,8 @@
 // HTTPRoute -> rule, RateLimitPolicies attached) to Limitador's limits, one wasm-style config per
 // Gateway, and each policy's Accepted and Enforced conditions. Pure over its inputs: every run
 // computes the whole state of the world, sorted, so equal inputs give equal objects.
-import { type ConditionInput, type ReconcileContext } from '@statewright/controller'
+import { type ConditionInput } from '@statewright/controller'
+import { type StateOfWorldContext } from '@statewright/controller/stateofworld'
 import {
   effectivePolicy,
   routeHostnames,
@@ -300,7 +301,7 @@ export function conditionsFor(
 
 /** The reconcile function of the rate-limit controller. */
 export function rateLimitReconcile(o: RateLimitOptions) {
-  return (ctx: ReconcileContext) => {
+  return (ctx: StateOfWorldContext) => {
     const view = ctx.topology
     const run = compute(view, o)
     ctx.desire('ratelimit', run.objects)

@@ -36,7 +36,8 @@ const step = (what) => console.log(`  consumer: ${what}`)
         target.delete(m.name)
       },
     },
-  }).start()
+  })
+  await reconciler.start()
   await db.write(memos, (txn) => {
     for (const name of ['a', 'b', 'c']) memos.insert(txn, { name, body: name.toUpperCase(), status: statusPending() })
   })
@@ -77,7 +78,8 @@ const step = (what) => console.log(`  consumer: ${what}`)
     metrics,
   })
   const target = new Target({ clusters: cluster, fieldManager: 'consumer', kinds: [{ apiVersion: 'v1', kind: 'ConfigMap' }], metrics })
-  const reconciler = targetReconciler(db, want, target).start()
+  const reconciler = targetReconciler(db, want, target)
+  await reconciler.start()
   try {
     server.control.seed({ apiVersion: 'v1', kind: 'ConfigMap' }, 1, { namespace: 'default', prefix: 'seeded-' })
     await reflector.start()
@@ -127,7 +129,7 @@ const step = (what) => console.log(`  consumer: ${what}`)
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'orig', labels: { copy: 'yes' } }, data: { a: '1' } },
     })
     await m.start()
-    assert.deepEqual((await waitForConvergence(m, { timeout: 10_000 })).errors, [])
+    assert.deepEqual((await waitForConvergence(m, { timeoutMs: 10_000 })).errors, [])
     assert.deepEqual(server.control.get({ apiVersion: 'v1', kind: 'ConfigMap' }, 'orig-copy', 'default')?.data, { a: '1' })
     assert.equal((await fetch(`${m.url}/readyz`)).status, 200)
     step('a Manager derived and applied a ConfigMap; waitForConvergence returned; /readyz is 200')

@@ -15,7 +15,8 @@ import {
 } from '@statewright/reconciler'
 import { Cluster, K8sMetrics, Target, desired, newDesiredTable, type KubeObject } from '@statewright/k8s'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
-import { Manager, derive, waitForConvergence, type ConvergenceResult } from '@statewright/controller'
+import { Manager, waitForConvergence, type ConvergenceResult } from '@statewright/controller'
+import { derive } from '@statewright/controller/parts'
 
 interface Memo {
   readonly name: string
@@ -89,5 +90,5 @@ export async function controller(cluster: Cluster): Promise<ConvergenceResult> {
   void derive
   void db
   await m.start()
-  return waitForConvergence(m, { timeout: 1000 })
+  return waitForConvergence(m, { timeoutMs: 1000 })
 }

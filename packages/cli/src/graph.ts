@@ -5,10 +5,8 @@
 // SVG is well-formed XML 1.0 and the DOT one string per field whatever the names hold; an edge to a
 // node the graph lacks is dropped from the layout (not an error: a policy may target what is gone).
 import dagre from '@dagrejs/dagre'
-import type { InspectGraph, NamedGraph } from '@statewright/statedb'
+import type { InspectGraph, NamedGraph } from '@statewright/topology'
 import { visible } from './terminal.ts'
-
-export type { InspectGraph, NamedGraph }
 
 export interface LaidOutNode {
   id: string

@@ -41,13 +41,14 @@ options of these: --url URL (default $STATEWRIGHT_URL or http://127.0.0.1:8080),
 
 export const INSPECT_COMMANDS = new Set(['tables', 'show', 'watch', 'status', 'health', 'topology'])
 
-interface Out {
+/** Where the CLI writes (process.stdout, process.stderr, or a test's buffer). */
+export interface CliOutput {
   write(s: string): unknown
   isTTY?: boolean
 }
 export interface CliIO {
-  stdout: Out
-  stderr: Out
+  stdout: CliOutput
+  stderr: CliOutput
   env: NodeJS.ProcessEnv
   signal?: AbortSignal
 }

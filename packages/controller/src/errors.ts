@@ -1,18 +1,11 @@
-// What @statewright/controller throws: a StatewrightError (statedb's root; the whole tree and every
-// code are in statedb's src/errors.ts). The package's modules import their error classes from here:
-// the shared ones, k8s's InvalidObjectError, and the controller's own (below).
-//   StatewrightError        statedb; shared by every package
-//   ├─ ConfigError          'Config'         bad options, a missing optional peer, a port in use
-//   ├─ UsageError           'Usage'          a call at the wrong time (after start, a second start), a bad CLI command
-//   ├─ StoppedError         'Stopped'        the part is not running
-//   ├─ TimeoutError         'Timeout'        waitForConvergence ran out of time (the message lists what is pending)
-//   ├─ K8sError             k8s
-//   │  └─ InvalidObjectError 'InvalidObject' an object or condition lacking what the operation needs
-//   └─ ControllerError      below
-//      ├─ CleanupError      'Cleanup'        a finalizer's cleanup failed (retried with backoff)
-//      ├─ WorkflowError     'Workflow'       a Workflow step's error joined with the error it was given (`errors`)
-//      ├─ ConversionError   'Conversion'     an object could not be converted between its kind's versions (the /convert webhook answers Failure with the message)
-//      └─ TerminalError     'Terminal'       thrown by a reconcile or derive function: the object's error, not retried until it changes
+// What @statewright/controller throws of its own: a ControllerError (a StatewrightError); the shared
+// classes are re-exported here, and the package's modules import k8s's InvalidObjectError from here
+// too (not exported: it is k8s's). The whole tree is in docs/architecture.md.
+//   ControllerError      this file
+//   ├─ CleanupError      'Cleanup'        a finalizer's cleanup failed (retried with backoff)
+//   ├─ WorkflowError     'Workflow'       a Workflow step's error joined with the error it was given (`errors`)
+//   ├─ ConversionError   'Conversion'     an object could not be converted between its kind's versions (the /convert webhook answers Failure with the message)
+//   └─ TerminalError     'Terminal'       thrown by a reconcile or derive function: the object's error, not retried until it changes
 // Errors of the layers below keep their classes (statedb's StateDBError, k8s's ApiError...); object
 // errors of derivations and reconcilers are kept as statuses and in health, not thrown.
 export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'

@@ -20,9 +20,9 @@
 // - A failing cleanup is never silent: the object gets a `FinalizerCleanup` False condition with the
 //   error (by server-side apply on /status), a Warning Event (CleanupFailed; repeats aggregate), and
 //   health() lists the key, error, attempts and retry.
-import { CleanupError, ConfigError, UsageError } from './errors.ts'
+import { CleanupError, ConfigError, StoppedError } from './errors.ts'
 import { statusPending, newStatusIndex, Reconciler, type Status, type OpContext } from '@statewright/reconciler'
-import { type Health, type RetryOptions } from '@statewright/statedb'
+import { type Health, type Lifecycle, type RetryOptions } from '@statewright/statedb'
 import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
 import {
   describe,
@@ -103,7 +103,7 @@ interface Work {
 
 const QUALIFIED = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/
 
-export class Finalizer {
+export class Finalizer implements Lifecycle {
   readonly name: string
   private readonly opts: FinalizerOptions
   private readonly key: (obj: KubeObject) => string
@@ -157,19 +157,18 @@ export class Finalizer {
     })
   }
 
-  start(): this {
-    if (this.following) throw new UsageError(`finalizer "${this.name}": already started`)
+  async start(): Promise<void> {
+    if (this.following) return
     const ctrl = new AbortController()
     this.following = { ctrl, done: this.follow(ctrl.signal) }
-    this.reconciler.start()
-    return this
+    await this.reconciler.start()
   }
 
   async stop(): Promise<void> {
     const f = this.following
     if (!f) return
     this.following = undefined
-    f.ctrl.abort()
+    f.ctrl.abort(new StoppedError(`finalizer "${this.name}" stopped`))
     await f.done
     await this.reconciler.stop()
   }
@@ -178,7 +177,7 @@ export class Finalizer {
     const retryAt = new Map(this.reconciler.failures().map((f) => [f.object.key, f.retryAt]))
     const failing = [...this.failures].map(([key, f]) => ({ key, ...f, ...(retryAt.has(key) ? { nextRetryAt: retryAt.get(key)! } : {}) }))
     const pending = this.work.count(this.opts.db.readTxn())
-    const loop = this.reconciler.health
+    const loop = this.reconciler.health()
     const level = !this.following ? 'stopped' : failing.length || loop.level === 'degraded' ? 'degraded' : 'ok'
     const message =
       level === 'stopped'
@@ -199,12 +198,18 @@ export class Finalizer {
     return this.work.count(this.opts.db.readTxn())
   }
 
-  /** Resolves when no object needs us (every finalizer added, every cleanup done). */
-  async waitIdle(signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves when no object needs us (every finalizer added, every cleanup done); a failing cleanup
+   * keeps it waiting (it is retried; health() names it). Rejects when `signal` aborts or on stop().
+   */
+  async settled(signal?: AbortSignal): Promise<void> {
+    const f = this.following
+    if (!f) throw new StoppedError(`finalizer "${this.name}" is not running`)
+    const s = signal ? AbortSignal.any([signal, f.ctrl.signal]) : f.ctrl.signal
     for (;;) {
       const [rows, watch] = this.work.allWatch(this.opts.db.readTxn())
       if (rows.first() === undefined) return
-      await watch.wait(signal)
+      await watch.wait(s)
     }
   }
 

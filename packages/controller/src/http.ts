@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net'
 import { guardedListener, httpGuard, type DB, type HttpGuardOptions } from '@statewright/statedb'
 import type { PromRegistry, Reconciler } from '@statewright/reconciler'
 import { inspectHandler, isInspectPath, isUiPath } from './inspect/handler.ts'
-import type { NamedGraph } from '@statewright/statedb'
+import type { NamedGraph } from '@statewright/topology'
 
 export interface HttpOptions {
   /** Port (default 8080; 0 picks a free one). */

@@ -5,7 +5,7 @@
 //    reflector: every listed object at its version or newer, nothing the list no longer has);
 // 2. every derivation has derived from those tables;
 // 3. the reconciler has acted on the resulting desired objects (applied, deleted, or failed and
-//    queued for retry), deletes included; and every component with `converged` says so.
+//    queued for retry), deletes included; and every component's settled() says so.
 // With `errors: 'wait'` it also waits until nothing is in error (desired objects, derivation inputs,
 // components' failing objects); with 'return' (the default) errors are returned as they are.
 // On timeout it throws, listing what is still pending per table with each object's last error.
@@ -18,8 +18,6 @@ import type { Manager } from './manager/manager.ts'
 export interface ConvergenceOptions {
   /** ms (default 30 000). */
   timeoutMs?: number
-  /** @deprecated use timeoutMs */
-  timeout?: number
   signal?: AbortSignal
   /**
    * 'return' (default): converged once every error is acted on (failed and queued for retry), and the
@@ -41,7 +39,7 @@ function atLeast(have: string | undefined, want: string | undefined): boolean {
 }
 
 export async function waitForConvergence(m: Manager, o: ConvergenceOptions = {}): Promise<ConvergenceResult> {
-  const timeout = o.timeoutMs ?? o.timeout ?? 30_000
+  const timeout = o.timeoutMs ?? 30_000
   const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout)
   const state = { phase: 'listing the server', pending: [] as string[] }
   try {
@@ -138,7 +136,8 @@ async function pass(m: Manager, signal: AbortSignal, state: { phase: string; pen
   if (m.reconciler.isRunning) await m.reconciler.waitForRevision(m.desired.table.revision(m.db.readTxn()), { signal })
   const errors = await waitForSettled(m.db, m.desired.table, m.desired.statusIndex, { signal })
   state.phase = 'components'
-  for (const c of m.components) if (c.converged) await c.converged(signal)
+  // a part that is not running (a leader-only one on a standby) has nothing to settle
+  for (const c of m.components) if (c.health().level !== 'stopped') await c.settled(signal)
   return {
     errors: errors.map((e) => ({
       object: `${e.object.kind} ${e.object.metadata.namespace ?? ''}/${e.object.metadata.name}`,

@@ -3,7 +3,8 @@
 // conditions, and a repeated write is a no-op that keeps the resourceVersion.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { setCondition, findCondition, isConditionTrue, conditionsOf, StatusWriter, type Condition } from '@statewright/controller'
+import { setCondition, findCondition, isConditionTrue, conditionsOf, type Condition } from '@statewright/controller'
+import { StatusWriter } from '@statewright/controller/parts'
 import { env, gadget, createGadget, GADGET, type Env } from './helpers.ts'
 import { FencedError, type WriteFence } from '@statewright/k8s'
 

@@ -63,7 +63,7 @@ test('an object written at v1 is stored at v2 and read at every served version',
 })
 
 test('the v1 controller reconciles through conversion: its status written at v1 is v2 status', async () => {
-  await waitForConvergence(m, { timeout: 20_000 })
+  await waitForConvergence(m, { timeoutMs: 20_000 })
   assert.ok(reconciled.includes(`${G}/v1 nightly 02:00`), reconciled.join('; '))
   const v2 = await client.request<KubeObject & { status?: any }>({ method: 'GET', path: at('v2', 'nightly') })
   assert.is(v2.status?.lastRunAt, '02:00', 'status.lastRun (v1) stored as status.lastRunAt (v2)')
@@ -92,7 +92,7 @@ test('a lossy field survives a round trip through v1 (kept in an annotation), an
   const v2 = await client.request<KubeObject & { spec: any }>({ method: 'GET', path: at('v2', 'weekly') })
   assert.equal(v2.spec, { scheduleAt: 'mon', retries: 3 })
   assert.not.ok(v2.metadata.annotations?.[RETRIES_ANNOTATION], 'the annotation is v1-only')
-  await waitForConvergence(m, { timeout: 20_000 })
+  await waitForConvergence(m, { timeoutMs: 20_000 })
   assert.ok(reconciled.includes(`${G}/v1 weekly mon`), `the update reached the v1 controller: ${reconciled.join('; ')}`)
 })
 
@@ -112,7 +112,7 @@ test('a conversion the Manager refuses fails the write with kube-apiserver wordi
   assert.match(String(err), /runAt "explode" cannot be converted/)
   const list = await client.request<{ items: KubeObject[] }>({ method: 'GET', path: at('v1') })
   assert.equal(list.items.map((o) => o.metadata.name).sort(), ['nightly', 'weekly'], 'nothing half-stored')
-  await waitForConvergence(m, { timeout: 20_000 })
+  await waitForConvergence(m, { timeoutMs: 20_000 })
 })
 
 test.run()

@@ -4,7 +4,7 @@
 // annotation and toHub restores it (kubebuilder's advice for lossy conversions); v2beta1 has the
 // hub's schemas. Shared by conversion.test.ts and tests that drive a server's /convert.
 import { Type } from '@sinclair/typebox'
-import { customKind } from '@statewright/controller'
+import { customKind } from '@statewright/controller/crd'
 
 export const RETRIES_ANNOTATION = 'jobs.example.com/v2-retries'
 

@@ -9,7 +9,9 @@ import { request } from 'node:https'
 import { Type } from '@sinclair/typebox'
 import { generateTls, startTestServer, type RunningTestServer, type TlsMaterial } from '@statewright/testserver'
 import { Cluster, type KubeObject } from '@statewright/k8s'
-import { ConfigError, Manager, WebhookServer, createLogger, customKind } from '@statewright/controller'
+import { ConfigError, Manager, createLogger } from '@statewright/controller'
+import { WebhookServer } from '@statewright/controller/webhooks'
+import { customKind } from '@statewright/controller/crd'
 import { ExternalJob, RETRIES_ANNOTATION } from './conversion-kind.ts'
 
 const quiet = createLogger({ level: 'silent' })

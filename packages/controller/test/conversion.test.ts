@@ -7,7 +7,8 @@ import * as assert from 'uvu/assert'
 import fc from 'fast-check'
 import { Type } from '@sinclair/typebox'
 import type { KubeObject, ResourceRef } from '@statewright/k8s'
-import { ConfigError, ConversionError, Manager, customKind, type CustomObject } from '@statewright/controller'
+import { ConfigError, ConversionError, Manager } from '@statewright/controller'
+import { customKind, type CustomObject } from '@statewright/controller/crd'
 import { ExternalJob, RETRIES_ANNOTATION } from './conversion-kind.ts'
 
 type Equals<A, B> = (<X>() => X extends A ? 1 : 2) extends <X>() => X extends B ? 1 : 2 ? true : false

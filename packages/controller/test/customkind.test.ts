@@ -9,15 +9,8 @@ import * as assert from 'uvu/assert'
 import { Type } from '@sinclair/typebox'
 import type { Table } from '@statewright/statedb'
 import { ApiError } from '@statewright/k8s'
-import {
-  ConfigError,
-  Manager,
-  createLogger,
-  customKind,
-  findCondition,
-  waitForConvergence,
-  type CustomObject,
-} from '@statewright/controller'
+import { ConfigError, Manager, createLogger, findCondition, waitForConvergence } from '@statewright/controller'
+import { customKind, type CustomObject } from '@statewright/controller/crd'
 import { startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
 
@@ -104,7 +97,7 @@ test('installed at start, enforced by the server, watched and reconciled with st
     const err = await create('bad', { schedule: '0 3 * * *', mode: 'weekly' }).catch((e) => e)
     assert.ok(err instanceof ApiError && err.code === 422, String(err))
     assert.match(String(err.message), 'spec.mode')
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     const got = server.control.get(Backup, 'ok', 'default')
     assert.is(got.status.lastRun, '2026-01-01T00:00:00Z')
     assert.is(findCondition(got.status.conditions, 'Valid')?.reason, 'full')

@@ -6,7 +6,8 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB } from '@statewright/statedb'
 import { Reflector, type KubeObject } from '@statewright/k8s'
-import { Finalizer, findCondition, conditionsOf, type FinalizerHealth } from '@statewright/controller'
+import { findCondition, conditionsOf } from '@statewright/controller'
+import { Finalizer, type FinalizerHealth } from '@statewright/controller/parts'
 import { env, gadget, createGadget, objectTable, waitTable, GADGET, type Env } from './helpers.ts'
 
 const NAME = 'example.com/cleanup'
@@ -136,7 +137,8 @@ test('another finalizer keeps the object: ours is removed and a past failure is 
     cleanup: () => {
       if (++n === 1) throw new Error('once')
     },
-  }).start()
+  })
+  await fin.start()
   const reflector = new Reflector({ cluster: e.cluster, db, table, kind: GADGET, namespace: 'default' })
   await reflector.start()
   try {

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { request as httpsRequest } from 'node:https'
 import { generateTls, startTestServer } from '@statewright/testserver'
-import { ConfigError, Manager, parseManagerFlags, waitForConvergence } from '@statewright/controller'
+import { ConfigError, Manager, waitForConvergence } from '@statewright/controller'
+import { parseManagerFlags } from '@statewright/controller/deploy'
 import { Cluster } from '@statewright/k8s'
 
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseManagerFlags('op', { argv, env })
@@ -146,7 +147,7 @@ test('a Manager from flags: kubeconfig file, metrics and probes on two servers, 
   try {
     m.watch({ apiVersion: 'v1', kind: 'ConfigMap' })
     await m.start()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.ok(m.url && m.probesUrl && m.url !== m.probesUrl, 'two servers')
     const lease = server.control.get({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease' }, 'flagged-lock', 'default')
     assert.ok(lease?.spec?.holderIdentity, 'the Lease named by the flags is held')

@@ -214,7 +214,7 @@ test('twenty clients that never read a 100 000-object change stream: the leader 
     await m.db.write(rows, (w) => {
       for (let i = 0; i < 100_000; i++) rows.insert(w, { name: `r-${String(i).padStart(6, '0')}`, body: { i, PAD } })
     })
-    await waitForConvergence(m, { timeout: 20_000 })
+    await waitForConvergence(m, { timeoutMs: 20_000 })
     const leading = () => (m.status() as { leader?: { leading?: boolean } }).leader?.leading === true
     await waitFor(leading, 'leading', 20_000)
     const lease = async () =>

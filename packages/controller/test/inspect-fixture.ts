@@ -6,7 +6,8 @@
 import { Table, defineIndex } from '@statewright/statedb'
 import { Reconciler, newStatusIndex, statusPending, type Status } from '@statewright/reconciler'
 import type { KubeObject } from '@statewright/k8s'
-import { Manager, nullLogger, type InspectGraph } from '../src/index.ts'
+import { Manager, nullLogger } from '../src/index.ts'
+import type { InspectGraph } from '@statewright/topology'
 import { env, GADGET, createGadget, gadget, type Env } from './helpers.ts'
 
 export const XSS = `<img src=x onerror="window.__xss=(window.__xss||0)+1">`
@@ -139,7 +140,14 @@ export async function inspectFixture(opts: { token?: string } = {}): Promise<Ins
         : { apiVersion: 'v1', kind: 'ConfigMap', metadata, data: { from: g.metadata.name } }
     },
   })
-  manager.add({ name: 'topology', start: () => {}, stop: async () => {}, graph: () => TOPOLOGY })
+  manager.add({
+    name: 'topology',
+    start: async () => {},
+    stop: async () => {},
+    health: () => ({ level: 'ok', message: 'a fixed graph', ready: true }),
+    settled: async () => {},
+    graph: () => TOPOLOGY,
+  })
   const memos = new Table<Memo>({
     name: 'memos',
     primary: defineIndex<Memo, string>({ name: 'id', key: (m) => m.id, unique: true }),
@@ -164,10 +172,10 @@ export async function inspectFixture(opts: { token?: string } = {}): Promise<Ins
   })
   manager.add({
     name: 'memos',
-    start: () => {
-      memoWriter.start()
-    },
+    start: () => memoWriter.start(),
     stop: () => memoWriter.stop(),
+    health: () => memoWriter.health(),
+    settled: (signal) => memoWriter.settled(signal),
     reconcilers: () => [memoWriter],
   })
   const probes = new Table<Probe>({ name: 'probes', primary: byName, indexes: [byLabel] })

@@ -17,7 +17,8 @@ import { chromium, type Browser, type Page } from 'playwright-core'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Table, defineIndex } from '@statewright/statedb'
-import { inspectHandler, type InspectGraph, type InspectOptions } from '../src/index.ts'
+import { inspectHandler, type InspectOptions } from '../src/inspect/index.ts'
+import type { InspectGraph } from '@statewright/topology'
 import {
   BIDI,
   C1,

@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { UI_CSP, inspectHandler, waitForConvergence } from '../src/index.ts'
+import { waitForConvergence } from '../src/index.ts'
+import { UI_CSP, inspectHandler } from '../src/inspect/index.ts'
 import { runInspect } from '@statewright/cli'
 import { inspectFixture, memo, SECRET_VALUE, TOPOLOGY, XSS, type InspectFixture } from './inspect-fixture.ts'
 
@@ -59,7 +60,7 @@ test.before(async () => {
   f = await inspectFixture({ token: TOKEN })
   await f.add('alpha')
   await f.add('beta', { secret: true })
-  await waitForConvergence(f.manager, { timeout: 10_000 })
+  await waitForConvergence(f.manager, { timeoutMs: 10_000 })
 })
 test.after(async () => {
   await f.stop()

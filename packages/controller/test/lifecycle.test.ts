@@ -71,7 +71,7 @@ test('waitForConvergence: on timeout it throws, naming the desired object still 
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'o', labels: { copy: 'yes' } } },
     })
     await m.start()
-    await waitForConvergence(m, { timeout: 500 }).then(
+    await waitForConvergence(m, { timeoutMs: 500 }).then(
       () => assert.unreachable('converged through a 3 s apply'),
       (e: Error) => {
         assert.match(e.message, 'not converged after 500 ms (the reconciler)')

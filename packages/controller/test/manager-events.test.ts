@@ -47,7 +47,7 @@ test('a failed apply is a Warning Event about the child’s controller, or about
       body: { ...bad('seed'), metadata: { name: 'seed', namespace: 'default', labels: { seed: '1' } } },
     })
     await m.start()
-    const r = await waitForConvergence(m, { timeout: 10_000 })
+    const r = await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.equal(r.errors.map((x) => x.object).sort(), ['ConfigMap default/Owned_a', 'ConfigMap default/free-child'])
 
     const about = await describeEvents(e, m, { name: 'a', namespace: 'default', uid: g.metadata.uid })
@@ -86,9 +86,9 @@ test('a failing finalizer cleanup: one aggregated Warning Event with a count, th
     })
     const g = await createGadget(e.cluster, gadget('f'))
     await m.start()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     await e.cluster.request({ method: 'DELETE', path: '/apis/example.com/v1/namespaces/default/gadgets/f' })
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.is(e.server.control.get(GADGET, 'f', 'default'), undefined, 'finalized and gone')
     const about = await describeEvents(e, m, { name: 'f', namespace: 'default', uid: g.metadata.uid })
     const failed = about.filter((ev) => ev.reason === 'CleanupFailed')

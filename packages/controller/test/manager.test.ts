@@ -62,17 +62,17 @@ test('watch -> derive -> apply; waitForConvergence sees updates and deletes', as
   try {
     await t.putSite('a', 'Alpha')
     await t.m.start()
-    await waitForConvergence(t.m, { timeout: 10_000 })
+    await waitForConvergence(t.m, { timeoutMs: 10_000 })
     assert.is(cmOf(t.server, 'site-a').data.title, 'Alpha', 'the first list is derived and applied')
     assert.is(cmOf(t.server, 'site-a').metadata.labels['statewright.io/owner'], 'site-controller')
     await t.putSite('b', 'Beta')
     await t.putSite('a', 'Alpha 2')
-    const r = await waitForConvergence(t.m, { timeout: 10_000 })
+    const r = await waitForConvergence(t.m, { timeoutMs: 10_000 })
     assert.equal(r.errors, [])
     assert.is(cmOf(t.server, 'site-a').data.title, 'Alpha 2')
     assert.is(cmOf(t.server, 'site-b').data.title, 'Beta')
     await t.delSite('b')
-    await waitForConvergence(t.m, { timeout: 10_000 })
+    await waitForConvergence(t.m, { timeoutMs: 10_000 })
     assert.is(cmOf(t.server, 'site-b'), undefined, 'a deleted Site takes its ConfigMap')
   } finally {
     await t.done()
@@ -84,7 +84,7 @@ test('HTTP: healthz, readyz, statusz, metrics (controller-runtime names), stated
   try {
     await t.putSite('a', 'Alpha')
     await t.m.start()
-    await waitForConvergence(t.m, { timeout: 10_000 })
+    await waitForConvergence(t.m, { timeoutMs: 10_000 })
     const get = (path: string, token: string | null = 's3cret', method = 'GET') =>
       fetch(t.m.url + path, { method, headers: token ? { authorization: `Bearer ${token}` } : {} })
     assert.is((await get('/healthz', null)).status, 401, 'no token')
@@ -132,7 +132,7 @@ test('readiness is not lost to a per-object error: a derived object without a na
     await t.putSite('good', 'G')
     await t.putSite('bad', 'B')
     await t.m.start()
-    await waitForConvergence(t.m, { timeout: 10_000 })
+    await waitForConvergence(t.m, { timeoutMs: 10_000 })
     const d = t.m.derivations[0]!
     assert.equal(
       d.failures().map((f) => [f.input, f.error]),

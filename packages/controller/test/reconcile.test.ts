@@ -6,7 +6,8 @@
 // requeues with backoff) and kopf's handler outcomes (status written back, an exception retried).
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { ConfigMap, type KubeObject } from '@statewright/k8s'
+import { type KubeObject } from '@statewright/k8s'
+import { ConfigMap } from '@statewright/k8s/kinds'
 import { Manager, TerminalError, createLogger, findCondition, conditionsOf, waitForConvergence } from '@statewright/controller'
 import { GADGET, createGadget, env, gadget, waitTable, type Env } from './helpers.ts'
 
@@ -59,7 +60,7 @@ test('children owned by the primary; status and conditions on /status with obser
     })
     const created = await createGadget(e.cluster, gadget('a', { size: 1 }))
     await m.start()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     const cm = e.server.control.get(CM, 'gadget-a', 'default')
     assert.is(cm.data.size, '1')
     assert.equal(
@@ -77,12 +78,12 @@ test('children owned by the primary; status and conditions on /status with obser
     // fn runs again with the same outcome: no second write
     const runs = step.derivation.runs
     await step.derivation.rederive()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.ok(step.derivation.runs > runs, 'fn ran again')
     assert.is(statusWrites(e), 1, 'an unchanged status is not written again')
 
     await spec(e, 'a', { size: 2 })
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     g = gadgetOf(e, 'a')
     assert.is(g.metadata.generation, 2)
     assert.is(g.status.phase, 'size 2')
@@ -111,7 +112,7 @@ test('a throwing fn: Ready=False with the message, a Warning Event, retries with
     })
     await createGadget(e.cluster, gadget('b', {}))
     await m.start()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.is(findCondition(conditionsOf(gadgetOf(e, 'b')), 'Ready')?.status, 'True')
 
     await spec(e, 'b', { broken: 'disk full' })
@@ -122,7 +123,7 @@ test('a throwing fn: Ready=False with the message, a Warning Event, retries with
       (txn) => (step.results.get(txn, step.results.primary.query('default/b'))?.attempts ?? 0) >= 3,
       'three failed runs',
     )
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     const ready = findCondition(conditionsOf(gadgetOf(e, 'b')), 'Ready')!
     assert.equal([ready.status, ready.reason, ready.message], ['False', 'ReconcileError', 'cannot size: disk full'])
     assert.is(e.server.control.get(CM, 'gadget-b', 'default').data.ok, 'yes', 'the previous children stay')
@@ -138,7 +139,7 @@ test('a throwing fn: Ready=False with the message, a Warning Event, retries with
     assert.ok(warnings[0].count >= 1)
 
     await spec(e, 'b', { broken: null })
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.is(findCondition(conditionsOf(gadgetOf(e, 'b')), 'Ready')?.status, 'True')
     assert.equal(step.failing(), [])
     assert.is((m.status().components as any[]).find((c) => c.name === 'reconcile gadgets').level, 'ok')
@@ -176,7 +177,7 @@ test('requeueAfterMs runs fn again later without any change; a bad value is the 
       (txn) => (owned.get(txn, owned.primary.query('default/gadget-c'))?.data as any)?.tick === '3',
       'the third tick applied',
     )
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.is(ticks.get('c'), 3, 'no requeue after a run that asks for none')
     const ready = findCondition(conditionsOf(gadgetOf(e, 'bad')), 'Ready')!
     assert.is(ready.status, 'False')
@@ -213,7 +214,7 @@ test('a built-in kind without status (readyCondition false): children applied, n
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'in' }, data: { v: 'x' } },
     })
     await m.start()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.is(e.server.control.get(CM, 'out', 'default').data.v, 'x')
     assert.is(statusWrites(e), 0)
   } finally {

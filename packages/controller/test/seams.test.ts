@@ -89,7 +89,7 @@ async function firstRun(e: Env): Promise<Map<string, string | undefined>> {
   for (let i = 0; i < N; i++) await createGadget(e.cluster, gadget(`g${i}`, { size: i }))
   const first = operator(e)
   await first.m.start()
-  await waitForConvergence(first.m, { timeout: 20_000 })
+  await waitForConvergence(first.m, { timeoutMs: 20_000 })
   await first.m.stop()
   const pw = passwords(e)
   assert.ok(
@@ -123,7 +123,7 @@ test('after a restart with a slow Secret LIST, fn that throws once per object: n
     const op = operator(e, { throwOnce: true })
     await op.m.start()
     await allSettled(op)
-    await waitForConvergence(op.m, { timeout: 20_000 })
+    await waitForConvergence(op.m, { timeoutMs: 20_000 })
     undelay()
     assert.equal(deletes(e), [], 'nothing deleted')
     assert.equal(passwords(e), before, 'every password kept')
@@ -146,7 +146,7 @@ test('fn never runs before its joins are listed: a slow Secret LIST after a rest
     const op = operator(e)
     await op.m.start()
     assert.match(op.m.readiness().reasons.join('; '), /waiting for "secrets" to be listed|reflector secrets: not synced/)
-    await waitForConvergence(op.m, { timeout: 20_000 })
+    await waitForConvergence(op.m, { timeoutMs: 20_000 })
     undelay()
     for (const [name, runs] of op.seen) assert.equal(runs, [before.get(name)], `${name}: one run, with its Secret`)
     assert.equal(passwords(e), before)
@@ -188,7 +188,7 @@ test('children of an owner that never succeeds are kept; a child no longer wante
       },
     })
     await m.start()
-    await waitForConvergence(m, { timeout: 20_000 })
+    await waitForConvergence(m, { timeoutMs: 20_000 })
     assert.equal(
       step.unsettledOwners().map((o) => o.name),
       ['default/g0'],
@@ -231,7 +231,7 @@ test('derive: after a restart a fn that throws once keeps its outputs', async ()
     }
     const first = make(false)
     await first.m.start()
-    await waitForConvergence(first.m, { timeout: 20_000 })
+    await waitForConvergence(first.m, { timeoutMs: 20_000 })
     await first.m.stop()
     e.server.control.clearRequestLog()
     const second = make(true)
@@ -243,7 +243,7 @@ test('derive: after a restart a fn that throws once keeps its outputs', async ()
       'recovered',
       20_000,
     )
-    await waitForConvergence(second.m, { timeout: 20_000 })
+    await waitForConvergence(second.m, { timeoutMs: 20_000 })
     assert.equal(deletes(e), [])
     for (let i = 0; i < N; i++) assert.ok(e.server.control.get(CM, `g${i}-d`, 'default'))
     await second.m.stop()

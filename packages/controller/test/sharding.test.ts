@@ -62,8 +62,8 @@ test('sharded replicas: each ConfigMap applied by its shard holder; handover del
       () => a.shards().length + b.shards().length === SHARDS && a.shards().length > 0 && b.shards().length > 0,
       'the shards shared out',
     )
-    await waitForConvergence(a, { timeout: 10_000 })
-    await waitForConvergence(b, { timeout: 10_000 })
+    await waitForConvergence(a, { timeoutMs: 10_000 })
+    await waitForConvergence(b, { timeoutMs: 10_000 })
     await until(() => count() === 12, 'every ConfigMap applied')
     // once the shards are shared out (the first applies may come before: one replica held them
     // all), a change of every Site is applied by its shard's holder alone
@@ -93,7 +93,7 @@ test('sharded replicas: each ConfigMap applied by its shard holder; handover del
 
     await a.stop() // hands its shards over
     await until(() => b.shards().length === SHARDS, 'r-b holds every shard')
-    await waitForConvergence(b, { timeout: 10_000 })
+    await waitForConvergence(b, { timeoutMs: 10_000 })
     assert.is(count(), 12, 'nothing deleted by the handover')
     assert.equal(
       cms().filter((e) => e.method === 'DELETE'),
@@ -102,7 +102,7 @@ test('sharded replicas: each ConfigMap applied by its shard holder; handover del
     )
 
     await clusters[0]!.request({ method: 'DELETE', path: '/apis/demo.statewright.io/v1/namespaces/default/sites/s3' })
-    await waitForConvergence(b, { timeout: 10_000 })
+    await waitForConvergence(b, { timeoutMs: 10_000 })
     assert.is(server.control.get(CM, 'site-s3', 'default'), undefined, 'the holder deletes what a deleted Site leaves')
     assert.is(count(), 11)
   } finally {
@@ -207,8 +207,8 @@ test('sharded replicas cache only their shards, prune a shard they acquire at on
     await a.start()
     await b.start()
     await until(() => a.shards().length === SHARDS / 2 && b.shards().length === SHARDS / 2, 'shared out evenly')
-    await waitForConvergence(a, { timeout: 15_000 })
-    await waitForConvergence(b, { timeout: 15_000 })
+    await waitForConvergence(a, { timeoutMs: 15_000 })
+    await waitForConvergence(b, { timeoutMs: 15_000 })
     // each replica's cache of owned ConfigMaps holds its own shards' only (the selector follows the
     // shards held, so after a move it catches up with a relist)
     for (const m of [a, b]) {
@@ -241,7 +241,7 @@ test('sharded replicas cache only their shards, prune a shard they acquire at on
     clusters[0]!.thaw()
     await a.stop()
     assert.is(log().length, before, 'no ConfigMap write by r-a after its terms ended')
-    await waitForConvergence(b, { timeout: 15_000 })
+    await waitForConvergence(b, { timeoutMs: 15_000 })
     assert.is([...Array(16).keys()].filter((i) => server.control.get(CM, `site-s${i}`, 'default')).length, 15)
   } finally {
     for (const c of clusters) c.thaw()

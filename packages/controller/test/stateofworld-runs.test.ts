@@ -8,7 +8,8 @@ import * as assert from 'uvu/assert'
 import { trace } from '@opentelemetry/api'
 import { startTestServer } from '@statewright/testserver'
 import { Cluster } from '@statewright/k8s'
-import { StateOfWorldController, createLogger, waitForConvergence, type ReconcileContext, type TracerLike } from '@statewright/controller'
+import { createLogger, waitForConvergence } from '@statewright/controller'
+import { StateOfWorldController, type StateOfWorldContext, type TracerLike } from '@statewright/controller/stateofworld'
 import { TopologyCycleError, defineTopology } from '@statewright/topology'
 import { RecordingTracer } from './tracer.ts'
 
@@ -17,14 +18,14 @@ const CM = '/api/v1/namespaces/default/configmaps'
 async function withController(
   o: { topology?: Parameters<typeof defineTopology>[0]; tracer?: TracerLike | false; fail?: () => boolean },
   body: (h: {
-    runs: ReconcileContext[]
+    runs: StateOfWorldContext[]
     put: (name: string, data: Record<string, string>) => Promise<unknown>
     ctl: StateOfWorldController
   }) => Promise<void>,
 ): Promise<void> {
   const server = await startTestServer()
   const cluster = new Cluster({ kubeconfig: server.kubeconfig, qps: 0 })
-  const runs: ReconcileContext[] = []
+  const runs: StateOfWorldContext[] = []
   const ctl = new StateOfWorldController({
     name: 'runs',
     clusters: [cluster],
@@ -59,11 +60,11 @@ async function withController(
 // follows policy-machinery controller/controller_test.go TestCacheSubscription
 test('TestCacheSubscription: an empty world is no run; one object is one run with its create (issue 26, cause 7)', async () => {
   await withController({ tracer: false }, async ({ runs, put, ctl }) => {
-    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     assert.is(runs.length, 0, 'no reconcile call for an empty world')
     assert.equal(ctl.manager.readiness(), { ready: true, reasons: [] }, 'ready all the same: synced, nothing to run')
     await put('a', { v: '1' })
-    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     assert.is(runs.length, 1)
     assert.equal(
       runs[0]!.events.map((e) => `${e.type} ${e.kind} ${(e.new ?? e.old)!.metadata.name}`),
@@ -87,12 +88,12 @@ test("the topology's cycle is handed to reconcile as ctx.error, and goes when th
   await withController({ topology, tracer: false }, async ({ runs, put, ctl }) => {
     await put('a', { next: 'b' })
     await put('b', { next: 'a' })
-    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     const last = runs.at(-1)!
     assert.instance(last.error, TopologyCycleError)
     assert.equal((last.error as TopologyCycleError).cycle, ['configmap:default/a', 'configmap:default/b', 'configmap:default/a'])
     await put('b', { next: '' })
-    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     assert.is(runs.at(-1)!.error, undefined)
   })
 })
@@ -103,7 +104,7 @@ test('tracing: controller.reconcile with topology.build below it, events counted
   await withController({ tracer, fail: () => failures-- > 0 }, async ({ runs, put, ctl }) => {
     await put('a', { v: '1' })
     await put('b', { v: '1' })
-    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     assert.is(runs.at(-1)!.tracer, tracer, 'the run has the tracer (for traceReconcile)')
   })
   const runSpans = tracer.spans.filter((s) => s.name === 'controller.reconcile')
@@ -136,7 +137,7 @@ test("tracing without a tracer given: @opentelemetry/api's global tracer, the op
   try {
     await withController({}, async ({ put, ctl }) => {
       await put('a', { v: '1' })
-      await waitForConvergence(ctl.manager, { timeout: 10_000 })
+      await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     })
   } finally {
     trace.disable()
@@ -148,7 +149,7 @@ test("tracing without a tracer given: @opentelemetry/api's global tracer, the op
   try {
     await withController({ tracer: false }, async ({ put, ctl }) => {
       await put('a', { v: '2' })
-      await waitForConvergence(ctl.manager, { timeout: 10_000 })
+      await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     })
   } finally {
     trace.disable()

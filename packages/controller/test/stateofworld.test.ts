@@ -4,7 +4,8 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { startTestServer } from '@statewright/testserver'
 import { Cluster, type KubeObject } from '@statewright/k8s'
-import { StateOfWorldController, createLogger, waitForConvergence } from '@statewright/controller'
+import { createLogger, waitForConvergence } from '@statewright/controller'
+import { StateOfWorldController } from '@statewright/controller/stateofworld'
 import { Topology, defineTopology, effectivePolicy, gatewayApiTopology, type PolicySpec } from '@statewright/topology'
 import { gatewayTables, gateway, route, policy } from '../../topology/test/topology-fixtures.ts'
 import { sameStatus } from '../src/stateofworld/statuswrites.ts'
@@ -113,7 +114,7 @@ test('controller: no run before sync, one run at a time, events coalesced, a fai
   const m = ctl.manager
   try {
     await ctl.start()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.equal(runs[0], ['create pre-1=1', 'create pre-2=1'], 'the first run sees every object of the synced kinds')
     // block a run, change things meanwhile
     gate = new Promise((resolve) => {
@@ -137,7 +138,7 @@ test('controller: no run before sync, one run at a time, events coalesced, a fai
     gate = undefined
     open()
     failNext = 2
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     const last = runs.slice(-3)
     assert.equal(last[0], ['create a=1'], 'the blocked run (it fails)')
     assert.equal(
@@ -197,11 +198,11 @@ test('mode stateOfWorld: a kind listed again before every run, its differences a
   try {
     await put('Secret', 's1', 'a')
     await ctl.start()
-    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     assert.equal(runs[0], { events: ['create Secret s1'], secrets: ['s1'] }, 'listed before the first run')
     await put('Secret', 's2', 'b') // no watch: nothing runs
     await put('ConfigMap', 'c', 'x') // a watched change runs, and lists first
-    await waitForConvergence(ctl.manager, { timeout: 10_000 })
+    await waitForConvergence(ctl.manager, { timeoutMs: 10_000 })
     const last = runs.at(-1)!
     assert.equal(last.secrets, ['s1', 's2'])
     assert.ok(
@@ -223,7 +224,7 @@ async function waitUntil(f: () => boolean, ms = 5000): Promise<void> {
   }
 }
 async function waitForTable(
-  m: { db: import('@statewright/statedb').DB; watched: Map<string, { table: import('@statewright/statedb').Table<KubeObject> }> },
+  m: { db: import('@statewright/statedb').DB; watched: ReadonlyMap<string, { table: import('@statewright/statedb').Table<KubeObject> }> },
   name: string,
   ok: (objs: KubeObject[]) => boolean,
 ): Promise<void> {

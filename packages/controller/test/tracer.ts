@@ -2,7 +2,7 @@
 // Span methods statewright calls): what the tests read spans from, with no SDK. A span's parent is
 // the span active where it started (AsyncLocalStorage, as the SDK's context manager does).
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { SpanLike, TracerLike } from '@statewright/controller'
+import type { SpanLike, TracerLike } from '@statewright/controller/stateofworld'
 
 export interface RecordedSpan {
   name: string

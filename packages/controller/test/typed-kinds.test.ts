@@ -7,7 +7,8 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import type { V1ConfigMap, V1Deployment } from '@kubernetes/client-node'
 import { DB, type Table } from '@statewright/statedb'
-import { BUILTIN_KINDS, ConfigMap, Deployment, Reflector, resolveKind, type KubeObject } from '@statewright/k8s'
+import { Reflector, resolveKind, type KubeObject } from '@statewright/k8s'
+import { BUILTIN_KINDS, ConfigMap, Deployment } from '@statewright/k8s/kinds'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 import { env, objectTable } from './helpers.ts'
 
@@ -75,7 +76,7 @@ test('a typed watch reflects ConfigMaps through the server', async () => {
       body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'in' }, data: { v: 'hello' } },
     })
     await m.start()
-    await waitForConvergence(m, { timeout: 10_000 })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
     assert.is(e.server.control.get(ConfigMap, 'out', 'default').data.copied, 'hello')
   } finally {
     await m.stop()

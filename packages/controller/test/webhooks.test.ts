@@ -12,7 +12,8 @@ import { createServer as createTcp } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { generateTls, type TlsMaterial } from '@statewright/testserver'
 import { ApiError, type KubeObject } from '@statewright/k8s'
-import { ConfigError, Manager, createLogger, webhookPath } from '@statewright/controller'
+import { ConfigError, Manager, createLogger } from '@statewright/controller'
+import { webhookPath } from '@statewright/controller/webhooks'
 import { GADGET, createGadget, env, gadget, type Env } from './helpers.ts'
 
 const quiet = createLogger({ level: 'silent' })

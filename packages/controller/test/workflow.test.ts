@@ -4,15 +4,15 @@
 // events, and spans recorded by a tracer of our own (the OpenTelemetry API's shape, no SDK).
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
+import { WorkflowError } from '@statewright/controller'
 import {
   Subscription,
   Workflow,
-  WorkflowError,
   traceReconcile,
-  type ReconcileContext,
+  type StateOfWorldContext,
   type ResourceEvent,
-  type ReconcileFn,
-} from '@statewright/controller'
+  type StateOfWorldFn,
+} from '@statewright/controller/stateofworld'
 import { RecordingTracer } from './tracer.ts'
 
 async function assertRejects(fn: () => Promise<unknown>, message: string): Promise<void> {
@@ -25,14 +25,14 @@ async function assertRejects(fn: () => Promise<unknown>, message: string): Promi
   assert.unreachable('it should have thrown')
 }
 
-const ctxOf = (events: ResourceEvent[] = [], extra: Partial<ReconcileContext> = {}): ReconcileContext =>
-  ({ events, signal: new AbortController().signal, state: new Map(), ...extra }) as unknown as ReconcileContext
+const ctxOf = (events: ResourceEvent[] = [], extra: Partial<StateOfWorldContext> = {}): StateOfWorldContext =>
+  ({ events, signal: new AbortController().signal, state: new Map(), ...extra }) as unknown as StateOfWorldContext
 
 // follows policy-machinery controller/workflow_test.go TestWorkflow (eleven subtests)
 test('TestWorkflow: which steps run, which error comes out, whether the handler is called', async () => {
   const called = { pre: false, t1: false, t2: false, post: false, handled: false }
   const fn =
-    (flag: keyof typeof called, err?: string): ReconcileFn =>
+    (flag: keyof typeof called, err?: string): StateOfWorldFn =>
     async () => {
       called[flag] = true
       if (err) throw new Error(err)

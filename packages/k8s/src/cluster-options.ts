@@ -26,7 +26,7 @@ export interface ClusterOptions extends Partial<RateLimitOptions> {
   /** Sockets per host of the shared agent (default 64). */
   maxSockets?: number
   /** Times a request answered with 429 (or 5xx with Retry-After) is retried (default 10, as client-go). */
-  maxRetryAfter?: number
+  maxRetryAfterAttempts?: number
   /** User-Agent header (default "statewright/0.1"). */
   userAgent?: string
   /** Called when each request is answered (code 0: no answer); for REST client metrics. Must not throw. */

@@ -40,7 +40,7 @@ export class Cluster {
   readonly requestTimeoutMs: number
   private readonly agent: http.Agent
   private readonly isHttps: boolean
-  private readonly maxRetryAfter: number
+  private readonly maxRetryAfterAttempts: number
   private readonly userAgent: string
   private readonly responseListeners = new Set<(r: RequestRecord) => void>()
   private auth: AuthSnapshot | undefined
@@ -69,7 +69,7 @@ export class Cluster {
     }
     this.name = opts.name ?? (kc.getCurrentContext() || c.name)
     this.requestTimeoutMs = opts.requestTimeoutMs ?? 30_000
-    this.maxRetryAfter = opts.maxRetryAfter ?? 10
+    this.maxRetryAfterAttempts = opts.maxRetryAfterAttempts ?? 10
     this.userAgent = opts.userAgent ?? 'statewright/0.1'
     if (opts.onResponse) this.responseListeners.add(opts.onResponse)
     const maxSockets = opts.maxSockets ?? 64
@@ -135,7 +135,7 @@ export class Cluster {
 
   /**
    * Sends a request and returns the parsed JSON body. Retries 429 (and 5xx with Retry-After) up to
-   * maxRetryAfter times, honouring Retry-After for every request to this cluster. Other failures
+   * maxRetryAfterAttempts times, honouring Retry-After for every request to this cluster. Other failures
    * reject with an ApiError.
    */
   async request<T = any>(o: RequestOptions): Promise<T> {
@@ -151,7 +151,7 @@ export class Cluster {
         const { status, headers, body } = await this.send(o)
         if (status >= 200 && status < 300) return body.toString('utf8')
         const err = apiErrorOf(o, status, headers, body)
-        if (err.retryAfterMs !== undefined && (status === 429 || status >= 500) && attempt < this.maxRetryAfter) {
+        if (err.retryAfterMs !== undefined && (status === 429 || status >= 500) && attempt < this.maxRetryAfterAttempts) {
           this.stats.throttled++
           this.pauseFor(err.retryAfterMs)
           continue

@@ -12,7 +12,7 @@
 import { StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Reconciler, statusPending } from '@statewright/reconciler'
-import { type Health } from '@statewright/statedb'
+import { type Health, type Lifecycle } from '@statewright/statedb'
 import type { ChangeIterator, DB, ReadTxn, Table } from '@statewright/statedb'
 import type { KubeObject } from './gvk.ts'
 import type { EventRecorder } from './events.ts'
@@ -53,7 +53,7 @@ interface Waiting {
   reason: 'deleted' | 'modified'
 }
 
-export class DriftWatcher {
+export class DriftWatcher implements Lifecycle {
   /** Desired objects marked pending because of drift. */
   repairs = 0
   private ctrl = new AbortController()
@@ -71,12 +71,11 @@ export class DriftWatcher {
   }
 
   /** Starts following the observed table; a stopped watcher may start again (a new leadership term). */
-  start(): this {
-    if (this.loop) return this
+  async start(): Promise<void> {
+    if (this.loop) return
     if (this.ctrl.signal.aborted) this.ctrl = new AbortController()
     this.iter = this.options.observed.changes(this.options.db.readTxn())
     this.loop = this.run(this.iter).finally(() => this.iter?.close())
-    return this
   }
 
   async stop(): Promise<void> {
@@ -84,6 +83,12 @@ export class DriftWatcher {
     await this.loop
     this.loop = undefined
     for (const f of this.progress.splice(0)) f()
+  }
+
+  /** Resolves once the observed table as it is now is acted on (see waitFor). */
+  async settled(signal?: AbortSignal): Promise<void> {
+    if (!this.loop || this.ctrl.signal.aborted) throw new StoppedError('drift watcher is not running')
+    await this.waitFor(this.options.db.readTxn(), signal)
   }
 
   /**

@@ -1,5 +1,7 @@
 // @statewright/k8s: mirror a Kubernetes cluster into statedb tables (reflectors) and drive a cluster
 // from a table of desired objects (targets for the reconciler). The one public face of the package.
+// Not an export: loaded for its effect, the Kubernetes rules of statedb's redaction (./redaction.ts).
+import './redaction.ts'
 export { Cluster } from './cluster.ts'
 export type { ClusterOptions, RequestOptions, RequestRecord } from './cluster-options.ts'
 export { ApiError, isNotFound, isConflict, isGone } from './api-error.ts'
@@ -17,7 +19,7 @@ export {
   type KindRef,
   type ResourceRef,
 } from './gvk.ts'
-export * from './kinds.ts'
+// the kind constants are a face of their own: @statewright/k8s/kinds (src/kinds.ts)
 export { Reflector } from './reflector.ts'
 export type { ReflectorOptions } from './reflector-options.ts'
 export type { ReflectorHealth, ReflectorState } from './reflector-health.ts'
@@ -28,7 +30,6 @@ export {
   StoppedError,
   TimeoutError,
   UsageError,
-  PruneError,
   K8sError,
   UnknownKindError,
   InvalidObjectError,
@@ -38,10 +39,10 @@ export {
   type StatewrightErrorCode,
   type K8sErrorCode,
 } from './errors.ts'
-export { K8sMetrics, type CounterLike, type GaugeLike } from './metrics.ts'
+export { K8sMetrics, type CounterLike, type GaugeLike, type MetricLabels } from './metrics.ts'
 export { StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'
-export { LeaseLock, type LeaseLockOptions, type AttemptResult } from './lease.ts'
+export { LeaseLock, type LeaseLockOptions, type AttemptResult, type LeaseHolding } from './lease.ts'
 export { leaseDurationMsOf, LEASE_DURATION_ANNOTATION, type LeaseSpec, type LeaseObject } from './lease-record.ts'
 export type { LeaseTerm } from './lease-term.ts'
 export {
@@ -49,7 +50,7 @@ export {
   leaderOnly,
   type LeaderCallbacks,
   type LeaderElectorOptions,
-  type LeaderElectorStatus,
+  type LeaderElectorHealth,
   type Runnable,
 } from './leader.ts'
 export { Target, targetReconciler, type TargetReconcilerOptions } from './target.ts'
@@ -65,7 +66,7 @@ export {
   type EventRecorderStats,
   type ReconcileEventsOptions,
 } from './events.ts'
-export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesStatus } from './sharding.ts'
+export { ShardedLeases, shardOf, LEASE_GROUP_LABEL, type ShardedLeasesOptions, type ShardedLeasesHealth } from './sharding.ts'
 export { ClusterRegistry, type ClusterDefaults, type SecretRef, type RegistryEvent } from './registry.ts'
 export { KubeconfigSecrets, type KubeconfigSecretsOptions } from './kubeconfigsecrets.ts'
 export { WatchOnDemand, type WatchOnDemandOptions, type CacheInfo, type CacheEvent } from './ondemand.ts'

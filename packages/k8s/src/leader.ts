@@ -16,13 +16,13 @@
 //   a small departure from client-go that keeps the token strictly increasing per term).
 // Timestamps are written as MicroTime (exactly six fractional digits), as a real server requires.
 // Lease durations below one second (tests) are kept in an annotation: leaseDurationSeconds is an integer.
-import { ConfigError, StoppedError } from './errors.ts'
+import { ConfigError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, type AttemptResult } from './lease.ts'
 import { Term, type LeaseTerm } from './lease-term.ts'
 import { noteFailure } from './callbacks.ts'
-import type { Logger } from '@statewright/statedb'
+import type { Health, Lifecycle, Logger } from '@statewright/statedb'
 
 export interface LeaderCallbacks {
   /** A term began: start the work; stop it when `term.signal` aborts (onStoppedLeading is also called). */
@@ -59,7 +59,8 @@ export interface LeaderElectorOptions extends LeaderCallbacks {
   logger?: Logger
 }
 
-export interface LeaderElectorStatus {
+/** Leader election's health: the shared shape, and who leads. Degraded while the last request failed. */
+export interface LeaderElectorHealth extends Health {
   identity: string
   leading: boolean
   /** The last observed holder ('' released, undefined unknown). */
@@ -74,7 +75,7 @@ export interface LeaderElectorStatus {
  * renew loop while leading, back to candidate when a term ends. Reconcilers run only while leading:
  * start them in onStartedLeading and stop them in onStoppedLeading (see leaderOnly()).
  */
-export class LeaderElector {
+export class LeaderElector implements Lifecycle {
   readonly identity: string
   readonly lock: LeaseLock
   private readonly options: LeaderElectorOptions
@@ -85,6 +86,11 @@ export class LeaderElector {
   private wakeLeader: (() => void) | undefined
   private lastLeader: string | undefined
   private readonly st = { terms: 0, errors: 0, lastError: undefined as string | undefined }
+  /** The last attempt's request failed (health is degraded until one succeeds). */
+  private failing = false
+  /** Resolved once the first attempt is answered (settled()). */
+  private attempted!: () => void
+  private readonly firstAttempt = new Promise<void>((r) => (this.attempted = r))
 
   constructor(o: LeaderElectorOptions) {
     this.options = o
@@ -102,11 +108,25 @@ export class LeaderElector {
     if (!(this.retryMs < this.lock.renewDeadlineMs)) throw new ConfigError('leader election: retryPeriodMs must be below renewDeadlineMs')
   }
 
-  /** Starts campaigning. Returns at once. */
-  start(): this {
-    if (this.loop) return this
-    this.loop = this.run()
-    return this
+  /** Starts campaigning; resolves at once (settled() waits for the first attempt's answer). */
+  async start(): Promise<void> {
+    if (this.ctrl.signal.aborted) throw new UsageError('leader election stopped: make a new LeaderElector')
+    this.loop ??= this.run()
+  }
+
+  /** Resolves once the first attempt to acquire the Lease is answered: this candidate knows whether it leads. */
+  async settled(signal?: AbortSignal): Promise<void> {
+    if (!this.loop) throw new StoppedError('leader election is not running')
+    const stop = signal ? AbortSignal.any([signal, this.ctrl.signal]) : this.ctrl.signal
+    stop.throwIfAborted()
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(stop.reason)
+      stop.addEventListener('abort', onAbort, { once: true })
+      void this.firstAttempt.then(() => {
+        stop.removeEventListener('abort', onAbort)
+        resolve()
+      })
+    })
   }
 
   /** The current term when leading (valid() says whether it may still act). */
@@ -119,8 +139,19 @@ export class LeaderElector {
     return this.term !== undefined && this.term.valid()
   }
 
-  status(): LeaderElectorStatus {
-    return { identity: this.identity, leading: this.isLeader(), leader: this.lock.observedHolder(), ...this.st }
+  health(): LeaderElectorHealth {
+    const leading = this.isLeader()
+    const leader = this.lock.observedHolder()
+    const running = this.loop !== undefined && !this.ctrl.signal.aborted
+    const level = !running ? 'stopped' : this.failing ? 'degraded' : 'ok'
+    const message = !running
+      ? 'stopped'
+      : this.failing
+        ? `leader election request failed: ${this.st.lastError}`
+        : leading
+          ? 'leading'
+          : `a candidate; ${leader ? `${leader} leads` : 'no leader known'}`
+    return { level, message, ready: running, identity: this.identity, leading, leader, ...this.st }
   }
 
   /** Resolves when this candidate leads (rejects when the signal aborts or the elector stops). */
@@ -175,10 +206,13 @@ export class LeaderElector {
       let r: AttemptResult | undefined
       try {
         r = await this.lock.tryAcquireOrRenew(signal)
+        this.failing = false
       } catch (err) {
         if (!signal.aborted) this.failed(err as Error)
+        this.failing = !signal.aborted
       }
       this.noteLeader()
+      this.attempted()
       if (signal.aborted) break
       if (r === 'acquired') {
         if (!this.lock.isHolding()) {

@@ -37,7 +37,8 @@ export type AttemptResult =
   /** We were holding it, but the Lease now names someone else. */
   | 'lost'
 
-interface Holding {
+/** The term this candidate holds: the Lease's resourceVersion, transitions, when it was acquired, and until when it is valid (wall ms). */
+export interface LeaseHolding {
   rv: string
   transitions: number
   acquireTime: string
@@ -59,7 +60,7 @@ export class LeaseLock {
   private readonly labels: Record<string, string> | undefined
   private readonly timeoutMs: number
   private observed: { key: string; at: number; lease: LeaseObject } | undefined
-  private holding: Holding | undefined
+  private holding: LeaseHolding | undefined
   /**
    * An acquiring write whose answer never came (aborted, timed out, the connection lost): the server
    * may have carried it out, so the Lease may name us though we do not know it. release() reads it.
@@ -97,7 +98,7 @@ export class LeaseLock {
     return this.holding !== undefined && wallNow() < this.holding.validUntil
   }
 
-  holdingState(): Readonly<Holding> | undefined {
+  holdingState(): Readonly<LeaseHolding> | undefined {
     return this.holding
   }
 
@@ -249,7 +250,7 @@ export class LeaseLock {
   }
 
   /** The Lease as we hold it, when the server's copy names us (undefined otherwise, or when unreadable). */
-  private async heldOnServer(signal?: AbortSignal): Promise<Holding | undefined> {
+  private async heldOnServer(signal?: AbortSignal): Promise<LeaseHolding | undefined> {
     try {
       const cur = await this.cluster.request<LeaseObject>({ path: leasePath(this.namespace, this.name), signal, timeoutMs: this.timeoutMs })
       this.observe(cur)

@@ -8,14 +8,15 @@ import type * as PromClient from 'prom-client'
 import { type PromRegistry } from '@statewright/reconciler'
 import { requireOptionalPeer } from '@statewright/statedb'
 
-type Labels<L extends string> = Partial<Record<L, string | number>>
+/** A metric's label values by label name. */
+export type MetricLabels<L extends string> = Partial<Record<L, string | number>>
 /** The part of a prom-client Counter the reflectors and targets use. */
 export interface CounterLike<L extends string> {
-  inc(labels: Labels<L>, value?: number): void
+  inc(labels: MetricLabels<L>, value?: number): void
 }
 /** The part of a prom-client Gauge the reflectors and targets use. */
 export interface GaugeLike<L extends string> {
-  set(labels: Labels<L>, value: number): void
+  set(labels: MetricLabels<L>, value: number): void
 }
 
 export class K8sMetrics {

@@ -18,7 +18,7 @@
 //   a renew deadline after which the replica stops acting on it, never two owners acting at once.
 // - A replica that dies stops renewing: after a lease duration its member lease is no longer live
 //   (the others' shares grow) and its shard leases expire (the others take them).
-import { ConfigError, StoppedError } from './errors.ts'
+import { ConfigError, StoppedError, UsageError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock } from './lease.ts'
@@ -27,7 +27,7 @@ import { Term, type LeaseTerm } from './lease-term.ts'
 import { wallNow } from './wallclock.ts'
 import { isConflict, isNotFound } from './api-error.ts'
 import { noteFailure } from './callbacks.ts'
-import type { Logger } from '@statewright/statedb'
+import type { Health, Lifecycle, Logger } from '@statewright/statedb'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
 
@@ -81,7 +81,8 @@ export interface ShardedLeasesOptions {
   memberGcMs?: number
 }
 
-export interface ShardedLeasesStatus {
+/** Sharded leases' health: the shared shape, the members, the target share and the shards held. Degraded while the last round failed. */
+export interface ShardedLeasesHealth extends Health {
   identity: string
   members: string[]
   target: number
@@ -92,7 +93,7 @@ export interface ShardedLeasesStatus {
   membersCollected: number
 }
 
-export class ShardedLeases {
+export class ShardedLeases implements Lifecycle {
   readonly identity: string
   readonly shards: number
   private readonly options: ShardedLeasesOptions
@@ -113,6 +114,9 @@ export class ShardedLeases {
   private live: string[] = []
   private target = 0
   private readonly st = { errors: 0, lastError: undefined as string | undefined, membersCollected: 0 }
+  /** The last round failed (health is degraded until one succeeds). */
+  private failing = false
+  private roundDone: Array<() => void> = []
 
   constructor(o: ShardedLeasesOptions) {
     if (!(o.shards >= 1) || !Number.isInteger(o.shards)) throw new ConfigError('sharding: shards must be a positive integer')
@@ -135,9 +139,25 @@ export class ShardedLeases {
     if (!(this.retryMs < this.member.renewDeadlineMs)) throw new ConfigError('sharding: retryPeriodMs must be below renewDeadlineMs')
   }
 
-  start(): this {
-    if (!this.loop) this.loop = this.run()
-    return this
+  /** Starts the rounds; resolves at once (settled() waits for the first round). */
+  async start(): Promise<void> {
+    if (this.ctrl.signal.aborted) throw new UsageError('sharding stopped: make a new ShardedLeases')
+    this.loop ??= this.run()
+  }
+
+  /** Resolves once a round (heartbeat, renewals, membership, rebalance) has run since the call. */
+  async settled(signal?: AbortSignal): Promise<void> {
+    if (!this.loop) throw new StoppedError('sharding is not running')
+    const stop = signal ? AbortSignal.any([signal, this.ctrl.signal]) : this.ctrl.signal
+    stop.throwIfAborted()
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(stop.reason)
+      stop.addEventListener('abort', onAbort, { once: true })
+      this.roundDone.push(() => {
+        stop.removeEventListener('abort', onAbort)
+        resolve()
+      })
+    })
   }
 
   shardOf(key: string): number {
@@ -168,8 +188,16 @@ export class ShardedLeases {
       .sort((a, b) => a - b)
   }
 
-  status(): ShardedLeasesStatus {
-    return { identity: this.identity, members: [...this.live], target: this.target, owned: this.ownedShards(), ...this.st }
+  health(): ShardedLeasesHealth {
+    const running = this.loop !== undefined && !this.ctrl.signal.aborted
+    const owned = this.ownedShards()
+    const level = !running ? 'stopped' : this.failing ? 'degraded' : 'ok'
+    const message = !running
+      ? 'stopped'
+      : this.failing
+        ? `sharding round failed: ${this.st.lastError}`
+        : `${owned.length} of ${this.shards} shards held; ${this.live.length} members`
+    return { level, message, ready: running, identity: this.identity, members: [...this.live], target: this.target, owned, ...this.st }
   }
 
   /** Stops: ends every shard term (callbacks awaited), releases the shard leases and the member lease. */
@@ -191,11 +219,14 @@ export class ShardedLeases {
   private async run(): Promise<void> {
     const signal = this.ctrl.signal
     while (!signal.aborted) {
+      const errors = this.st.errors
       try {
         await this.step(signal)
       } catch (err) {
         if (!signal.aborted) this.failed(err as Error)
       }
+      this.failing = this.st.errors > errors
+      for (const done of this.roundDone.splice(0)) done()
       if (signal.aborted) break
       await sleep(this.retryMs * (1 + Math.random() * 0.2), undefined, { signal }).catch(() => {})
     }

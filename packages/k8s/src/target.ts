@@ -15,7 +15,8 @@
 //   `observedVersion`) carries that resourceVersion: a write made late (its process stalled past its
 //   term) fails with 409 instead of overwriting a newer value. A 409 of the precondition while the
 //   term is valid reads the object once and applies again on its current version.
-import { ConfigError, ForeignObjectError, InvalidObjectError, PruneError } from './errors.ts'
+import { ConfigError, ForeignObjectError, InvalidObjectError } from './errors.ts'
+import { PruneError } from '@statewright/reconciler'
 import {
   Reconciler,
   eachEntry,

@@ -29,7 +29,8 @@ const elector = new LeaderElector({
   onStoppedLeading: (term, reason) => {
     emit({ ev: 'stopped', id: term.identity, reason, period: periodOf(term), actions: acting.actions })
   },
-}).start()
+})
+await elector.start()
 emit({ ev: 'ready', id: cfg.identity })
 
 process.on('SIGTERM', () => {

@@ -53,7 +53,8 @@ test('acquire, renew with optimistic concurrency, release on a clean stop', asyn
         events.push(`a stopped ${t.transitions}: ${why}`)
       },
       onNewLeader: (id) => events.push(`a sees ${id || '(none)'}`),
-    }).start()
+    })
+    await a.start()
     const t1 = await a.waitLeading(AbortSignal.timeout(5000))
     assert.is(t1.transitions, 0)
     const lease = await c1.request({ path: leasePath('kube-system', 'ctl') })
@@ -74,10 +75,11 @@ test('acquire, renew with optimistic concurrency, release on a clean stop', asyn
     assert.ok(a.isLeader())
 
     // a second candidate waits while the lease is held
-    const b = new LeaderElector({ cluster: c2, namespace: 'kube-system', name: 'ctl', identity: 'b', ...FAST }).start()
+    const b = new LeaderElector({ cluster: c2, namespace: 'kube-system', name: 'ctl', identity: 'b', ...FAST })
+    await b.start()
     await new Promise((r) => setTimeout(r, 800))
     assert.not.ok(b.isLeader())
-    assert.is(b.status().leader, 'a')
+    assert.is(b.health().leader, 'a')
 
     // a clean stop ends the term, then clears holderIdentity: b takes over well within the lease duration
     const stopAt = wallNow()
@@ -119,7 +121,8 @@ test('leaderOnly starts runnables on the leader and stops them when the term end
         log.push('stop')
       },
     }
-    const e = new LeaderElector({ cluster, namespace: 'default', name: 'only', identity: 'x', ...FAST, ...leaderOnly(r) }).start()
+    const e = new LeaderElector({ cluster, namespace: 'default', name: 'only', identity: 'x', ...FAST, ...leaderOnly(r) })
+    await e.start()
     await e.waitLeading(AbortSignal.timeout(5000))
     assert.ok(running)
     await e.stop()
@@ -164,7 +167,8 @@ test('a leader that stops drains: new writes are refused, the ones sent are answ
         )
       await cluster.settled(term)
     },
-  }).start()
+  })
+  await e.start()
   try {
     const term = await e.waitLeading(AbortSignal.timeout(5000))
     server.control.delay({ method: 'PATCH', path: /configmaps/, ms: 600 })
@@ -218,7 +222,8 @@ test('a logger that throws does not keep a leader working past its term', async 
       errors.push((e.fields.err as Error).message)
       throw new Error('a buggy logger')
     }),
-  }).start()
+  })
+  await a.start()
   try {
     await a.waitLeading(AbortSignal.timeout(5000))
     assert.ok(running)
@@ -326,7 +331,7 @@ test('three in-process instances: frozen holder, API errors, outage; never two l
     removeOutage()
     await waitUntil(() => leader().length === 1, 'a leader after the outage', 5000)
 
-    for (const e of electors) assert.ok(e.status().terms >= 0)
+    for (const e of electors) assert.ok(e.health().terms >= 0)
   } finally {
     for (const c of clusters) c.thaw()
     await Promise.all(electors.map((e) => e.stop()))

@@ -81,13 +81,13 @@ test('three replicas split the keys; one dies; its shards move; every key is rec
     return (
       owned.every((o) => o.length === each) &&
       new Set(owned.flat()).size === SHARDS &&
-      rs.every((r) => r.status().members.length === rs.length)
+      rs.every((r) => r.health().members.length === rs.length)
     )
   }
   try {
     for (const r of replicas) r.start()
     await waitUntil(() => balanced(replicas, 2), 'three replicas with two shards each', 10_000)
-    for (const r of replicas) assert.equal(r.status().members, ['replica-0', 'replica-1', 'replica-2'])
+    for (const r of replicas) assert.equal(r.health().members, ['replica-0', 'replica-1', 'replica-2'])
     // every key has exactly one owner
     for (const key of keys) assert.is(replicas.filter((r) => r.owns(key)).length, 1, key)
 
@@ -103,7 +103,7 @@ test('three replicas split the keys; one dies; its shards move; every key is rec
       movedAt - killedAt < 2 * FAST.leaseDurationMs + 6 * FAST.retryPeriodMs + 1000,
       `moved after ${(movedAt - killedAt).toFixed(0)} ms`,
     )
-    for (const r of survivors) assert.equal(r.status().members, ['replica-0', 'replica-2'])
+    for (const r of survivors) assert.equal(r.health().members, ['replica-0', 'replica-2'])
     for (const s of deadShards) assert.ok(survivors.some((r) => r.ownedShards().includes(s)))
     // every key of a moved shard is reconciled by its new owner
     await waitUntil(
@@ -156,7 +156,8 @@ test('a new replica joins: the others give shards back; a clean stop releases ev
   try {
     for (const r of rs) r.start()
     await waitUntil(() => rs.every((r) => r.ownedShards().length === 2), 'two replicas with two shards each', 10_000)
-    rs.push(mk(2).start())
+    rs.push(mk(2))
+    await rs[2]!.start()
     // 4 shards over 3: 2, 1, 1 by rank
     await waitUntil(() => rs.map((r) => r.ownedShards().length).join() === '2,1,1', 'shares 2,1,1', 10_000)
     assert.is(new Set(rs.flatMap((r) => r.ownedShards())).size, 4)
@@ -296,7 +297,7 @@ test('member leases of replicas gone longer than memberGcMs are deleted; live on
   try {
     a!.start()
     b!.start()
-    await waitUntil(() => a!.status().members.length === 2, 'two members', 10_000)
+    await waitUntil(() => a!.health().members.length === 2, 'two members', 10_000)
     assert.equal(await members(), ['gc-member-m-0', 'gc-member-m-1'])
     clusters[1]!.freeze() // m-1 is gone: it never renews nor releases
     let left: string[] = []
@@ -307,7 +308,7 @@ test('member leases of replicas gone longer than memberGcMs are deleted; live on
       await new Promise((r) => setTimeout(r, 100))
     }
     assert.equal(left, ['gc-member-m-0'], 'the departed member lease is deleted')
-    assert.ok(a!.status().membersCollected >= 1)
+    assert.ok(a!.health().membersCollected >= 1)
   } finally {
     clusters[1]!.thaw()
     await a!.stop()

@@ -1,19 +1,15 @@
-// What @statewright/nats throws: a StatewrightError (statedb's root; the whole tree and every code
-// are in statedb's src/errors.ts), either one of the shared classes re-exported here, or a NatsError
-// for the failures of NATS itself, naming the bucket, the key and the revision it concerns.
-//   StatewrightError   statedb; shared by every package
-//   ├─ ConfigError     'Config'    a missing option, nats-server not installed
-//   ├─ UsageError      'Usage'     a call at the wrong time (a reflector started twice)
-//   ├─ PruneError      'Prune'     some keys could not be pruned (all were tried); the reconciler's
-//   └─ NatsError       this file
-//      ├─ BucketError  'Bucket'    the bucket is missing or its watch ended early (retried with backoff)
-//      ├─ DecodeError  'Decode'    a value that does not decode (the row is skipped; the reflector goes on)
-//      ├─ WriteError   'Write'     a put, create, delete or status write failed (after CAS rereads)
-//      └─ ServerError  'Server'    the test harness's nats-server did not start
+// What @statewright/nats throws of its own: a NatsError (a StatewrightError) for the failures of NATS
+// itself, naming the bucket, the key and the revision it concerns; the shared classes are
+// re-exported here, and a target's failed prune is the reconciler's PruneError. The whole tree is in
+// docs/architecture.md.
+//   NatsError       this file
+//   ├─ BucketError  'Bucket'    the bucket is missing or its watch ended early (retried with backoff)
+//   ├─ DecodeError  'Decode'    a value that does not decode (the row is skipped; the reflector goes on)
+//   ├─ WriteError   'Write'     a put, create, delete or status write failed (after CAS rereads)
+//   └─ ServerError  'Server'    the test harness's nats-server did not start
 import { StatewrightError } from '@statewright/statedb'
 
 export { StatewrightError, ConfigError, StoppedError, TimeoutError, UsageError, type StatewrightErrorCode } from '@statewright/statedb'
-export { PruneError } from '@statewright/reconciler'
 
 export type NatsErrorCode = 'Bucket' | 'Decode' | 'Write' | 'Server'
 

@@ -26,7 +26,6 @@ export {
   StoppedError,
   TimeoutError,
   UsageError,
-  PruneError,
   NatsError,
   BucketError,
   DecodeError,

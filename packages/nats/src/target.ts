@@ -7,7 +7,8 @@
 // - KvSecondaries and KvStatusWriter, the same writes for PrimaryController, are secondaries.ts.
 // Values are JSON objects; owner metadata lives in value.metadata.labels / .annotations, as in a
 // Kubernetes object.
-import { ConfigError, DecodeError, PruneError, WriteError } from './errors.ts'
+import { ConfigError, DecodeError, WriteError } from './errors.ts'
+import { PruneError } from '@statewright/reconciler'
 import type { KV, KvEntry } from '@nats-io/kv'
 import {
   eachEntry,

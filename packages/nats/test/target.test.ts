@@ -43,7 +43,8 @@ test('a reconciler drives a bucket: create, CAS update, delete; prune removes on
     setObjectStatus: (d, status) => ({ ...d, status }),
     operations: target.operations,
     batchOperations: target.batchOperations,
-  }).start()
+  })
+  await r.start()
   await db.write(want.table, (t) => {
     for (let i = 0; i < 5; i++) want.table.insert(t, desiredKv(`k${i}`, { spec: i }))
   })

@@ -24,17 +24,17 @@
 //   afterMs) does the same from outside.
 // - A primary changed with an equal spec (re-put) is synced again unless the change is our own
 //   status write-back (its status is the one we last wrote): a re-put gets a status, no loop.
-// - Tertiary tables (options.tertiary): no primary is marked before they are initialized; a
-//   change of an object a sync read through ctx.read/ctx.list marks its readers pending (tertiary.ts).
+// - Joined tables (options.joins): no primary is marked before they are initialized; a
+//   change of an object a sync read through ctx.get/ctx.list marks its readers pending (joins.ts).
 // - Syncs of one round run `concurrency` at once and a round ends with its slowest sync:
 //   syncTimeoutMs bounds how long one slow key holds the others (Kumori's workers are independent:
 //   see docs/nats.md).
 // This file: the lifecycle and following primaries and observed tables; the parts are beside it.
 // Over ~400 lines only by this header: it states the contract of the whole controller, once.
-import { SyncError, UsageError } from './errors.ts'
+import { StoppedError, SyncError, UsageError } from './errors.ts'
 import { Reconciler, statusPending, type StatusIndex } from '@statewright/reconciler'
 import { logTo } from '@statewright/statedb'
-import { WatchSet, type ChangeIterator, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
+import { WatchSet, type ChangeIterator, type Lifecycle, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
 import type { PrimaryHealth } from './options.ts'
 import {
   defaultKey,
@@ -49,11 +49,11 @@ import { ownerKeyIn, ownerStampKeys, stampsFor } from './stamps.ts'
 import { WrittenStatuses } from './status.ts'
 import type { OwnerStamps, SecondaryTarget } from './contract.ts'
 import { Inflight, Requeues, markPending, newWorkTable, type MutableWork, type Work } from './work.ts'
-import { TertiaryReads } from './tertiary.ts'
+import { JoinReads } from './joins.ts'
 import { GarbageSecondaries } from './garbage.ts'
 import { PrimarySyncs } from './sync.ts'
 
-export class PrimaryController<P> {
+export class PrimaryController<P> implements Lifecycle {
   readonly name: string
   readonly stats: PrimaryControllerStats = {
     syncs: 0,
@@ -82,7 +82,7 @@ export class PrimaryController<P> {
   private resyncTimer: NodeJS.Timeout | undefined
   /** Table revisions the follow loop has processed: primaries first, then each observed table. */
   private processed: number[] = []
-  private readonly tertiary: TertiaryReads
+  private readonly joins: JoinReads
   /** The status each key's last sync wrote (canonical JSON): a primary change carrying it is our write-back. */
   private readonly written = new WrittenStatuses()
   private gcTimer: NodeJS.Timeout | undefined
@@ -96,7 +96,7 @@ export class PrimaryController<P> {
     this.keyOf = opts.key ?? defaultKey
     this.specOf = opts.spec ?? defaultSpec
     this.stampKeys = ownerStampKeys(opts.stampPrefix)
-    this.tertiary = new TertiaryReads(opts.tertiary)
+    this.joins = new JoinReads(opts.joins)
     this.concurrency = Math.max(1, opts.concurrency ?? 2)
     this.secondaries = new Secondaries(
       opts,
@@ -121,7 +121,7 @@ export class PrimaryController<P> {
       secondaries: this.secondaries,
       requeues: this.requeues,
       written: this.written,
-      tertiary: this.tertiary,
+      joins: this.joins,
       stamps: (key) => this.stamps(key),
       goneFromStore: (key) => this.garbage.goneFromStore(key),
       requeueAfter: (key, ms) => this.requeueAfter(key, ms),
@@ -162,8 +162,8 @@ export class PrimaryController<P> {
     return ownerKeyIn(this.stampKeys, this.options.kind, target, s)
   }
 
-  async start(): Promise<this> {
-    if (this.follow) throw new UsageError(`PrimaryController "${this.name}": already started`)
+  async start(): Promise<void> {
+    if (this.follow) return
     const txn = await this.options.db.writeTxn(this.work)
     this.markInitialized = this.work.registerInitializer(txn, `primary-controller ${this.name}`)
     txn.commit()
@@ -192,7 +192,6 @@ export class PrimaryController<P> {
       }
       tick()
     }
-    return this
   }
 
   /** Stops following, stops the reconciler, and waits for syncs, deletes and a resync in flight. */
@@ -203,7 +202,7 @@ export class PrimaryController<P> {
     clearTimeout(this.resyncTimer)
     clearInterval(this.gcTimer)
     this.requeues.cancelAll()
-    f.ctrl.abort()
+    f.ctrl.abort(new StoppedError(`PrimaryController "${this.name}" stopped`))
     await f.done.catch(() => {})
     const inflight = this.inflight.snapshot()
     await this.reconciler.stop()
@@ -236,6 +235,7 @@ export class PrimaryController<P> {
     const txn = this.options.db.readTxn()
     const errors: Array<{ key: string; error: string }> = []
     for (const w of this.work.all(txn)) if (w.status.kind === 'error') errors.push({ key: w.key, error: w.status.error ?? '' })
+    for (const f of this.reconciler.failedDeletes()) errors.push({ key: String(f.object.key), error: `delete: ${f.error}` })
     const ready = this.follow !== undefined && this.work.initialized(txn)[0]
     if (!this.follow) return { level: 'stopped', message: 'stopped', ready: false, errors }
     const problems = [
@@ -250,8 +250,14 @@ export class PrimaryController<P> {
     }
   }
 
-  /** Resolves when every primary change so far is synced (or failed); returns the keys in error. */
-  async waitIdle(signal?: AbortSignal): Promise<Array<{ key: string; error: string }>> {
+  /**
+   * Resolves when every primary change so far is synced (or failed: health().errors names the keys),
+   * its secondaries written and deletes done; rejects when `signal` aborts or the controller stops.
+   */
+  async settled(signal?: AbortSignal): Promise<void> {
+    const f = this.follow
+    if (!f) throw new StoppedError(`PrimaryController "${this.name}" is not running`)
+    signal = signal ? AbortSignal.any([signal, f.ctrl.signal]) : f.ctrl.signal
     for (;;) {
       signal?.throwIfAborted()
       const txn = this.options.db.readTxn()
@@ -259,17 +265,14 @@ export class PrimaryController<P> {
       const revisions = [
         this.options.primaries.revision(txn),
         ...this.options.secondaries.map((s) => s.observed.revision(txn)),
-        ...this.tertiary.revisions(txn),
+        ...this.joins.revisions(txn),
       ]
       const caughtUp = revisions.every((rev, i) => (this.processed[i] ?? -1) >= rev)
       if (caughtUp && pending.count() === 0 && this.garbage.done && this.requeues.size === 0 && this.inflight.size === 0) {
         // the reconciler has acted on every change of the work table, deletes of rows included
         const rev = this.work.revision(txn)
         await this.reconciler.waitForRevision(rev, { signal })
-        if (this.work.revision(this.options.db.readTxn()) === rev && this.inflight.size === 0) {
-          const failedDeletes = this.reconciler.failedDeletes().map((f) => ({ key: String(f.object.key), error: `delete: ${f.error}` }))
-          return [...this.health().errors, ...failedDeletes]
-        }
+        if (this.work.revision(this.options.db.readTxn()) === rev && this.inflight.size === 0) return
         continue
       }
       const ws = new WatchSet().add(w, this.options.primaries.allWatch(txn)[1], this.work.allWatch(txn)[1])
@@ -293,25 +296,25 @@ export class PrimaryController<P> {
     const txn0 = db.readTxn()
     const primaryIter = this.options.primaries.changes(txn0)
     const observedIters = this.options.secondaries.map((s) => s.observed.changes(txn0))
-    const tertiaryIters = this.tertiary.iterators(txn0)
+    const joinIters = this.joins.iterators(txn0)
     try {
       while (!signal.aborted) {
         const txn = db.readTxn()
         const ws = new WatchSet()
         for (const [i, it] of observedIters.entries()) ws.add(await this.observe(i, it, txn))
-        for (const [i, it] of tertiaryIters.entries()) {
+        for (const [i, it] of joinIters.entries()) {
           const [changes, w] = it.next(txn)
-          const owners = this.tertiary.affected(i, changes)
+          const owners = this.joins.affected(i, changes)
           if (owners.size) await db.write(this.work, (wtxn) => void markPending(wtxn, this.work, owners))
           ws.add(w)
         }
-        // no primary is marked (so none synced) before the tertiary tables are loaded
-        if (this.tertiary.ready(txn)) ws.add(await this.primaryChanges(primaryIter, txn))
-        else for (const w of this.tertiary.pending(txn)) ws.add(w)
+        // no primary is marked (so none synced) before the joined tables are loaded
+        if (this.joins.ready(txn)) ws.add(await this.primaryChanges(primaryIter, txn))
+        else for (const w of this.joins.pending(txn)) ws.add(w)
         this.processed = [
           this.options.primaries.revision(txn),
           ...this.options.secondaries.map((s) => s.observed.revision(txn)),
-          ...this.tertiary.revisions(txn),
+          ...this.joins.revisions(txn),
         ]
         if (this.markInitialized && this.allInitialized(txn)) {
           const mark = this.markInitialized
@@ -332,12 +335,12 @@ export class PrimaryController<P> {
     } finally {
       primaryIter.close()
       for (const it of observedIters) it.close()
-      for (const it of tertiaryIters) it.close()
+      for (const it of joinIters) it.close()
     }
   }
 
   private allInitialized(txn: ReadTxn): boolean {
-    if (!this.options.primaries.initialized(txn)[0] || !this.tertiary.ready(txn)) return false
+    if (!this.options.primaries.initialized(txn)[0] || !this.joins.ready(txn)) return false
     return this.options.secondaries.every((s) => s.observed.initialized(txn)[0])
   }
 
@@ -375,7 +378,7 @@ export class PrimaryController<P> {
               this.syncs.removing.add(m.key) // kept from GC from now until its removal succeeds (sync.ts)
             }
             this.requeues.cancel(m.key)
-            this.tertiary.forget(m.key)
+            this.joins.forget(m.key)
             this.written.forget(m.key)
           } else if (!cur || cur.hash !== m.hash || !this.written.isOurs(m.key, m.primary)) {
             this.work.insert(w, { key: m.key, hash: m.hash, owned: cur?.owned ?? [], status: s })

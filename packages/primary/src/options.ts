@@ -18,11 +18,11 @@ export interface SyncContext {
   readonly signal: AbortSignal
   readonly key: string
   /**
-   * Reads one object of a declared tertiary table (options.tertiary) by its primary key, from the
+   * Reads one object of a declared joined table (options.joins) by its primary key, from the
    * sync's snapshot, and records the read: a later change of that object syncs this primary again.
    */
-  read<T>(table: Table<T>, key: unknown): T | undefined
-  /** Reads a whole tertiary table, recording it: any change of it syncs this primary again. */
+  get<T>(table: Table<T>, key: unknown): T | undefined
+  /** Reads a whole joined table, recording it: any change of it syncs this primary again. */
   list<T>(table: Table<T>): T[]
 }
 
@@ -49,7 +49,7 @@ export interface PrimaryControllerOptions<P> {
    * Read-only inputs a sync reads through `ctx.read`/`ctx.list` (a shared config, a catalogue): no
    * sync runs before they are initialized, and a change of what a primary read syncs it again.
    */
-  tertiary?: Array<Table<any>>
+  joins?: Array<Table<any>>
   sync: (p: P, ctx: SyncContext) => SyncResult | Promise<SyncResult>
   /** A sync running longer than this is aborted (ctx.signal) and fails with a SyncError, retried with backoff (default 60 000 ms). */
   syncTimeoutMs?: number

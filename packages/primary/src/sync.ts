@@ -21,7 +21,7 @@ import { SyncError } from './errors.ts'
 import type { PrimaryControllerOptions, PrimaryControllerStats, SyncResult } from './options.ts'
 import type { Secondaries } from './secondaries.ts'
 import { errorStatusOf, involvedObject, type WrittenStatuses } from './status.ts'
-import type { TertiaryReads } from './tertiary.ts'
+import type { JoinReads } from './joins.ts'
 import { Inflight, type MutableWork, type OwnedRef, type Requeues, type Work } from './work.ts'
 
 /** What the syncs share with their controller. */
@@ -32,7 +32,7 @@ export interface PrimarySyncDeps<P> {
   readonly secondaries: Secondaries
   readonly requeues: Requeues
   readonly written: WrittenStatuses
-  readonly tertiary: TertiaryReads
+  readonly joins: JoinReads
   readonly stamps: (key: string) => OwnerStamps
   /** The store no longer holds this primary (see primaryKeys): it is not synced. */
   readonly goneFromStore: (key: string) => boolean
@@ -79,9 +79,9 @@ export class PrimarySyncs<P> {
         throw err
       })
     try {
-      const reads = this.d.tertiary.recorder(key, ctx.txn)
+      const reads = this.d.joins.recorder(key, ctx.txn)
       try {
-        res = await bounded(Promise.resolve(options.sync(p, { txn: ctx.txn, signal, key, read: reads.read, list: reads.list })))
+        res = await bounded(Promise.resolve(options.sync(p, { txn: ctx.txn, signal, key, get: reads.get, list: reads.list })))
         if (!res || !Array.isArray(res.secondaries)) throw new SyncError('sync must return { secondaries: [...] }')
       } catch (err) {
         stats.syncErrors++

@@ -160,4 +160,7 @@ export function setup(over: Partial<PrimaryControllerOptions<Prim>> = {}) {
   return { c, db, prims, observed, target, events, statuses, calls, initialize, put, del }
 }
 
-export const idle = (c: PrimaryController<any>) => c.waitIdle(AbortSignal.timeout(5000))
+export const idle = async (c: PrimaryController<any>) => {
+  await c.settled(AbortSignal.timeout(5000))
+  return c.health().errors
+}

@@ -1,5 +1,5 @@
 // Kumori controllerruntime's primary/secondary scenarios that production drove (issue 29 items 2-5):
-// tertiary inputs declared, awaited and followed; a slow sync bounded; Enqueue/EnqueueAfter; a delete
+// joins declared, awaited and followed; a slow sync bounded; Enqueue/EnqueueAfter; a delete
 // hook; a primary re-put with the same spec; GarbageSecondaries consulting the store itself; the
 // annotation as the authoritative owner stamp.
 import { test } from 'uvu'
@@ -16,14 +16,14 @@ interface Cfg {
 const cfgTable = (name = 'cfg') =>
   new Table<Cfg>({ name, primary: defineIndex<Cfg, string>({ name: 'name', key: (o) => o.name, unique: true }) })
 
-test('tertiary inputs: no sync before they are loaded; a change of what a sync read syncs its readers again, and only them', async () => {
+test('joins: no sync before they are loaded; a change of what a sync read syncs its readers again, and only them', async () => {
   const cfg = cfgTable()
   const seen = new Map<string, number>()
   const s = setup({
-    tertiary: [cfg],
+    joins: [cfg],
     sync: (p, ctx) => {
       // primary "a" reads cfg "x", "b" reads cfg "y", "all" lists the table
-      const v = p.key === 'all' ? ctx.list(cfg).reduce((n, c) => n + c.v, 0) : (ctx.read(cfg, p.key === 'a' ? 'x' : 'y')?.v ?? -1)
+      const v = p.key === 'all' ? ctx.list(cfg).reduce((n, c) => n + c.v, 0) : (ctx.get(cfg, p.key === 'a' ? 'x' : 'y')?.v ?? -1)
       seen.set(p.key, v)
       return { secondaries: [] }
     },
@@ -36,7 +36,7 @@ test('tertiary inputs: no sync before they are loaded; a change of what a sync r
   await s.c.start()
   for (const k of ['a', 'b', 'all']) await s.put(k, 1)
   await new Promise((r) => setTimeout(r, 150))
-  assert.is(s.c.stats.syncs, 0, 'nothing synced while the tertiary table loads')
+  assert.is(s.c.stats.syncs, 0, 'nothing synced while the joined table loads')
   await s.db.write(cfg, (t) => {
     cfg.insert(t, { name: 'x', v: 10 })
     cfg.insert(t, { name: 'y', v: 20 })
@@ -52,12 +52,12 @@ test('tertiary inputs: no sync before they are loaded; a change of what a sync r
   // a read of an undeclared table is refused: its changes would go unseen
   const other = cfgTable('other')
   s.db.register(other)
-  const bad = setup({ sync: (_p, ctx) => (ctx.read(other, 'x'), { secondaries: [] }) })
+  const bad = setup({ sync: (_p, ctx) => (ctx.get(other, 'x'), { secondaries: [] }) })
   await bad.initialize()
   await bad.c.start()
   await bad.put('k', 1)
   const errors = await idle(bad.c)
-  assert.match(errors[0]?.error ?? '', /not a declared tertiary input/)
+  assert.match(errors[0]?.error ?? '', /not a declared join/)
   await bad.c.stop()
   await s.c.stop()
   assert.ok(UsageError)
@@ -177,7 +177,7 @@ test('delete hook: runs before the secondaries are deleted; a failing hook is re
   await idle(s.c)
   assert.ok(s.target.store.has('thing-a'))
   await s.del('a')
-  await s.c.waitIdle(AbortSignal.timeout(5000))
+  await s.c.settled(AbortSignal.timeout(5000))
   const t0 = Date.now()
   while (s.target.store.has('thing-a') && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20))
   assert.not.ok(s.target.store.has('thing-a'))

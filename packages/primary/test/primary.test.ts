@@ -1,7 +1,7 @@
 // PrimaryController with in-memory primaries and an in-memory secondary target whose observed
 // table is written as the target changes (as a reflector would): stamps, ownership, repair,
 // garbage collection, threadiness, requeue, resync, status write-back, stop (fixtures.ts).
-// Kumori's controllerruntime scenarios (tertiary inputs, enqueue, delete hook, re-put, timeouts,
+// Kumori's controllerruntime scenarios (joins, enqueue, delete hook, re-put, timeouts,
 // GC against the store) are in kumori.test.ts.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
@@ -246,7 +246,7 @@ test('stop waits for a resync whose GC is deleting; nothing is deleted after sto
   assert.ok(!s.target.store.has('orphan'), 'the delete finished before stop returned')
 })
 
-test('a table read through ctx.txn without declaring it (not a tertiary input) triggers nothing when it changes', async () => {
+test('a table read through ctx.txn without declaring it (not a join) triggers nothing when it changes', async () => {
   const ter = new Table<{ name: string; v: number }>({
     name: 'ter',
     primary: defineIndex<{ name: string; v: number }, string>({ name: 'name', key: (o) => o.name, unique: true }),
@@ -269,7 +269,7 @@ test('a table read through ctx.txn without declaring it (not a tertiary input) t
   await s.db.write(ter, (t) => ter.insert(t, { name: 'cfg', v: 8 }))
   await new Promise((r) => setTimeout(r, 100))
   await idle(s.c)
-  assert.is(s.c.stats.syncs, n, 'no sync for an undeclared table (declare it in options.tertiary: kumori.test.ts)')
+  assert.is(s.c.stats.syncs, n, 'no sync for an undeclared table (declare it in options.joins: kumori.test.ts)')
   await s.c.stop()
 })
 

@@ -141,7 +141,8 @@ export interface ReconcilerConfig<Obj> {
   onError?: (err: unknown, what: string) => void
 }
 
-export interface Resolved<Obj> {
+/** A reconciler's configuration with every default filled in (`Reconciler.config`). */
+export interface ResolvedReconcilerConfig<Obj> {
   db: DB
   table: Table<Obj>
   statusIndex: StatusIndex<Obj>
@@ -181,7 +182,7 @@ function ms(what: string, v: number | undefined, dflt: number, allowZero: boolea
   return v
 }
 
-export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): Resolved<Obj> {
+export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): ResolvedReconcilerConfig<Obj> {
   if (cfg === null || typeof cfg !== 'object') throw new ConfigError('reconciler: config missing')
   const who = `reconciler${cfg.name ? ` "${cfg.name}"` : cfg.table?.name ? ` of table "${cfg.table.name}"` : ''}`
   if (!cfg.db || typeof cfg.db.readTxn !== 'function') throw new ConfigError(`${who}: config.db (a statedb DB) is missing`)

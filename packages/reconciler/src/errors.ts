@@ -1,13 +1,8 @@
-// What @statewright/reconciler throws: a StatewrightError (statedb's root; the whole tree and every
-// code are in statedb's src/errors.ts), either one of the shared classes re-exported here, or a
-// ReconcilerError for the reconciler's own failures.
-//   StatewrightError     statedb; shared by every package
-//   ├─ ConfigError       'Config'    a bad reconciler configuration, or a missing optional peer (prom-client)
-//   ├─ StoppedError      'Stopped'   the reconciler was stopped (an operation's abort reason, a wait ended by stop)
-//   ├─ UsageError        'Usage'     a call at the wrong time (start() while stopping, a status set query without a name)
-//   └─ ReconcilerError   this file
-//      ├─ PruneError     'Prune'     a target's prune could not remove some objects (all were tried)
-//      └─ ReconciliationFailedError 'ReconciliationFailed'  waitForReconciliation({ onError: 'reject' }): objects in error
+// What @statewright/reconciler throws of its own: a ReconcilerError (a StatewrightError); the shared
+// classes are re-exported here. The whole tree is in docs/architecture.md.
+//   ReconcilerError   this file
+//   ├─ PruneError     'Prune'     a target's prune could not remove some objects (all were tried)
+//   └─ ReconciliationFailedError 'ReconciliationFailed'  waitForReconciliation({ onError: 'reject' }): objects in error
 // Operation failures are not wrapped: they are the operations' own errors, kept as statuses.
 // PruneError lives here because prune is a reconciler operation: the k8s and nats targets throw it.
 import { StatewrightError } from '@statewright/statedb'

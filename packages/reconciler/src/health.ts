@@ -39,6 +39,7 @@ export interface ReconcilerHealth extends Health {
 /** How many error messages a degraded health message quotes. */
 export const HEALTH_MESSAGES = 3
 
+/** What describeHealth summarizes: counts, the first messages, a prune failure, why not ready. */
 export interface HealthInput {
   objects: number
   errors: number

@@ -11,6 +11,7 @@ export {
   type Operations,
   type ReconcilerConfig,
   type RefreshOptions,
+  type ResolvedReconcilerConfig,
 } from './config.ts'
 export {
   newStatusIndex,
@@ -42,7 +43,7 @@ export {
 } from './errors.ts'
 export type { FullReport } from './full.ts'
 export type { PruneReport } from './prune.ts'
-export { describeHealth, type ReconcilerHealth, type FailingObject } from './health.ts'
+export { describeHealth, type HealthInput, type ReconcilerHealth, type FailingObject } from './health.ts'
 export { InMemoryMetrics, type Metrics, type OperationName, type OperationResult, type ReconcilerCounters } from './metrics.ts'
 export { PrometheusMetrics, type PrometheusMetricsOptions, type PromRegistry } from './prometheus.ts'
 export { waitForReconciliation, waitForSettled, type WaitOptions, type WaitForReconciliationOptions } from './wait.ts'

@@ -17,9 +17,9 @@
 import { StoppedError, UsageError } from './errors.ts'
 import { RateLimiter } from './ratelimit.ts'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { Watch, type ChangeIterator } from '@statewright/statedb'
+import { Watch, type ChangeIterator, type Lifecycle } from '@statewright/statedb'
 import { logTo } from '@statewright/statedb'
-import { resolveConfig, type ReconcilerConfig, type Resolved } from './config.ts'
+import { resolveConfig, type ReconcilerConfig, type ResolvedReconcilerConfig } from './config.ts'
 import { OperationRunner } from './runner.ts'
 import { showRetryKey, type RetryItem } from './retries.ts'
 import type { FullReport } from './full.ts'
@@ -28,7 +28,7 @@ import { FullSchedule } from './schedule.ts'
 import { markForRefresh, RefreshBudget } from './refresh.ts'
 import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type ReconcilerHealth } from './health.ts'
 import { incrementalRound } from './incremental.ts'
-import { publishProgress, RevisionWaiters } from './wait.ts'
+import { publishProgress, RevisionWaiters, waitForSettled } from './wait.ts'
 
 export interface FailedObject<Obj> {
   /** The object's primary key, as text. */
@@ -54,8 +54,8 @@ export interface ReconcilerStats {
   retryQueue: number
 }
 
-export class Reconciler<Obj> {
-  readonly config: Resolved<Obj>
+export class Reconciler<Obj> implements Lifecycle {
+  readonly config: ResolvedReconcilerConfig<Obj>
   private readonly runner: OperationRunner<Obj>
   private readonly healthReporter: HealthReporter
   private readonly waiters = new RevisionWaiters()
@@ -75,6 +75,8 @@ export class Reconciler<Obj> {
   private progressWatch: Watch | undefined
   private progressSeen = { reached: -1, retries: -1 }
   private unpublish: (() => void) | undefined
+  /** Aborted by stop(): ends the settled() waits of this run. */
+  private life: AbortController | undefined
   private readonly counters: ReconcilerStats = {
     rounds: 0,
     objects: 0,
@@ -104,13 +106,14 @@ export class Reconciler<Obj> {
   }
 
   /**
-   * Starts the loop. Starting a running reconciler does nothing; starting one whose stop() has not
-   * resolved yet throws (the old loop is still winding down: await stop() first).
+   * Starts the loop; resolves once it runs. Starting a running reconciler does nothing; starting one
+   * whose stop() has not resolved yet rejects (the old loop is still winding down: await stop() first).
    */
-  start(): this {
-    if (this.running) return this
+  async start(): Promise<void> {
+    if (this.running) return
     if (this.stopping) throw new UsageError(`reconciler "${this.name}" is stopping: await stop() before start()`)
     this.running = true
+    this.life = new AbortController()
     this.initialRoundDone = false
     this.waiters.reset()
     this.runner.start()
@@ -133,13 +136,13 @@ export class Reconciler<Obj> {
       failedDeletes: () => this.failedDeletes().map((f) => ({ key: f.key, object: f.object, error: f.error })),
       changed: () => (this.progressWatch ??= new Watch()),
     })
-    return this
   }
 
   /** Stops: cancels in-flight operations, ends the loop, clears timers. Resolves when all is stopped. */
   stop(): Promise<void> {
     if (!this.running) return this.stopping ?? Promise.resolve()
     this.running = false
+    this.life?.abort(new StoppedError(`reconciler "${this.name}" stopped`))
     this.stopping = this.stopLoop().finally(() => (this.stopping = undefined))
     return this.stopping
   }
@@ -168,8 +171,20 @@ export class Reconciler<Obj> {
 
   // ---- observing ----
 
-  get health(): ReconcilerHealth {
+  health(): ReconcilerHealth {
     return this.healthReporter.current
+  }
+
+  /**
+   * Resolves once every object of the table as it is now has been acted on: updated, deleted, or
+   * failed and queued for retry (its error is in health() and failures()). Rejects when `signal`
+   * aborts or the reconciler stops.
+   */
+  async settled(signal?: AbortSignal): Promise<void> {
+    const life = this.life
+    if (!this.running || !life) throw new StoppedError(`reconciler "${this.name}" is not running`)
+    const { db, table, statusIndex } = this.config
+    await waitForSettled(db, table, statusIndex, { name: this.name, signal: signal ? AbortSignal.any([signal, life.signal]) : life.signal })
   }
 
   /** Calls fn on every health change. Returns the unsubscribe function. */

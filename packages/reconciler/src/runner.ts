@@ -19,7 +19,7 @@
 import { StoppedError } from './errors.ts'
 import { RateLimiter } from './ratelimit.ts'
 import { Query, type Key, type ReadTxn, type WriteTxn } from '@statewright/statedb'
-import type { BatchEntry, ObjectOpContext, OpContext, Resolved } from './config.ts'
+import type { BatchEntry, ObjectOpContext, OpContext, ResolvedReconcilerConfig } from './config.ts'
 import { RetryQueue, retryKey, type RetryKey } from './retries.ts'
 import { errorMessage, statusDone, statusError, type Status, type StatusKind } from './status.ts'
 
@@ -53,7 +53,7 @@ export class OperationRunner<Obj> {
   /** Shared by the operations of one round. */
   private ctx: OpContext
 
-  constructor(readonly cfg: Resolved<Obj>) {
+  constructor(readonly cfg: ResolvedReconcilerConfig<Obj>) {
     this.retries = new RetryQueue<Obj>(cfg.retry.minMs, cfg.retry.maxMs, cfg.retry.jitter)
     this.primaryIndex = cfg.table.indexes[0]!
     this.ctx = { signal: this.controller.signal, txn: cfg.db.readTxn(), full: false }

@@ -14,7 +14,7 @@
 //   the reconciler's backoff (`retry`, per consecutive failure), before the next interval, until a
 //   listing succeeds; the callers of the failed one get its report (with `listError`).
 import { backoffDelay, type Watch } from '@statewright/statedb'
-import type { Resolved } from './config.ts'
+import type { ResolvedReconcilerConfig } from './config.ts'
 import { fullReconciliation, type FullReport } from './full.ts'
 import { prune, type PruneReport } from './prune.ts'
 import type { OperationRunner } from './runner.ts'
@@ -38,7 +38,7 @@ export class FullSchedule<Obj> {
   private listFailures = 0
 
   constructor(
-    private readonly config: Resolved<Obj>,
+    private readonly config: ResolvedReconcilerConfig<Obj>,
     private readonly counters: { fullRuns: number; pruneRuns: number },
   ) {}
 

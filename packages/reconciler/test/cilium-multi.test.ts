@@ -78,8 +78,10 @@ test('two reconcilers on one object with an empty status set: each updates once;
   const t = multiTable()
   const ops1 = new MultiMockOps()
   const ops2 = new MultiMockOps()
-  const r1 = register(t, 'test1', ops1).start()
-  const r2 = register(t, 'test2', ops2).start()
+  const r1 = register(t, 'test1', ops1)
+  await r1.start()
+  const r2 = register(t, 'test2', ops2)
+  await r2.start()
   try {
     // cilium's NewStatusSet(): no name yet, both reconcilers read it as pending
     await t.db.write(t.table, (w) => t.table.insert(w, { id: 1, statuses: StatusSet.empty() }))
@@ -130,8 +132,10 @@ test('two reconcilers racing on one revision: the one that commits second keeps 
     },
     delete: () => {},
   }
-  const rGood = register(t, 'good', good, metrics).start()
-  const rBad = register(t, 'bad', bad, metrics).start()
+  const rGood = register(t, 'good', good, metrics)
+  await rGood.start()
+  const rBad = register(t, 'bad', bad, metrics)
+  await rBad.start()
   try {
     await t.db.write(t.table, (w) => t.table.insert(w, { id: 1, statuses: StatusSet.empty() }))
     await untilObject(t, (o) => o.statuses.get('good').kind === 'done' && o.statuses.get('bad').kind === 'error')
@@ -140,7 +144,7 @@ test('two reconcilers racing on one revision: the one that commits second keeps 
     assert.is(badUpdates, 1, 'the failed operation is not run again (its retry is an hour away)')
     assert.is(goodUpdates, 1)
     assert.is(metrics.get('bad').currentErrors, 1)
-    assert.is(rBad.health.level, 'degraded')
+    assert.is(rBad.health().level, 'degraded')
   } finally {
     await Promise.all([rGood.stop(), rBad.stop()])
   }
@@ -150,8 +154,10 @@ test('two reconcilers racing on one revision: the one that commits second keeps 
 test('two reconcilers on one table report metrics and health under their own names', async () => {
   const t = multiTable(['left', 'right'])
   const metrics = new InMemoryMetrics()
-  const left = register(t, 'left', new MultiMockOps(), metrics).start()
-  const right = register(t, 'right', new MultiMockOps(), metrics).start()
+  const left = register(t, 'left', new MultiMockOps(), metrics)
+  await left.start()
+  const right = register(t, 'right', new MultiMockOps(), metrics)
+  await right.start()
   try {
     await t.db.write(t.table, (w) => t.table.insert(w, { id: 1, statuses: StatusSet.empty() }))
     await untilObject(t, (o) => o.statuses.get('left').kind === 'done' && o.statuses.get('right').kind === 'done')
@@ -160,8 +166,8 @@ test('two reconcilers on one table report metrics and health under their own nam
     assert.ok(metrics.get('right').rounds > 0)
     assert.is(metrics.get('left').currentErrors, 0)
     assert.is(metrics.get('right').currentErrors, 0)
-    assert.is(left.health.level, 'ok')
-    assert.is(right.health.level, 'ok')
+    assert.is(left.health().level, 'ok')
+    assert.is(right.health().level, 'ok')
     assert.throws(
       () => register(t, 'other', new MultiMockOps()),
       (e: unknown) => e instanceof ConfigError && /not "other"/.test(String(e)),
@@ -175,7 +181,8 @@ test('two reconcilers on one table report metrics and health under their own nam
 for (const declared of [true, false]) {
   test(`waitForReconciliation({ name }) waits for objects whose status set lacks the name (names ${declared ? 'declared' : 'not declared'})`, async () => {
     const t = multiTable(declared ? ['a', 'b'] : undefined)
-    const a = register(t, 'a', new MultiMockOps()).start()
+    const a = register(t, 'a', new MultiMockOps())
+    await a.start()
     await t.db.write(t.table, (w) => t.table.insert(w, { id: 1, statuses: StatusSet.empty() }))
     await waitForReconciliation(t.db, t.table, t.statusIndex, { name: 'a', signal: within(5000) })
     let settled = false
@@ -184,7 +191,8 @@ for (const declared of [true, false]) {
     assert.equal(pendingB, [])
     await new Promise((r) => setImmediate(r))
     assert.not.ok(settled, 'b has not run: its wait must not resolve')
-    const b = register(t, 'b', new MultiMockOps()).start()
+    const b = register(t, 'b', new MultiMockOps())
+    await b.start()
     await waitB
     assert.ok(settled)
     await Promise.all([a.stop(), b.stop()])
@@ -379,7 +387,8 @@ test('full reconciliation writes back a done object whose clone Update changed, 
       },
       delete: (o, ctx) => ops.delete(o, ctx),
     },
-  }).start()
+  })
+  await rec.start()
   try {
     await s.insert('stamped', 1)
     await s.insert('plain', 1)

@@ -109,7 +109,8 @@ function engine(args: { prune?: boolean; refresh?: boolean; batch?: boolean } = 
     ...(args.prune ? { pruneIntervalMs: 3_600_000 } : {}),
     ...(args.refresh ? { refresh: { intervalMs: 50, maxPerSecond: 100 } } : {}),
     metrics,
-  }).start()
+  })
+  void rec.start() // resolves at once: it runs from here
 
   const write = (fn: (w: WriteTxn) => void) => db.write(table, fn)
   return {
@@ -159,11 +160,11 @@ function engine(args: { prune?: boolean; refresh?: boolean; batch?: boolean } = 
     },
     /** health: the reconciler's health matches, once it does. */
     async health(level: ReconcilerHealth['level'], message?: RegExp): Promise<void> {
-      const ok = () => rec.health.level === level && (message === undefined || message.test(rec.health.message))
+      const ok = () => rec.health().level === level && (message === undefined || message.test(rec.health().message))
       await waitFor(
         (wake) => rec.onHealth(wake),
         ok,
-        () => `health: want ${level} ${message ?? ''}, got ${rec.health.level} "${rec.health.message}"`,
+        () => `health: want ${level} ${message ?? ''}, got ${rec.health().level} "${rec.health().message}"`,
       )
     },
   }

@@ -79,11 +79,11 @@ test('a failed prune degrades health and is retried at the next full reconciliat
   try {
     const report = await s.rec.triggerFullReconciliation()
     assert.is(report.pruneError, 'cannot list')
-    await until(() => s.rec.health.level === 'degraded', 2000, 'degraded')
-    assert.match(s.rec.health.message, /prune failed: cannot list/)
+    await until(() => s.rec.health().level === 'degraded', 2000, 'degraded')
+    assert.match(s.rec.health().message, /prune failed: cannot list/)
     pruneFails = false
     await until(() => s.target.count('prune', '', true) >= 1, 2000, 'prune retried by the interval')
-    await until(() => s.rec.health.level === 'ok', 2000, 'ok again')
+    await until(() => s.rec.health().level === 'ok', 2000, 'ok again')
     assert.ok(levels.includes('degraded'))
     assert.is(levels[levels.length - 1], 'ok')
   } finally {

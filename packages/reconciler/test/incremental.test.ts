@@ -199,7 +199,7 @@ test('a stale retried delete never undoes a later insert (cilium #55)', async ()
       s.rec.failedDeletes().map((f) => [f.object.id, f.error]),
       [['a', 'busy']],
     )
-    assert.match(s.rec.health.message, /delete a: busy/)
+    assert.match(s.rec.health().message, /delete a: busy/)
     const r3 = await s.insert('a', 3)
     deleteFails = false
     await s.rec.waitForRevision(r3, { signal: within(2000) })

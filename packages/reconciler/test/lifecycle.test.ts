@@ -25,22 +25,22 @@ test('health: ok with the object count, degraded with error count and first mess
   try {
     let rev = await s.insert('ok', 0)
     await s.rec.waitForRevision(rev, { signal: within(2000) })
-    assert.is(s.rec.health.level, 'ok')
-    assert.is(s.rec.health.message, '1 objects')
+    assert.is(s.rec.health().level, 'ok')
+    assert.is(s.rec.health().message, '1 objects')
     for (const id of ['a', 'b', 'c', 'd']) rev = await s.insert(id, 1)
     await s.rec.waitForRevision(rev, { signal: within(2000) })
-    assert.is(s.rec.health.level, 'degraded')
-    assert.is(s.rec.health.errors, 4)
-    assert.match(s.rec.health.message, /^4 errors: a: cannot write a; b: cannot write b; c: cannot write c$/)
+    assert.is(s.rec.health().level, 'degraded')
+    assert.is(s.rec.health().errors, 4)
+    assert.match(s.rec.health().message, /^4 errors: a: cannot write a; b: cannot write b; c: cannot write c$/)
     failing = false
-    await until(() => s.rec.health.level === 'ok', 2000, 'healthy again')
-    assert.is(s.rec.health.message, '5 objects')
+    await until(() => s.rec.health().level === 'ok', 2000, 'healthy again')
+    assert.is(s.rec.health().message, '5 objects')
     const levels = seen.map((h) => h.level).filter((l, i, a) => i === 0 || a[i - 1] !== l)
     assert.equal(levels, ['ok', 'degraded', 'ok'])
   } finally {
     await s.rec.stop()
   }
-  assert.is(s.rec.health.level, 'stopped')
+  assert.is(s.rec.health().level, 'stopped')
 })
 
 test('readiness: not before the table is initialized; never lost to object errors (degraded, with keys); lost on stop', async () => {
@@ -55,20 +55,20 @@ test('readiness: not before the table is initialized; never lost to object error
   try {
     let rev = await s.insert('good', 1)
     await s.rec.waitForRevision(rev, { signal: within(2000) })
-    assert.is(s.rec.health.ready, false, 'not ready while the table is not initialized')
-    assert.match(s.rec.health.notReady ?? '', 'not initialized')
+    assert.is(s.rec.health().ready, false, 'not ready while the table is not initialized')
+    assert.match(s.rec.health().notReady ?? '', 'not initialized')
     const init = await s.db.writeTxn(s.table)
     markInitialized(init)
     init.commit()
-    await until(() => s.rec.health.ready, 2000, 'ready after initialization')
+    await until(() => s.rec.health().ready, 2000, 'ready after initialization')
     for (const id of ['bad1', 'bad2', 'bad3', 'bad4']) rev = await s.insert(id, 1)
     await s.rec.waitForRevision(rev, { signal: within(2000) })
-    await until(() => s.rec.health.errors === 4, 2000, 'four failing')
-    const h = s.rec.health
-    assert.is(h.level, 'degraded')
-    assert.is(h.ready, true, 'object errors do not make it unready')
+    await until(() => s.rec.health().errors === 4, 2000, 'four failing')
+    const h = () => s.rec.health()
+    assert.is(h().level, 'degraded')
+    assert.is(h().ready, true, 'object errors do not make it unready')
     assert.equal(
-      h.failing.map((f) => [f.key, f.error]),
+      h().failing.map((f) => [f.key, f.error]),
       [
         ['bad1', 'cannot write bad1'],
         ['bad2', 'cannot write bad2'],
@@ -85,8 +85,8 @@ test('readiness: not before the table is initialized; never lost to object error
   } finally {
     await s.rec.stop()
   }
-  assert.is(s.rec.health.ready, false)
-  assert.is(s.rec.health.notReady, 'stopped')
+  assert.is(s.rec.health().ready, false)
+  assert.is(s.rec.health().notReady, 'stopped')
   const readiness = seen.map((h) => h.ready).filter((r, i, a) => i === 0 || a[i - 1] !== r)
   assert.equal(readiness, [false, true, false], 'unready -> ready -> stopped, no flapping')
 })

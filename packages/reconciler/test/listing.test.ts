@@ -138,7 +138,7 @@ async function scenario(seed: number, batch: boolean): Promise<void> {
       return s.table.revision(txn.commit())
     }
     await write(initial)
-    s.rec.start()
+    await s.rec.start()
     try {
       // The first full reconciliation removes the extras the device started with.
       await s.rec.triggerFullReconciliation()
@@ -186,7 +186,7 @@ test('a failing listing changes nothing, degrades health and is retried on its o
   const s = setup({ operations: d.listingOps(), metrics, retry: { minMs: 10, maxMs: 40, jitter: 0 } }, d)
   const messages: string[] = []
   s.rec.onHealth((h) => messages.push(`${h.level}: ${h.message}`))
-  s.rec.start()
+  await s.rec.start()
   try {
     let rev = 0
     for (let i = 0; i < 5; i++) rev = await s.insert(`k${i}`, i)
@@ -206,7 +206,7 @@ test('a failing listing changes nothing, degrades health and is retried on its o
     assert.is(s.table.revision(s.db.readTxn()), revBefore, 'no status written')
     // No further trigger: the full reconciliation is tried again after the backoff, and repairs.
     await until(() => d.state.get('k1') === 1 && d.state.get('k2') === 2 && !d.state.has('stray'), 3000, 'repaired by a retried listing')
-    await until(() => s.rec.health.level === 'ok', 2000, 'health ok again')
+    await until(() => s.rec.health().level === 'ok', 2000, 'health ok again')
     assert.ok(messages.includes('degraded: prune failed: list failed: device busy'), messages.join('\n'))
     const last = s.rec.lastFullReconciliation!
     assert.is(last.listError, undefined)
@@ -225,7 +225,7 @@ test('a failing listing changes nothing, degrades health and is retried on its o
 test('with a listing: in-sync objects get no call and nothing is written; pending objects are neither extras nor updated by the full round', async () => {
   const d = new Device()
   const s = setup({ operations: d.listingOps() }, d)
-  s.rec.start()
+  await s.rec.start()
   try {
     let rev = 0
     for (let i = 0; i < 20; i++) rev = await s.insert(`k${i}`, i)
@@ -261,7 +261,7 @@ test('with a listing: in-sync objects get no call and nothing is written; pendin
 test('a failed delete of an extra is queued as a delete retry and retried until it succeeds', async () => {
   const d = new Device()
   const s = setup({ operations: d.listingOps(), retry: { minMs: 5, maxMs: 10, jitter: 0 } }, d)
-  s.rec.start()
+  await s.rec.start()
   try {
     const rev = await s.insert('a', 1)
     await s.rec.waitForRevision(rev, { signal: within(2000) })
@@ -299,7 +299,7 @@ test('full reconciliation uses batch operations when given: one updateBatch per 
   const txn = await s.db.writeTxn(s.table)
   for (let i = 0; i < 20; i++) s.table.insert(txn, { id: `k${i}`, value: i, status: statusPending() })
   const rev = s.table.revision(txn.commit())
-  s.rec.start()
+  await s.rec.start()
   try {
     await s.rec.waitForRevision(rev, { signal: within(2000) })
     assert.is(batches, 2)
@@ -333,14 +333,14 @@ test('an inSync that throws counts as out of sync: Update runs, the loop goes on
     },
     d,
   )
-  s.rec.start()
+  await s.rec.start()
   try {
     const rev = (await s.insert('k0', 0), await s.insert('k1', 1))
     await s.rec.waitForRevision(rev, { signal: within(2000) })
     const report = await s.rec.triggerFullReconciliation()
     assert.is(report.updated, 1)
     assert.is(report.inSync, 1)
-    assert.is(s.rec.health.level, 'ok')
+    assert.is(s.rec.health().level, 'ok')
     assert.ok(s.rec.isRunning)
   } finally {
     await s.rec.stop()

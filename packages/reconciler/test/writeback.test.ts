@@ -55,8 +55,8 @@ test("a write-back refused by statedb becomes the object's error and is retried;
     // The loop is alive: a new object is acted on (and fails on the taken slot, visibly).
     await db.write(table, (w) => table.insert(w, { id: 'c', status: statusPending() }))
     await until(() => table.get(db.readTxn(), byId.query('c'))?.status.kind === 'error', 3000, 'the new object to be reconciled')
-    await until(() => rec.health.level === 'degraded', 3000, 'health to show the failure')
-    assert.match(rec.health.message, /unique index "slot"/)
+    await until(() => rec.health().level === 'degraded', 3000, 'health to show the failure')
+    assert.match(rec.health().message, /unique index "slot"/)
   } finally {
     await rec.stop()
   }

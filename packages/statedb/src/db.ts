@@ -66,7 +66,7 @@ class TableLock {
   }
 }
 
-export class DB implements TxnHost {
+export class DB {
   private readonly tables: Table<any>[] = []
   private readonly ids = new Map<TxnTable, number>()
   private readonly locks: TableLock[] = []
@@ -131,8 +131,9 @@ export class DB implements TxnHost {
    * Opens a write transaction on a table or an array of tables, waiting for their locks (FIFO, in
    * table order). One form for every writer: `writeTxn(t)`, `writeTxn([a, b])`, as `write`.
    */
-  async writeTxn(tables: TableArg, ...rest: never[]): Promise<WriteTxn> {
-    const list = tableList('writeTxn', tables, rest)
+  async writeTxn(tables: TableArg): Promise<WriteTxn> {
+    // a JavaScript caller may pass tables as separate arguments: refused, never half-locked
+    const list = tableList('writeTxn', tables, arguments.length)
     const sorted = this.lockOrder(list)
     const started = performance.now()
     let i = 0
@@ -147,14 +148,14 @@ export class DB implements TxnHost {
   }
 
   /** Opens a write transaction at once, or returns undefined when any of the tables is locked. */
-  tryWriteTxn(tables: TableArg, ...rest: never[]): WriteTxn | undefined {
-    if (!Array.isArray(tables) && rest.length === 0) {
+  tryWriteTxn(tables: TableArg): WriteTxn | undefined {
+    if (!Array.isArray(tables) && arguments.length === 1) {
       // The common case without the arrays of the general one (one transaction per write batch).
       const id = this.tableId(tables as Table<any>)
       if (!this.locks[id]!.tryAcquire()) return undefined
       return new WriteTxn(this, this.root, this.single[id]!, 0)
     }
-    const sorted = this.lockOrder(tableList('tryWriteTxn', tables, rest))
+    const sorted = this.lockOrder(tableList('tryWriteTxn', tables, arguments.length))
     if (sorted.some((id) => this.locks[id]!.held)) return undefined
     for (const id of sorted) this.locks[id]!.tryAcquire()
     return new WriteTxn(
@@ -267,7 +268,7 @@ export class DB implements TxnHost {
 /** The tables a write transaction declares: one table or an array of them. */
 export type TableArg = Table<any> | ReadonlyArray<Table<any>>
 
-function tableList(what: string, tables: TableArg, rest: readonly unknown[]): ReadonlyArray<Table<any>> {
-  if (rest.length > 0) throw new UsageError(`db.${what} takes one table or an array of tables: ${what}([a, b]), not ${what}(a, b)`)
+function tableList(what: string, tables: TableArg, args: number): ReadonlyArray<Table<any>> {
+  if (args > 1) throw new UsageError(`db.${what} takes one table or an array of tables: ${what}([a, b]), not ${what}(a, b)`)
   return Array.isArray(tables) ? tables : [tables as Table<any>]
 }

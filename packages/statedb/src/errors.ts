@@ -4,7 +4,8 @@
 // statedb is the ground floor (every package depends on it), so the root and the four failures
 // every package has are defined here, once. Every package re-exports StatewrightError and these
 // four from its index under the same names: `ConfigError` from any package is this one class. Each
-// package has a base of its own for its own failures; a class is defined in one package only.
+// package has a base of its own for its own failures; a class is defined in one package only. This
+// file draws its own part of the tree; the whole tree is in docs/architecture.md (checked by a test).
 //   StatewrightError            code
 //   ├─ ConfigError              'Config'          bad options or configuration, a missing optional peer, a port in use
 //   ├─ UsageError               'Usage'           a call at the wrong time or with the wrong arguments (start twice, start while stopping)
@@ -18,37 +19,6 @@
 //   │  ├─ UniqueConflictError   'UniqueConflict'  two objects claim one key of a unique index
 //   │  ├─ TxnError              'Txn'             a transaction used after commit or abort, or for an undeclared table
 //   │  └─ InternalError         'Internal'        a broken invariant (a bug; validation mode finds them early)
-//   ├─ ReconcilerError          reconciler: src/errors.ts
-//   │  ├─ PruneError            'Prune'           a target's prune could not remove some objects (all were tried; `failures`)
-//   │  └─ ReconciliationFailedError 'ReconciliationFailed'  waitForReconciliation({ onError: 'reject' }) found objects in error (`failed`)
-//   ├─ K8sError                 k8s: src/errors.ts
-//   │  ├─ ApiError              404, 409, 410...  the API server refused or failed a request: the HTTP status, a number (0: transport); src/api-error.ts
-//   │  ├─ UnknownKindError      'UnknownKind'     the server serves no such kind (discovery)
-//   │  ├─ InvalidObjectError    'InvalidObject'   an object or condition lacks what the operation needs (name, namespace, uid)
-//   │  ├─ WatchError            'Watch'           a watch stream line that is not a watch event
-//   │  ├─ ReflectorError        'Reflector'       a list, transform or table write of a reflector failed
-//   │  └─ ForeignObjectError    'Foreign'         an object of the desired name is not ours (Target with adopt: false)
-//   ├─ NatsError                nats: src/errors.ts
-//   │  ├─ BucketError           'Bucket'          the bucket is missing or its watch ended early (retried with backoff)
-//   │  ├─ DecodeError           'Decode'          a value that does not decode (the row is skipped)
-//   │  ├─ WriteError            'Write'           a put, create, delete or status write failed (after CAS rereads)
-//   │  └─ ServerError           'Server'          the test harness's nats-server did not start
-//   ├─ TestServerError          testserver: src/errors.ts
-//   │  ├─ (itself)              'UnknownKind'     a control call names a kind the server does not serve
-//   │  ├─ (itself)              'Internal'        a broken invariant of the store (a bug)
-//   │  ├─ (itself)              'WebhookCall'     an admission webhook could not be called or answered garbage
-//   │  └─ StatusError           400, 404, 409...  what a handler answers: the HTTP status of its Status (a number); src/status.ts, not exported
-//   ├─ PrimaryError             primary: src/errors.ts
-//   │  └─ SyncError             'Sync'            a PrimaryController sync, or a write of its secondaries, failed (retried with backoff)
-//   ├─ TopologyGraphError       topology: src/errors.ts
-//   │  └─ TopologyCycleError    'Cycle'           a read that needs an acyclic graph met a cycle (named in `cycle`)
-//   ├─ CliError                 cli: src/errors.ts
-//   │  ├─ InspectError          'Inspect'         the statewright CLI could not read the inspected process (unreachable, a token refused, an HTTP error)
-//   │  └─ InvalidInputError     'InvalidInput'    gen-types input without a usable CustomResourceDefinition
-//   └─ ControllerError          controller: src/errors.ts
-//      ├─ CleanupError          'Cleanup'         a finalizer's cleanup failed (retried with backoff)
-//      ├─ WorkflowError         'Workflow'        what a Workflow's error handler gets: a step's error joined with the carried-over one
-//      └─ ConversionError       'Conversion'      an object could not be converted between its custom kind's versions
 // Codes are strings, but for the two classes that carry an HTTP status (ApiError, StatusError), as
 // Kubernetes' Status.code does. Object errors of reconcilers and derivations are statuses, not
 // thrown: an operation's own error is kept as it is.

@@ -37,6 +37,14 @@ export { backoffDelay, resolveRetry, DEFAULT_RETRY, type RetryOptions } from './
 // Not an export: loaded for its effect (./shapes.ts says why).
 import './shapes.ts'
 export { dump, httpHandler, keyText, type HttpHandlerOptions } from './inspect.ts'
-export { redactSecrets, markSensitive, SENSITIVE, type Redactor } from './redact.ts'
+export {
+  redactSecrets,
+  markSensitive,
+  addRedactionRule,
+  SENSITIVE,
+  REDACTED,
+  type Redactor,
+  type RedactionRule,
+  type RedactionContext,
+} from './redact.ts'
 export { httpGuard, guardedListener, type HttpGuard, type HttpGuardOptions } from './httpguard.ts'
-export type { InspectGraph, NamedGraph } from './inspectgraph.ts'

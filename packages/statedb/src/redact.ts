@@ -1,16 +1,16 @@
 // Redaction: what inspection, dumps and logs show of an object instead of its secrets.
+// statedb knows no object format: it redacts what is marked sensitive, and packages that know a
+// format (@statewright/k8s: core v1 Secrets, kubectl's last-applied annotation) add rules.
 //
 // Invariants:
-// - the `data` and `stringData` of a Kubernetes Secret (`kind: Secret`, core v1) and of any object
-//   marked sensitive are replaced, at any depth (a Secret wrapped in a desired object, in a list, ...);
-// - `kubectl apply` copies a whole manifest into the annotation
-//   kubectl.kubernetes.io/last-applied-configuration of any object, so a Secret embedded in a custom
-//   resource is there again, as JSON text: that text is parsed, redacted by the same rules and written
-//   back (the manifest of a secret object is treated as secret whatever kind it names); when it cannot
-//   be parsed, an annotation of a secret object is replaced whole;
+// - the `data` and `stringData` of an object marked sensitive, or that a rule calls secret, are
+//   replaced, at any depth (wrapped in a desired object, in a list, ...);
+// - a rule's rewrite of a field sees the field already redacted and may redact more (text that
+//   holds an object, as JSON);
 // - the input is never modified: what changes is copied along its path, and an object with nothing
 //   secret comes back as itself (no copy on the common path);
-// - a cycle is cut with the text "(circular)", so what comes back can always be serialized.
+// - a cycle is cut with the text "(circular)", so what comes back can always be serialized;
+// - rules are added once per name (a package loaded twice adds nothing twice).
 
 export type Redactor = (table: string, obj: unknown) => unknown
 
@@ -21,11 +21,38 @@ export function markSensitive<T extends object>(obj: T): T {
   return obj
 }
 
-const REDACTED = '(redacted)'
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration'
+/** What a rule's rewrite gets: whether the object holding the field is secret, and the redactor. */
+export interface RedactionContext {
+  readonly secret: boolean
+  /** Redacts `value` by every rule; with `asSecret`, treats it as a secret object itself. */
+  redact(value: unknown, asSecret?: boolean): unknown
+}
 
-const isSecretLike = (o: Record<string | symbol, unknown>) =>
-  o[SENSITIVE] === true || (o.kind === 'Secret' && (o.apiVersion === undefined || o.apiVersion === 'v1'))
+/** A rule a package that knows an object format adds to every redactor of the process. */
+export interface RedactionRule {
+  /** Rules are added once per name. */
+  readonly name: string
+  /** Whether an object holds secrets in `data` and `stringData`. */
+  isSecret?(obj: Readonly<Record<string, unknown>>): boolean
+  /** A field whose (already redacted) value the rule may redact further, with `rewrite`. */
+  readonly field?: string
+  /** Returns the field's value redacted further, or the value itself when nothing changes. */
+  rewrite?(value: unknown, ctx: RedactionContext): unknown
+}
+
+export const REDACTED = '(redacted)'
+const rules = new Map<string, RedactionRule>()
+
+/** Adds a rule to every redactor (redactSecrets, dumps, the HTTP handler, the controller's logs). */
+export function addRedactionRule(rule: RedactionRule): void {
+  if (!rules.has(rule.name)) rules.set(rule.name, rule)
+}
+
+function isSecret(o: Record<string | symbol, unknown>): boolean {
+  if (o[SENSITIVE] === true) return true
+  for (const r of rules.values()) if (r.isSecret?.(o) === true) return true
+  return false
+}
 
 function redactDeep(v: unknown, seen: WeakSet<object>): unknown {
   if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v)) return v
@@ -41,15 +68,11 @@ function redactDeep(v: unknown, seen: WeakSet<object>): unknown {
       return out ?? v
     }
     const o = v as Record<string | symbol, unknown>
-    const secret = isSecretLike(o)
+    const secret = isSecret(o)
     let out: Record<string, unknown> | undefined
     for (const k of Object.keys(o)) {
-      const r =
-        secret && (k === 'data' || k === 'stringData')
-          ? REDACTED
-          : k === 'metadata'
-            ? redactMeta(o[k], seen, secret)
-            : redactDeep(o[k], seen)
+      let r = secret && (k === 'data' || k === 'stringData') ? REDACTED : redactDeep(o[k], seen)
+      for (const rule of rules.values()) if (rule.field === k && rule.rewrite) r = rule.rewrite(r, { secret, redact })
       if (r !== o[k]) (out ??= { ...(o as Record<string, unknown>) })[k] = r
     }
     return out ?? v
@@ -58,30 +81,14 @@ function redactDeep(v: unknown, seen: WeakSet<object>): unknown {
   }
 }
 
-/** An object's metadata, with the manifest kubectl keeps in an annotation redacted like the object. */
-function redactMeta(m: unknown, seen: WeakSet<object>, secret: boolean): unknown {
-  const meta = redactDeep(m, seen)
-  const applied = (meta as { annotations?: Record<string, unknown> } | null)?.annotations?.[LAST_APPLIED]
-  if (typeof applied !== 'string') return meta
-  let redacted: string
-  try {
-    let manifest: unknown = JSON.parse(applied)
-    // the manifest of a secret object is a secret manifest, whatever kind it names
-    if (secret && typeof manifest === 'object' && manifest !== null) manifest = { ...manifest, [SENSITIVE]: true }
-    const r = redactDeep(manifest, new WeakSet())
-    if (r === manifest) return meta
-    redacted = JSON.stringify(r)
-  } catch {
-    if (!secret) return meta
-    redacted = REDACTED
-  }
-  const md = meta as Record<string, unknown> & { annotations: Record<string, unknown> }
-  return { ...md, annotations: { ...md.annotations, [LAST_APPLIED]: redacted } }
+function redact(value: unknown, asSecret = false): unknown {
+  const v = asSecret && typeof value === 'object' && value !== null ? { ...value, [SENSITIVE]: true } : value
+  return redactDeep(v, new WeakSet())
 }
 
 /**
- * The default redactor: hides `data` and `stringData` of every Kubernetes Secret and every object
- * marked sensitive, at any depth (a Secret inside a desired object, in a list, in the manifest that
- * `kubectl apply` keeps in an annotation). Returns the object itself when nothing in it is secret.
+ * The default redactor: hides `data` and `stringData` of every object marked sensitive or that a rule
+ * calls secret (with @statewright/k8s loaded: every core v1 Secret), at any depth, and whatever the
+ * rules redact further. Returns the object itself when nothing in it is secret.
  */
 export const redactSecrets: Redactor = (_table, obj) => redactDeep(obj, new WeakSet())

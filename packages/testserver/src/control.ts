@@ -1,7 +1,7 @@
 // The control API: what a test does to the server besides speaking HTTP to it (faults, seeding,
 // registering kinds, inspecting requests). Every method acts synchronously on the server's state
 // unless it returns a Promise.
-import type { TestServer, KindRef, RequestLogEntry } from './server.ts'
+import type { TestServer, TypeMeta, RequestLogEntry } from './server.ts'
 import type { FailRule, DelayRule } from './faults.ts'
 import { GarbageCollector, type GcFailure } from './gc.ts'
 import { ConfigError } from './errors.ts'
@@ -29,7 +29,7 @@ export interface Control {
   /** Answer expired watch resumes with HTTP 410 (true) or an ERROR event (false, the default). */
   setExpiredAsHttp410(on: boolean): void
   /** Inserts n objects without HTTP, named `${prefix}${i}`, in one batch (one version each). */
-  seed(kind: KindRef, n: number, opts?: { namespace?: string; template?: any; prefix?: string }): void
+  seed(kind: TypeMeta, n: number, opts?: { namespace?: string; template?: any; prefix?: string }): void
   /** Registers a kind at run time (a CRD does the same over HTTP). */
   registerKind(input: ResourceTypeInput): ResourceType
   /** Reseeds the fault PRNG. */
@@ -47,7 +47,7 @@ export interface Control {
    */
   finishDeletions(): number
   /** Reads an object without HTTP (undefined when absent). */
-  get(kind: KindRef, name: string, namespace?: string): any
+  get(kind: TypeMeta, name: string, namespace?: string): any
   /** The garbage collector's failed steps, oldest first (a delete a webhook denied; the newest 100). */
   gcFailures(): GcFailure[]
   /** RBAC (`rbac: true`): a kubeconfig that authenticates as the ServiceAccount <namespace>/<name>. */

@@ -1,6 +1,6 @@
 // @statewright/testserver: a Kubernetes API server for tests (real wire protocol, statedb storage,
 // fault injection). Start one per simulated cluster; stop it at the end of the test.
-import { TestServer, type RequestLogEntry, type KindRef } from './server.ts'
+import { TestServer, type RequestLogEntry, type TypeMeta } from './server.ts'
 import type { TestServerOptions } from './server-options.ts'
 import { makeControl, type Control } from './control.ts'
 
@@ -38,8 +38,11 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Run
 }
 
 export { TestServer }
-export type { TestServerOptions, RequestLogEntry, KindRef, Control }
-export type { FailRule, DelayRule } from './faults.ts'
+export type { TestServerOptions, RequestLogEntry, TypeMeta, Control }
+export type { FailRule, DelayRule, RouteMatch } from './faults.ts'
+export type { KubeconfigOptions } from './kubeconfig.ts'
+export type { ScalePaths, CustomResourceColumnDefinition } from './resource-type.ts'
+export type { DeletionTiming } from './object-deletes.ts'
 export type { GcFailure } from './gc.ts'
 export type { ResourceType, ResourceTypeInput } from './resources.ts'
 /** How a webhook's Service reference is reached (the `serviceResolver` option). */

@@ -30,7 +30,7 @@ export interface ResourceType {
   /** Where /scale reads and writes (a CRD's subresources.scale paths; `.spec.replicas` by default). */
   scalePaths: ScalePaths
   /** A CRD version's additionalPrinterColumns (server-side Table output). */
-  printerColumns?: PrinterColumn[]
+  printerColumns?: CustomResourceColumnDefinition[]
   /** Storage identity shared by all versions of a kind. */
   storageKey: string
   /** Set for kinds registered through a CustomResourceDefinition: its name. */
@@ -41,7 +41,7 @@ export interface ResourceType {
   deprecationWarning?: string
 }
 
-export interface PrinterColumn {
+export interface CustomResourceColumnDefinition {
   name: string
   type: string
   jsonPath: string
@@ -73,7 +73,7 @@ export interface ResourceTypeInput {
   unconditionalUpdate?: boolean
   scale?: boolean
   scalePaths?: ScalePaths
-  printerColumns?: PrinterColumn[]
+  printerColumns?: CustomResourceColumnDefinition[]
   crd?: string
   /** openAPIV3Schema (custom kinds): x-kubernetes-list-type/-list-map-keys/-map-type drive apply. */
   schema?: Record<string, any>

@@ -11,7 +11,7 @@ import { crdDeprecationWarning } from './deprecation.ts'
 import { MORE_BUILTIN_TYPES } from './builtin-kinds.ts'
 import type { ResourceType, ResourceTypeInput } from './resource-type.ts'
 
-export type { PrinterColumn, ResourceType, ResourceTypeInput, ScalePaths } from './resource-type.ts'
+export type { CustomResourceColumnDefinition, ResourceType, ResourceTypeInput, ScalePaths } from './resource-type.ts'
 
 export function typeKey(group: string, version: string, resource: string): string {
   return `${group}/${version}/${resource}`

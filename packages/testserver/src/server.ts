@@ -49,19 +49,26 @@ export interface RequestLogEntry {
   contentType?: string
 }
 
-export interface KindRef {
+/** What a control call names a kind by (apimachinery's TypeMeta; a @statewright/k8s KindRef or kind constant is one). */
+export interface TypeMeta {
   apiVersion: string
   kind: string
 }
 
 export class TestServer {
+  /** @internal The store's parts, for the package's own modules and its tests (`control` is the contract). */
   readonly store: Store
+  /** @internal The store's parts, for the package's own modules and its tests (`control` is the contract). */
   readonly registry = new Registry()
+  /** @internal The store's parts, for the package's own modules and its tests (`control` is the contract). */
   readonly objects: Objects
+  /** @internal The store's parts, for the package's own modules and its tests (`control` is the contract). */
   readonly watches: WatchHub
+  /** @internal The store's parts, for the package's own modules and its tests (`control` is the contract). */
   readonly faults: Faults
   readonly token: string | null
   /** RBAC (the `rbac` option), else undefined: the token alone decides. */
+  /** @internal */
   readonly rbac: Rbac | undefined
   private readonly log: RequestLogEntry[] = []
   private readonly sockets = new Set<Socket>()
@@ -184,6 +191,7 @@ export class TestServer {
     this.port = typeof addr === 'object' && addr ? addr.port : port
   }
 
+  /** @internal */
   get kubeconfigOptions(): KubeconfigOptions {
     const o: KubeconfigOptions = { server: this.url, token: this.token ?? 'none', name: this.opts.name ?? `statewright-${this.port}` }
     if (this.tls) o.caPem = this.tls.caPem
@@ -342,7 +350,7 @@ export class TestServer {
   delayResponses(rule: DelayRule): () => void {
     return this.faults.delayResponses(rule)
   }
-  kind(ref: KindRef | ResourceType): ResourceType {
+  kind(ref: TypeMeta | ResourceType): ResourceType {
     return 'storageKey' in ref ? ref : this.type(ref.apiVersion, ref.kind)
   }
 }

@@ -45,7 +45,8 @@ export interface Section {
   object: unknown
 }
 
-interface KindBase<O> {
+/** What every kind of a topology has: its group, kind and how to read its objects. */
+export interface KindBase<O> {
   /** The node kind, unique in the topology ("Gateway"). */
   kind: string
   /** API group ("" for core kinds; default ""). */
@@ -130,10 +131,14 @@ export function defineTopology<D extends TopologyDefinition>(def: D): D {
   return def
 }
 
-type Ref = { group?: string; kind?: string; name?: string; namespace?: string; sectionName?: string }
+/** A Gateway API reference: a parentRef, a backendRef, a policy's targetRef. */
+export type ObjectRef = { group?: string; kind?: string; name?: string; namespace?: string; sectionName?: string }
 
 /** Default policy targets: spec.targetRef / spec.targetRefs, relative to the policy's namespace. */
-export function targetRefLocators(policy: { metadata?: { namespace?: string }; spec?: { targetRef?: Ref; targetRefs?: Ref[] } }): string[] {
+export function targetRefLocators(policy: {
+  metadata?: { namespace?: string }
+  spec?: { targetRef?: ObjectRef; targetRefs?: ObjectRef[] }
+}): string[] {
   const refs = [
     ...(policy.spec?.targetRef ? [policy.spec.targetRef] : []),
     ...(Array.isArray(policy.spec?.targetRefs) ? policy.spec.targetRefs : []),

@@ -6,7 +6,8 @@
 // - a rule is named by `rule.name`, else `rule-<i+1>` (policy-machinery's names).
 export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io'
 
-type Meta = { name: string; namespace?: string; creationTimestamp?: string; generation?: number }
+/** The metadata fields the topology reads. */
+export type ObjectMeta = { name: string; namespace?: string; creationTimestamp?: string; generation?: number }
 export interface ParentRef {
   group?: string
   kind?: string
@@ -33,13 +34,13 @@ export interface Listener {
 export interface GatewayClass {
   apiVersion: string
   kind: 'GatewayClass'
-  metadata: Meta
+  metadata: ObjectMeta
   spec?: { controllerName?: string }
 }
 export interface Gateway {
   apiVersion: string
   kind: 'Gateway'
-  metadata: Meta
+  metadata: ObjectMeta
   spec?: { gatewayClassName?: string; listeners?: Listener[] }
 }
 /** The route kinds of the Gateway API. */
@@ -56,13 +57,14 @@ export interface RouteRule {
 export interface Route {
   apiVersion: string
   kind: RouteKind
-  metadata: Meta
+  metadata: ObjectMeta
   spec?: { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: RouteRule[] }
 }
-export interface Service {
+/** A core v1 Service as the topology sees it: a backend of routes. */
+export interface BackendService {
   apiVersion: string
   kind: 'Service'
-  metadata: Meta
+  metadata: ObjectMeta
   spec?: { ports?: Array<{ name?: string; port: number; protocol?: string }> }
 }
 

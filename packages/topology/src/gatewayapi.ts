@@ -33,7 +33,7 @@ import {
   type Route,
   type RouteKind,
   type RouteRule,
-  type Service,
+  type BackendService,
 } from './gatewayapi-types.ts'
 import { locator } from './locator.ts'
 
@@ -168,7 +168,7 @@ export function gatewayApiTopology(o: GatewayApiTopologyOptions = {}): TopologyD
       ...(t.services ? { table: t.services } : {}),
       ...(ports
         ? {
-            sections: (s: Service): Section[] =>
+            sections: (s: BackendService): Section[] =>
               (s.spec?.ports ?? []).map((p) => ({ kind: 'ServicePort', name: p.name || String(p.port), object: p })),
           }
         : {}),

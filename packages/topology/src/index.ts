@@ -10,6 +10,8 @@ export {
   type TopologyNode,
   type NodeRole,
   type TargetableKind,
+  type KindBase,
+  type ObjectRef,
   type PolicyKind,
   type LinkDefinition,
   type Section,
@@ -17,7 +19,7 @@ export {
 } from './define.ts'
 export { locator, locatorOf, withoutSection, groupOfApiVersion, type LocatorParts } from './locator.ts'
 export { Topology, type TopologyOptions, type TopologyError } from './topology.ts'
-export type { GraphTables, StoredLink, Attachment } from './rows.ts'
+export type { GraphTables, StoredLink, Attachment, Declaration } from './rows.ts'
 export { TopologyView } from './view.ts'
 export { TopologyCollection, type NodeFilter, type CollectionSource } from './collection.ts'
 export {
@@ -46,7 +48,8 @@ export {
   type Listener,
   type Route,
   type RouteRule,
-  type Service,
+  type BackendService,
+  type ObjectMeta,
   type ParentRef,
   type BackendRef,
 } from './gatewayapi-types.ts'
@@ -60,3 +63,4 @@ export {
   TopologyCycleError,
   type TopologyGraphErrorCode,
 } from './errors.ts'
+export type { InspectGraph, NamedGraph, PolicyStatusReason } from './inspectgraph.ts'

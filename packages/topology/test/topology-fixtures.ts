@@ -1,6 +1,6 @@
 // Gateway API objects and tables for the topology tests.
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import type { Gateway, GatewayClass, Listener, Route, Service } from '@statewright/topology'
+import type { Gateway, GatewayClass, Listener, Route, BackendService } from '@statewright/topology'
 
 export const GW = 'gateway.networking.k8s.io/v1'
 type Obj = { metadata: { name: string; namespace?: string } }
@@ -14,7 +14,7 @@ export function gatewayTables(db = new DB()) {
     classes: table<GatewayClass>('gatewayclasses'),
     gateways: table<Gateway>('gateways'),
     routes: table<Route>('httproutes'),
-    services: table<Service>('services'),
+    services: table<BackendService>('services'),
     policies: table<any>('ratelimitpolicies'),
   }
   db.register(t.classes, t.gateways, t.routes, t.services, t.policies)
@@ -48,7 +48,7 @@ export const route = (
     rules: o.rules ?? [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: `${name}-svc`, port: 80 }] }],
   },
 })
-export const service = (ns: string, name: string): Service => ({
+export const service = (ns: string, name: string): BackendService => ({
   apiVersion: 'v1',
   kind: 'Service',
   metadata: { name, namespace: ns },

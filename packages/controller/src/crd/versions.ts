@@ -19,7 +19,7 @@ import type { CustomObject, PrinterColumn, SchemaLike } from './customobject.ts'
 /** What a conversion function returns: the object in the other version (apiVersion and kind are set for it). */
 export type Converted<T> = { [K in keyof T as K extends 'apiVersion' | 'kind' ? never : K]: T[K] } & { apiVersion?: string; kind?: string }
 
-interface VersionCommon {
+export interface VersionCommon {
   /** Served by the API server (default true). */
   served?: boolean
   /** Deprecated: the API server warns a client that uses it (deprecationWarning: what it says). */

@@ -29,7 +29,7 @@ import { ConfigError, InvalidObjectError, StoppedError, UsageError } from '../er
 import { setTimeout as sleep } from 'node:timers/promises'
 import { isDeepStrictEqual } from 'node:util'
 import { type ChangeIterator, type Key, type ReadTxn, type Table, type Watch, type WriteTxn, waitAny } from '@statewright/statedb'
-import type { Logger } from '@statewright/statedb'
+import type { Lifecycle, Logger } from '@statewright/statedb'
 import { nullLogger } from '../logging.ts'
 import { Dependencies } from './deps.ts'
 import { Failures, derivationErrors, type DerivationError } from './failures.ts'
@@ -47,7 +47,7 @@ interface Dirty extends InputRef {
 // Key order is not meaning: an output rebuilt with its keys in another order is the same output.
 const deepEquals = (a: unknown, b: unknown) => a === b || isDeepStrictEqual(a, b)
 
-export class Derivation<In, Out> {
+export class Derivation<In, Out> implements Lifecycle {
   readonly name: string
   /** How many times fn ran (for tests and metrics). */
   runs = 0
@@ -108,8 +108,9 @@ export class Derivation<In, Out> {
    * new leadership term): it then derives every input again, and drops the outputs of inputs deleted
    * while it was stopped (a new change iterator does not see deletions from before it).
    */
-  async start(): Promise<this> {
-    if (this.loop) throw new UsageError(`derivation "${this.name}": already started`)
+  async start(): Promise<void> {
+    if (this.running) return
+    if (this.loop) throw new UsageError(`derivation "${this.name}" is stopping: await stop() before start()`)
     const { db, to } = this.options
     if (this.ctrl.signal.aborted) {
       this.ctrl = new AbortController()
@@ -125,7 +126,6 @@ export class Derivation<In, Out> {
     this.loop = this.run().finally(() => {
       for (const it of this.iters) it.close()
     })
-    return this
   }
 
   async stop(): Promise<void> {
@@ -138,6 +138,12 @@ export class Derivation<In, Out> {
 
   get running(): boolean {
     return this.loop !== undefined && !this.ctrl.signal.aborted
+  }
+
+  /** Resolves once every input and join table as it is now is derived (or rejects on stop/abort). */
+  async settled(signal?: AbortSignal): Promise<void> {
+    if (!this.running) throw new StoppedError(`derivation "${this.name}" is not running`)
+    await this.waitFor(this.options.db.readTxn(), signal)
   }
 
   /** Resolves once changes up to `txn` in every input and join table are derived (or rejects on stop/abort). */
@@ -458,5 +464,7 @@ export class Derivation<In, Out> {
 
 /** Starts an incremental derivation (see Derivation). */
 export async function derive<In, Out>(o: DeriveOptions<In, Out>): Promise<Derivation<In, Out>> {
-  return new Derivation(o).start()
+  const d = new Derivation(o)
+  await d.start()
+  return d
 }

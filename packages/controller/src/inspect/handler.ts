@@ -28,7 +28,7 @@ import {
   type Table,
 } from '@statewright/statedb'
 import type { Reconciler, Status, StatusKind } from '@statewright/reconciler'
-import type { NamedGraph } from '@statewright/statedb'
+import type { NamedGraph } from '@statewright/topology'
 
 export interface InspectOptions {
   db: DB
@@ -131,7 +131,7 @@ function reconcilerInfo(db: DB, r: Reconciler<any>, maxErrors: number, redact: R
       retryAt: s?.retryAt,
     })
   }
-  const h = r.health
+  const h = r.health()
   return {
     name: r.name,
     table: table.name,

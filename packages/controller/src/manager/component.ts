@@ -1,29 +1,26 @@
 // The contract between the Manager and a part with a lifecycle (controller-runtime's Runnable and
-// LeaderElectionRunnable in one): started by start(), stopped by stop(), leader-only or not, with
-// optional health, convergence, graph and reconcilers the Manager shows.
+// LeaderElectionRunnable in one): statewright's one lifecycle contract (statedb's Lifecycle: start,
+// stop, health, settled) with a name, leader-only or not, and optional parts the Manager shows
+// (a graph, reconcilers, RBAC rules) or waitForConvergence asks (idle, writes).
 // Invariants:
 // - Readiness never depends on an object's error: a Component reports object errors as `failing`
 //   and a degraded level, not as unready.
 import type { Reconciler } from '@statewright/reconciler'
-import type { Health } from '@statewright/statedb'
+import type { Health, Lifecycle } from '@statewright/statedb'
 import type { PolicyRule } from './manifests.ts'
-import type { InspectGraph } from '@statewright/statedb'
+import type { InspectGraph } from '@statewright/topology'
 
 /** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
-export interface Component {
+export interface Component extends Lifecycle {
   readonly name: string
-  start(): void | Promise<unknown>
-  stop(): Promise<void>
-  /** Readiness and health; absent: always ready. */
-  health?(): ComponentHealth
+  /** Readiness and health, with the failing objects. */
+  health(): ComponentHealth
   /** Runs only while this replica leads (default false). */
   leaderOnly?: boolean
   /** For waitForConvergence: nothing to do now. */
   idle?(): boolean
   /** For waitForConvergence: writes the part made to a cluster so far (a pass with new ones goes round again). */
   writes?(): number
-  /** For waitForConvergence: resolves once the part has acted on everything it has seen. */
-  converged?(signal: AbortSignal): Promise<void>
   /** A graph to show (GET /topology, the web view's Topology, `statewright topology`). */
   graph?(): InspectGraph
   /** The RBAC rules of the requests the part makes itself (merged into manifests()' ClusterRole). */

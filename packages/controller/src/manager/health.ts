@@ -32,7 +32,7 @@ export function readinessOf(m: ManagerParts): { ready: boolean; reasons: string[
     const h = r.health()
     if (!h.ready) reasons.push(`reflector ${name}: ${h.synced ? `watch lost (${h.lastError ?? h.state})` : 'not synced yet'}`)
   }
-  const leaderParts = m.elector ? m.elector.status().leading : true
+  const leaderParts = m.elector ? m.elector.health().leading : true
   if (leaderParts) {
     for (const d of m.derivations) {
       const h = d.health()
@@ -41,7 +41,7 @@ export function readinessOf(m: ManagerParts): { ready: boolean; reasons: string[
           `derivation ${d.name}: ${h.waitingFor ? `waiting for ${h.waitingFor.map((n) => `"${n}"`).join(', ')} to be listed` : 'not initialized'}`,
         )
     }
-    const h = m.reconciler.health
+    const h = m.reconciler.health()
     if (!h.ready) reasons.push(`reconciler ${m.name}: ${h.notReady ?? 'not ready'}`)
   }
   for (const c of m.components) {
@@ -54,13 +54,13 @@ export function readinessOf(m: ManagerParts): { ready: boolean; reasons: string[
 
 /** Everything /statusz shows: each part's health, object errors with examples. */
 export function statusOf(m: ManagerParts, readiness: () => { ready: boolean; reasons: string[] }): Record<string, unknown> {
-  const rec: ReconcilerHealth = m.reconciler.health
+  const rec: ReconcilerHealth = m.reconciler.health()
   return {
     name: m.name,
     state: m.state,
     ...readiness(),
-    leader: m.elector ? m.elector.status() : { leading: m.leading },
-    ...(m.shardLeases ? { sharding: m.shardLeases.status() } : {}),
+    leader: m.elector ? m.elector.health() : { leading: m.leading },
+    ...(m.shardLeases ? { sharding: m.shardLeases.health() } : {}),
     reflectors: [...m.reflectors.values()].map((r) => r.health()),
     derivations: m.derivations.map((d) => ({ name: d.name, ...d.health() })),
     reconciler: { name: m.name, level: rec.level, message: rec.message, ready: rec.ready, errors: rec.errors, failing: rec.failing },

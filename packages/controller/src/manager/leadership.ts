@@ -144,7 +144,8 @@ export async function startWork(o: {
     o.leading(true)
     o.started()
     const shardLeases = newShardLeases({ cluster: o.cluster, name: o.name, sharding, logger: o.logger, work: o.work() })
-    return { shardLeases: shardLeases.start() }
+    await shardLeases.start()
+    return { shardLeases }
   }
   if (leaderElection) {
     o.leading(undefined)
@@ -159,7 +160,7 @@ export async function startWork(o: {
       leading: o.leading,
       started: () => o.started(),
     })
-    elector.start()
+    await elector.start()
     return { elector }
   }
   for (const p of o.parts) await p.start()

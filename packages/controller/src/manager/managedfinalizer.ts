@@ -37,16 +37,14 @@ export function managedFinalizer<T extends object>(
   const component: Component = {
     name: `finalizer ${o.name}`,
     leaderOnly: true,
-    start: () => {
-      f.start()
-    },
+    start: () => f.start(),
     stop: () => f.stop(),
     health: () => {
       const h = f.health()
       return { ready: h.ready, level: h.level, message: h.message, failing: h.failing }
     },
     idle: () => f.pending() === 0,
-    converged: (signal) => f.waitIdle(signal),
+    settled: (signal) => f.settled(signal),
   }
   return { finalizer: f, component }
 }

@@ -45,7 +45,7 @@ import {
 } from '@statewright/k8s'
 import { Derivation } from '../derive/derivation.ts'
 import type { Finalizer } from '../finalizers.ts'
-import type { NamedGraph } from '@statewright/statedb'
+import type { NamedGraph } from '@statewright/topology'
 import { createLogger } from '../logging.ts'
 import type { Logger } from '@statewright/statedb'
 import { ControllerMetrics } from '../metrics.ts'
@@ -85,7 +85,8 @@ export class Manager {
   readonly db: DB
   readonly cluster: Cluster
   /** Every cluster, by name (the default one included). */
-  readonly clusters: Map<string, Cluster>
+  /** The clusters by name (set by ManagerOptions.clusters). */
+  readonly clusters: ReadonlyMap<string, Cluster>
   readonly logger: Logger
   readonly desired: DesiredTable
   readonly target: Target
@@ -94,13 +95,24 @@ export class Manager {
   readonly events: EventRecorder
   readonly registry: PromRegistry | undefined
   /** Reflectors, by table name. */
-  readonly reflectors: Map<string, Reflector<KubeObject>>
+  /** The reflectors by table name (made by watch() and owns()). */
+  readonly reflectors: ReadonlyMap<string, Reflector<KubeObject>>
   /** What each reflector reflects, by table name (waitForConvergence lists the same). */
-  readonly watched: Map<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions; cluster: Cluster }>
+  /** The watched kinds by table name. */
+  readonly watched: ReadonlyMap<string, { kind: KindRef; table: Table<KubeObject>; options: WatchOptions; cluster: Cluster }>
   /** Derivations: derive()'s, and each reconcile step's two. */
-  readonly derivations: Derivation<any, any>[] = []
-  readonly drift: DriftWatcher[]
-  readonly components: Component[] = []
+  /** The derivations (derive(), and each reconcile step's two). */
+  get derivations(): ReadonlyArray<Derivation<any, any>> {
+    return this.derivationList
+  }
+  private readonly derivationList: Derivation<any, any>[] = []
+  /** The drift watchers of the owned kinds. */
+  readonly drift: ReadonlyArray<DriftWatcher>
+  /** The components (add()). */
+  get components(): ReadonlyArray<Component> {
+    return this.componentList
+  }
+  private readonly componentList: Component[] = []
   private readonly options: ManagerOptions
   private readonly clusterSet: ManagerClusters
   private readonly watches: ManagerWatches
@@ -269,7 +281,7 @@ export class Manager {
       ...(o.onDeleted ? { onDeleted: o.onDeleted } : {}),
       ...(this.metrics ? { observe: (result, s) => this.metrics!.reconcileRun(o.name ?? this.name, result, s) } : {}),
     })
-    this.derivations.push(d)
+    this.derivationList.push(d)
     this.pruneSources.push(derivationOwners(d))
     return d
   }
@@ -314,7 +326,7 @@ export class Manager {
       ...(this.metrics ? { observe: (result, s) => this.metrics!.reconcileRun(name, result, s) } : {}),
     })
     this.statusTables.push(primary)
-    this.derivations.push(step.derivation, step.children)
+    this.derivationList.push(step.derivation, step.children)
     this.pruneSources.push(step)
     this.add(step.component)
     return step
@@ -397,7 +409,7 @@ export class Manager {
   /** Adds a part with a lifecycle (started by start(), stopped by stop()). */
   add(c: Component): void {
     this.notStarted('add')
-    this.components.push(c)
+    this.componentList.push(c)
   }
 
   /** The probes server's base URL once started (`probes`). */
@@ -589,7 +601,7 @@ export class Manager {
   /** Who leads, as this replica last saw it (its own identity when it leads; undefined without leader election). */
   leader(): { identity: string; leading: boolean; leader: string | undefined } | undefined {
     if (!this.elector) return undefined
-    const s = this.elector.status()
+    const s = this.elector.health()
     return { identity: s.identity, leading: s.leading, leader: s.leader }
   }
 

@@ -12,7 +12,7 @@ import type { HttpOptions } from '../http.ts'
 import { ConfigError } from '../errors.ts'
 import type { Logger } from '@statewright/statedb'
 import type { Placed } from './desired.ts'
-import type { ReconcileResult } from './reconcilestep.ts'
+import type { ReconcileContext, ReconcileResult } from './reconcilestep.ts'
 import type { WebhookServerOptions } from '../webhooks/server.ts'
 
 export type { Component, ComponentHealth } from './component.ts'
@@ -160,7 +160,7 @@ export interface ManagedReconcileOptions<T extends object = KubeObject> {
    * Synchronous over the snapshot (as derive's fn); a throw is the object's error (Ready=False, an
    * Event, a retry with backoff).
    */
-  fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
+  fn: (obj: T, ctx: ReconcileContext) => ReconcileResult | undefined | void
   /** Kinds the children have: pruned and watched for drift (like controller-runtime's Owns). */
   owns?: KindRef<any>[]
   /**

@@ -27,10 +27,13 @@ import { isDeepStrictEqual } from 'node:util'
 import { Reconciler, eachEntry, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
 import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type ReadTxn, type RetryOptions } from '@statewright/statedb'
 import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
-import { InvalidObjectError, TerminalError } from '../errors.ts'
+import { InvalidObjectError, StoppedError, TerminalError } from '../errors.ts'
 import { StatusWriter, conditionsOf, findCondition, setCondition, type ConditionInput } from '../conditions.ts'
 import { Derivation } from '../derive/derivation.ts'
 import type { DeriveContext } from '../derive/options.ts'
+
+/** What a reconcile step's fn gets: why it runs, the snapshot, and tracked reads of joined tables (derive's context). */
+export interface ReconcileContext extends DeriveContext {}
 import type { Logger } from '@statewright/statedb'
 import { withOwner } from '../owners.ts'
 import type { Placed } from './desired.ts'
@@ -79,7 +82,7 @@ export interface ReconcileStepParts<T extends object> {
   db: DB
   primary: Table<T>
   joins?: ReadonlyArray<Table<any>>
-  fn: (obj: T, ctx: DeriveContext) => ReconcileResult | undefined | void
+  fn: (obj: T, ctx: ReconcileContext) => ReconcileResult | undefined | void
   /** The last state of a primary object that was deleted (best effort, once; see DeriveOptions.onDeleted). */
   onDeleted?: (last: T) => void
   /** Children of the function's result as desired objects (placed, sharded, checked). */
@@ -107,7 +110,7 @@ const sameOutcome = (a: ReconcileOutcome, b: ReconcileOutcome) => {
   return isDeepStrictEqual(x, y)
 }
 
-export class ReconcileStep<T extends object = KubeObject> implements PruneSource {
+export class ReconcileStep<T extends object = KubeObject> {
   readonly name: string
   /** One row per primary object: its children, status and error. */
   readonly results: Table<ReconcileOutcome>
@@ -129,6 +132,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
   /** Status writes sent so far (waitForConvergence goes round again after one: its echo runs fn). */
   private statusWritesSent = 0
 
+  /** @internal Made by Manager.reconcile(). */
   constructor(p: ReconcileStepParts<T>) {
     this.p = p
     this.name = p.name
@@ -182,9 +186,9 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
     this.component = {
       name: `reconcile ${p.name}`,
       leaderOnly: p.leaderOnly,
-      start: () => {
+      start: async () => {
         this.running = true
-        this.statusWrites.start()
+        await this.statusWrites.start()
       },
       stop: async () => {
         this.running = false
@@ -195,8 +199,8 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       },
       health: () => this.health(),
       idle: () => this.results.list(p.db.readTxn(), statusIndex.kind('pending')).first() === undefined,
-      converged: async (signal) => {
-        if (!this.statusWrites.isRunning) return
+      settled: async (signal) => {
+        if (!this.running) throw new StoppedError(`reconcile step "${p.name}" is not running`)
         await this.statusWrites.waitForRevision(this.results.revision(p.db.readTxn()), { signal })
       },
       reconcilers: () => [this.statusWrites],
@@ -220,7 +224,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
 
   health(): ComponentHealth {
     const failing = this.failing()
-    const w = this.statusWrites.health
+    const w = this.statusWrites.health()
     const level = !this.running ? 'stopped' : failing.length || w.level === 'degraded' ? 'degraded' : 'ok'
     const message = failing.length
       ? `${failing.length} failing: ${failing
@@ -230,12 +234,12 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
       : w.level === 'degraded'
         ? `status writes: ${w.message}`
         : `${this.results.count(this.p.db.readTxn())} objects`
-    return { level, message, ready: !this.running || w.ready, failing: failing.map((f) => ({ key: f.key, error: f.error })) }
+    return { level, message, ready: this.running && w.ready, failing: failing.map((f) => ({ key: f.key, error: f.error })) }
   }
 
   // ---- one run of fn ----
 
-  private run(typed: T, ctx: DeriveContext): ReconcileOutcome | undefined {
+  private run(typed: T, ctx: ReconcileContext): ReconcileOutcome | undefined {
     const p = this.p
     const obj = typed as unknown as KubeObject // a watched object always has metadata
     const key = namespacedName(obj)
@@ -308,6 +312,7 @@ export class ReconcileStep<T extends object = KubeObject> implements PruneSource
   }
 
   /** Primary objects whose children prune must keep: fn has not succeeded for them in this process. */
+  /** @internal For the Manager's prune guard. */
   unsettledOwners(txn: ReadTxn = this.p.db.readTxn()): UnsettledOwner[] {
     const out: UnsettledOwner[] = []
     for (const r of this.results.all(txn)) if (!r.childrenKnown) out.push({ uid: r.uid || undefined, name: r.key })

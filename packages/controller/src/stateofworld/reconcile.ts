@@ -32,7 +32,7 @@ export interface ResourceEvent<T extends KubeObject = KubeObject> {
   new?: T
 }
 
-export interface ReconcileContext {
+export interface StateOfWorldContext {
   readonly events: readonly ResourceEvent[]
   readonly topology: TopologyView
   /**
@@ -74,7 +74,7 @@ export interface ReconcileContext {
   inspect(locator: string, info: { status?: string; effective?: unknown }): void
 }
 
-export type ReconcileFn = (ctx: ReconcileContext) => void | Promise<void>
+export type StateOfWorldFn = (ctx: StateOfWorldContext) => void | Promise<void>
 
 /** What one run declared, written only when it succeeds. */
 export interface RunDeclarations {
@@ -87,7 +87,7 @@ export interface RunDeclarations {
 }
 
 /** The context of one run, and the declarations it collects. */
-export function newReconcileContext(o: {
+export function newStateOfWorldContext(o: {
   /** The controller's name (errors). */
   name: string
   manager: Manager
@@ -101,13 +101,13 @@ export function newReconcileContext(o: {
   tracer?: TracerLike
   /** Keys of derived objects whose apply status changed since the last run. */
   applyChanges?: ReadonlySet<string>
-}): { ctx: ReconcileContext } & RunDeclarations {
+}): { ctx: StateOfWorldContext } & RunDeclarations {
   const m = o.manager
   const applyKey = (obj: KubeObject, cluster?: string) => objectKey(cluster !== undefined && cluster !== m.cluster.name ? cluster : '', obj)
   const want = new Map<string, Map<string, DesiredObject>>()
   const statuses = new Map<string, StatusToWrite>()
   const info = new Map<string, { status?: string; effective?: unknown }>()
-  const ctx: ReconcileContext = {
+  const ctx: StateOfWorldContext = {
     events: o.events,
     txn: o.txn,
     signal: o.signal,
@@ -163,7 +163,7 @@ export function newReconcileContext(o: {
  * run's tracer (`ctx.tracer`): the carried-over error (`ctx.error`) is recorded with attribute
  * `error.carryover`; the function's error is recorded and rethrown; success is status OK.
  */
-export function traceReconcile(spanName: string, fn: ReconcileFn): ReconcileFn {
+export function traceReconcile(spanName: string, fn: StateOfWorldFn): StateOfWorldFn {
   return (ctx) =>
     inSpan(ctx.tracer, spanName, async (span) => {
       if (span && ctx.error !== undefined) {

@@ -11,7 +11,7 @@ import type { Logger } from '@statewright/statedb'
 import type { Manager } from '../manager/manager.ts'
 import type { Topology } from '@statewright/topology'
 import type { DesiredGroups } from './desiredgroups.ts'
-import { newReconcileContext, type ReconcileFn, type ResourceEvent } from './reconcile.ts'
+import { newStateOfWorldContext, type StateOfWorldFn, type ResourceEvent } from './reconcile.ts'
 import type { StatusWrites } from './statuswrites.ts'
 import { inSpan, recordError, type TracerLike } from './tracing.ts'
 import type { WatchedKind } from './watched.ts'
@@ -22,7 +22,7 @@ export interface RunContext {
   readonly manager: Manager
   readonly tables: ReadonlyMap<string, WatchedKind>
   readonly topology: Topology
-  readonly reconcile: ReconcileFn
+  readonly reconcile: StateOfWorldFn
   readonly tracer: TracerLike | undefined
   readonly log: Logger
   readonly groups: DesiredGroups
@@ -61,7 +61,7 @@ export async function runOnce(
     })
     c.counts.topologyChanges = 0
     if (error) c.log.warn({ err: error }, 'the topology has a cycle; reconcile gets it as ctx.error')
-    const { ctx, want, statuses, info } = newReconcileContext({
+    const { ctx, want, statuses, info } = newStateOfWorldContext({
       name: c.name,
       manager: m,
       tables: c.tables,

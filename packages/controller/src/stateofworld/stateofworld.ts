@@ -23,7 +23,7 @@
 // reconcile sees reconcile.ts, the watched kinds watched.ts, the derived groups desiredgroups.ts,
 // events events.ts, statuses statuswrites.ts.
 import { nextProgress } from '../progress.ts'
-import { ConfigError, UsageError } from '../errors.ts'
+import { ConfigError, StoppedError, UsageError } from '../errors.ts'
 import {
   backoffDelay,
   resolveRetry,
@@ -37,7 +37,8 @@ import {
 } from '@statewright/statedb'
 import type { Cluster, KubeObject } from '@statewright/k8s'
 import { StatusWrites } from './statuswrites.ts'
-import type { InspectGraph, WriteTxn } from '@statewright/statedb'
+import type { WriteTxn } from '@statewright/statedb'
+import type { InspectGraph } from '@statewright/topology'
 import { PendingEvents } from './events.ts'
 import type { Logger } from '@statewright/statedb'
 import { Manager } from '../manager/manager.ts'
@@ -45,7 +46,7 @@ import type { Component, ComponentHealth } from '../manager/options.ts'
 import { plural } from '../manager/watch.ts'
 import { Topology, groupOfApiVersion, type TopologyDefinition } from '@statewright/topology'
 import { DesiredGroups } from './desiredgroups.ts'
-import type { ReconcileFn } from './reconcile.ts'
+import type { StateOfWorldFn } from './reconcile.ts'
 import { runOnce, type RunContext } from './run.ts'
 import { resolveTracer, type TracerLike } from './tracing.ts'
 import { newListedTable, relist, relistUntilDone, type WatchSpec, type WatchedKind } from './watched.ts'
@@ -61,7 +62,7 @@ export interface StateOfWorldOptions {
   logger?: Logger
   watch: WatchSpec[]
   topology: TopologyDefinition
-  reconcile: ReconcileFn
+  reconcile: StateOfWorldFn
   /** Run again every this many ms without events (default 0: never). */
   resyncIntervalMs?: number
   /** Backoff after a failed run, of status writes and of listing (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
@@ -188,19 +189,20 @@ export class StateOfWorldController {
     return {
       name: `state-of-world ${this.name}`,
       leaderOnly: true,
-      start: () => {
+      start: async () => {
+        if (this.ac && !this.ac.signal.aborted) return // running: a no-op
         // a new term (leader election) starts from the state of the world: every object is an event again
         this.pending.reset()
         this.state.synced = false
         this.state.idle = false
-        this.statusWrites.start()
+        await this.statusWrites.start()
         this.ac = new AbortController()
         this.loop = this.run(this.ac.signal).catch((err) => {
           if (!this.ac?.signal.aborted) this.log.error({ err }, 'state-of-world loop failed')
         })
       },
       stop: async () => {
-        this.ac?.abort()
+        this.ac?.abort(new StoppedError(`state-of-world controller "${this.name}" stopped`))
         this.wake?.()
         await this.loop
         await this.statusWrites.stop()
@@ -212,7 +214,9 @@ export class StateOfWorldController {
           ...topoErrors.map((e) => ({ key: e.object, error: e.error })),
           ...(this.state.lastError ? [{ key: this.name, error: this.state.lastError }] : []),
         ]
-        const h = this.statusWrites.health
+        const h = this.statusWrites.health()
+        const running = this.ac !== undefined && !this.ac.signal.aborted
+        if (!running) return { ready: false, level: 'stopped', message: 'stopped' }
         return {
           // ready once synced and past the first pass (a run, or nothing to run)
           ready: this.state.synced && (this.state.runs > 0 || this.state.idle),
@@ -232,8 +236,12 @@ export class StateOfWorldController {
         this.writesSeen = this.counts.writes
         return !wrote && this.state.idle && this.pending.size === 0 && this.quiet()
       },
-      converged: async (signal) => {
+      settled: async (signal = new AbortController().signal) => {
+        const ac = this.ac
+        if (!ac || ac.signal.aborted) throw new StoppedError(`state-of-world controller "${this.name}" is not running`)
+        signal = AbortSignal.any([signal, ac.signal])
         for (;;) {
+          signal.throwIfAborted()
           while (!this.state.idle || this.pending.size) await nextProgress(this.idleWaiters, signal)
           const txn = this.manager.db.readTxn()
           await this.statusWrites.waitWritten(signal)

@@ -92,14 +92,14 @@ export class StatusWrites {
     })
   }
 
-  start(): void {
-    this.reconciler.start()
+  start(): Promise<void> {
+    return this.reconciler.start()
   }
   stop(): Promise<void> {
     return this.reconciler.stop()
   }
-  get health(): ReconcilerHealth {
-    return this.reconciler.health
+  health(): ReconcilerHealth {
+    return this.reconciler.health()
   }
 
   /** Whether some status waits to be written. */

@@ -9,7 +9,7 @@
 //   suppresses it and the workflow goes on to its next step; one that throws stops the workflow with
 //   what it throws. Without a handler a step's error stops the workflow as it is.
 import { WorkflowError } from '../errors.ts'
-import type { ReconcileContext, ReconcileFn, ResourceEvent } from './reconcile.ts'
+import type { StateOfWorldContext, StateOfWorldFn, ResourceEvent } from './reconcile.ts'
 
 /** Matches events by kind (and group), type, namespace, name; absent fields match anything. */
 export interface EventMatcher {
@@ -35,7 +35,7 @@ export class Subscription {
   constructor(
     readonly options: {
       events: EventMatcher[]
-      reconcile: ReconcileFn
+      reconcile: StateOfWorldFn
       /** Also run on runs without events (a resync, a derived object's apply status changed). Default false. */
       onEmpty?: boolean
     },
@@ -44,7 +44,7 @@ export class Subscription {
   /** Keys of the derived objects the last run read through applied()/observed(). */
   private applyReads = new Set<string>()
 
-  readonly reconcile: ReconcileFn = async (ctx) => {
+  readonly reconcile: StateOfWorldFn = async (ctx) => {
     const mine = ctx.events.filter((e) => this.options.events.some((m) => matches(m, e)))
     // (a context made by hand in a unit test may lack the apply tracking)
     const reread = [...(ctx.applyChanges ?? [])].some((k) => this.applyReads.has(k))
@@ -62,15 +62,15 @@ export class Subscription {
 }
 
 export interface WorkflowOptions {
-  precondition?: ReconcileFn
-  tasks?: ReconcileFn[]
-  postcondition?: ReconcileFn
+  precondition?: StateOfWorldFn
+  tasks?: StateOfWorldFn[]
+  postcondition?: StateOfWorldFn
   /**
    * Sees a step's error, joined with the error the workflow was given (a WorkflowError listing both;
    * the step's error as it is when there was none). Return to suppress it: the workflow goes on.
    * Throw to stop the workflow (the run fails and is retried with backoff).
    */
-  errorHandler?: (err: unknown, ctx: ReconcileContext) => void | Promise<void>
+  errorHandler?: (err: unknown, ctx: StateOfWorldContext) => void | Promise<void>
 }
 
 /** policy-machinery's errors.Join(carried over, step error): the step's error alone when nothing was carried over. */
@@ -81,7 +81,7 @@ export function joinErrors(carried: unknown, err: unknown): unknown {
 export class Workflow {
   constructor(readonly options: WorkflowOptions) {}
 
-  readonly reconcile: ReconcileFn = async (ctx) => {
+  readonly reconcile: StateOfWorldFn = async (ctx) => {
     const { precondition, postcondition, tasks = [] } = this.options
     if (precondition) await this.step(ctx, () => precondition(ctx))
     if (tasks.length) await this.step(ctx, () => this.runTasks(tasks, ctx))
@@ -89,7 +89,7 @@ export class Workflow {
   }
 
   /** Runs one step; its error goes to the handler (which may suppress it) or stops the workflow. */
-  private async step(ctx: ReconcileContext, run: () => void | Promise<void>): Promise<void> {
+  private async step(ctx: StateOfWorldContext, run: () => void | Promise<void>): Promise<void> {
     try {
       await run()
     } catch (err) {
@@ -99,7 +99,7 @@ export class Workflow {
   }
 
   /** The tasks concurrently; the first error aborts the others' signal, and is thrown once all are done. */
-  private async runTasks(tasks: ReconcileFn[], ctx: ReconcileContext): Promise<void> {
+  private async runTasks(tasks: StateOfWorldFn[], ctx: StateOfWorldContext): Promise<void> {
     const ac = new AbortController()
     const signal = AbortSignal.any([ctx.signal, ac.signal])
     let first: { err: unknown } | undefined

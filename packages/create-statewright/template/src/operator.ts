@@ -4,8 +4,9 @@
 // (test/operator.test.ts) runs it on statewright's test API server.
 import { Type } from '@sinclair/typebox'
 import type { V1Deployment, V1Service } from '@kubernetes/client-node'
-import { Manager, customKind } from '@statewright/controller'
-import { Deployment, Service } from '@statewright/k8s'
+import { Manager } from '@statewright/controller'
+import { customKind } from '@statewright/controller/crd'
+import { Deployment, Service } from '@statewright/k8s/kinds'
 
 export const App = customKind({
   group: 'apps.example.com',

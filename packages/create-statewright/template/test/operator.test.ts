@@ -5,8 +5,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { generateTls, startTestServer } from '@statewright/testserver'
-import { ApiError, Cluster, Deployment, Service, type KubeObject } from '@statewright/k8s'
-import { Manager, createLogger, findCondition, conditionsOf, startAsServiceAccount, waitForConvergence } from '@statewright/controller'
+import { ApiError, Cluster, type KubeObject } from '@statewright/k8s'
+import { Deployment, Service } from '@statewright/k8s/kinds'
+import { Manager, createLogger, findCondition, conditionsOf, waitForConvergence } from '@statewright/controller'
+import { startAsServiceAccount } from '@statewright/controller/deploy'
 import { App, operator } from '../src/operator.ts'
 
 test('an App gets its Deployment, Service and status; the webhook refuses too many replicas', async (t) => {

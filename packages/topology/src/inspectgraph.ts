@@ -1,8 +1,11 @@
 // The shape of a graph that inspection shows: what a component's graph() returns (the topology of
 // gateways, routes and policies), what the controller's GET /topology serves as JSON, and what
-// @statewright/cli renders (DOT, SVG, a layout). Here, on the ground floor, because the producer
-// (the controller) and the renderer (the cli, which the controller may run without) both use it.
+// @statewright/cli renders (DOT, SVG, a layout). Here, with the topology whose vocabulary it
+// speaks, because the producer (the controller) and the renderer (the cli) both stand on it.
 // Invariant: plain JSON data (no functions, no cycles): it crosses the wire as it is.
+
+/** The reasons of a Gateway API policy's status conditions (GEP-713), as the graph shows them. */
+export type PolicyStatusReason = 'Enforced' | 'PartiallyEnforced' | 'Overridden' | 'Accepted' | 'Invalid' | 'TargetNotFound' | 'Unknown'
 
 /** A graph an inspectable part shows (the topology of gateways, routes, policies...). */
 export interface InspectGraph {
@@ -14,8 +17,8 @@ export interface InspectGraph {
     namespace?: string
     /** True for policy nodes (RateLimitPolicy...). */
     policy?: boolean
-    /** Policy status reason: 'Enforced' | 'PartiallyEnforced' | 'Overridden' | 'Accepted' | 'Invalid' | 'TargetNotFound' | 'Unknown'. */
-    status?: string
+    /** A policy's status reason (PolicyStatusReason), or any other status a part shows. */
+    status?: PolicyStatusReason | (string & {})
     /** For targetables: their effective policy (JSON), shown on click. */
     effective?: unknown
   }>

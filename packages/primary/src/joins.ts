@@ -1,6 +1,6 @@
-// Tertiary inputs: read-only tables a sync reads besides its primary (Kumori's "tertiary" objects:
+// Joins: read-only tables a sync reads besides its primary (Kumori's "tertiary" objects; derive's joins:
 // a shared config, a catalogue). Declared in the options, so that
-// - no sync runs before every tertiary table is initialized (a sync never reads a half-loaded one);
+// - no sync runs before every joined table is initialized (a sync never reads a half-loaded one);
 // - the reads a sync makes through its context are recorded per primary, and a change of an object
 //   (or, for a whole-table read, of any object) marks the primaries that read it pending again.
 // Invariants:
@@ -12,7 +12,7 @@ import { UsageError } from './errors.ts'
 
 const ALL = '\u0000*'
 
-export class TertiaryReads {
+export class JoinReads {
   /** owner -> the `${table}\0${key}` (or `${table}\0*`) it read */
   private readonly byOwner = new Map<string, Set<string>>()
   /** `${table}\0${key}` -> owners */
@@ -27,7 +27,7 @@ export class TertiaryReads {
     return this.tables.length
   }
 
-  /** Every tertiary table is initialized in `txn`. */
+  /** Every joined table is initialized in `txn`. */
   ready(txn: ReadTxn): boolean {
     return this.tables.every((t) => t.initialized(txn)[0])
   }
@@ -50,7 +50,7 @@ export class TertiaryReads {
     return this.tables.map((t) => t.changes(txn))
   }
 
-  /** The owners to sync again for a batch of changes of tertiary table `i`. */
+  /** The owners to sync again for a batch of changes of joined table `i`. */
   affected(i: number, changes: Iterable<{ object: unknown }>): Set<string> {
     const t = this.tables[i]!
     const out = new Set<string>()
@@ -68,10 +68,10 @@ export class TertiaryReads {
     const seen = new Set<string>()
     const check = (table: Table<any>) => {
       if (!this.tables.includes(table))
-        throw new UsageError(`table "${table.name}" is not a declared tertiary input (options.tertiary): its changes would go unseen`)
+        throw new UsageError(`table "${table.name}" is not a declared join (options.joins): its changes would go unseen`)
     }
     return {
-      read: <T>(table: Table<T>, key: unknown): T | undefined => {
+      get: <T>(table: Table<T>, key: unknown): T | undefined => {
         check(table)
         this.note(owner, seen, `${table.name}\u0000${String(key)}`)
         return table.get(txn, table.primary.query(key as never))
