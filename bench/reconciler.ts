@@ -23,8 +23,8 @@
 import v8 from 'node:v8'
 import { DB, defineIndex, Table } from '@statewright/statedb'
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises'
-import { newStatusIndex, Reconciler, statusDone, statusError, statusPending, type Status } from '@statewright/reconciler'
-import { forceGc, heapAfterGc, median, type Result, type RunOptions } from './lib/index.ts'
+import { newStatusIndex, Reconciler, statusDone, statusError, statusPending, type Operations, type Status } from '@statewright/reconciler'
+import { forceGc, heapAfterGc, median, rng, shuffle, type Result, type RunOptions } from './lib/index.ts'
 
 interface BenchObject {
   readonly id: number
@@ -368,6 +368,181 @@ function writeBack(n: number): { cas: number; batch: number; insert: number } {
   return { cas, batch, insert }
 }
 
+// ---- full reconciliation against a slow device ----
+//
+// 200 rules on a device whose every call takes 5 ms (a timer: the latency of a round trip). The
+// device holds rules id -> value and answers get, put, del, list, and putMany/delMany (one call for
+// up to 50 rules). Before each measured full reconciliation the device drifts: 10% of the rules
+// changed, 10% removed, 20 extra rules added. Measured: the time of `triggerFullReconciliation()`
+// and the device calls it made. Variants:
+// - PerObject: Update per rule (get, then put when it differs: an Update must say whether the target
+//   changed), prune lists the device and deletes the extras one by one;
+// - UserCache: the same, but prune keeps the listing and Update consults it (the user's own cache);
+// - Batch: `batchOperations` (putMany of every rule, 50 per call) and a prune that deletes the
+//   extras with delMany: no diff, every rule written;
+// - Listing: the reconciler's listing hook (`operations.list` + `inSync`) with single operations
+//   (Update only puts: it is called only for what the listing lacks or has otherwise);
+// - ListingBatch: the listing hook and `batchOperations`.
+
+const RULES = 200
+const DEVICE_MS = 5
+/** The most rules one putMany or delMany call takes. */
+const DEVICE_BATCH = 50
+
+interface Rule {
+  readonly id: number
+  readonly value: number
+  readonly status: Status
+}
+
+class Device {
+  readonly rules = new Map<number, number>()
+  calls = 0
+  private call(): Promise<void> {
+    this.calls++
+    return new Promise((r) => setTimeout(r, DEVICE_MS))
+  }
+  async get(id: number): Promise<number | undefined> {
+    await this.call()
+    return this.rules.get(id)
+  }
+  async put(r: Rule): Promise<void> {
+    await this.call()
+    this.rules.set(r.id, r.value)
+  }
+  async del(id: number): Promise<void> {
+    await this.call()
+    this.rules.delete(id)
+  }
+  async list(): Promise<Array<[number, number]>> {
+    await this.call()
+    return [...this.rules]
+  }
+  /** Puts the rules, DEVICE_BATCH per call. */
+  async putMany(rs: readonly Rule[]): Promise<void> {
+    for (let i = 0; i < rs.length; i += DEVICE_BATCH) {
+      await this.call()
+      for (const r of rs.slice(i, i + DEVICE_BATCH)) this.rules.set(r.id, r.value)
+    }
+  }
+  /** Deletes the rules, DEVICE_BATCH per call. */
+  async delMany(ids: readonly number[]): Promise<void> {
+    for (let i = 0; i < ids.length; i += DEVICE_BATCH) {
+      await this.call()
+      for (const id of ids.slice(i, i + DEVICE_BATCH)) this.rules.delete(id)
+    }
+  }
+}
+
+type DeviceVariant = 'PerObject' | 'UserCache' | 'Batch' | 'Listing' | 'ListingBatch'
+
+/** One measured full reconciliation of RULES rules after a drift; returns ms and device calls. */
+async function deviceFull(variant: DeviceVariant, seed: number): Promise<{ ms: number; calls: number }> {
+  const dev = new Device()
+  const ruleIndex = defineIndex<Rule, number>({ name: 'id', key: (r) => r.id, unique: true })
+  const statusIndex = newStatusIndex<Rule>((r) => r.status)
+  const table = new Table<Rule>({ name: 'rules', primary: ruleIndex, indexes: [statusIndex] })
+  const db = new DB({ tables: [table] })
+  let cache: Map<number, number> | undefined // UserCache: the listing prune took
+  const listed = (obj: [number, number]): Rule => ({ id: obj[0], value: obj[1], status: LISTED_STATUS })
+  const listing = variant === 'Listing' || variant === 'ListingBatch'
+  const operations: Operations<Rule> = {
+    update: listing
+      ? (r) => dev.put(r)
+      : async (r, ctx) => {
+          // UserCache: during a full reconciliation, the listing its prune took says what the device holds
+          const cur = cache !== undefined && ctx.full ? cache.get(r.id) : await dev.get(r.id)
+          if (cur === r.value) return false
+          await dev.put(r)
+          return true
+        },
+    delete: async (r) => dev.del(r.id),
+    ...(!listing
+      ? {
+          prune: async (desired: Iterable<Rule>) => {
+            const want = new Set<number>()
+            for (const r of desired) want.add(r.id)
+            const all = await dev.list()
+            if (variant === 'UserCache') cache = new Map(all)
+            const extras = all.filter(([id]) => !want.has(id)).map(([id]) => id)
+            if (variant === 'Batch') await dev.delMany(extras)
+            else for (const id of extras) await dev.del(id)
+          },
+        }
+      : {
+          list: async () => (await dev.list()).map(listed),
+          inSync: (d: Rule, l: Rule) => d.value === l.value,
+        }),
+  }
+  const rec = new Reconciler<Rule>({
+    db,
+    table,
+    statusIndex,
+    getObjectStatus: (r) => r.status,
+    setObjectStatus: (r, status) => ({ ...r, status }),
+    operations,
+    ...(variant === 'ListingBatch' || variant === 'Batch'
+      ? {
+          batchOperations: {
+            updateBatch: async (entries) => dev.putMany(entries.map((e) => e.object)),
+            deleteBatch: async (entries) => dev.delMany(entries.map((e) => e.object.id)),
+          },
+        }
+      : {}),
+  })
+  await rec.start()
+  try {
+    const txn = await db.writeTxn(table)
+    for (let i = 0; i < RULES; i++) table.insert(txn, { id: i, value: i, status: statusPending() })
+    await rec.waitForRevision(table.revision(txn.commit()))
+    // The drift (the same for every variant with the same seed).
+    const ids = shuffle([...dev.rules.keys()], rng(seed))
+    for (let i = 0; i < RULES / 10; i++) dev.rules.set(ids[i]!, -1)
+    for (let i = RULES / 10; i < RULES / 5; i++) dev.rules.delete(ids[i]!)
+    for (let i = 0; i < 20; i++) dev.rules.set(10_000 + i, 1)
+    cache = undefined
+    dev.calls = 0
+    const t0 = performance.now()
+    const report = await rec.triggerFullReconciliation()
+    const ms = performance.now() - t0
+    if (report.errors > 0) throw new Error(`device bench ${variant}: ${report.errors} errors`)
+    const want = [...table.all(db.readTxn())].map((r) => `${r.id}=${r.value}`).join()
+    const got = [...dev.rules]
+      .sort((a, b) => a[0] - b[0])
+      .map(([id, v]) => `${id}=${v}`)
+      .join()
+    if (got !== want) throw new Error(`device bench ${variant}: the device does not hold the rules after the full reconciliation`)
+    return { ms, calls: dev.calls }
+  } finally {
+    await rec.stop()
+  }
+}
+
+const LISTED_STATUS = statusDone()
+
+async function deviceResults(runs: number): Promise<Result[]> {
+  const out: Result[] = []
+  const figures = new Map<DeviceVariant, { ms: number; calls: number }>()
+  for (const variant of ['PerObject', 'UserCache', 'Batch', 'Listing', 'ListingBatch'] as const) {
+    const rs: Array<{ ms: number; calls: number }> = []
+    for (let i = 0; i < runs; i++) rs.push(await deviceFull(variant, 7 + i))
+    figures.set(variant, { ms: median(rs.map((r) => r.ms)), calls: median(rs.map((r) => r.calls)) })
+  }
+  const base = figures.get('PerObject')!
+  for (const [variant, f] of figures) {
+    const name = `Full_200Rules_5msDevice_${variant}`
+    const vs = variant === 'PerObject' ? {} : { baseline: 'PerObject', baselineValue: base.ms }
+    out.push({ name, unit: 'ms', value: f.ms, ...vs, note: 'full reconciliation after a drift: 20 rules changed, 20 removed, 20 extras' })
+    out.push({
+      name: `${name}_Calls`,
+      unit: 'calls',
+      value: f.calls,
+      ...(variant === 'PerObject' ? {} : { baseline: 'PerObject', baselineValue: base.calls }),
+    })
+  }
+  return out
+}
+
 export async function run(opts: RunOptions): Promise<Result[]> {
   const n = opts.quick ? 100_000 : 1_000_000
   const label = opts.quick ? '100k' : '1M'
@@ -434,6 +609,14 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     baseline: 'reconciler',
     baselineValue: recAllocated,
   })
+  results.push({
+    name: `Floor_${label}_Retained`,
+    unit: 'bytes/object',
+    value: median(floor.map((f) => f.retained)),
+    baseline: 'reconciler',
+    baselineValue: results[2]!.value,
+    note: 'the table alone (objects, statuses, 3 indexes): what the reconciler retains too',
+  })
   const wb = writeBack(opts.quick ? 100_000 : 300_000)
   results.push({
     name: 'StatusWriteBack_CAS_1000',
@@ -451,5 +634,6 @@ export async function run(opts: RunOptions): Promise<Result[]> {
     baselineValue: wb.insert,
     note: 'the same through table.batch(txn)',
   })
+  results.push(...(await deviceResults(opts.quick ? 1 : 3)))
   return results
 }

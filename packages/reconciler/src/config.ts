@@ -47,6 +47,20 @@ export interface Operations<Obj> {
    * primary key order; iterate it as often as needed). Run at the start of full reconciliation.
    */
   prune?(desired: Iterable<Obj>, ctx: OpContext): void | Promise<void>
+  /**
+   * Optional listing hook for full reconciliation: what the target holds now, as objects of the
+   * table's shape (at least the primary key and what `inSync` compares). With it, a full
+   * reconciliation diffs the desired objects against the listing: Update only for objects that are
+   * missing or differ (and objects in error), Delete for listed objects the table does not hold,
+   * instead of Update per object and `prune`. Needs `inSync`. A listing that fails is retried with
+   * the reconciler's backoff; nothing is updated or deleted on a failed listing.
+   */
+  list?(ctx: OpContext): Iterable<Obj> | Promise<Iterable<Obj>>
+  /**
+   * With `list`: whether `listed` (the target's object with the same primary key) is what `desired`
+   * wants. One that throws counts as "differs" (Update runs).
+   */
+  inSync?(desired: Obj, listed: Obj): boolean
 }
 
 /** One object of a batch; the operation sets `error` on the entries that failed. */
@@ -54,9 +68,14 @@ export interface BatchEntry<Obj> {
   readonly object: Obj
   readonly revision: number
   error?: unknown
+  /** Set by updateBatch on entries whose target had to change (Update's `true`: out of sync in a full reconciliation). */
+  changed?: boolean
 }
 
-/** Optional batch operations, used for the new changes of a round (deletes first). */
+/**
+ * Optional batch operations, used for the new changes of a round (deletes first) and by full
+ * reconciliation (its updates, and the deletes of what a listing found extra).
+ */
 export interface BatchOperations<Obj> {
   updateBatch(entries: BatchEntry<Obj>[], ctx: OpContext): void | Promise<void>
   deleteBatch(entries: BatchEntry<Obj>[], ctx: OpContext): void | Promise<void>
@@ -191,6 +210,10 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): ResolvedReconcil
     throw new ConfigError(`${who}: config.${missing} missing (update and delete are required; prune is optional)`)
   }
   if (ops.prune !== undefined && !fn(ops.prune)) throw new ConfigError(`${who}: operations.prune must be a function`)
+  if (ops.list !== undefined || ops.inSync !== undefined) {
+    if (!fn(ops.list) || !fn(ops.inSync))
+      throw new ConfigError(`${who}: operations.list and operations.inSync go together (the listing and how to compare with it)`)
+  }
   const b = cfg.batchOperations
   if (b !== undefined && (!fn(b.updateBatch) || !fn(b.deleteBatch))) {
     throw new ConfigError(`${who}: batchOperations needs both updateBatch and deleteBatch`)

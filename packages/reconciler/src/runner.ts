@@ -240,15 +240,17 @@ export class OperationRunner<Obj> {
     if (outcomes.length === 0) return
     const b = this.cfg.batchOperations!
     const deleted = outcomes[0]!.deleted
-    const entries: BatchEntry<Obj>[] = outcomes.map((o) => ({ object: o.object, revision: o.revision, error: undefined }))
+    const entries: BatchEntry<Obj>[] = outcomes.map((o) => ({ object: o.object, revision: o.revision, error: undefined, changed: false }))
     const m = this.cfg.metrics
     const t0 = m ? performance.now() : 0
     try {
       const r = deleted ? b.deleteBatch(entries, ctx) : b.updateBatch(entries, ctx)
       if (r !== undefined) await this.race(Promise.resolve(r))
       for (let i = 0; i < entries.length; i++) {
-        const e = entries[i]!.error
+        const entry = entries[i]!
+        const e = entry.error
         if (e !== undefined && e !== null) outcomes[i]!.error = errorMessage(e)
+        else outcomes[i]!.changed = entry.changed === true
       }
     } catch (err) {
       if (this.controller.signal.aborted) throw new StoppedError('reconciler stopped')

@@ -10,7 +10,10 @@
 // - Callers asking meanwhile share the next run: a full reconciliation answers the prune requests
 //   too (its prune is one); a run that throws rejects every request it took.
 // - A prune's error is the reconciler's `pruneError` until the next prune.
-import type { Watch } from '@statewright/statedb'
+// - A full reconciliation whose listing failed (`operations.list`) did nothing: it runs again after
+//   the reconciler's backoff (`retry`, per consecutive failure), before the next interval, until a
+//   listing succeeds; the callers of the failed one get its report (with `listError`).
+import { backoffDelay, type Watch } from '@statewright/statedb'
 import type { ResolvedReconcilerConfig } from './config.ts'
 import { fullReconciliation, type FullReport } from './full.ts'
 import { prune, type PruneReport } from './prune.ts'
@@ -31,6 +34,8 @@ export class FullSchedule<Obj> {
   pruneError: string | undefined
   /** The last full reconciliation's report. */
   lastFull: FullReport | undefined
+  /** Consecutive full reconciliations whose listing failed. */
+  private listFailures = 0
 
   constructor(
     private readonly config: ResolvedReconcilerConfig<Obj>,
@@ -41,6 +46,7 @@ export class FullSchedule<Obj> {
   start(now: number): void {
     this.nextFullAt = this.config.fullIntervalMs > 0 ? now + this.config.fullIntervalMs : Infinity
     this.nextPruneAt = this.config.operations.prune ? 0 : Infinity
+    this.listFailures = 0
   }
 
   /** Resolves with the next full reconciliation's report. */
@@ -81,8 +87,10 @@ export class FullSchedule<Obj> {
   private async runFull(runner: OperationRunner<Obj>): Promise<void> {
     const requests = this.fullRequests.splice(0)
     const pruneRequests = this.config.operations.prune ? this.pruneRequests.splice(0) : []
+    let listFailed = false
     try {
       const report = await fullReconciliation(runner)
+      listFailed = report.listError !== undefined
       this.counters.fullRuns++
       this.lastFull = report
       this.pruned(report.pruneError)
@@ -93,7 +101,10 @@ export class FullSchedule<Obj> {
       for (const r of [...requests, ...pruneRequests]) r.reject(err)
       throw err
     } finally {
-      if (this.config.fullIntervalMs > 0) this.nextFullAt = Date.now() + this.config.fullIntervalMs
+      const now = Date.now()
+      this.nextFullAt = this.config.fullIntervalMs > 0 ? now + this.config.fullIntervalMs : Infinity
+      if (listFailed) this.nextFullAt = Math.min(this.nextFullAt, now + backoffDelay(++this.listFailures, this.config.retry))
+      else this.listFailures = 0
     }
   }
 
@@ -112,7 +123,7 @@ export class FullSchedule<Obj> {
 
   /** After any prune: its error is the health's until the next prune; the next prune alone is scheduled. */
   private pruned(error: string | undefined): void {
-    if (this.config.operations.prune === undefined) return
+    if (this.config.operations.prune === undefined && this.config.operations.list === undefined) return
     this.pruneError = error
     this.nextPruneAt = this.config.pruneIntervalMs > 0 ? Date.now() + this.config.pruneIntervalMs : Infinity
   }
