@@ -8,14 +8,25 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { DB, StoppedError, Table, defineIndex, type Lifecycle } from '@statewright/statedb'
 import { Reconciler, newStatusIndex, statusPending, type Status } from '@statewright/reconciler'
-import { Cluster, DriftWatcher, LeaderElector, ShardedLeases, namespacedName, newDesiredTable, type KubeObject } from '@statewright/k8s'
+import {
+  Cluster,
+  DriftWatcher,
+  LeaderElector,
+  Reflector,
+  ShardedLeases,
+  namespacedName,
+  newDesiredTable,
+  type KubeObject,
+} from '@statewright/k8s'
 import { ConfigMap } from '@statewright/k8s/kinds'
 import { Manager, nullLogger } from '@statewright/controller'
 import { Derivation, Finalizer } from '@statewright/controller/parts'
 import { StateOfWorldController } from '@statewright/controller/stateofworld'
 import { defineTopology } from '@statewright/topology'
 import { startTestServer, type RunningTestServer } from '@statewright/testserver'
+import { NatsKvReflector, startNatsServer } from '@statewright/nats'
 import { setup as primarySetup } from '../packages/primary/test/fixtures.ts'
+import { natsClient, openBucket, rowTable } from '../packages/nats/test/helpers.ts'
 import { waitFor } from './lib/wait.ts'
 
 interface Row {
@@ -142,6 +153,34 @@ test("a Manager's component (the state-of-world controller, in a started Manager
     await holds('state-of-world component', c)
   } finally {
     await m.stop()
+  }
+})
+
+test('the k8s reflector', async () => {
+  const table = objects('configmaps')
+  const db = new DB({ tables: [table] })
+  const r = new Reflector({ cluster, db, table, kind: ConfigMap, namespace: 'default' })
+  await holds('k8s reflector', r, () =>
+    cluster.request({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: { metadata: { name: 'contract' }, data: { a: '1' } },
+    }),
+  )
+})
+
+test('the NATS KV reflector', async () => {
+  const server = await startNatsServer()
+  const nc = await natsClient(server.url)
+  try {
+    const kv = await openBucket(nc, 'contract')
+    const table = rowTable()
+    const db = new DB({ tables: [table] })
+    const r = new NatsKvReflector({ nc, bucket: 'contract', db, table })
+    await holds('NATS KV reflector', r, () => kv.put('a', JSON.stringify({ n: 1 })))
+  } finally {
+    await nc.close()
+    await server.stop()
   }
 })
 

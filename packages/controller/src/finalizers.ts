@@ -142,6 +142,9 @@ export class Finalizer implements Lifecycle {
     opts.db.register(this.work)
     this.reconciler = new Reconciler<Work>({
       db: opts.db,
+      // a work table: its rows are what is left to do, nothing outside drifts from them
+      fullReconciliationIntervalMs: 0,
+
       table: this.work,
       statusIndex,
       getObjectStatus: (w) => w.status,

@@ -129,6 +129,8 @@ export class PrimaryController<P> implements Lifecycle {
     })
     this.reconciler = new Reconciler<Work>({
       db: opts.db,
+      // a work table (syncs to run); a resync of every primary is resyncIntervalMs
+      fullReconciliationIntervalMs: 0,
       table: this.work,
       statusIndex,
       name: this.work.name,

@@ -88,6 +88,13 @@ export interface RefreshOptions {
   maxPerSecond?: number
 }
 
+/**
+ * How often a reconciler repairs what drifted outside its table when nobody asks (a full
+ * reconciliation): one default for the embedded reconciler and the Manager's (controller-runtime's
+ * SyncPeriod plays this part).
+ */
+export const DEFAULT_FULL_RECONCILIATION_INTERVAL_MS = 300_000
+
 export interface ReconcilerConfig<Obj> {
   db: DB
   /** The table of desired objects. */
@@ -113,7 +120,11 @@ export interface ReconcilerConfig<Obj> {
   roundSize?: number
   /** Backoff of failed objects (default: the shared DEFAULT_RETRY, 100 ms doubling to 30 s, jitter 0.2). */
   retry?: RetryOptions
-  /** Full reconciliation (prune, then Update of every object) every this many ms; 0 or absent: only on demand. */
+  /**
+   * Full reconciliation (prune, then Update of every object, or a diff against `operations.list`)
+   * every this many ms (default DEFAULT_FULL_RECONCILIATION_INTERVAL_MS, 5 minutes, the Manager's
+   * too); 0: only on demand.
+   */
   fullReconciliationIntervalMs?: number
   /**
    * Prune alone every this many ms (cilium's PruneInterval); 0 or absent: none besides the others.
@@ -225,7 +236,7 @@ export function resolveConfig<Obj>(cfg: ReconcilerConfig<Obj>): ResolvedReconcil
     throw new ConfigError(`${who}: roundSize must be a positive integer, got ${String(roundSize)}`)
   // the shared default (statedb's DEFAULT_RETRY: 100 ms doubling to 30 s, jitter 0.2)
   const retry = resolveRetry(cfg.retry, who)
-  const fullIntervalMs = ms('fullReconciliationIntervalMs', cfg.fullReconciliationIntervalMs, 0, true)
+  const fullIntervalMs = ms('fullReconciliationIntervalMs', cfg.fullReconciliationIntervalMs, DEFAULT_FULL_RECONCILIATION_INTERVAL_MS, true)
   const pruneIntervalMs = ms('pruneIntervalMs', cfg.pruneIntervalMs, 0, true)
   if (pruneIntervalMs > 0 && ops.prune === undefined) throw new ConfigError(`${who}: pruneIntervalMs needs operations.prune`)
   let refreshIntervalMs = 0

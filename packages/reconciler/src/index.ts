@@ -4,6 +4,7 @@
 export { Reconciler, type FailedObject, type ReconcilerStats } from './reconciler.ts'
 export {
   defaultClone,
+  DEFAULT_FULL_RECONCILIATION_INTERVAL_MS,
   type BatchEntry,
   type BatchOperations,
   type OpContext,

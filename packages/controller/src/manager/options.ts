@@ -109,7 +109,7 @@ export interface ManagerOptions {
   retry?: RetryOptions
   /** Pacing of drift repairs and fight detection. */
   drift?: RepairPacing
-  /** Full reconciliation (with prune) every this many ms (default 300 000; 0: never). */
+  /** Full reconciliation (with prune) every this many ms (default the reconciler's DEFAULT_FULL_RECONCILIATION_INTERVAL_MS, 300 000; 0: never). */
   fullReconciliationIntervalMs?: number
   /** Limit pruning to one namespace (default: every namespace). */
   pruneNamespace?: string

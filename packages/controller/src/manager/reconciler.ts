@@ -6,7 +6,7 @@
 // Invariants:
 // - A sharded replica deletes only in the shards it holds: an object leaving the desired table
 //   because its shard went to another replica stays in the cluster (the new owner keeps it).
-import { Reconciler, type BatchEntry, type Metrics } from '@statewright/reconciler'
+import { DEFAULT_FULL_RECONCILIATION_INTERVAL_MS, Reconciler, type BatchEntry, type Metrics } from '@statewright/reconciler'
 import type { DB } from '@statewright/statedb'
 import { type DesiredObject, type DesiredTable, type EventRecorder, type KubeObject, type Target } from '@statewright/k8s'
 import type { Logger } from '@statewright/statedb'
@@ -108,7 +108,7 @@ export function newDesiredReconciler(o: DesiredReconcilerOptions): Reconciler<De
       },
     },
     ...(o.options.retry ? { retry: o.options.retry } : {}),
-    fullReconciliationIntervalMs: o.options.fullReconciliationIntervalMs ?? 300_000,
+    fullReconciliationIntervalMs: o.options.fullReconciliationIntervalMs ?? DEFAULT_FULL_RECONCILIATION_INTERVAL_MS,
     ...(o.metrics ? { metrics: o.metrics } : {}),
     logger: o.logger, // the reconciler adds its name
   })

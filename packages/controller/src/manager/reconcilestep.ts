@@ -162,6 +162,9 @@ export class ReconcileStep<T extends object = KubeObject> {
     })
     this.statusWrites = new Reconciler<ReconcileOutcome>({
       name: `${p.name}-status`,
+      // status writes: each row is written when it changes; the primary's own echo repairs drift
+      fullReconciliationIntervalMs: 0,
+
       db: p.db,
       table: this.results,
       statusIndex,

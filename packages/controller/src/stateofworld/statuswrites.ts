@@ -80,6 +80,9 @@ export class StatusWrites {
     }
     this.reconciler = new Reconciler<StatusRow>({
       name: `${o.name}-status`,
+      // status writes: each row is written when it changes; the primary's own echo repairs drift
+      fullReconciliationIntervalMs: 0,
+
       db: m.db,
       table: this.table,
       statusIndex: this.index,
