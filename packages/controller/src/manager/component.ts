@@ -7,8 +7,14 @@
 //   and a degraded level, not as unready.
 import type { Reconciler } from '@statewright/reconciler'
 import type { Health, Lifecycle } from '@statewright/statedb'
-import type { PolicyRule } from './manifests.ts'
 import type { InspectGraph } from '@statewright/topology'
+
+/** One rule of a ClusterRole: the verbs allowed on some resources of some API groups. */
+export interface PolicyRule {
+  apiGroups: string[]
+  resources: string[]
+  verbs: string[]
+}
 
 /** A part the Manager starts and stops (finalizers, controllers, anything with a lifecycle). */
 export interface Component extends Lifecycle {

@@ -25,14 +25,11 @@ import { plural } from './watch.ts'
 import { webhookPath } from '../webhooks/server.ts'
 import { CONVERT_PATH, webhookConversionOf } from '../webhooks/conversion.ts'
 import { ConfigError } from '../errors.ts'
+import type { PolicyRule } from './component.ts'
+
+export type { PolicyRule }
 
 /** rbac.authorization.k8s.io/v1 PolicyRule. */
-export interface PolicyRule {
-  apiGroups: string[]
-  resources: string[]
-  verbs: string[]
-}
-
 /** What the rules and manifests are derived from (a Manager's parts). */
 export interface ManagerShape {
   name: string
