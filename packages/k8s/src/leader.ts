@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { Cluster } from './cluster.ts'
 import { LeaseLock, type AttemptResult } from './lease.ts'
 import { Term, type LeaseTerm } from './lease-term.ts'
-import { noteFailure } from './callbacks.ts'
+import { nextOrStop, noteFailure } from './callbacks.ts'
 import type { Health, Lifecycle, Logger } from '@statewright/statedb'
 
 export interface LeaderCallbacks {
@@ -117,16 +117,7 @@ export class LeaderElector implements Lifecycle {
   /** Resolves once the first attempt to acquire the Lease is answered: this candidate knows whether it leads. */
   async settled(signal?: AbortSignal): Promise<void> {
     if (!this.loop) throw new StoppedError('leader election is not running')
-    const stop = signal ? AbortSignal.any([signal, this.ctrl.signal]) : this.ctrl.signal
-    stop.throwIfAborted()
-    await new Promise<void>((resolve, reject) => {
-      const onAbort = () => reject(stop.reason)
-      stop.addEventListener('abort', onAbort, { once: true })
-      void this.firstAttempt.then(() => {
-        stop.removeEventListener('abort', onAbort)
-        resolve()
-      })
-    })
+    await nextOrStop((done) => void this.firstAttempt.then(done), this.ctrl.signal, signal)
   }
 
   /** The current term when leading (valid() says whether it may still act). */

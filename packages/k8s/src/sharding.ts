@@ -26,7 +26,7 @@ import { leasePath, type LeaseObject } from './lease-record.ts'
 import { Term, type LeaseTerm } from './lease-term.ts'
 import { wallNow } from './wallclock.ts'
 import { isConflict, isNotFound } from './api-error.ts'
-import { noteFailure } from './callbacks.ts'
+import { nextOrStop, noteFailure } from './callbacks.ts'
 import type { Health, Lifecycle, Logger } from '@statewright/statedb'
 
 export const LEASE_GROUP_LABEL = 'statewright.dev/lease-group'
@@ -148,16 +148,7 @@ export class ShardedLeases implements Lifecycle {
   /** Resolves once a round (heartbeat, renewals, membership, rebalance) has run since the call. */
   async settled(signal?: AbortSignal): Promise<void> {
     if (!this.loop) throw new StoppedError('sharding is not running')
-    const stop = signal ? AbortSignal.any([signal, this.ctrl.signal]) : this.ctrl.signal
-    stop.throwIfAborted()
-    await new Promise<void>((resolve, reject) => {
-      const onAbort = () => reject(stop.reason)
-      stop.addEventListener('abort', onAbort, { once: true })
-      this.roundDone.push(() => {
-        stop.removeEventListener('abort', onAbort)
-        resolve()
-      })
-    })
+    await nextOrStop((done) => this.roundDone.push(done), this.ctrl.signal, signal)
   }
 
   shardOf(key: string): number {
