@@ -42,7 +42,7 @@ import { StatusWriter, fenceOption, findCondition, conditionsOf } from './condit
 import type { Logger } from '@statewright/statedb'
 
 export interface CleanupContext {
-  /** Aborted when the Finalizer stops. */
+  /** Aborted when the Finalizer stops, and when the cleanup runs past cleanupTimeoutMs. */
   readonly signal: AbortSignal
   /** 1 for the first try of this object's cleanup, then 2, 3, ... */
   readonly attempt: number
@@ -57,6 +57,12 @@ export interface FinalizerOptions {
   name: string
   /** Releases what the object holds outside the cluster. Must be idempotent; throw to retry. */
   cleanup(obj: KubeObject, ctx: CleanupContext): void | Promise<void>
+  /**
+   * A cleanup running longer than this fails (a CleanupError, retried with backoff) and its signal
+   * aborts; one that ignores its signal is let go (controller-runtime's ReconciliationTimeout).
+   * Default 60 000 ms; 0: no bound.
+   */
+  cleanupTimeoutMs?: number
   /** The kind with its resource (skips discovery). Default: resolved from each object's apiVersion/kind. */
   kind?: ResourceRef
   /** The reflected table's key of an object (default namespace/name, the Reflector's default). */
@@ -121,6 +127,9 @@ export class Finalizer implements Lifecycle {
       throw new ConfigError(`finalizer ${JSON.stringify(opts?.name)}: must be a domain-qualified name such as "example.com/cleanup"`)
     }
     if (typeof opts.cleanup !== 'function') throw new ConfigError(`finalizer "${opts.name}": cleanup must be a function`)
+    const t = opts.cleanupTimeoutMs
+    if (t !== undefined && !(Number.isFinite(t) && t >= 0))
+      throw new ConfigError(`finalizer "${opts.name}": cleanupTimeoutMs must be a number of ms, 0 or more (got ${String(t)})`)
     if (!opts.cluster || !opts.db || !opts.table) throw new ConfigError(`finalizer "${opts.name}": cluster, db and table are required`)
     this.opts = opts
     this.name = opts.name
@@ -261,6 +270,29 @@ export class Finalizer implements Lifecycle {
     return has ? undefined : 'add'
   }
 
+  /** Runs the cleanup under its own signal: aborted on stop, and failed past cleanupTimeoutMs. */
+  private async boundedCleanup(obj: KubeObject, key: string, stop: AbortSignal, attempt: number): Promise<void> {
+    const limitMs = this.opts.cleanupTimeoutMs ?? 60_000
+    if (!(limitMs > 0)) return this.opts.cleanup(obj, { signal: stop, attempt })
+    const abort = new AbortController()
+    const onStop = () => abort.abort(stop.reason)
+    stop.addEventListener('abort', onStop, { once: true })
+    let timer: NodeJS.Timeout | undefined
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = new CleanupError(`finalizer "${this.name}": cleanup of ${key} timed out after ${limitMs} ms`)
+        abort.abort(err)
+        reject(err)
+      }, limitMs)
+    })
+    try {
+      await Promise.race([Promise.resolve().then(() => this.opts.cleanup(obj, { signal: abort.signal, attempt })), timedOut])
+    } finally {
+      clearTimeout(timer)
+      stop.removeEventListener('abort', onStop)
+    }
+  }
+
   private async act(w: Work, ctx: OpContext): Promise<void> {
     const obj = this.opts.table.get(ctx.txn, this.opts.table.primary.query(w.key))
     if (!obj || String(obj.metadata.uid ?? '') !== w.uid || this.need(obj) !== w.action) return
@@ -273,7 +305,7 @@ export class Finalizer implements Lifecycle {
     }
     const attempt = (this.failures.get(w.key)?.attempts ?? 0) + 1
     try {
-      if (!this.cleaned.has(w.uid)) await this.opts.cleanup(obj, { signal: ctx.signal, attempt })
+      if (!this.cleaned.has(w.uid)) await this.boundedCleanup(obj, w.key, ctx.signal, attempt)
       this.cleaned.add(w.uid)
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err)

@@ -165,9 +165,48 @@ test('another finalizer keeps the object: ours is removed and a past failure is 
   }
 })
 
+test('a cleanup past cleanupTimeoutMs fails (its signal aborts with a CleanupError), is let go and retried (controller-runtime ReconciliationTimeout)', async () => {
+  const table = objectTable()
+  const db = new DB({ tables: [table] })
+  const signals: AbortSignal[] = []
+  const fin = new Finalizer({
+    cluster: e.cluster,
+    db,
+    table,
+    name: NAME,
+    kind: GADGET,
+    retry: { minMs: 10, maxMs: 50 },
+    cleanupTimeoutMs: 200,
+    cleanup: (_obj, ctx) => {
+      signals.push(ctx.signal)
+      if (ctx.attempt === 1) return new Promise<void>(() => {}) // hangs and ignores its signal
+    },
+  })
+  await fin.start()
+  const reflector = new Reflector({ cluster: e.cluster, db, table, kind: GADGET, namespace: 'default' })
+  await reflector.start()
+  try {
+    await createGadget(e.cluster, gadget('slow'))
+    const get = () => table.get(db.readTxn(), table.primary.query('default/slow'))
+    await waitTable(db, [table], () => ((get()?.metadata.finalizers ?? []) as string[]).includes(NAME), 'our finalizer')
+    await e.cluster.request({ method: 'DELETE', path: '/apis/example.com/v1/namespaces/default/gadgets/slow' })
+    await waitTable(db, [table], () => signals.length >= 2 && get() === undefined, 'the object gone after a second attempt')
+    assert.is(signals[0]!.aborted, true, 'the hung attempt was told')
+    assert.match(String((signals[0]!.reason as Error).message), /cleanup of default\/slow timed out after 200 ms/)
+    assert.is(signals[1]!.aborted, false, 'the second attempt finished in time')
+  } finally {
+    await reflector.stop()
+    await fin.stop()
+  }
+})
+
 test('bad options are refused with a clear message', () => {
   const table = objectTable()
   const db = new DB({ tables: [table] })
+  assert.throws(
+    () => new Finalizer({ cluster: e.cluster, db, table, name: 'example.com/c', cleanup: () => undefined, cleanupTimeoutMs: -1 }),
+    /finalizer "example.com\/c": cleanupTimeoutMs must be a number of ms, 0 or more \(got -1\)/,
+  )
   assert.throws(
     () => new Finalizer({ cluster: e.cluster, db, table, name: 'cleanup', cleanup: () => undefined }),
     /finalizer "cleanup": must be a domain-qualified name such as "example.com\/cleanup"/,

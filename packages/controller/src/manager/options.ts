@@ -19,7 +19,7 @@ export type { Component, ComponentHealth } from './component.ts'
 
 export interface ManagedFinalizerOptions<T extends object = KubeObject> extends Pick<
   FinalizerOptions,
-  'name' | 'kind' | 'condition' | 'retry'
+  'name' | 'kind' | 'condition' | 'retry' | 'cleanupTimeoutMs'
 > {
   /** The table of the kind (from watch()). */
   on: Table<T>
