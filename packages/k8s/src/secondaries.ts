@@ -1,4 +1,4 @@
-// Kubernetes adapters of @statewright/primary's PrimaryController (their contract is the reconciler's secondary.ts): secondaries in a cluster, and the status write-back
+// Kubernetes adapters of @statewright/primary's PrimaryController (their contract is the primary package's contract.ts): secondaries in a cluster, and the status write-back
 // of primaries that are Kubernetes objects.
 // Invariants:
 // - Nothing is ever written over an object that is not ours: a create is a POST (an object made

@@ -4,7 +4,7 @@
 // recorded on the run's span. `traceReconcile(name, fn)` (reconcile.ts) gives a reconcile function
 // a span of its own.
 // Invariants:
-// - @opentelemetry/api is an optional peer: loaded (through the reconciler's loadOptionalPeer) only
+// - @opentelemetry/api is an optional peer: loaded (through statedb's loadOptionalPeer) only
 //   when no tracer is given, never required; without it, and with `tracer: false`, nothing is traced
 //   and nothing is loaded. The API's global tracer is a no-op until an SDK registers one.
 // - A span ends whatever its function does; an error is recorded on it (exception and status
