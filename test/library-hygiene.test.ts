@@ -1,8 +1,11 @@
 // Library code never writes to the console (it logs through a Logger, or reports through a hook
 // whose default is a process warning): no `console.` outside comments in packages/*/src.
 // Library code throws no bare Error: what it throws is a StatewrightError with a `code` callers can
-// switch on (the tree is in packages/statedb/src/errors.ts), so no `new Error(` or `throw Error(`
-// (nor TypeError, RangeError) outside comments in packages/*/src.
+// switch on so no `new Error(` or `throw Error(`
+// (nor TypeError, RangeError) outside comments in packages/*/src. The tree is in docs/architecture.md.
+// An import of types only says so (`import type { A }`): `import { type A }` stays in the output as a
+// bare import that loads the module at run time (it loaded all of @statewright/primary into every
+// operator's start through k8s's events.ts).
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
@@ -38,6 +41,10 @@ test('no console.* in library code', () => {
 
 test('no bare Error thrown by library code', () => {
   assert.equal(libraryLines(/\b(new|throw)\s+(Error|TypeError|RangeError)\s*\(/), [])
+})
+
+test('no import of types only written as a value import (it would load the module at run time)', () => {
+  assert.equal(libraryLines(/^import \{\s*(type \w+(\s+as\s+\w+)?\s*,?\s*)+\}\s*from/), [])
 })
 
 test.run()

@@ -22,7 +22,7 @@
 //   health() lists the key, error, attempts and retry.
 import { CleanupError, ConfigError, StoppedError } from './errors.ts'
 import { statusPending, newStatusIndex, Reconciler, type Status, type OpContext } from '@statewright/reconciler'
-import { type Health, type Lifecycle, type RetryOptions } from '@statewright/statedb'
+import type { Health, Lifecycle, RetryOptions } from '@statewright/statedb'
 import { Table, defineIndex, type DB, type WriteTxn } from '@statewright/statedb'
 import {
   describe,

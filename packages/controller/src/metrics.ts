@@ -11,7 +11,7 @@
 // - leader_election_master_status{name}.
 // prom-client is an optional peer: loaded when a ControllerMetrics is built, never at import.
 import type * as PromClient from 'prom-client'
-import { type Metrics, type OperationName, type OperationResult, type PromRegistry } from '@statewright/reconciler'
+import type { Metrics, OperationName, OperationResult, PromRegistry } from '@statewright/reconciler'
 import { requireOptionalPeer } from '@statewright/statedb'
 import type { RequestRecord } from '@statewright/k8s'
 

@@ -12,7 +12,7 @@
 import { StoppedError } from './errors.ts'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Reconciler, statusPending } from '@statewright/reconciler'
-import { type Health, type Lifecycle } from '@statewright/statedb'
+import type { Health, Lifecycle } from '@statewright/statedb'
 import type { ChangeIterator, DB, ReadTxn, Table } from '@statewright/statedb'
 import type { KubeObject } from './gvk.ts'
 import type { EventRecorder } from './events.ts'

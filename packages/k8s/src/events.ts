@@ -17,7 +17,7 @@ import type { Cluster } from './cluster.ts'
 export type EventType = 'Normal' | 'Warning'
 
 import { checkRateLimit, type RateLimitOptions } from '@statewright/reconciler'
-import { type EventSink, type InvolvedObject } from '@statewright/primary'
+import type { EventSink, InvolvedObject } from '@statewright/primary'
 import { logTo, type Logger } from '@statewright/statedb'
 
 /** `qps` and `burst` (the shared `RateLimitOptions`) size the token bucket of each involved object. */

@@ -5,7 +5,7 @@
 // import, so the package works without it (reflectors and targets without `metrics`). No public type
 // names a prom-client type, so a consumer without prom-client still type-checks our .d.ts.
 import type * as PromClient from 'prom-client'
-import { type PromRegistry } from '@statewright/reconciler'
+import type { PromRegistry } from '@statewright/reconciler'
 import { requireOptionalPeer } from '@statewright/statedb'
 
 /** A metric's label values by label name. */

@@ -23,7 +23,7 @@
 import { ConfigError, StoppedError, UsageError } from '../errors.ts'
 import { nextProgress } from '../progress.ts'
 import { DB, Table } from '@statewright/statedb'
-import { type Reconciler, type PromRegistry } from '@statewright/reconciler'
+import type { Reconciler, PromRegistry } from '@statewright/reconciler'
 import { loadOptionalPeer } from '@statewright/statedb'
 import type * as PromClient from 'prom-client'
 import {

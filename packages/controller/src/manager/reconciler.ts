@@ -8,7 +8,7 @@
 //   because its shard went to another replica stays in the cluster (the new owner keeps it).
 import { DEFAULT_FULL_RECONCILIATION_INTERVAL_MS, Reconciler, type BatchEntry, type Metrics } from '@statewright/reconciler'
 import type { DB } from '@statewright/statedb'
-import { type DesiredObject, type DesiredTable, type EventRecorder, type KubeObject, type Target } from '@statewright/k8s'
+import type { DesiredObject, DesiredTable, EventRecorder, KubeObject, Target } from '@statewright/k8s'
 import type { Logger } from '@statewright/statedb'
 import type { ManagerOptions } from './options.ts'
 
