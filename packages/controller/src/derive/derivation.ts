@@ -128,6 +128,7 @@ export class Derivation<In, Out> implements Lifecycle {
     if (this.ctrl.signal.aborted) {
       this.ctrl = new AbortController()
       this.everything = true
+      this.consumed.clear() // settled() and waitFor() wait for the new term's first complete round
     }
     if (!this.markInitialized) {
       const w = await db.writeTxn(to)
