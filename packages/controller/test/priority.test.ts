@@ -69,7 +69,7 @@ async function resyncWithChangeMidway(): Promise<{ before: number; log: Run[] }>
     onRun: (r) => {
       // the change arrives while the resync is under way: after its first run, on the next turn
       if (r.reason === 'resync' && !changed)
-        changed = new Promise<void>((resolve) => setImmediate(() => void s.change('i-1500', 1).then(resolve)))
+        changed = new Promise<void>((resolve) => setImmediate(() => void s.change('i-1500', 1).then(() => resolve())))
     },
   })
   const d = await s.start()
