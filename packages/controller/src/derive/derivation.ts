@@ -44,6 +44,13 @@ interface Dirty extends InputRef {
   last?: unknown
 }
 
+/**
+ * @internal Fresh changes first: with `enabled`, a round derives the fresh inputs and at most `chunk`
+ * inputs of the backlog (resync, requeue, a new term, the initial list). Off: the whole backlog in one
+ * round, as before (the storm bench compares both in one run).
+ */
+export const FRESH_FIRST = { enabled: true, chunk: 256 }
+
 // Key order is not meaning: an output rebuilt with its keys in another order is the same output.
 const deepEquals = (a: unknown, b: unknown) => a === b || isDeepStrictEqual(a, b)
 
@@ -88,6 +95,12 @@ export class Derivation<In, Out> implements Lifecycle {
   /** rederive(filter) calls not yet derived: resolved once a round derived their inputs (or on stop). */
   private requests: Array<{ filter: ((input: In) => boolean) | undefined; reason: RunReason; done: () => void }> = []
   private wake = new AbortController()
+  /** Low-priority inputs (a resync, a requeue, a new term, the initial list), derived after fresh changes. */
+  private readonly backlog = new Map<string, Dirty>()
+  /** rederive() calls whose inputs are in the backlog: resolved once it is empty. */
+  private readonly backlogDone: Array<{ done: () => void }> = []
+  /** The next round reads the iterators' first batch (every object: the initial list). */
+  private listing = true
 
   constructor(o: DeriveOptions<In, Out>) {
     this.options = o
@@ -115,6 +128,7 @@ export class Derivation<In, Out> implements Lifecycle {
     if (this.ctrl.signal.aborted) {
       this.ctrl = new AbortController()
       this.everything = true
+      this.consumed.clear() // settled() and waitFor() wait for the new term's first complete round
     }
     if (!this.markInitialized) {
       const w = await db.writeTxn(to)
@@ -123,6 +137,7 @@ export class Derivation<In, Out> implements Lifecycle {
     }
     const txn = db.readTxn()
     this.iters = [...this.from, ...this.joins].map((t) => t.changes(txn))
+    this.listing = true
     this.loop = this.run().finally(() => {
       for (const it of this.iters) it.close()
     })
@@ -134,6 +149,8 @@ export class Derivation<In, Out> implements Lifecycle {
     this.loop = undefined
     this.wakeWaiters()
     for (const r of this.requests.splice(0)) r.done()
+    for (const r of this.backlogDone.splice(0)) r.done()
+    this.backlog.clear() // a new term derives everything again
   }
 
   get running(): boolean {
@@ -235,10 +252,19 @@ export class Derivation<In, Out> implements Lifecycle {
         }
         continue
       }
-      const dirty = new Map<string, Dirty>()
+      // Fresh changes first (controller-runtime's priority queue, kubernetes-sigs/controller-runtime#3290):
+      // an input's own change, a change of what it read, a due retry and `again` are derived in the
+      // next round; a resync, a requeue, a new term's "everything" and the initial list go to the
+      // backlog, derived FRESH_FIRST.chunk at a time after the fresh ones, yielding to I/O between
+      // chunks so a change that arrives meanwhile is taken before the rest of the backlog.
+      const fresh = new Map<string, Dirty>()
+      const backlog = this.backlog
       // the first reason an input is found dirty for stands, but for its own change (set below)
       const mark = (id: string, ref: InputRef, reason: RunReason) => {
-        if (!dirty.has(id)) dirty.set(id, { table: ref.table, key: ref.key, reason })
+        if (!fresh.has(id)) fresh.set(id, { table: ref.table, key: ref.key, reason })
+      }
+      const markLow = (id: string, ref: InputRef, reason: RunReason) => {
+        if (!backlog.has(id)) backlog.set(id, { table: ref.table, key: ref.key, reason })
       }
       const watches: Watch[] = []
       const requests = this.requests.splice(0)
@@ -250,20 +276,23 @@ export class Derivation<In, Out> implements Lifecycle {
         this.from.forEach((t, i) => {
           for (const o of t.all(txn)) {
             const key = t.primary.keyOf(o)
-            mark(inputId(i, key), { table: i, key }, reason)
+            markLow(inputId(i, key), { table: i, key }, reason)
           }
         })
-        for (const [id, ref] of this.refs) mark(id, ref, reason) // inputs already gone stay dirty too
+        for (const [id, ref] of this.refs) markLow(id, ref, reason) // inputs already gone stay dirty too
       } else if (requests.length) {
         this.from.forEach((t, i) => {
           for (const o of t.all(txn)) {
             const r = requests.find((q) => q.filter!(o as In))
             if (!r) continue
             const key = t.primary.keyOf(o)
-            mark(inputId(i, key), { table: i, key }, r.reason)
+            markLow(inputId(i, key), { table: i, key }, r.reason)
           }
         })
       }
+      this.backlogDone.push(...requests)
+      const listing = this.listing // the iterators' first batch is the initial list: low priority
+      this.listing = false
       this.iters.forEach((it, i) => {
         const [changes, w] = it.next(txn)
         watches.push(w)
@@ -273,7 +302,9 @@ export class Derivation<In, Out> implements Lifecycle {
             const key = t.primary.keyOf(c.object)
             const id = inputId(i, key)
             const reason = this.refs.has(id) ? 'updated' : 'created'
-            dirty.set(id, c.deleted ? { table: i, key, reason, last: c.object } : { table: i, key, reason })
+            const d: Dirty = c.deleted ? { table: i, key, reason, last: c.object } : { table: i, key, reason }
+            if (listing) backlog.set(id, d)
+            else fresh.set(id, d)
           }
         } else {
           const t = this.joins[i - this.from.length]!
@@ -291,18 +322,34 @@ export class Derivation<In, Out> implements Lifecycle {
       }
       this.again.clear()
       const nextRetry = this.failing.due(Date.now(), this.refs, (id, ref) => mark(id, ref, 'retry'))
-      if (dirty.size || !this.initialized) {
+      // this round: the fresh inputs, then a chunk of the backlog (all of it with the priority off)
+      const dirty = fresh
+      for (const id of fresh.keys()) backlog.delete(id)
+      const take = FRESH_FIRST.enabled ? FRESH_FIRST.chunk : Infinity
+      let taken = 0
+      for (const [id, d] of backlog) {
+        if (taken++ >= take) break
+        dirty.set(id, d)
+        backlog.delete(id)
+      }
+      const complete = backlog.size === 0
+      if (dirty.size || (!this.initialized && complete)) {
         try {
-          await this.derive(dirty)
+          await this.derive(dirty, complete)
         } catch (err) {
-          // a statedb failure (not fn's): log, back off, and go on (the requests wait for the next round)
-          this.requests.unshift(...requests)
+          // a statedb failure (not fn's): log, back off, and go on (the round waits for the next one)
+          for (const [id, d] of dirty) if (!backlog.has(id)) backlog.set(id, d)
           this.log.error({ err }, 'derivation round failed')
           await sleep(1000, undefined, { signal }).catch(() => {})
           continue
         }
       }
-      for (const r of requests) r.done()
+      if (backlog.size) {
+        // yield to I/O (a watch event, a reflector's write) before the next chunk
+        await new Promise<void>((r) => setImmediate(r))
+        continue
+      }
+      for (const r of this.backlogDone.splice(0)) r.done()
       // derived up to this snapshot, unless inputs sharing a given-up output still have to run again
       if (this.again.size === 0) {
         for (const t of [...this.from, ...this.joins]) this.consumed.set(t, t.revision(txn))
@@ -329,10 +376,11 @@ export class Derivation<In, Out> implements Lifecycle {
     for (const f of p) f()
   }
 
-  private async derive(dirty: Map<string, Dirty>): Promise<void> {
+  /** Derives `dirty` in one write; `complete`: nothing is left in the backlog, so `to` may be initialized. */
+  private async derive(dirty: Map<string, Dirty>, complete: boolean): Promise<void> {
     const { db, to } = this.options
     const initialize = (w: WriteTxn) => {
-      if (this.initialized) return
+      if (this.initialized || !complete) return
       this.markInitialized?.(w)
       this.initialized = true
       this.journal.note(() => {

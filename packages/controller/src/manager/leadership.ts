@@ -86,6 +86,7 @@ export function newLeaderElector(o: {
     ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
     ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
     ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+    ...(le.releaseOnStop === false ? { releaseOnStop: false } : {}),
     onStartedLeading: (term) => {
       o.leading(term)
       o.logger.info({}, 'started leading')

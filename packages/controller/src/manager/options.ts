@@ -74,6 +74,12 @@ export interface ManagerOptions {
      * stalled former leader sends late fails with 409 instead of overwriting a newer value (default true).
      */
     preconditions?: boolean
+    /**
+     * Release the Lease on stop, so a standby takes over at once (default true). false: a stop is
+     * seen as a crash, the standby waits for the Lease to expire (controller-runtime's
+     * `LeaderElectionReleaseOnCancel` false; the takeover bench measures both parts).
+     */
+    releaseOnStop?: boolean
   }
   /**
    * Share the work among replicas by shard (instead of one leader): each input of a derivation
