@@ -33,7 +33,7 @@
 // Over ~400 lines only by this header: it states the contract of the whole controller, once.
 import { StoppedError, SyncError, UsageError } from './errors.ts'
 import { Reconciler, statusPending, type StatusIndex } from '@statewright/reconciler'
-import { logTo } from '@statewright/statedb'
+import { inSpan, logTo, resolveTracer, type TracerLike } from '@statewright/statedb'
 import { WatchSet, type ChangeIterator, type Lifecycle, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
 import type { PrimaryHealth } from './options.ts'
 import {
@@ -88,6 +88,7 @@ export class PrimaryController<P> implements Lifecycle {
   private gcTimer: NodeJS.Timeout | undefined
   private readonly garbage: GarbageSecondaries<P>
   private readonly syncs: PrimarySyncs<P>
+  private readonly tracer: TracerLike | undefined
 
   constructor(opts: PrimaryControllerOptions<P>) {
     validateOptions(opts)
@@ -127,6 +128,7 @@ export class PrimaryController<P> implements Lifecycle {
       requeueAfter: (key, ms) => this.requeueAfter(key, ms),
       report: (err, msg, key) => this.report(err, msg, key),
     })
+    this.tracer = resolveTracer(opts.tracer, '@statewright/primary')
     this.reconciler = new Reconciler<Work>({
       db: opts.db,
       // a work table (syncs to run); a resync of every primary is resyncIntervalMs
@@ -139,11 +141,11 @@ export class PrimaryController<P> implements Lifecycle {
       ...(opts.retry ? { retry: opts.retry } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
       operations: {
-        update: (w, ctx) => this.inflight.track(this.syncs.syncOne(w as MutableWork, ctx)),
+        update: (w, ctx) => this.inflight.track(this.syncOne(w as MutableWork, ctx)),
         delete: (w, ctx) => this.inflight.track(this.syncs.removeOwned(w, ctx)),
       },
       batchOperations: {
-        updateBatch: (entries, ctx) => this.inflight.pool(entries, this.concurrency, (w) => this.syncs.syncOne(w as MutableWork, ctx)),
+        updateBatch: (entries, ctx) => this.inflight.pool(entries, this.concurrency, (w) => this.syncOne(w as MutableWork, ctx)),
         deleteBatch: (entries, ctx) => this.inflight.pool(entries, this.concurrency, (w) => this.syncs.removeOwned(w, ctx)),
       },
     })
@@ -194,6 +196,19 @@ export class PrimaryController<P> implements Lifecycle {
       }
       tick()
     }
+  }
+
+  /** One sync, in a span `primary.sync` (the primary's key and kind) when there is a tracer. */
+  private syncOne(w: MutableWork, ctx: Parameters<PrimarySyncs<P>['syncOne']>[1]): ReturnType<PrimarySyncs<P>['syncOne']> {
+    if (!this.tracer) return this.syncs.syncOne(w, ctx)
+    return inSpan(this.tracer, 'primary.sync', (span) => {
+      if (span?.isRecording()) {
+        span.setAttribute('statewright.function', this.name)
+        span.setAttribute('k8s.object.key', w.key)
+        span.setAttribute('k8s.object.kind', this.options.kind)
+      }
+      return this.syncs.syncOne(w, ctx)
+    })
   }
 
   /** Stops following, stops the reconciler, and waits for syncs, deletes and a resync in flight. */

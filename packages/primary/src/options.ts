@@ -4,7 +4,7 @@
 // - Options are validated once, in the constructor, with a ConfigError naming the controller.
 // - The default spec leaves out what a status write-back changes (status, resourceVersion,
 //   managedFields, generation): a write-back must not trigger a sync of its own (no loop).
-import type { Health, Logger, RetryOptions } from '@statewright/statedb'
+import type { Health, Logger, RetryOptions, TracerLike } from '@statewright/statedb'
 import type { DB, ReadTxn, Table } from '@statewright/statedb'
 import { createHash } from 'node:crypto'
 import { ConfigError } from '@statewright/statedb'
@@ -87,6 +87,12 @@ export interface PrimaryControllerOptions<P> {
    * is one; its work reconciler's loop failures too.
    */
   logger?: Logger
+  /**
+   * The tracer of every sync (a span `primary.sync` with the primary's key and kind, its error as
+   * the span's status); default @opentelemetry/api's global tracer when that package is installed;
+   * false: none.
+   */
+  tracer?: TracerLike | false
 }
 
 /** The controller's health: the shared `Health` and the keys in error. */

@@ -24,7 +24,8 @@ import { ConfigError, StoppedError, UsageError } from '../errors.ts'
 import { nextProgress } from '../progress.ts'
 import { DB, Table } from '@statewright/statedb'
 import type { Reconciler, PromRegistry } from '@statewright/reconciler'
-import { loadOptionalPeer } from '@statewright/statedb'
+import { loadOptionalPeer, resolveTracer, type TracerLike } from '@statewright/statedb'
+import { wrapRun } from './tracing.ts'
 import type * as PromClient from 'prom-client'
 import {
   K8sMetrics,
@@ -88,6 +89,8 @@ export class Manager {
   /** The clusters by name (set by ManagerOptions.clusters). */
   readonly clusters: ReadonlyMap<string, Cluster>
   readonly logger: Logger
+  /** The tracer of the Manager's function runs (ManagerOptions.tracer), or none. */
+  readonly tracer: TracerLike | undefined
   readonly desired: DesiredTable
   readonly target: Target
   readonly reconciler: Reconciler<DesiredObject>
@@ -144,6 +147,7 @@ export class Manager {
     this.name = o.name
     this.db = o.db ?? new DB()
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
+    this.tracer = resolveTracer(o.tracer, '@statewright/controller')
     // without prom-client installed the Manager runs without metrics
     const prom = o.registry ? undefined : loadOptionalPeer<typeof PromClient>('prom-client', { from: import.meta.url })
     this.registry = o.registry ?? (prom ? new prom.Registry() : undefined)
@@ -261,6 +265,7 @@ export class Manager {
   derive<In>(o: ManagedDeriveOptions<In>): Derivation<In, DesiredObject> {
     this.notStarted('derive')
     this.owns(...(o.owns ?? []))
+    const fn = wrapRun(this.tracer, 'controller.derive', o.name ?? this.name, o.fn)
     const d = new Derivation<In, DesiredObject>({
       db: this.db,
       from: o.from,
@@ -271,7 +276,7 @@ export class Manager {
       fn: (input, ctx) => {
         const shard = this.options.sharding ? shardOfInput(input, this.options.sharding.shards) : undefined
         if (shard !== undefined && !this.held.has(shard)) return [] // another replica's (or nobody's yet)
-        return desiredOf(o.fn(input, ctx), this.cluster.name, shard, (name) => void this.clusterNamed(name))
+        return desiredOf(fn(input, ctx), this.cluster.name, shard, (name) => void this.clusterNamed(name))
       },
       validate: invalidDesired,
       equals: desiredEquals,
@@ -302,7 +307,7 @@ export class Manager {
       db: this.db,
       primary,
       ...(o.joins ? { joins: o.joins } : {}),
-      fn: o.fn,
+      fn: wrapRun(this.tracer, 'controller.reconcile_step', name, o.fn),
       ...(o.onDeleted ? { onDeleted: o.onDeleted } : {}),
       toDesired: (children, obj) => {
         const shard = sh ? shardOfInput(obj, sh.shards) : undefined
@@ -351,14 +356,18 @@ export class Manager {
   finalizer<T extends object = KubeObject>(o: ManagedFinalizerOptions<T>): Finalizer {
     this.notStarted('finalizer')
     this.finalizedTables.push({ table: o.on, condition: o.condition !== false })
-    const { finalizer, component } = managedFinalizer(o, {
-      cluster: this.cluster,
-      db: this.db,
-      fieldManager: this.name,
-      logger: this.logger,
-      fence: () => this.writeFence(),
-      events: this.events,
-    })
+    const cleanup = wrapRun(this.tracer, 'controller.finalizer_cleanup', o.name, o.cleanup)
+    const { finalizer, component } = managedFinalizer(
+      { ...o, cleanup },
+      {
+        cluster: this.cluster,
+        db: this.db,
+        fieldManager: this.name,
+        logger: this.logger,
+        fence: () => this.writeFence(),
+        events: this.events,
+      },
+    )
     this.add(component)
     return finalizer
   }

@@ -10,7 +10,7 @@ import type { DeriveContext } from '../derive/options.ts'
 import type { CleanupContext, FinalizerOptions } from '../finalizers.ts'
 import type { HttpOptions } from '../http.ts'
 import { ConfigError } from '../errors.ts'
-import type { Logger } from '@statewright/statedb'
+import type { Logger, TracerLike } from '@statewright/statedb'
 import type { Placed } from './desired.ts'
 import type { ReconcileContext, ReconcileResult } from './reconcilestep.ts'
 import type { WebhookServerOptions } from '../webhooks/server.ts'
@@ -45,6 +45,12 @@ export interface ManagerOptions {
   /** The HTTP server (default port 8080 on 127.0.0.1); false: none. */
   http?: HttpOptions | false
   logger?: Logger
+  /**
+   * The tracer of every run of a derive function, reconcile step and finalizer cleanup (spans
+   * `controller.derive`, `controller.reconcile_step`, `controller.finalizer_cleanup`); default
+   * @opentelemetry/api's global tracer when that package is installed; false: none (no spans).
+   */
+  tracer?: TracerLike | false
   /**
    * CustomResourceDefinitions to install (server-side apply) when start() begins, each waited for
    * until Established: for development and tests; production installs them with `manifests()`.

@@ -1,0 +1,43 @@
+// The spans of a Manager's functions: every run of a derive function (`controller.derive`), of a
+// reconcile step (`controller.reconcile_step`) and of a finalizer's cleanup
+// (`controller.finalizer_cleanup`) runs in a span of the Manager's tracer (ManagerOptions.tracer,
+// default @opentelemetry/api's global tracer when installed), with the object's key and kind, the
+// run's reason and the function's name as attributes, and a throw as the span's error.
+// Invariants:
+// - Zero cost without a tracer: the Manager passes the function itself, unwrapped (wrapRun returns
+//   `fn` unchanged), so no span object is made and nothing is recorded.
+// - The span is active while the function runs, so spans the function starts (and any
+//   instrumentation of its I/O) are its children.
+import { inSpan, type TracerLike } from '@statewright/statedb'
+
+/** The attributes of a run's span for an input (its key and kind when it is a Kubernetes object). */
+export function runAttributes(input: unknown, name: string, reason?: string): Record<string, string> {
+  const a: Record<string, string> = { 'statewright.function': name }
+  if (reason !== undefined) a['statewright.reason'] = reason
+  const o = input as { kind?: unknown; metadata?: { name?: unknown; namespace?: unknown } } | null
+  if (o && typeof o === 'object' && o.metadata && typeof o.metadata.name === 'string') {
+    const ns = typeof o.metadata.namespace === 'string' && o.metadata.namespace ? `${o.metadata.namespace}/` : ''
+    a['k8s.object.key'] = ns + o.metadata.name
+    if (typeof o.kind === 'string') a['k8s.object.kind'] = o.kind
+  }
+  return a
+}
+
+/** `fn` run in a span `spanName` of `tracer` per call, or `fn` itself without a tracer. */
+export function wrapRun<I, C extends { readonly reason?: string } | object, R>(
+  tracer: TracerLike | undefined,
+  spanName: string,
+  name: string,
+  fn: (input: I, ctx: C) => R,
+): (input: I, ctx: C) => R {
+  if (!tracer) return fn
+  return (input, ctx) =>
+    inSpan(tracer, spanName, (span) => {
+      if (span?.isRecording()) {
+        const reason = (ctx as { reason?: unknown }).reason
+        for (const [k, v] of Object.entries(runAttributes(input, name, typeof reason === 'string' ? reason : undefined)))
+          span.setAttribute(k, v)
+      }
+      return fn(input, ctx)
+    })
+}
