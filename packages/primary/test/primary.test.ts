@@ -8,6 +8,7 @@ import * as assert from 'uvu/assert'
 import { DB, Table, defineIndex } from '@statewright/statedb'
 import { ownerKeyLabelValue, ownerStampKeys } from '@statewright/primary'
 import { setup, idle } from './fixtures.ts'
+import type { SpanLike, TracerLike } from '@statewright/statedb'
 
 test('owner stamps: labels and annotations, prefix statewright.io or kumori; the label hashes keys that are not label values', async () => {
   assert.equal(ownerStampKeys(), { key: 'statewright.io/ownerkey', kind: 'statewright.io/ownerkind' })
@@ -48,6 +49,47 @@ test('owner stamps: labels and annotations, prefix statewright.io or kumori; the
     s.events.list.every((e) => e.namespace === 'apps'),
     'a pseudo-object in the configured namespace',
   )
+  await s.c.stop()
+})
+
+test("tracer: every sync is a span primary.sync with the primary's key and kind, ended; a failed sync its error", async () => {
+  const spans: Array<{ name: string; attributes: Record<string, unknown>; status?: { code: number; message?: string }; ended: boolean }> =
+    []
+  const tracer: TracerLike = {
+    startActiveSpan: (name, fn) => {
+      const rec: (typeof spans)[number] = { name, attributes: {}, ended: false }
+      spans.push(rec)
+      const span: SpanLike = {
+        setAttribute: (k, v) => void (rec.attributes[k] = v),
+        recordException: () => undefined,
+        setStatus: (st) => void (rec.status = st),
+        isRecording: () => !rec.ended,
+        end: () => void (rec.ended = true),
+      }
+      return fn(span) as ReturnType<typeof fn>
+    },
+  }
+  let fail = false
+  const s = setup({ tracer, retry: { minMs: 10, maxMs: 20 } })
+  const sync = (s.c as any).options.sync
+  ;(s.c as any).options.sync = (p: unknown, ctx: unknown) => {
+    if (fail) throw new Error('boom')
+    return sync(p, ctx)
+  }
+  await s.initialize()
+  await s.c.start()
+  await s.put('a', 1)
+  await idle(s.c)
+  assert.equal(
+    spans.map((x) => [x.name, x.attributes, x.ended]),
+    [['primary.sync', { 'statewright.function': 'test', 'k8s.object.key': 'a', 'k8s.object.kind': 'App' }, true]],
+  )
+  fail = true
+  await s.put('a', 2)
+  const deadline = Date.now() + 5000
+  while (!spans.some((x) => x.status?.code === 2) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+  assert.match(spans.find((x) => x.status?.code === 2)?.status?.message ?? '', /sync of App "a" failed: boom/)
+  fail = false
   await s.c.stop()
 })
 
