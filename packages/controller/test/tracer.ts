@@ -2,6 +2,7 @@
 // Span methods statewright calls): what the tests read spans from, with no SDK. A span's parent is
 // the span active where it started (AsyncLocalStorage, as the SDK's context manager does).
 import { AsyncLocalStorage } from 'node:async_hooks'
+import { randomBytes } from 'node:crypto'
 import type { SpanLike, TracerLike } from '@statewright/controller/stateofworld'
 
 export interface RecordedSpan {
@@ -11,6 +12,9 @@ export interface RecordedSpan {
   exceptions: string[]
   status: { code: number; message?: string } | undefined
   ended: boolean
+  /** W3C ids: the trace's (the parent's, or new for a root span) and the span's own. */
+  traceId: string
+  spanId: string
 }
 
 export class RecordingTracer implements TracerLike {
@@ -18,9 +22,12 @@ export class RecordingTracer implements TracerLike {
   private readonly active = new AsyncLocalStorage<RecordedSpan>()
 
   startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, fn: F): ReturnType<F> {
+    const parent = this.active.getStore()
     const rec: RecordedSpan = {
       name,
-      parent: this.active.getStore()?.name,
+      parent: parent?.name,
+      traceId: parent?.traceId ?? randomBytes(16).toString('hex'),
+      spanId: randomBytes(8).toString('hex'),
       attributes: {},
       exceptions: [],
       status: undefined,
@@ -41,6 +48,7 @@ export class RecordingTracer implements TracerLike {
       end: () => {
         rec.ended = true
       },
+      spanContext: () => ({ traceId: rec.traceId, spanId: rec.spanId }),
     }
     return this.active.run(rec, () => fn(span)) as ReturnType<F>
   }

@@ -6,6 +6,7 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { type KubeObject } from '@statewright/k8s'
+import type { Logger } from '@statewright/statedb'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 import { GADGET, createGadget, env, gadget } from './helpers.ts'
 import { RecordingTracer } from './tracer.ts'
@@ -85,6 +86,82 @@ test('reconcile step, derive and finalizer cleanup runs are spans with key, kind
     assert.ok(cleaned >= 1)
     assert.is(cleanup()?.attributes['statewright.function'], 'example.com/cleanup')
     assert.is(cleanup()?.attributes['k8s.object.key'], 'default/a')
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
+// a pino-shaped logger that keeps its lines (with the bindings of its children)
+function recordingLogger(lines: Array<Record<string, unknown>>, bindings: Record<string, unknown> = {}): Logger {
+  const at = (level: string) => (a: object | string, msg?: string) =>
+    void lines.push(typeof a === 'string' ? { ...bindings, level, msg: a } : { ...bindings, ...a, level, msg })
+  return {
+    trace: at('trace'),
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    fatal: at('fatal'),
+    child: (b) => recordingLogger(lines, { ...bindings, ...b }),
+  } as Logger
+}
+
+test("a run's requests are k8s.request spans of its trace, sent with traceparent; ctx.logger names the trace; applies and status writes are spans", async () => {
+  const e = await env()
+  const tracer = new RecordingTracer()
+  const lines: Array<Record<string, unknown>> = []
+  const reads: Promise<unknown>[] = []
+  const m = new Manager({
+    name: 'gadget-controller',
+    cluster: e.cluster,
+    logger: recordingLogger(lines),
+    handleSignals: false,
+    http: false,
+    tracer,
+  })
+  try {
+    m.reconcile({
+      name: 'gadgets',
+      for: GADGET,
+      owns: [CM],
+      fn: (g, ctx) => {
+        ctx.logger?.info({ key: g.metadata.name }, 'reconciling')
+        // a request the function starts (a read of something outside, say) is a child of its span
+        reads.push(e.cluster.request({ path: '/api/v1/namespaces/default/configmaps' }))
+        return { children: cm(g, 'step'), status: { phase: 'ok' } }
+      },
+    })
+    await createGadget(e.cluster, gadget('b', { size: 1 }))
+    await m.start()
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    await Promise.all(reads)
+    const run = tracer.spans.find((s) => s.name === 'controller.reconcile_step' && s.attributes['k8s.object.key'] === 'default/b')!
+    assert.ok(run, 'the run span')
+    const inner = tracer.spans.find((s) => s.name === 'k8s.request' && s.parent === 'controller.reconcile_step')!
+    assert.ok(inner, "the run's own request is a child span")
+    assert.is(inner.traceId, run.traceId)
+    assert.is(inner.attributes['k8s.request'], 'GET /api/v1/namespaces/default/configmaps')
+    assert.is(inner.attributes['http.response.status_code'], 200)
+    const log = e.server.control.requestLog()
+    const sent = log.find(
+      (r) => r.path === '/api/v1/namespaces/default/configmaps' && r.method === 'GET' && !r.watch && r.traceparent?.includes(run.traceId),
+    )
+    assert.is(sent?.traceparent, `00-${run.traceId}-${inner.spanId}-01`, "the request names the run's trace")
+    const line = lines.find((l) => l.msg === 'reconciling')
+    assert.equal([line?.trace_id, line?.span_id, line?.reconcile], [run.traceId, run.spanId, 'gadgets'])
+    // the apply of the child and the status write are k8s.request spans, sent with their traceparent
+    const apply = log.find((r) => r.method === 'PATCH' && r.path === '/api/v1/namespaces/default/configmaps/step-b')
+    const status = log.find((r) => r.method === 'PATCH' && r.path === '/apis/example.com/v1/namespaces/default/gadgets/b/status')
+    const event = log.find((r) => r.method === 'POST' && r.path === '/api/v1/namespaces/default/events')
+    for (const r of [apply, status, event]) {
+      assert.ok(r?.traceparent, `${r?.path} has a traceparent`)
+      const [, traceId, spanId] = r!.traceparent!.split('-')
+      const span = tracer.spans.find((s) => s.spanId === spanId)
+      assert.is(span?.name, 'k8s.request')
+      assert.is(span?.traceId, traceId)
+      assert.is(span?.attributes['http.request.method'], r!.method)
+    }
   } finally {
     await m.stop()
     await e.stop()

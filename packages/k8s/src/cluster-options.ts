@@ -6,9 +6,17 @@ import type { RateLimitOptions } from '@statewright/reconciler'
 import type { KubeConfig } from './clientnode.ts'
 import type { Kubeconfig } from './kubeconfig.ts'
 import type { WriteFence } from './fence.ts'
+import type { TracerLike } from '@statewright/statedb'
 
 /** `qps` and `burst` are the shared `RateLimitOptions` (client-go's names), each optional here. */
 export interface ClusterOptions extends Partial<RateLimitOptions> {
+  /**
+   * Traces every request as a span `k8s.request` (`<METHOD> <path>`'s method and path as
+   * attributes, the status code, an error as the span's status) and sends the span as the W3C
+   * `traceparent` header, so the API server's side can join the trace. Default none (a Manager sets
+   * its tracer on its clusters with setTracer).
+   */
+  tracer?: TracerLike
   /**
    * A loaded kubeconfig: a Kubeconfig, or a client-node KubeConfig of your own; or give `kubeconfig`
    * (YAML text); default: Kubeconfig.fromDefault() ($KUBECONFIG, ~/.kube/config, in-cluster).

@@ -23,6 +23,7 @@ import { Kubeconfig, type KubeconfigView } from './kubeconfig.ts'
 import { checkFence, FencedError, FencedWrites, fencedTimeout, NOT_VALID, type WriteFence } from './fence.ts'
 import { ApiError, apiErrorOf, transportError } from './api-error.ts'
 import type { ClusterOptions, RequestOptions, RequestRecord } from './cluster-options.ts'
+import { inSpan, type SpanLike, type TracerLike } from '@statewright/statedb'
 
 interface AuthSnapshot {
   headers: Record<string, string>
@@ -55,7 +56,10 @@ export class Cluster {
   /** Per-cluster cache used by gvk.ts (discovery). */
   readonly discoveryCache = new Map<string, Promise<any>>()
 
+  private tracer: TracerLike | undefined
+
   constructor(opts: ClusterOptions = {}) {
+    this.tracer = opts.tracer
     const kc: KubeconfigView =
       opts.kubeConfig ?? (opts.kubeconfig !== undefined ? Kubeconfig.fromString(opts.kubeconfig) : Kubeconfig.fromDefault())
     this.kubeConfig = kc
@@ -144,11 +148,35 @@ export class Cluster {
   }
 
   /** Like request, but resolves with the body as text (for callers that parse it themselves). */
-  async requestText(o: RequestOptions): Promise<string> {
+  requestText(o: RequestOptions): Promise<string> {
+    if (!this.tracer) return this.requestTextOf(o, undefined)
+    return inSpan(this.tracer, 'k8s.request', (span) => this.requestTextOf(o, span))
+  }
+
+  /**
+   * Traces this cluster's requests (ClusterOptions.tracer), or stops (undefined); a tracer set
+   * already is kept (the first Manager to set one wins).
+   */
+  setTracer(tracer: TracerLike | undefined): void {
+    if (tracer === undefined || this.tracer === undefined) this.tracer = tracer
+  }
+
+  private async requestTextOf(o: RequestOptions, span: SpanLike | undefined): Promise<string> {
+    let traceparent: string | undefined
+    if (span?.isRecording()) {
+      const method = o.method ?? 'GET'
+      span.setAttribute('http.request.method', method)
+      span.setAttribute('url.path', o.path)
+      span.setAttribute('k8s.request', `${method} ${o.path}`)
+      if (o.what) span.setAttribute('statewright.what', o.what)
+    }
+    const sc = span?.spanContext?.()
+    if (sc) traceparent = `00-${sc.traceId}-${sc.spanId}-01`
     for (let attempt = 0; ; attempt++) {
       await this.admit(o.signal)
       try {
-        const { status, headers, body } = await this.send(o)
+        const { status, headers, body } = await this.send(o, traceparent)
+        span?.setAttribute('http.response.status_code', status)
         if (status >= 200 && status < 300) return body.toString('utf8')
         const err = apiErrorOf(o, status, headers, body)
         if (err.retryAfterMs !== undefined && (status === 429 || status >= 500) && attempt < this.maxRetryAfterAttempts) {
@@ -230,7 +258,10 @@ export class Cluster {
     })
   }
 
-  private async send(o: RequestOptions): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  private async send(
+    o: RequestOptions,
+    traceparent?: string,
+  ): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
     const auth = await this.authHeaders()
     const u = this.url(o.path, o.query)
     const method = o.method ?? 'GET'
@@ -242,6 +273,7 @@ export class Cluster {
     }
     const payload = o.body === undefined ? undefined : Buffer.from(typeof o.body === 'string' ? o.body : JSON.stringify(o.body))
     const headers: Record<string, string | number> = { ...auth, Accept: 'application/json', 'User-Agent': this.userAgent }
+    if (traceparent) headers.traceparent = traceparent
     if (payload) {
       headers['Content-Type'] = o.contentType ?? 'application/json'
       headers['Content-Length'] = payload.length

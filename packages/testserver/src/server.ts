@@ -47,6 +47,8 @@ export interface RequestLogEntry {
   /** The bearer token sent, if any. */
   token?: string
   contentType?: string
+  /** The W3C `traceparent` header sent, if any (a traced client's request span). */
+  traceparent?: string
 }
 
 /** What a control call names a kind by (apimachinery's TypeMeta; a @statewright/k8s KindRef or kind constant is one). */
@@ -295,6 +297,7 @@ export class TestServer {
     if (req.headers['user-agent']) entry.userAgent = req.headers['user-agent']
     if (token !== undefined) entry.token = token
     if (req.headers['content-type']) entry.contentType = req.headers['content-type']
+    if (typeof req.headers.traceparent === 'string') entry.traceparent = req.headers.traceparent
     if (this.log.length >= this.logLimit) this.log.splice(0, this.log.length >> 1)
     this.log.push(entry)
     res.on('finish', () => {

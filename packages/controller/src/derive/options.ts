@@ -23,6 +23,11 @@ export interface DeriveContext {
   get<T>(table: Table<T>, q: Query<T>): T | undefined
   /** Objects of a joined table; the input is derived again when the result changes. */
   list<T>(table: Table<T>, q: Query<T>): T[]
+  /**
+   * The run's logger, set when a Manager traces its runs (ManagerOptions.tracer): the Manager's
+   * logger with the run span's `trace_id` and `span_id`, so the run's log lines name its trace.
+   */
+  readonly logger?: Logger
 }
 
 export interface DeriveOptions<In, Out> {

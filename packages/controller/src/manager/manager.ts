@@ -157,6 +157,7 @@ export class Manager {
     this.clusterSet = new ManagerClusters(o, this.metrics, this.logger)
     this.cluster = this.clusterSet.default
     this.clusters = this.clusterSet.byName
+    if (this.tracer) for (const c of this.clusters.values()) c.setTracer(this.tracer) // k8s.request spans
     this.desired = newDesiredTable('desired')
     this.db.register(this.desired.table)
     const guard = new PruneGuard(this.db, () => this.pruneSources, this.logger)
@@ -265,7 +266,7 @@ export class Manager {
   derive<In>(o: ManagedDeriveOptions<In>): Derivation<In, DesiredObject> {
     this.notStarted('derive')
     this.owns(...(o.owns ?? []))
-    const fn = wrapRun(this.tracer, 'controller.derive', o.name ?? this.name, o.fn)
+    const fn = wrapRun(this.tracer, 'controller.derive', o.name ?? this.name, o.fn, this.logger)
     const d = new Derivation<In, DesiredObject>({
       db: this.db,
       from: o.from,
@@ -307,7 +308,7 @@ export class Manager {
       db: this.db,
       primary,
       ...(o.joins ? { joins: o.joins } : {}),
-      fn: wrapRun(this.tracer, 'controller.reconcile_step', name, o.fn),
+      fn: wrapRun(this.tracer, 'controller.reconcile_step', name, o.fn, this.logger.child({ reconcile: name })),
       ...(o.onDeleted ? { onDeleted: o.onDeleted } : {}),
       toDesired: (children, obj) => {
         const shard = sh ? shardOfInput(obj, sh.shards) : undefined

@@ -6,9 +6,11 @@
 // Invariants:
 // - Zero cost without a tracer: the Manager passes the function itself, unwrapped (wrapRun returns
 //   `fn` unchanged), so no span object is made and nothing is recorded.
+// - A run's log lines name its trace: ctx.logger (derive and reconcile step) is the Manager's
+//   logger with the span's trace_id and span_id, set only when traced.
 // - The span is active while the function runs, so spans the function starts (and any
 //   instrumentation of its I/O) are its children.
-import { inSpan, type TracerLike } from '@statewright/statedb'
+import { inSpan, type Logger, type TracerLike } from '@statewright/statedb'
 
 /** The attributes of a run's span for an input (its key and kind when it is a Kubernetes object). */
 export function runAttributes(input: unknown, name: string, reason?: string): Record<string, string> {
@@ -24,20 +26,26 @@ export function runAttributes(input: unknown, name: string, reason?: string): Re
 }
 
 /** `fn` run in a span `spanName` of `tracer` per call, or `fn` itself without a tracer. */
-export function wrapRun<I, C extends { readonly reason?: string } | object, R>(
+/**
+ * `fn` run in a span `spanName` of `tracer` per call, or `fn` itself without a tracer. With a
+ * `logger`, a context object gets `logger`: that logger's child with the span's trace_id and span_id.
+ */
+export function wrapRun<I, C extends object, R>(
   tracer: TracerLike | undefined,
   spanName: string,
   name: string,
   fn: (input: I, ctx: C) => R,
+  logger?: Logger,
 ): (input: I, ctx: C) => R {
   if (!tracer) return fn
   return (input, ctx) =>
     inSpan(tracer, spanName, (span) => {
-      if (span?.isRecording()) {
-        const reason = (ctx as { reason?: unknown }).reason
-        for (const [k, v] of Object.entries(runAttributes(input, name, typeof reason === 'string' ? reason : undefined)))
-          span.setAttribute(k, v)
-      }
-      return fn(input, ctx)
+      if (!span?.isRecording()) return fn(input, ctx)
+      const reason = (ctx as { reason?: unknown }).reason
+      for (const [k, v] of Object.entries(runAttributes(input, name, typeof reason === 'string' ? reason : undefined)))
+        span.setAttribute(k, v)
+      const sc = span.spanContext?.()
+      if (!logger || !sc) return fn(input, ctx)
+      return fn(input, { ...ctx, logger: logger.child({ trace_id: sc.traceId, span_id: sc.spanId }) })
     })
 }
