@@ -169,9 +169,10 @@ export class Cluster {
       span.setAttribute('url.path', o.path)
       span.setAttribute('k8s.request', `${method} ${o.path}`)
       if (o.what) span.setAttribute('statewright.what', o.what)
+      // a recording span only: the API's no-op tracer has the invalid (all-zero) context
+      const sc = span.spanContext?.()
+      if (sc && !/^0+$/.test(sc.traceId)) traceparent = `00-${sc.traceId}-${sc.spanId}-01`
     }
-    const sc = span?.spanContext?.()
-    if (sc) traceparent = `00-${sc.traceId}-${sc.spanId}-01`
     for (let attempt = 0; ; attempt++) {
       await this.admit(o.signal)
       try {
