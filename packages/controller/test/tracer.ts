@@ -3,7 +3,7 @@
 // the span active where it started (AsyncLocalStorage, as the SDK's context manager does).
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { randomBytes } from 'node:crypto'
-import type { SpanLike, TracerLike } from '@statewright/controller/stateofworld'
+import type { SpanLike, TracerLike } from '@statewright/statedb'
 
 export interface RecordedSpan {
   name: string

@@ -5,4 +5,3 @@ export { StateOfWorldController, type StateOfWorldOptions } from './stateofworld
 export { traceReconcile, type StateOfWorldContext, type StateOfWorldFn, type ResourceEvent } from './reconcile.ts'
 export type { WatchSpec } from './watched.ts'
 export { Subscription, Workflow, matches, type EventMatcher, type WorkflowOptions } from './workflow.ts'
-export type { TracerLike, SpanLike } from './tracing.ts'
