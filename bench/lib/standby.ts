@@ -6,7 +6,7 @@
 // to expire) -> its first write, and its write of the changed object's output. Also used by
 // packages/controller/test/standby.test.ts, which asserts on the requests between acquire and write.
 import { Cluster, type KubeObject } from '@statewright/k8s'
-import { startTestServer, type RunningTestServer } from '@statewright/testserver'
+import { startTestServer, type RequestLogEntry, type RunningTestServer } from '@statewright/testserver'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 import { median } from './stats.ts'
 import type { Result } from './types.ts'
@@ -15,15 +15,8 @@ export const STANDBY_TIMING = { leaseDurationMs: 2000, renewDeadlineMs: 1500, re
 const CM = '/api/v1/namespaces/default/configmaps'
 const quiet = createLogger({ level: 'silent' })
 
-export interface RequestSeen {
-  time: number
-  method: string
-  path: string
-  query: Record<string, string>
-  status: number
-  watch: boolean
-  userAgent?: string
-}
+/** A request as the test server logged it. */
+export type RequestSeen = RequestLogEntry
 
 export interface Takeover {
   killedAt: number
@@ -87,8 +80,7 @@ export async function takeoverOnce(objects: number): Promise<Takeover> {
     await b.m.start() // the standby: lists and watches, does not lead
     await Promise.all([...b.m.reflectors.values()].map((r) => r.waitSynced()))
     // and watching: each reflector's watch has reached the server
-    const watching = () =>
-      (server.control.requestLog() as RequestSeen[]).filter((r) => r.userAgent === 'standby-b' && r.watch).length >= b.m.reflectors.size
+    const watching = () => server.control.requestLog().filter((r) => r.userAgent === 'standby-b' && r.watch).length >= b.m.reflectors.size
     while (!watching()) await new Promise((r) => setTimeout(r, 10))
     const killedAt = Date.now()
     await a.m.stop() // no release: the Lease stays a's until it expires
@@ -101,7 +93,7 @@ export async function takeoverOnce(objects: number): Promise<Takeover> {
       body: { data: { v: '1' } },
     })
     await waitForConvergence(b.m, { timeoutMs: 60_000 })
-    const ofB = (server.control.requestLog() as RequestSeen[]).filter((r) => r.userAgent === 'standby-b')
+    const ofB = server.control.requestLog().filter((r) => r.userAgent === 'standby-b')
     const log = ofB.filter((r) => r.time >= killedAt)
     const acquire = log.find((r) => isLease(r) && isWrite(r) && r.status < 300)
     if (!acquire) throw new Error('standby bench: the standby never acquired the Lease')
