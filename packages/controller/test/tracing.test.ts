@@ -6,10 +6,10 @@
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { type KubeObject } from '@statewright/k8s'
-import type { Logger } from '@statewright/statedb'
 import { Manager, createLogger, waitForConvergence } from '@statewright/controller'
 import { GADGET, createGadget, env, gadget } from './helpers.ts'
 import { RecordingTracer } from './tracer.ts'
+import { collectingLogger } from '../../../test/lib/logger.ts'
 
 const quiet = createLogger({ level: 'silent' })
 const CM = { apiVersion: 'v1', kind: 'ConfigMap' }
@@ -92,30 +92,15 @@ test('reconcile step, derive and finalizer cleanup runs are spans with key, kind
   }
 })
 
-// a pino-shaped logger that keeps its lines (with the bindings of its children)
-function recordingLogger(lines: Array<Record<string, unknown>>, bindings: Record<string, unknown> = {}): Logger {
-  const at = (level: string) => (a: object | string, msg?: string) =>
-    void lines.push(typeof a === 'string' ? { ...bindings, level, msg: a } : { ...bindings, ...a, level, msg })
-  return {
-    trace: at('trace'),
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    fatal: at('fatal'),
-    child: (b) => recordingLogger(lines, { ...bindings, ...b }),
-  } as Logger
-}
-
 test("a run's requests are k8s.request spans of its trace, sent with traceparent; ctx.logger names the trace; applies and status writes are spans", async () => {
   const e = await env()
   const tracer = new RecordingTracer()
-  const lines: Array<Record<string, unknown>> = []
+  const logger = collectingLogger()
   const reads: Promise<unknown>[] = []
   const m = new Manager({
     name: 'gadget-controller',
     cluster: e.cluster,
-    logger: recordingLogger(lines),
+    logger,
     handleSignals: false,
     http: false,
     tracer,
@@ -148,7 +133,7 @@ test("a run's requests are k8s.request spans of its trace, sent with traceparent
       (r) => r.path === '/api/v1/namespaces/default/configmaps' && r.method === 'GET' && !r.watch && r.traceparent?.includes(run.traceId),
     )
     assert.is(sent?.traceparent, `00-${run.traceId}-${inner.spanId}-01`, "the request names the run's trace")
-    const line = lines.find((l) => l.msg === 'reconciling')
+    const line = logger.entries.find((l) => l.msg === 'reconciling')?.fields
     assert.equal([line?.trace_id, line?.span_id, line?.reconcile], [run.traceId, run.spanId, 'gadgets'])
     // the apply of the child and the status write are k8s.request spans, sent with their traceparent
     const apply = log.find((r) => r.method === 'PATCH' && r.path === '/api/v1/namespaces/default/configmaps/step-b')

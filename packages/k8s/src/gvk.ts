@@ -50,6 +50,25 @@ export function groupOf(apiVersion: string | undefined): string {
   return apiVersion ? splitApiVersion(apiVersion).group : ''
 }
 
+const digits = (s: string) => {
+  if (s.length === 0 || (s.length > 1 && s.charCodeAt(0) === 48)) return false
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 48 || c > 57) return false
+  }
+  return true
+}
+
+/**
+ * Whether resourceVersion `a` is newer than `b`: both plain decimal numbers, as kube-apiserver's
+ * are (etcd revisions); anything else is never newer (resourceVersions are opaque to clients).
+ * Compared as digit strings (length, then text): no number parsing on a watch's path.
+ */
+export function newerResourceVersion(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'string' || typeof b !== 'string' || !digits(a) || !digits(b)) return false
+  return a.length !== b.length ? a.length > b.length : a > b
+}
+
 /** "ConfigMap" or "Widget.example.com": a kind's name independent of its version. */
 export function groupKind(r: KindRef): string {
   const g = groupOf(r.apiVersion)

@@ -12,6 +12,8 @@ export {
   collectionPath,
   objectPath,
   namespacedName,
+  newerResourceVersion,
+  groupOf,
   describe,
   groupKind,
   splitApiVersion,

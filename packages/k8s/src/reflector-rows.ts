@@ -14,7 +14,7 @@
 import type { PendingEvent, RowWriter, Table, Txn, WriteTxn } from '@statewright/statedb'
 import { markSensitive } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
-import { describe, namespacedName, type KubeObject } from './gvk.ts'
+import { describe, namespacedName, newerResourceVersion, type KubeObject } from './gvk.ts'
 import { StringPool, compactObject } from './compact.ts'
 import type { ReflectorOptions } from './reflector-options.ts'
 
@@ -68,9 +68,9 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
     const table = this.table
     // a list older than what the server sent before is a server whose history restarted (a restore, a
     // new test server): then nothing of ours can be newer than it, and the list is the whole truth
-    const reset = newerRv(this.seenRv, listRv)
+    const reset = newerResourceVersion(this.seenRv, listRv)
     if (typeof listRv === 'string' && /^\d+$/.test(listRv)) this.seenRv = listRv
-    const ownNewer = (rv: unknown) => !reset && newerRv(rv, listRv)
+    const ownNewer = (rv: unknown) => !reset && newerResourceVersion(rv, listRv)
     if (!this.sources && !this.queryAll && table.count(txn) === 0) {
       // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
       // key, and statedb packs nodes three-quarters full on ascending inserts.
@@ -107,7 +107,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
           const cur = existing.get(k) as KubeObject | undefined
           const rv = (o as KubeObject).metadata?.resourceVersion
           if (cur && rv !== undefined && cur.metadata?.resourceVersion === rv) continue // unchanged
-          if (cur && !this.merge && !reset && newerRv(cur.metadata?.resourceVersion, rv)) continue // our own newer write
+          if (cur && !this.merge && !reset && newerResourceVersion(cur.metadata?.resourceVersion, rv)) continue // our own newer write
           this.put(txn, o)
         }
       }
@@ -124,7 +124,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
     const table = this.table
     for (const [sk, p] of batch) {
       const rv = p.object.metadata?.resourceVersion
-      if (newerRv(rv, this.seenRv)) this.seenRv = rv!
+      if (newerResourceVersion(rv, this.seenRv)) this.seenRv = rv!
       if (this.sources) {
         const prev = this.sources.get(sk)
         if (p.type === 'delete') {
@@ -157,7 +157,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
     const rv = (obj as KubeObject).metadata?.resourceVersion
     const cur = this.table.get(txn, this.table.primary.query(this.keyOf(obj) as never)) as KubeObject | undefined
     const have = cur?.metadata?.resourceVersion
-    return have !== undefined && (have === rv || newerRv(have, rv))
+    return have !== undefined && (have === rv || newerResourceVersion(have, rv))
   }
 
   private outputs(src: KubeObject): Obj[] {
@@ -179,11 +179,6 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
       this.objectFailed(new ReflectorError(`reflector ${this.name}: cannot store an object: ${(err as Error).message}`))
     }
   }
-}
-
-/** Whether resourceVersion `a` is newer than `b` (both numeric, as kube-apiserver's are; else never). */
-function newerRv(a: unknown, b: unknown): boolean {
-  return typeof a === 'string' && typeof b === 'string' && /^\d+$/.test(a) && /^\d+$/.test(b) && BigInt(a) > BigInt(b)
 }
 
 function markAll<T>(out: T | T[] | undefined | null): T | T[] | undefined | null {

@@ -17,7 +17,7 @@
 // - A CRD whose versions convert through a webhook points at the webhook Service's /convert, its CA
 //   injected by cert-manager as the WebhookConfigurations' is; one whose kind the Manager does not
 //   convert (no m.webhook({ for })) is a ConfigError: the API server could not serve it.
-import type { KindRef, KubeObject } from '@statewright/k8s'
+import { groupOf, type KindRef, type KubeObject } from '@statewright/k8s'
 import type { Table } from '@statewright/statedb'
 import type { ManagerOptions } from './options.ts'
 
@@ -99,7 +99,6 @@ export interface ManifestOptions {
 }
 
 /** The API group of an apiVersion ("" for the core group). */
-const groupOf = (apiVersion: string) => (apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '')
 const VERB_ORDER = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection']
 const resourceOf = (k: KindRef<any>) => (k as { resource?: string }).resource ?? plural(k.kind)
 

@@ -10,10 +10,16 @@
 //   sensitive (never shown by inspection). The reflector writes no older version over it (its watch
 //   events are dropped when the row is newer, reflector-rows.ts), and its later event is the same.
 import { markSensitive, type DB, type Table } from '@statewright/statedb'
-import { namespacedName, stripManagedFields, type Cluster, type KindRef, type KubeObject } from '@statewright/k8s'
+import {
+  groupOf,
+  namespacedName,
+  newerResourceVersion,
+  stripManagedFields,
+  type Cluster,
+  type KindRef,
+  type KubeObject,
+} from '@statewright/k8s'
 import type { WatchOptions } from './options.ts'
-
-const groupOf = (apiVersion: string | undefined) => (apiVersion?.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '')
 
 /** Whether the label selector selects these labels; undefined when the selector is beyond its reading. */
 export function selects(selector: string, labels: Record<string, string>): boolean | undefined {
@@ -35,9 +41,6 @@ export function selects(selector: string, labels: Record<string, string>): boole
   }
   return true
 }
-
-const newer = (a: string | undefined, b: string | undefined) =>
-  a !== undefined && b !== undefined && /^\d+$/.test(a) && /^\d+$/.test(b) ? BigInt(a) > BigInt(b) : false
 
 /** Puts the server's answer to our apply into the tables that reflect it (see the invariants). */
 export async function sawOwnWrite(
@@ -63,7 +66,7 @@ export async function sawOwnWrite(
   await db.write(tables, (txn) => {
     for (const t of tables) {
       const cur = t.get(txn, t.primary.query(namespacedName(obj) as never))
-      if (cur && !newer(stored.metadata.resourceVersion, cur.metadata.resourceVersion)) continue
+      if (cur && !newerResourceVersion(stored.metadata.resourceVersion, cur.metadata.resourceVersion)) continue
       t.insert(txn, stored)
     }
   })

@@ -9,7 +9,7 @@
 //   (index, kind, namespace/name) and the versions, and no convertedObjects: the API server then fails
 //   the request that needed the conversion, naming the message. One object failing fails the review.
 // - Nothing thrown by a conversion function escapes: it becomes the Failure's message.
-import type { KubeObject } from '@statewright/k8s'
+import { groupOf, type KubeObject } from '@statewright/k8s'
 import { ConfigError, ConversionError } from '../errors.ts'
 import { KindConversion, objectName } from '../crd/versions.ts'
 
@@ -67,7 +67,7 @@ export class ConversionWebhook {
         return failure(`${at} (${objectName(o)}) has no apiVersion and kind to convert from`)
       if (typeof o.metadata !== 'object' || o.metadata === null || Array.isArray(o.metadata))
         return failure(`${at}: ${o.kind} from ${o.apiVersion} has no metadata`)
-      const group = o.apiVersion.includes('/') ? o.apiVersion.slice(0, o.apiVersion.indexOf('/')) : ''
+      const group = groupOf(o.apiVersion)
       const c = this.get(group, o.kind)
       if (!c)
         return failure(
