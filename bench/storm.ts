@@ -8,10 +8,17 @@
 // - Storm_RunsBeforeChange_Resync<N>: how many of the resync's fn runs came before the change's run
 //   (median), with the same baseline.
 // - Storm_ResyncDuration_<N>: the whole resync (rederive() to its promise), chunked against one round.
+// - FullRound_ChangeLatency_<N>: an embedded reconciler's full reconciliation of N done objects on a
+//   target whose update takes a turn of the event loop; at the round's first update one object
+//   changes; the figure is the time from that change's commit to its Update, median of the runs;
+//   baseline: the full round run whole before the incremental round (FULL_FRESH_FIRST off, as before
+//   issue 40), runs alternating. FullRound_UpdatesBeforeChange_<N>: the full round's updates before it.
 // - Standby_*: warm standby takeover (bench/lib/standby.ts): kill the leader without releasing its
 //   Lease, then one change; kill to the new leader's first write, split into the wait for the Lease
 //   and acquire-to-first-write.
 import { DB, Table, defineIndex } from '@statewright/statedb'
+import { Reconciler, newStatusIndex, statusPending, type Status } from '@statewright/reconciler'
+import { FULL_FRESH_FIRST } from '../packages/reconciler/src/full.ts'
 import { derive } from '@statewright/controller/parts'
 import { FRESH_FIRST } from '../packages/controller/src/derive/derivation.ts'
 import { median, type Result, type RunOptions } from './lib/index.ts'
@@ -131,7 +138,103 @@ async function storm(n: number, runs: number): Promise<Result[]> {
   ]
 }
 
+interface Row {
+  id: string
+  v: number
+  status: Status
+}
+
+async function fullRoundOnce(n: number, fresh: boolean): Promise<{ latencyMs: number; before: number }> {
+  const statusIndex = newStatusIndex<Row>((r) => r.status)
+  const table = new Table<Row>({
+    name: 'rows',
+    primary: defineIndex<Row, string>({ name: 'id', key: (r) => r.id, unique: true }),
+    indexes: [statusIndex],
+  })
+  const db = new DB({ tables: [table] })
+  let fullUpdates = 0
+  let before = -1
+  let changedAt = 0
+  let ranAt = 0
+  let ran!: () => void
+  const ranP = new Promise<void>((r) => (ran = r))
+  let changed: Promise<unknown> | undefined
+  const target = `row-${n - 1}` // the last of the round's walk
+  const rec = new Reconciler<Row>({
+    db,
+    table,
+    statusIndex,
+    getObjectStatus: (r) => r.status,
+    setObjectStatus: (r, status) => ({ ...r, status }),
+    fullReconciliationIntervalMs: 0,
+    operations: {
+      update: async (r, ctx) => {
+        if (ctx.full) {
+          fullUpdates++
+          if (!changed) {
+            changedAt = performance.now()
+            changed = db.write(table, (w) => void table.insert(w, { id: target, v: 1, status: statusPending() }))
+          }
+        } else if (r.id === target && r.v === 1) {
+          ranAt = performance.now()
+          before = fullUpdates
+          ran()
+        }
+        await new Promise<void>((resolve) => setImmediate(resolve)) // a device's answer: a turn of the event loop
+        return false
+      },
+      delete: async () => {},
+    },
+  })
+  await db.write(table, (w) => {
+    for (let i = 0; i < n; i++) table.insert(w, { id: `row-${i}`, v: 0, status: statusPending() })
+  })
+  rec.start()
+  await rec.waitForRevision(table.revision(db.readTxn()))
+  const was = FULL_FRESH_FIRST.enabled
+  FULL_FRESH_FIRST.enabled = fresh
+  try {
+    await rec.triggerFullReconciliation()
+    await changed
+    await ranP
+  } finally {
+    FULL_FRESH_FIRST.enabled = was
+    await rec.stop()
+  }
+  return { latencyMs: ranAt - changedAt, before }
+}
+
+async function fullRound(n: number, runs: number): Promise<Result[]> {
+  const on: Array<{ latencyMs: number; before: number }> = []
+  const off: Array<{ latencyMs: number; before: number }> = []
+  await fullRoundOnce(n, true) // warm-up
+  for (let i = 0; i < runs; i++) {
+    off.push(await fullRoundOnce(n, false))
+    on.push(await fullRoundOnce(n, true))
+  }
+  const m = (xs: typeof on, f: (x: (typeof on)[number]) => number) => median(xs.map(f))
+  const baseline = 'the full round whole first (as before)'
+  return [
+    {
+      name: `FullRound_ChangeLatency_${n}`,
+      unit: 'ms',
+      value: m(on, (x) => x.latencyMs),
+      baseline,
+      baselineValue: m(off, (x) => x.latencyMs),
+      note: `median of ${runs}, a change's commit to its Update during a full reconciliation of ${n} (roundSize 1000)`,
+    },
+    {
+      name: `FullRound_UpdatesBeforeChange_${n}`,
+      unit: 'updates',
+      value: m(on, (x) => x.before),
+      baseline,
+      baselineValue: m(off, (x) => x.before),
+      note: "the full round's updates before the change's",
+    },
+  ]
+}
+
 export async function run(opts: RunOptions): Promise<Result[]> {
   const q = opts.quick
-  return [...(await storm(5000, q ? 5 : 15)), ...(await standbyTakeover(q ? 2 : 5))]
+  return [...(await storm(5000, q ? 5 : 15)), ...(await fullRound(5000, q ? 5 : 15)), ...(await standbyTakeover(q ? 2 : 5))]
 }

@@ -13,6 +13,12 @@
 // for objects in error and for done objects the listing lacks or `inSync` says differ. A done object
 // the listing shows in sync gets no call.
 //
+// Fresh changes first: after each chunk, `between` runs one incremental round (the loop's), so a
+// change made during a long full round waits for one chunk, not for the whole table. An object the
+// snapshot holds is then updated only if it is still the version the table holds now (a fresh read
+// after the round): a newer version, or its deletion, is the incremental round's, and an Update of
+// the snapshot's older copy after it would undo it on the target.
+//
 // Invariants:
 // - a failed prune does not stop the updates; it is reported (health degraded, metrics) and tried
 //   again at the next prune (./prune.ts);
@@ -56,16 +62,22 @@ export interface FullReport {
   listError?: string
 }
 
-export async function fullReconciliation<Obj>(runner: OperationRunner<Obj>): Promise<FullReport> {
+/** @internal The bench's switch (bench/storm.ts): off, a full round runs whole before the next incremental round. */
+export const FULL_FRESH_FIRST = { enabled: true }
+
+/** Runs one incremental round between chunks; resolves with the objects it acted on. */
+export type Between = () => Promise<number>
+
+export async function fullReconciliation<Obj>(runner: OperationRunner<Obj>, between?: Between): Promise<FullReport> {
   const cfg = runner.cfg
-  if (cfg.operations.list !== undefined) return listedFull(runner)
+  if (cfg.operations.list !== undefined) return listedFull(runner, between)
   const { db, table, getObjectStatus, roundSize, operations, metrics } = cfg
   const started = performance.now()
   const pruneError = operations.prune ? (await prune(runner)).error : undefined
   const txn = db.readTxn()
   const ctx = runner.context(txn, true)
   const counts = { updated: 0, outOfSync: 0, errors: 0 }
-  const chunk = new Chunk<Obj>(runner, ctx, counts)
+  const chunk = new Chunk<Obj>(runner, ctx, counts, between)
   for (const e of table.all(txn).entries()) {
     const s = getObjectStatus(e.object)
     if (wantsReconcile(s)) continue
@@ -89,7 +101,11 @@ class Chunk<Obj> {
     private readonly runner: OperationRunner<Obj>,
     private readonly ctx: OpContext,
     private readonly counts: { updated: number; outOfSync: number; errors: number },
+    private readonly between: Between | undefined,
   ) {}
+
+  /** Set once an incremental round acted between chunks: the table as it is now, to skip stale snapshot copies. */
+  private current: ReadTxn | undefined
 
   get length(): number {
     return this.outcomes.length
@@ -98,6 +114,7 @@ class Chunk<Obj> {
   /** Takes the object's retry (its attempts carry over) and, without batch operations, runs its Update now. */
   async add(e: Entry<Obj>, drifted: boolean): Promise<void> {
     const runner = this.runner
+    if (this.current && runner.cfg.table.getEntry(this.current, runner.primaryQuery(e.object))?.revision !== e.revision) return
     const s = runner.cfg.getObjectStatus(e.object)
     const o = runner.updateOutcome(e.object, e.revision, s, runner.takeRetry(e.object))
     if (runner.cfg.batchOperations === undefined) {
@@ -129,11 +146,13 @@ class Chunk<Obj> {
     this.stored = []
     this.drifted = []
     await yieldToEventLoop() // a large table must not starve timers and I/O
+    // fresh changes first: what changed meanwhile is reconciled now, not after the whole table
+    if (this.between && FULL_FRESH_FIRST.enabled && (await this.between()) > 0) this.current = runner.cfg.db.readTxn()
   }
 }
 
 /** Full reconciliation against a listing of the target (see the top of the file). */
-async function listedFull<Obj>(runner: OperationRunner<Obj>): Promise<FullReport> {
+async function listedFull<Obj>(runner: OperationRunner<Obj>, between: Between | undefined): Promise<FullReport> {
   const cfg = runner.cfg
   const { db, table, getObjectStatus, roundSize, operations, metrics, name } = cfg
   const inSync = operations.inSync!
@@ -184,7 +203,7 @@ async function listedFull<Obj>(runner: OperationRunner<Obj>): Promise<FullReport
   metrics?.prune(name, (performance.now() - pruneStarted) / 1000, false)
 
   // 4. Updates of what is missing, differs or failed, a chunk at a time.
-  const chunk = new Chunk<Obj>(runner, ctx, counts)
+  const chunk = new Chunk<Obj>(runner, ctx, counts, between)
   for (let i = 0; i < todo.length; i++) {
     await chunk.add(todo[i]!, todoDrifted[i]!)
     if (chunk.length >= roundSize) await chunk.flush()

@@ -22,12 +22,12 @@ import { logTo } from '@statewright/statedb'
 import { resolveConfig, type ReconcilerConfig, type ResolvedReconcilerConfig } from './config.ts'
 import { OperationRunner } from './runner.ts'
 import { showRetryKey, type RetryItem } from './retries.ts'
-import type { FullReport } from './full.ts'
+import type { Between, FullReport } from './full.ts'
 import type { PruneReport } from './prune.ts'
 import { FullSchedule } from './schedule.ts'
 import { markForRefresh, RefreshBudget } from './refresh.ts'
 import { HEALTH_MESSAGES, HealthReporter, reportToProcess, type FailingObject, type ReconcilerHealth } from './health.ts'
-import { incrementalRound } from './incremental.ts'
+import { incrementalRound, type RoundResult } from './incremental.ts'
 import { publishProgress, RevisionWaiters, waitForSettled } from './wait.ts'
 
 export interface FailedObject<Obj> {
@@ -262,9 +262,29 @@ export class Reconciler<Obj> implements Lifecycle {
 
   // ---- the loop ----
 
+  /** One incremental round, with its bookkeeping (counters, metrics, waiters, readiness, health). */
+  private async round(iter: ChangeIterator<Obj>, startRevision: number): Promise<RoundResult> {
+    const { db, table } = this.config
+    // ready once a round has acted on a table that was initialized when the round began
+    const initializedBefore = this.initialRoundDone || table.initialized(db.readTxn())[0]
+    const roundStarted = performance.now()
+    const r = await incrementalRound(this.runner, iter, startRevision)
+    this.config.metrics?.round?.(this.name, (performance.now() - roundStarted) / 1000, r.objects)
+    if (initializedBefore) this.initialRoundDone = true
+    this.counters.rounds++
+    this.counters.objects += r.objects
+    this.counters.dropped += r.dropped
+    this.counters.processedRevision = r.processedRevision
+    this.waiters.advance(r.processedRevision)
+    this.report()
+    this.progressChanged(false)
+    return r
+  }
+
   private async loop(iter: ChangeIterator<Obj>, startRevision: number): Promise<void> {
     const { db, table, refreshPerSecond } = this.config
     const budget = refreshPerSecond > 0 ? new RefreshBudget(refreshPerSecond) : undefined
+    const between: Between = async () => (await this.round(iter, startRevision)).objects
     try {
       while (this.running) {
         this.poked = false
@@ -273,8 +293,9 @@ export class Reconciler<Obj> implements Lifecycle {
         const watches: Watch[] = []
 
         // Full reconciliation and prune, when due or asked for, once the table is initialized (until
-        // then the initialization watch wakes the loop, not the overdue timer).
-        const { fullAt, pruneAt, initWatch } = await this.schedule.runDue(this.runner)
+        // then the initialization watch wakes the loop, not the overdue timer). Between its chunks,
+        // one incremental round each: fresh changes first (./full.ts).
+        const { fullAt, pruneAt, initWatch } = await this.schedule.runDue(this.runner, between)
         if (initWatch) watches.push(initWatch)
 
         // Refresh: mark stale done objects; the round below reconciles them.
@@ -284,19 +305,7 @@ export class Reconciler<Obj> implements Lifecycle {
           this.nextRefreshAt = now + Math.min(this.config.refreshIntervalMs, 1000)
         }
 
-        // ready once a round has acted on a table that was initialized when the round began
-        const initializedBefore = this.initialRoundDone || table.initialized(db.readTxn())[0]
-        const roundStarted = performance.now()
-        const r = await incrementalRound(this.runner, iter, startRevision)
-        this.config.metrics?.round?.(this.name, (performance.now() - roundStarted) / 1000, r.objects)
-        if (initializedBefore) this.initialRoundDone = true
-        this.counters.rounds++
-        this.counters.objects += r.objects
-        this.counters.dropped += r.dropped
-        this.counters.processedRevision = r.processedRevision
-        this.waiters.advance(r.processedRevision)
-        this.report()
-        this.progressChanged(false)
+        const r = await this.round(iter, startRevision)
 
         const nextRetry = this.runner.retries.nextDue()
         if (r.more || (nextRetry !== undefined && nextRetry <= Date.now())) {

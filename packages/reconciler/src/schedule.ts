@@ -15,7 +15,7 @@
 //   listing succeeds; the callers of the failed one get its report (with `listError`).
 import { backoffDelay, type Watch } from '@statewright/statedb'
 import type { ResolvedReconcilerConfig } from './config.ts'
-import { fullReconciliation, type FullReport } from './full.ts'
+import { fullReconciliation, type Between, type FullReport } from './full.ts'
 import { prune, type PruneReport } from './prune.ts'
 import type { OperationRunner } from './runner.ts'
 
@@ -64,7 +64,7 @@ export class FullSchedule<Obj> {
    * Returns when the loop is to wake for them next, and, while they wait for the table to be
    * initialized, its initialization watch.
    */
-  async runDue(runner: OperationRunner<Obj>): Promise<{ fullAt: number; pruneAt: number; initWatch?: Watch }> {
+  async runDue(runner: OperationRunner<Obj>, between?: Between): Promise<{ fullAt: number; pruneAt: number; initWatch?: Watch }> {
     const { db, table } = this.config
     let fullAt = this.nextFullAt
     const fullDue = this.fullRequests.length > 0 || Date.now() >= this.nextFullAt
@@ -73,7 +73,7 @@ export class FullSchedule<Obj> {
     if (!fullDue && !pruneDue) return { fullAt, pruneAt }
     const [initialized, initWatch] = table.initialized(db.readTxn())
     if (!initialized) return { fullAt: fullDue ? Infinity : fullAt, pruneAt: pruneDue ? Infinity : pruneAt, initWatch }
-    if (fullDue) await this.runFull(runner)
+    if (fullDue) await this.runFull(runner, between)
     else await this.runPrune(runner)
     return { fullAt: this.nextFullAt, pruneAt: this.nextPruneAt }
   }
@@ -84,12 +84,12 @@ export class FullSchedule<Obj> {
     for (const r of this.pruneRequests.splice(0)) r.reject(err)
   }
 
-  private async runFull(runner: OperationRunner<Obj>): Promise<void> {
+  private async runFull(runner: OperationRunner<Obj>, between: Between | undefined): Promise<void> {
     const requests = this.fullRequests.splice(0)
     const pruneRequests = this.config.operations.prune ? this.pruneRequests.splice(0) : []
     let listFailed = false
     try {
-      const report = await fullReconciliation(runner)
+      const report = await fullReconciliation(runner, between)
       listFailed = report.listError !== undefined
       this.counters.fullRuns++
       this.lastFull = report
