@@ -15,12 +15,14 @@ import {
   objectPath,
   resolveKind,
   describe,
+  namespacedName,
   type Cluster,
   type KubeObject,
   type KindRef,
   type ResourceRef,
   type WriteFence,
 } from '@statewright/k8s'
+import { inSpan, type SpanContextLike } from '@statewright/statedb'
 
 export type ConditionStatus = 'True' | 'False' | 'Unknown'
 
@@ -177,7 +179,13 @@ export class StatusWriter {
   async apply(
     obj: KubeObject,
     status: StatusPatch,
-    opts: { kind?: ResourceRef; signal?: AbortSignal; now?: Date } = {},
+    opts: {
+      kind?: ResourceRef
+      signal?: AbortSignal
+      now?: Date
+      /** The span this write is made for (a run's): traced, the write is a span `k8s.status_write`, its child. */
+      cause?: SpanContextLike | undefined
+    } = {},
   ): Promise<KubeObject> {
     const what = describe(obj)
     const { name, namespace } = obj.metadata ?? {}
@@ -203,17 +211,25 @@ export class StatusWriter {
       })
     }
     const fence = this.fence?.(obj)
-    const answer = await this.cluster.request<KubeObject>({
-      method: 'PATCH',
-      path: `${objectPath(ref, name, namespace)}/status`,
-      query: { fieldManager: this.fieldManager, force: this.force },
-      body: { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name, ...(namespace ? { namespace } : {}) }, status: body },
-      contentType: 'application/apply-patch+yaml',
-      what,
-      ...(opts.signal ? { signal: opts.signal } : {}),
-      // null: not ours to write, refused as a term that is over would be
-      ...(fence === undefined ? {} : { fence: fence ?? NOT_LEADING }),
-    })
+    const send = () =>
+      this.cluster.request<KubeObject>({
+        method: 'PATCH',
+        path: `${objectPath(ref, name, namespace)}/status`,
+        query: { fieldManager: this.fieldManager, force: this.force },
+        body: { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name, ...(namespace ? { namespace } : {}) }, status: body },
+        contentType: 'application/apply-patch+yaml',
+        what,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        // null: not ours to write, refused as a term that is over would be
+        ...(fence === undefined ? {} : { fence: fence ?? NOT_LEADING }),
+      })
+    const tracer = this.cluster.tracer
+    const answer = tracer
+      ? await inSpan(tracer, 'k8s.status_write', send, {
+          parent: opts.cause,
+          attributes: { 'k8s.object.kind': obj.kind, 'k8s.object.key': namespacedName(obj) },
+        })
+      : await send()
     this.onWritten?.(answer)
     return answer
   }

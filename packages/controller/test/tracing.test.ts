@@ -153,6 +153,92 @@ test("a run's requests are k8s.request spans of its trace, sent with traceparent
   }
 })
 
+test('why did this object change is one trace: the watch event, the run linked to it, and its applies, status write and Events as its children', async () => {
+  const e = await env()
+  const tracer = new RecordingTracer()
+  const m = new Manager({ name: 'gadget-controller', cluster: e.cluster, logger: quiet, handleSignals: false, http: false, tracer })
+  try {
+    const gadgets = m.watch(GADGET)
+    m.reconcile({
+      name: 'gadgets',
+      for: gadgets,
+      owns: [CM],
+      fn: (g) => ({ children: cm(g, 'step'), status: { size: (g.spec as any)?.size } }),
+    })
+    m.derive({ name: 'mirror', from: gadgets, fn: (g) => cm(g, 'mirror') })
+    await createGadget(e.cluster, gadget('c', { size: 1 }))
+    await m.start()
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+
+    // the first run's cause is the initial list; its Ready Event is its child
+    const list = tracer.named('reflector.list').find((s) => s.attributes['k8s.object.kind'] === 'Gadget')!
+    assert.ok(list, 'a list is a span reflector.list')
+    const first = tracer.named('controller.reconcile_step').find((s) => s.attributes['statewright.reason'] === 'created')!
+    assert.equal(first.links, [{ traceId: list.traceId, spanId: list.spanId, traceFlags: 1 }], 'the first run links to the list')
+    await m.events.flush()
+    const event = tracer.named('k8s.event').find((s) => s.attributes['k8s.event.reason'] === 'Reconciled')
+    assert.is(event?.parentSpanId, first.spanId, "the run's Ready Event is its child")
+    assert.is(event?.traceId, first.traceId)
+
+    // an outside change: its watch event is a span, and the run it causes links to it
+    const patched = await e.cluster.request({
+      method: 'PATCH',
+      path: '/apis/example.com/v1/namespaces/default/gadgets/c',
+      body: { spec: { size: 2 } },
+      contentType: 'application/merge-patch+json',
+    })
+    await waitForConvergence(m, { timeoutMs: 10_000 })
+    const received = tracer
+      .named('reflector.event')
+      .find(
+        (s) => s.attributes['k8s.object.key'] === 'default/c' && s.attributes['k8s.resource_version'] === patched.metadata.resourceVersion,
+      )!
+    assert.ok(received, "the watch event's receipt is a span reflector.event")
+    assert.is(received.attributes['k8s.event.type'], 'MODIFIED')
+    assert.is(received.parentSpanId, undefined, 'a new trace')
+    const linked = (name: string) =>
+      tracer.named(name).find((s) => s.links.some((l) => l.spanId === received.spanId && l.traceId === received.traceId))
+    const run = linked('controller.reconcile_step')!
+    assert.ok(run, 'the reconcile step run links to the watch event')
+    assert.is(run.attributes['statewright.reason'], 'updated')
+    const derive = linked('controller.derive')!
+    assert.ok(derive, 'the derive run links to the watch event')
+
+    // the run's apply and status write are its children; their requests are theirs
+    const childOf = (parent: { spanId: string; traceId: string }, name: string, key?: string) =>
+      tracer.spans.find(
+        (s) =>
+          s.name === name &&
+          s.parentSpanId === parent.spanId &&
+          s.traceId === parent.traceId &&
+          (!key || s.attributes['k8s.object.key'] === key),
+      )
+    const apply = childOf(run, 'k8s.apply', 'default/step-c')
+    assert.ok(apply, "the apply of the run's child is the run's child")
+    const patch = childOf(apply!, 'k8s.request')
+    assert.is(patch?.attributes['k8s.request'], 'PATCH /api/v1/namespaces/default/configmaps/step-c')
+    const status = childOf(run, 'k8s.status_write', 'default/c')
+    assert.ok(status, "the run's status write is its child")
+    assert.is(childOf(status!, 'k8s.request')?.attributes['http.request.method'], 'PATCH')
+    const mirror = childOf(derive, 'k8s.apply', 'default/mirror-c')
+    assert.ok(mirror, "the apply of a derive run's output is the run's child")
+    // a run caused by our own write (its answer put in the tables before the watch event) links to that write
+    const statusRequest = childOf(status!, 'k8s.request')!
+    const rerun = tracer.named('controller.reconcile_step').find((s) => s.links.some((l) => l.spanId === statusRequest.spanId))
+    assert.ok(rerun, 'the run that reads our status write links to the write')
+    // the server saw the apply in the run's trace
+    const sent = e.server.control
+      .requestLog()
+      .find(
+        (r) => r.method === 'PATCH' && r.path === '/api/v1/namespaces/default/configmaps/step-c' && r.traceparent?.includes(patch!.spanId),
+      )
+    assert.is(sent?.traceparent?.split('-')[1], run.traceId)
+  } finally {
+    await m.stop()
+    await e.stop()
+  }
+})
+
 test('tracer: false makes no spans, and the functions run as given', async () => {
   const e = await env()
   const m = new Manager({ name: 'gadget-controller', cluster: e.cluster, logger: quiet, handleSignals: false, http: false, tracer: false })

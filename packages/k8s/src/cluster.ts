@@ -23,7 +23,7 @@ import { Kubeconfig, type KubeconfigView } from './kubeconfig.ts'
 import { checkFence, FencedError, FencedWrites, fencedTimeout, NOT_VALID, type WriteFence } from './fence.ts'
 import { ApiError, apiErrorOf, transportError } from './api-error.ts'
 import type { ClusterOptions, RequestOptions, RequestRecord } from './cluster-options.ts'
-import { inSpan, type SpanLike, type TracerLike } from '@statewright/statedb'
+import { inSpan, rememberCause, validSpanContext, type SpanLike, type TracerLike } from '@statewright/statedb'
 
 interface AuthSnapshot {
   headers: Record<string, string>
@@ -56,10 +56,10 @@ export class Cluster {
   /** Per-cluster cache used by gvk.ts (discovery). */
   readonly discoveryCache = new Map<string, Promise<any>>()
 
-  private tracer: TracerLike | undefined
+  private tracing: TracerLike | undefined
 
   constructor(opts: ClusterOptions = {}) {
-    this.tracer = opts.tracer
+    this.tracing = opts.tracer
     const kc: KubeconfigView =
       opts.kubeConfig ?? (opts.kubeconfig !== undefined ? Kubeconfig.fromString(opts.kubeconfig) : Kubeconfig.fromDefault())
     this.kubeConfig = kc
@@ -143,14 +143,28 @@ export class Cluster {
    * reject with an ApiError.
    */
   async request<T = any>(o: RequestOptions): Promise<T> {
-    const text = await this.requestText(o)
-    return (text.length ? JSON.parse(text) : undefined) as T
+    if (!this.tracing) {
+      const text = await this.requestTextOf(o, undefined)
+      return (text.length ? JSON.parse(text) : undefined) as T
+    }
+    return inSpan(this.tracing, 'k8s.request', async (span) => {
+      const text = await this.requestTextOf(o, span)
+      const answer = text.length ? JSON.parse(text) : undefined
+      // the answer's cause is this request: a run that reads it (our own write, in the tables) links here
+      rememberCause(answer, validSpanContext(span))
+      return answer as T
+    })
   }
 
   /** Like request, but resolves with the body as text (for callers that parse it themselves). */
   requestText(o: RequestOptions): Promise<string> {
-    if (!this.tracer) return this.requestTextOf(o, undefined)
-    return inSpan(this.tracer, 'k8s.request', (span) => this.requestTextOf(o, span))
+    if (!this.tracing) return this.requestTextOf(o, undefined)
+    return inSpan(this.tracing, 'k8s.request', (span) => this.requestTextOf(o, span))
+  }
+
+  /** The tracer of this cluster's requests, watch events and writes, or undefined. */
+  get tracer(): TracerLike | undefined {
+    return this.tracing
   }
 
   /**
@@ -158,7 +172,7 @@ export class Cluster {
    * already is kept (the first Manager to set one wins).
    */
   setTracer(tracer: TracerLike | undefined): void {
-    if (tracer === undefined || this.tracer === undefined) this.tracer = tracer
+    if (tracer === undefined || this.tracing === undefined) this.tracing = tracer
   }
 
   private async requestTextOf(o: RequestOptions, span: SpanLike | undefined): Promise<string> {
@@ -170,8 +184,8 @@ export class Cluster {
       span.setAttribute('k8s.request', `${method} ${o.path}`)
       if (o.what) span.setAttribute('statewright.what', o.what)
       // a recording span only: the API's no-op tracer has the invalid (all-zero) context
-      const sc = span.spanContext?.()
-      if (sc && !/^0+$/.test(sc.traceId)) traceparent = `00-${sc.traceId}-${sc.spanId}-01`
+      const sc = validSpanContext(span)
+      if (sc) traceparent = `00-${sc.traceId}-${sc.spanId}-01`
     }
     for (let attempt = 0; ; attempt++) {
       await this.admit(o.signal)

@@ -4,7 +4,7 @@
 // version: the same object served at two versions is one row); a row that names no cluster belongs to
 // the target's first cluster and is keyed under cluster "".
 import { newStatusIndex, statusPending, type Status, type StatusIndex } from '@statewright/reconciler'
-import { Table, defineIndex, type Index } from '@statewright/statedb'
+import { Table, defineIndex, type Index, type SpanContextLike } from '@statewright/statedb'
 import { groupOf, type KubeObject } from './gvk.ts'
 
 /** One desired object of one cluster, with the reconciler's status. */
@@ -13,6 +13,11 @@ export interface DesiredObject {
   readonly cluster?: string
   readonly object: KubeObject
   readonly status: Status
+  /**
+   * The span of the run that wanted it (OpenTelemetry's span context; traced only): its apply is that
+   * span's child. Not part of what is desired (two rows that differ only here are the same).
+   */
+  readonly cause?: SpanContextLike
 }
 
 /** The identity of a desired (or observed) object: cluster, group, kind, namespace, name. */

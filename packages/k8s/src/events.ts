@@ -10,7 +10,9 @@
 //   queues work, which is what bottleneck (a scheduler of jobs, one timer per limiter) would do;
 //   thousands of objects share one timer here;
 // - recording never throws and never blocks the caller: writes are queued, one at a time per Event;
-//   flush() waits for them, close() stops the timer and waits for what is in flight.
+//   flush() waits for them, close() stops the timer and waits for what is in flight;
+// - traced (the cluster's tracer), each write is a span `k8s.event` whose parent is the `cause` of its
+//   latest occurrence (the run that recorded it), so a run's Events are in its trace.
 import { isNotFound } from './api-error.ts'
 import type { Cluster } from './cluster.ts'
 
@@ -18,7 +20,7 @@ export type EventType = 'Normal' | 'Warning'
 
 import { checkRateLimit, type RateLimitOptions } from '@statewright/reconciler'
 import type { EventSink, InvolvedObject } from '@statewright/primary'
-import { logTo, type Logger } from '@statewright/statedb'
+import { inSpan, logTo, type Logger, type SpanContextLike } from '@statewright/statedb'
 
 /** `qps` and `burst` (the shared `RateLimitOptions`) size the token bucket of each involved object. */
 export interface EventRecorderOptions extends Partial<RateLimitOptions> {
@@ -69,6 +71,8 @@ interface Entry {
   first: number
   last: number
   busy: Promise<void> | undefined
+  /** The span of the latest occurrence's run (traced only). */
+  cause: SpanContextLike | undefined
 }
 
 interface Bucket {
@@ -111,16 +115,19 @@ export class EventRecorder implements EventSink {
     }
   }
 
-  normal(obj: InvolvedObject, reason: string, message: string): void {
-    this.event(obj, 'Normal', reason, message)
+  normal(obj: InvolvedObject, reason: string, message: string, cause?: SpanContextLike): void {
+    this.event(obj, 'Normal', reason, message, cause)
   }
 
-  warning(obj: InvolvedObject, reason: string, message: string): void {
-    this.event(obj, 'Warning', reason, message)
+  warning(obj: InvolvedObject, reason: string, message: string, cause?: SpanContextLike): void {
+    this.event(obj, 'Warning', reason, message, cause)
   }
 
-  /** Records an event about `obj`. Returns at once; the write happens in the background. */
-  event(obj: InvolvedObject, type: EventType, reason: string, message: string): void {
+  /**
+   * Records an event about `obj`. Returns at once; the write happens in the background. `cause`: the
+   * span of the run it is about (its write's span is then that span's child).
+   */
+  event(obj: InvolvedObject, type: EventType, reason: string, message: string, cause?: SpanContextLike): void {
     if (this.closed) return
     const m = obj.metadata ?? {}
     const objKey = m.uid ? `uid:${m.uid}` : `${obj.apiVersion ?? ''}/${obj.kind ?? ''}/${m.namespace ?? ''}/${m.name ?? ''}`
@@ -137,6 +144,7 @@ export class EventRecorder implements EventSink {
       this.entries.set(key, e)
       e.count++
       e.last = now
+      if (cause) e.cause = cause
       this.stats.aggregated++
       this.schedule(e)
       return
@@ -166,6 +174,7 @@ export class EventRecorder implements EventSink {
       first: now,
       last: now,
       busy: undefined,
+      cause,
     }
     this.entries.set(key, e)
     while (this.entries.size > this.options.cacheSize) this.entries.delete(this.entries.keys().next().value!)
@@ -263,10 +272,16 @@ export class EventRecorder implements EventSink {
   // ---- writes ----
 
   private write(e: Entry, create: boolean): void {
+    const tracer = this.options.cluster.tracer
+    const send = () => (create || e.name === undefined ? this.create(e) : this.update(e))
     const p = (async () => {
       try {
-        if (create || e.name === undefined) await this.create(e)
-        else await this.update(e)
+        if (!tracer) await send()
+        else
+          await inSpan(tracer, 'k8s.event', send, {
+            parent: e.cause,
+            attributes: { 'k8s.event.reason': e.reason, 'k8s.event.type': e.type },
+          })
       } catch (err) {
         this.stats.errors++
         logTo(

@@ -10,9 +10,10 @@
 // - one object's failure (a transform that throws, a refused insert) skips that object and is
 //   reported through `objectFailed`; it never fails the transaction;
 // - a watch event never replaces a newer version of its object, nor writes again the version stored
-//   (numeric resourceVersions): a controller may have put the answer to its own write there first.
+//   (numeric resourceVersions): a controller may have put the answer to its own write there first;
+// - a transform's outputs keep their source's cause (the traced watch event or list that brought it).
 import type { PendingEvent, RowWriter, Table, Txn, WriteTxn } from '@statewright/statedb'
-import { markSensitive } from '@statewright/statedb'
+import { causeOf, markSensitive, rememberCause } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
 import { describe, namespacedName, newerResourceVersion, type KubeObject } from './gvk.ts'
 import { StringPool, compactObject } from './compact.ts'
@@ -164,7 +165,10 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
     try {
       const out = this.transform(src)
       if (out === undefined || out === null) return []
-      return Array.isArray(out) ? out : [out]
+      const outs = Array.isArray(out) ? out : [out]
+      const cause = causeOf(src) // the watch event or list that brought it, when traced
+      if (cause) for (const o of outs) if ((o as unknown) !== src) rememberCause(o, cause)
+      return outs
     } catch (err) {
       this.objectFailed(new ReflectorError(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`))
       return []

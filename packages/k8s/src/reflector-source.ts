@@ -10,8 +10,19 @@
 // - a refused connection lists next time: a server that comes back on the same address may hold
 //   another history, where our resourceVersion means nothing;
 // - any other failure is an ApiError, or a ReflectorError with the cause kept, for the core to back off;
-// - the label selector is read at each list and watch (a sharded replica changes it).
-import type { ReflectorSource, SessionContext, SourceEvent } from '@statewright/statedb'
+// - the label selector is read at each list and watch (a sharded replica changes it);
+// - with the cluster's tracer, each watch event's receipt is a span `reflector.event` of its own (a new
+//   trace) and each list one `reflector.list`; the object remembers it as its cause, so the run it
+//   causes links to it (statedb's rememberCause). Without a tracer, nothing is made.
+import {
+  inSpan,
+  rememberCause,
+  validSpanContext,
+  type ReflectorSource,
+  type SessionContext,
+  type SourceEvent,
+  type TracerLike,
+} from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
 import { ApiError, isGone } from './api-error.ts'
 import { collectionPath, namespacedName, resolveKind, type KubeObject, type ResourceRef } from './gvk.ts'
@@ -53,6 +64,25 @@ export class KubeSource implements ReflectorSource<KubeObject, string> {
           pageSize: this.o.pageSize,
           signal: ctx.signal,
         })
+        const tracer = this.o.cluster.tracer
+        if (tracer)
+          inSpan(
+            tracer,
+            'reflector.list',
+            (span) => {
+              const sc = validSpanContext(span)
+              if (sc) for (const item of items) rememberCause(item, sc)
+            },
+            {
+              root: true,
+              attributes: {
+                'statewright.reflector': this.name,
+                'k8s.object.kind': this.resource.kind,
+                'k8s.resource_version': resourceVersion ?? '',
+                'statewright.objects': items.length,
+              },
+            },
+          )
         yield { type: 'list', items, position: resourceVersion ?? '' }
         if (this.o.stateOfWorld || ctx.signal.aborted) return
         from = resourceVersion ?? ''
@@ -106,6 +136,18 @@ export class KubeSource implements ReflectorSource<KubeObject, string> {
     }
   }
 
+  /** The receipt of a watch event: a span of its own (a new trace), remembered as the object's cause. */
+  private traceEvent(tracer: TracerLike, type: string, obj: KubeObject): void {
+    const attributes = {
+      'statewright.reflector': this.name,
+      'k8s.event.type': type,
+      'k8s.object.kind': String(obj.kind),
+      'k8s.object.key': namespacedName(obj),
+      'k8s.resource_version': String(obj.metadata?.resourceVersion ?? ''),
+    }
+    inSpan(tracer, 'reflector.event', (span) => rememberCause(obj, validSpanContext(span)), { root: true, attributes })
+  }
+
   /** One watch line as an event for the core (undefined: a type we do not reflect). */
   private event(r: ResourceRef, line: string): Event | undefined {
     const ev = parseEvent(line)
@@ -127,6 +169,8 @@ export class KubeSource implements ReflectorSource<KubeObject, string> {
     this.o.metrics?.reflectorEvents.inc({ reflector: this.name, cluster: this.o.cluster.name, type: ev.type })
     if (obj.kind === undefined) obj.kind = r.kind
     if (obj.apiVersion === undefined) obj.apiVersion = r.apiVersion
+    const tracer = this.o.cluster.tracer
+    if (tracer) this.traceEvent(tracer, ev.type, obj)
     return { type: ev.type === 'DELETED' ? 'delete' : 'upsert', key: namespacedName(obj), item: obj, position: rv || undefined }
   }
 }

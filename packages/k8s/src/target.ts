@@ -15,6 +15,9 @@
 //   `observedVersion`) carries that resourceVersion: a write made late (its process stalled past its
 //   term) fails with 409 instead of overwriting a newer value. A 409 of the precondition while the
 //   term is valid reads the object once and applies again on its current version.
+// - Traced (the cluster's tracer), an apply is a span `k8s.apply` whose parent is the run that
+//   returned the desired object (its cause), so its requests are that run's grandchildren: "why did
+//   this object change" is one trace.
 import { ConfigError, ForeignObjectError, InvalidObjectError } from './errors.ts'
 import { PruneError } from '@statewright/reconciler'
 import {
@@ -26,7 +29,7 @@ import {
   type Operations,
   type OpContext,
 } from '@statewright/reconciler'
-import type { DB } from '@statewright/statedb'
+import { inSpan, type DB } from '@statewright/statedb'
 import { ApiError, isConflict, isNotFound } from './api-error.ts'
 import type { Cluster } from './cluster.ts'
 import { FencedError, FencedWrites, type WriteFence } from './fence.ts'
@@ -93,6 +96,17 @@ export class Target {
 
   /** Server-side apply. True when the object changed (created or modified) since our last apply. */
   async apply(d: DesiredObject, ctx?: OpContext): Promise<boolean> {
+    const tracer = this.clusterOf(d).tracer
+    if (!tracer) return this.applyOne(d, ctx)
+    const o = d.object
+    const attributes = {
+      'k8s.object.kind': String(o.kind),
+      'k8s.object.key': `${o.metadata?.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata?.name}`,
+    }
+    return inSpan(tracer, 'k8s.apply', () => this.applyOne(d, ctx), { parent: d.cause, attributes })
+  }
+
+  private async applyOne(d: DesiredObject, ctx?: OpContext): Promise<boolean> {
     const cluster = this.clusterOf(d)
     const obj = d.object
     const what = describe(obj)

@@ -9,7 +9,7 @@
 //   compare-and-swap or precondition (a check before the write would race another writer).
 // - The version apply returns is compared with versionOf of the object observed next: equal means
 //   the change is the controller's own write (nothing to repair), anything else an edit to repair.
-import type { Table } from '@statewright/statedb'
+import type { SpanContextLike, Table } from '@statewright/statedb'
 
 /** Labels and annotations that mark a secondary as owned by a primary. */
 export interface OwnerStamps {
@@ -62,6 +62,7 @@ export interface InvolvedObject {
 
 /** Where events go: @statewright/k8s's EventRecorder is one. */
 export interface EventSink {
-  normal(obj: InvolvedObject, reason: string, message: string): void
-  warning(obj: InvolvedObject, reason: string, message: string): void
+  /** `cause`: the span of the run the Event is about (OpenTelemetry's span context), when traced. */
+  normal(obj: InvolvedObject, reason: string, message: string, cause?: SpanContextLike): void
+  warning(obj: InvolvedObject, reason: string, message: string, cause?: SpanContextLike): void
 }

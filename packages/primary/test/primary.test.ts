@@ -55,8 +55,9 @@ test('owner stamps: labels and annotations, prefix statewright.io or kumori; the
 test("tracer: every sync is a span primary.sync with the primary's key and kind, ended; a failed sync its error", async () => {
   const spans: Array<{ name: string; attributes: Record<string, unknown>; status?: { code: number; message?: string }; ended: boolean }> =
     []
-  const tracer: TracerLike = {
-    startActiveSpan: (name, fn) => {
+  const tracer = {
+    startActiveSpan: (name: string, ...rest: unknown[]) => {
+      const fn = rest[rest.length - 1] as (span: SpanLike) => unknown
       const rec: (typeof spans)[number] = { name, attributes: {}, ended: false }
       spans.push(rec)
       const span: SpanLike = {
@@ -66,9 +67,9 @@ test("tracer: every sync is a span primary.sync with the primary's key and kind,
         isRecording: () => !rec.ended,
         end: () => void (rec.ended = true),
       }
-      return fn(span) as ReturnType<typeof fn>
+      return fn(span)
     },
-  }
+  } as TracerLike
   let fail = false
   const s = setup({ tracer, retry: { minMs: 10, maxMs: 20 } })
   const sync = (s.c as any).options.sync

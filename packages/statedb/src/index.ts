@@ -32,7 +32,21 @@ export { setValidation } from './validate.ts'
 // The ground floor every package stands on: the lifecycle contract, logging, optional peers, retries.
 export type { Lifecycle, Health, HealthLevel } from './lifecycle.ts'
 export { logTo, type Logger, type LogFn } from './logger.ts'
-export { SPAN_ERROR, SPAN_OK, inSpan, recordError, resolveTracer, type SpanLike, type TracerLike } from './tracing.ts'
+export {
+  SPAN_ERROR,
+  SPAN_OK,
+  causeOf,
+  inSpan,
+  recordError,
+  rememberCause,
+  resolveTracer,
+  validSpanContext,
+  type SpanContextLike,
+  type SpanLike,
+  type SpanOptionsLike,
+  type SpanStart,
+  type TracerLike,
+} from './tracing.ts'
 export { loadOptionalPeer, requireOptionalPeer, type OptionalPeerOptions } from './peers.ts'
 export { backoffDelay, resolveRetry, DEFAULT_RETRY, type RetryOptions } from './retry.ts'
 // Not an export: loaded for its effect (./shapes.ts says why).

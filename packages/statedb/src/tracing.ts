@@ -1,16 +1,22 @@
 // The one tracing interface of statewright: the part of an OpenTelemetry Tracer and Span the
 // packages use (TracerLike, SpanLike), resolving the tracer (the one given, none, or
-// @opentelemetry/api's global tracer), and running a function in a span (inSpan).
+// @opentelemetry/api's global tracer), running a function in a span (inSpan), and the causes of
+// objects (rememberCause, causeOf).
 // It lives here, on the ground floor next to the Logger, because the controller (its Manager's
-// derive, reconcile steps and finalizers, and the state-of-world controller) and primary (its
-// syncs) both trace, and neither may import the other upward. It is tiny and imports no
-// OpenTelemetry at runtime: the API is an optional peer, loaded through loadOptionalPeer only when
-// no tracer is given.
+// derive, reconcile steps and finalizers, and the state-of-world controller), primary (its syncs)
+// and k8s (its requests and watch events) all trace, and none may import another upward. It is tiny
+// and imports no OpenTelemetry at runtime: the API is an optional peer, loaded through
+// loadOptionalPeer only when no tracer is given or a span needs an explicit parent.
 // Invariants:
 // - without a tracer (`tracer: false`, or no @opentelemetry/api installed) inSpan calls its function
 //   with no span: no span objects, nothing recorded.
 // - A span ends whatever its function does; an error is recorded on it (exception and status
 //   ERROR) and rethrown unchanged. An async function's span ends when its promise settles.
+// - A cause is the span context that made an object (the watch event that delivered it, the run that
+//   returned it, the request whose answer it is). It is held weakly by the object itself: it goes
+//   when the object goes, and nothing is kept when nothing traces (causeOf is then one flag test).
+// - A span given a parent is that parent's child (through @opentelemetry/api's context when it is
+//   installed; otherwise it links to the parent instead), whatever span is active.
 import { loadOptionalPeer } from './peers.ts'
 
 /** The part of an OpenTelemetry Span this package uses. */
@@ -21,12 +27,37 @@ export interface SpanLike {
   isRecording(): boolean
   end(): void
   /** The span's ids (an OpenTelemetry Span has it): what a run's logs and links name. */
-  spanContext?(): { traceId: string; spanId: string }
+  spanContext?(): SpanContextLike
+}
+
+/** A span's ids: OpenTelemetry's SpanContext (W3C trace and span ids, trace flags). */
+export interface SpanContextLike {
+  traceId: string
+  spanId: string
+  traceFlags?: number
+}
+
+/** The part of OpenTelemetry's SpanOptions this package uses. */
+export interface SpanOptionsLike {
+  /** A new trace, whatever span is active. */
+  root?: boolean
+  /** Spans this one follows from without being their child (the watch event that caused a run). */
+  links?: Array<{ context: SpanContextLike; attributes?: Record<string, string | number | boolean> }>
+  attributes?: Record<string, string | number | boolean>
 }
 
 /** The part of an OpenTelemetry Tracer this package uses (an `@opentelemetry/api` Tracer is one). */
 export interface TracerLike {
   startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, fn: F): ReturnType<F>
+  startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, options: SpanOptionsLike, fn: F): ReturnType<F>
+  /** `context` is an OpenTelemetry Context (the parent's, made by inSpan). */
+  startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, options: SpanOptionsLike, context: unknown, fn: F): ReturnType<F>
+}
+
+/** Where a span starts: its parent (default: the active span), links, a new trace. */
+export interface SpanStart extends SpanOptionsLike {
+  /** The span's parent, e.g. the run that produced the object a request writes. */
+  parent?: SpanContextLike | undefined
 }
 
 /** OpenTelemetry's SpanStatusCode (OK, ERROR), without importing the API. */
@@ -50,13 +81,51 @@ export function recordError(span: SpanLike | undefined, err: unknown): void {
   span.setStatus({ code: SPAN_ERROR, message: messageOf(err) })
 }
 
+interface OtelContextApi {
+  ROOT_CONTEXT: unknown
+  trace: { setSpanContext(context: unknown, sc: SpanContextLike & { traceFlags: number; isRemote?: boolean }): unknown }
+}
+let otel: OtelContextApi | null | undefined
+
+/** An OpenTelemetry Context whose span is `parent`, or undefined when @opentelemetry/api is not installed. */
+function contextOf(parent: SpanContextLike): unknown {
+  if (otel === undefined) otel = loadOptionalPeer<OtelContextApi>('@opentelemetry/api', { from: import.meta.url }) ?? null
+  if (!otel) return undefined
+  return otel.trace.setSpanContext(otel.ROOT_CONTEXT, { ...parent, traceFlags: parent.traceFlags ?? 1 })
+}
+
+/** A span context that names a sampled, valid span (the API's no-op spans have all-zero ids). */
+export function validSpanContext(span: SpanLike | undefined): SpanContextLike | undefined {
+  if (!span?.isRecording()) return undefined
+  const sc = span.spanContext?.()
+  if (!sc || /^0+$/.test(sc.traceId)) return undefined
+  return sc
+}
+
+let anyCause = false
+const causes = new WeakMap<object, SpanContextLike>()
+
+/** Remembers the span that made `obj` (a watch event's receipt, a run, a request), for spans about it later. */
+export function rememberCause(obj: unknown, cause: SpanContextLike | undefined): void {
+  if (!cause || typeof obj !== 'object' || obj === null) return
+  anyCause = true
+  causes.set(obj, cause)
+}
+
+/** The span that made `obj` (see rememberCause), if any. */
+export function causeOf(obj: unknown): SpanContextLike | undefined {
+  if (!anyCause || typeof obj !== 'object' || obj === null) return undefined
+  return causes.get(obj)
+}
+
 /**
  * Runs `fn` in an active span of `tracer` (or without one): the span ends after it, with its error
- * recorded and rethrown. `fn` may be async; the span then ends when its promise settles.
+ * recorded and rethrown. `fn` may be async; the span then ends when its promise settles. `start`
+ * gives the span a parent (other than the active span), links, or a new trace.
  */
-export function inSpan<T>(tracer: TracerLike | undefined, name: string, fn: (span: SpanLike | undefined) => T): T {
+export function inSpan<T>(tracer: TracerLike | undefined, name: string, fn: (span: SpanLike | undefined) => T, start?: SpanStart): T {
   if (!tracer) return fn(undefined)
-  return tracer.startActiveSpan(name, (span: SpanLike) => {
+  const run = (span: SpanLike) => {
     let async = false
     try {
       const r = fn(span)
@@ -81,5 +150,13 @@ export function inSpan<T>(tracer: TracerLike | undefined, name: string, fn: (spa
     } finally {
       if (!async) span.end()
     }
-  })
+  }
+  if (!start) return tracer.startActiveSpan(name, run)
+  const { parent, ...options } = start
+  if (parent) {
+    const context = contextOf(parent)
+    if (context !== undefined) return tracer.startActiveSpan(name, options, context, run)
+    options.links = [...(options.links ?? []), { context: parent, attributes: { 'statewright.link': 'parent' } }]
+  }
+  return tracer.startActiveSpan(name, options, run)
 }

@@ -9,6 +9,7 @@
 //   deletes act only on the shards this replica holds.
 import { isDeepStrictEqual } from 'node:util'
 import { desired, namespacedName, shardOf, type DesiredObject, type KubeObject } from '@statewright/k8s'
+import type { SpanContextLike } from '@statewright/statedb'
 
 /** An object a derivation places in a named cluster (see inCluster). */
 export interface Placed {
@@ -63,6 +64,11 @@ export function desiredOf(
           }
     return desired(object, placed.cluster === defaultCluster ? undefined : placed.cluster)
   })
+}
+
+/** Desired objects with the run's span `cause` (traced only). */
+export function withCause(out: DesiredObject[], cause: SpanContextLike | undefined): DesiredObject[] {
+  return cause ? out.map((d) => ({ ...d, cause })) : out
 }
 
 const CLUSTER_SCOPED = new Set([

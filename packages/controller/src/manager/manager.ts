@@ -25,7 +25,7 @@ import { nextProgress } from '../progress.ts'
 import { DB, Table } from '@statewright/statedb'
 import type { Reconciler, PromRegistry } from '@statewright/reconciler'
 import { loadOptionalPeer, resolveTracer, type TracerLike } from '@statewright/statedb'
-import { wrapRun } from './tracing.ts'
+import { runCause, wrapRun } from './tracing.ts'
 import type * as PromClient from 'prom-client'
 import {
   K8sMetrics,
@@ -50,7 +50,7 @@ import type { NamedGraph } from '@statewright/topology'
 import { createLogger } from '../logging.ts'
 import type { Logger } from '@statewright/statedb'
 import { ControllerMetrics } from '../metrics.ts'
-import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput } from './desired.ts'
+import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput, withCause } from './desired.ts'
 import { managedFinalizer } from './managedfinalizer.ts'
 import { readinessOf, statusOf, type ManagerParts, type ManagerState } from './health.ts'
 import { startWork, type LeaderPart } from './leadership.ts'
@@ -277,7 +277,12 @@ export class Manager {
       fn: (input, ctx) => {
         const shard = this.options.sharding ? shardOfInput(input, this.options.sharding.shards) : undefined
         if (shard !== undefined && !this.held.has(shard)) return [] // another replica's (or nobody's yet)
-        return desiredOf(fn(input, ctx), this.cluster.name, shard, (name) => void this.clusterNamed(name))
+        const r = fn(input, ctx)
+        // traced: the run's span is the parent of its outputs' applies
+        return withCause(
+          desiredOf(r, this.cluster.name, shard, (name) => void this.clusterNamed(name)),
+          runCause(r),
+        )
       },
       validate: invalidDesired,
       equals: desiredEquals,

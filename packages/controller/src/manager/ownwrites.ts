@@ -9,7 +9,7 @@
 // - It is stored as the reflector stores it: compacted (no managedFields), a core Secret marked
 //   sensitive (never shown by inspection). The reflector writes no older version over it (its watch
 //   events are dropped when the row is newer, reflector-rows.ts), and its later event is the same.
-import { markSensitive, type DB, type Table } from '@statewright/statedb'
+import { causeOf, markSensitive, rememberCause, type DB, type Table } from '@statewright/statedb'
 import {
   groupOf,
   namespacedName,
@@ -62,6 +62,7 @@ export async function sawOwnWrite(
   }
   if (tables.length === 0) return
   const stored = stripManagedFields(structuredClone(obj))
+  rememberCause(stored, causeOf(obj)) // the write's span (traced): a run it causes links to it
   if (obj.kind === 'Secret' && obj.apiVersion === 'v1') markSensitive(stored)
   await db.write(tables, (txn) => {
     for (const t of tables) {

@@ -25,7 +25,16 @@
 //   `onDeleted` gets the last state of a primary that was deleted.
 import { isDeepStrictEqual } from 'node:util'
 import { Reconciler, eachEntry, newStatusIndex, statusPending, type OpContext, type Status } from '@statewright/reconciler'
-import { Table, backoffDelay, defineIndex, resolveRetry, type DB, type ReadTxn, type RetryOptions } from '@statewright/statedb'
+import {
+  Table,
+  backoffDelay,
+  defineIndex,
+  resolveRetry,
+  type DB,
+  type ReadTxn,
+  type RetryOptions,
+  type SpanContextLike,
+} from '@statewright/statedb'
 import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
 import { InvalidObjectError, StoppedError, TerminalError } from '../errors.ts'
 import { StatusWriter, conditionsOf, findCondition, setCondition, type ConditionInput } from '../conditions.ts'
@@ -36,9 +45,15 @@ import type { DeriveContext } from '../derive/options.ts'
 export interface ReconcileContext extends DeriveContext {}
 import type { Logger } from '@statewright/statedb'
 import { withOwner } from '../owners.ts'
-import type { Placed } from './desired.ts'
+import { withCause, type Placed } from './desired.ts'
 import type { Component, ComponentHealth } from './component.ts'
 import { uidOf, type PruneSource, type UnsettledOwner } from './pruneguard.ts'
+import { runCause } from './tracing.ts'
+
+/** `outcome` with the run's span `cause` (traced only; a row's copies keep it). */
+function caused(cause: SpanContextLike | undefined, outcome: ReconcileOutcome): ReconcileOutcome {
+  return cause ? { ...outcome, cause } : outcome
+}
 
 /** A child: a KubeObject, or a typed model such as client-node's V1ConfigMap (metadata is required at run time). */
 export type ChildObject = KubeObject | { apiVersion?: string; kind?: string; metadata?: { name?: string; namespace?: string } }
@@ -75,6 +90,8 @@ export interface ReconcileOutcome {
   readonly attempts: number
   /** The status write's reconcile status. */
   readonly status: Status
+  /** The span of the run that made it (traced only): the parent of its status write and Events. */
+  readonly cause?: SpanContextLike
 }
 
 export interface ReconcileStepParts<T extends object> {
@@ -105,8 +122,8 @@ export interface ReconcileStepParts<T extends object> {
 
 const byKey = defineIndex<ReconcileOutcome, string>({ name: 'key', key: (r) => r.key, unique: true })
 const sameOutcome = (a: ReconcileOutcome, b: ReconcileOutcome) => {
-  const { status: _a, ...x } = a
-  const { status: _b, ...y } = b
+  const { status: _a, cause: _c, ...x } = a
+  const { status: _b, cause: _d, ...y } = b
   return isDeepStrictEqual(x, y)
 }
 
@@ -253,10 +270,12 @@ export class ReconcileStep<T extends object = KubeObject> {
     const readyType = p.readyCondition
     const t0 = performance.now()
     try {
-      const r = p.fn(typed, ctx) ?? {}
+      const result = p.fn(typed, ctx)
+      const cause = runCause(result) // traced: the run's span, the parent of its applies, status write and Events
+      const r = result ?? {}
       const children = p.toDesired(r.children as KubeObject | Placed | ReadonlyArray<KubeObject | Placed> | null | undefined, typed)
       if (children === undefined) return undefined // another replica's shard
-      const owned = p.ownerReferences ? children.map((d) => this.owned_(d, obj)) : children
+      const owned = withCause(p.ownerReferences ? children.map((d) => this.owned_(d, obj)) : children, cause)
       for (const d of owned) {
         const why = p.invalid(d)
         if (why) throw new InvalidObjectError(`child refused: ${why}`)
@@ -270,7 +289,7 @@ export class ReconcileStep<T extends object = KubeObject> {
         throw new InvalidObjectError(`requeueAfterMs must be a non-negative number of ms, not ${JSON.stringify(after)}`)
       this.schedule(key, after === undefined ? undefined : Date.now() + after, 'requeue')
       p.observe?.(after === undefined ? 'success' : 'requeue_after', (performance.now() - t0) / 1000)
-      return {
+      return caused(cause, {
         key,
         uid,
         generation,
@@ -280,7 +299,7 @@ export class ReconcileStep<T extends object = KubeObject> {
         attempts: 0,
         childrenKnown: true,
         status: statusPending(),
-      }
+      })
     } catch (err) {
       p.observe?.('error', (performance.now() - t0) / 1000)
       const error = (err as Error)?.message ?? String(err)
@@ -299,7 +318,7 @@ export class ReconcileStep<T extends object = KubeObject> {
       const conditions = kept.conditions.filter((c) => c.type !== readyType)
       if (readyType)
         conditions.push({ type: readyType, status: 'False', reason: terminal ? 'TerminalError' : 'ReconcileError', message: error })
-      return {
+      return caused(runCause(err), {
         key,
         uid,
         generation: prev?.generation ?? generation,
@@ -310,7 +329,7 @@ export class ReconcileStep<T extends object = KubeObject> {
         attempts,
         childrenKnown: prev?.childrenKnown ?? false,
         status: statusPending(),
-      }
+      })
     }
   }
 
@@ -395,7 +414,8 @@ export class ReconcileStep<T extends object = KubeObject> {
       !isDeepStrictEqual(before.fields, ownedNow) ||
       Object.entries(fields).some(([k, v]) => !isDeepStrictEqual(liveStatus[k], v)) ||
       conditions.some((c) => setCondition(current, c) !== current)
-    if (r.error !== undefined) p.events.warning(live, 'ReconcileError', r.error)
+    const cause = r.cause // the run's span, when traced
+    if (r.error !== undefined) p.events.warning(live, 'ReconcileError', r.error, cause)
     for (const c of conditions) {
       if (!this.transitionEvents(c.type)) continue
       const was = findCondition(current, c.type)
@@ -403,12 +423,12 @@ export class ReconcileStep<T extends object = KubeObject> {
       if (was ? was.status === c.status : c.status !== 'True') continue
       if (r.error !== undefined && c.type === p.readyCondition) continue
       const message = `${c.type} is ${c.status}${c.message ? `: ${c.message}` : ''}`
-      if (c.status === 'False' && c.type === p.readyCondition) p.events.warning(live, c.reason, message)
-      else p.events.normal(live, c.reason, message)
+      if (c.status === 'False' && c.type === p.readyCondition) p.events.warning(live, c.reason, message, cause)
+      else p.events.normal(live, c.reason, message, cause)
     }
     if (!changed) return
     this.statusWritesSent++
-    const written = await p.writer.apply(live, { ...fields, conditions }, { signal: ctx.signal })
+    const written = await p.writer.apply(live, { ...fields, conditions }, { signal: ctx.signal, cause })
     this.owned.set(r.key, { uid: r.uid, fields: ownedNow, written })
   }
 
