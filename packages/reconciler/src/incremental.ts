@@ -21,6 +21,8 @@ import type { ChangeIterator, Watch } from '@statewright/statedb'
 import type { OperationRunner, Outcome } from './runner.ts'
 import { wantsReconcile } from './status.ts'
 
+const REUSE = { reuse: true }
+
 export interface RoundResult {
   /** Objects acted on (changes and retries). */
   objects: number
@@ -43,7 +45,7 @@ export async function incrementalRound<Obj>(
   const { db, table, getObjectStatus, roundSize } = cfg
   const retries = runner.retries
   const txn = db.readTxn()
-  const [changes, watch] = iter.next(txn)
+  const [changes, watch] = iter.next(txn, REUSE) // each record is read at once, never kept: none allocated per change
   const updates: Outcome<Obj>[] = []
   const deletes: Outcome<Obj>[] = []
   let n = 0

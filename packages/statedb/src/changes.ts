@@ -9,7 +9,11 @@
 // - `next` returns an open watch only when the batch it returns holds nothing: while changes up to
 //   the snapshot are unread (the first call, a batch read in part or not read at all), the watch is
 //   already fired, so a consumer that waits before it reads, or reads only part, never sleeps on
-//   changes it has (cilium's Test_Regression_Changes_Watch).
+//   changes it has (cilium's Test_Regression_Changes_Watch);
+// - with `reuse`, every write's change record is one object per iteration, overwritten by the next
+//   step (as a Go iterator yields a value): for a consumer that reads `object` and `revision` before
+//   it goes on and keeps neither the record nor the iterable's results. Deletions are their
+//   tombstones either way.
 
 import { treeRevision } from './btree.ts'
 import { TreeIterator } from './treeiterator.ts'
@@ -23,6 +27,15 @@ export interface Change<Obj> {
   readonly object: Obj
   readonly revision: number
   readonly deleted: boolean
+}
+
+/** How `ChangeIterator.next` hands out changes. */
+export interface ChangeOptions {
+  /**
+   * One change record per iteration for writes, overwritten at each step: no allocation per change.
+   * Read `object` and `revision` before the next step, and keep neither the record nor the iterable.
+   */
+  reuse?: boolean
 }
 
 export interface ChangeSource<Obj> {
@@ -64,7 +77,7 @@ export class ChangeIterator<Obj> {
    * snapshot is read, it fires when the table changes after the snapshot. A write transaction reads
    * as the snapshot it began from: only committed changes are seen.
    */
-  next(txn: ReadTxn | WriteTxn): [Iterable<Change<Obj>>, Watch] {
+  next(txn: ReadTxn | WriteTxn, options?: ChangeOptions): [Iterable<Change<Obj>>, Watch] {
     if (this.closed) throw new TxnError(`change iterator of table "${this.table.name}" is closed`)
     if (txn instanceof WriteTxn) txn = new ReadTxn(txn.db, txn.base)
     else if (!(txn instanceof ReadTxn))
@@ -81,7 +94,8 @@ export class ChangeIterator<Obj> {
     const unread = this.first || view.revision > this.tracker.seen
     this.first = false
     const watch = unread ? Watch.closed() : this.table.anyWatch(txn)
-    return [{ [Symbol.iterator]: () => this.iterate(view) }, watch]
+    const reuse = options?.reuse === true
+    return [{ [Symbol.iterator]: () => this.iterate(view, reuse) }, watch]
   }
 
   /** Stops tracking deletions for this iterator. */
@@ -94,8 +108,8 @@ export class ChangeIterator<Obj> {
     g.collect()
   }
 
-  private iterate(view: TableView<Obj>): Iterator<Change<Obj>> {
-    return new ChangeCursor(view, this.tracker, this.graveyard, () => this.closed)
+  private iterate(view: TableView<Obj>, reuse: boolean): Iterator<Change<Obj>> {
+    return new ChangeCursor(view, this.tracker, this.graveyard, () => this.closed, reuse)
   }
 }
 
@@ -110,13 +124,17 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
   private finished = false
   /** Reused: iterator consumers read `value` before calling next again (as TreeIterator's do). */
   private readonly result: { done: false; value: Change<Obj> } = { done: false, value: undefined as never }
+  /** The one write record of a reusing cursor (its fields are overwritten at each step). */
+  private readonly entry: { object: Obj; revision: number } | undefined
 
   constructor(
     private readonly view: TableView<Obj>,
     private readonly tracker: Tracker,
     private readonly graveyard: Graveyard<Obj>,
     private readonly isClosed: () => boolean,
+    reuse: boolean,
   ) {
+    this.entry = reuse ? (new Entry<Obj>(undefined as Obj, 0) as { object: Obj; revision: number }) : undefined
     this.upTo = view.revision
     this.live = new TreeIterator(view.byRevision.root, tracker.seen + 1, undefined, true)
     this.l = this.live.next()
@@ -138,10 +156,15 @@ class ChangeCursor<Obj> implements Iterator<Change<Obj>> {
         return DONE
       }
       if (lrev < drev) {
-        const e = new Entry(this.l.value, lrev) // a write's change record (deleted: false)
+        const reused = this.entry
+        if (reused !== undefined) {
+          reused.object = this.l.value
+          reused.revision = lrev
+        }
+        // a write's change record (deleted: false)
+        this.result.value = reused !== undefined ? (reused as Entry<Obj>) : new Entry(this.l.value, lrev)
         tracker.seen = lrev
         this.l = this.live.next()
-        this.result.value = e
         return this.result
       }
       tracker.seen = dead!.revision

@@ -10,7 +10,7 @@ export type { Key, KeyPart } from './encoding.ts'
 export { Entry } from './state.ts'
 export { Results } from './results.ts'
 export { Watch, WatchSet, waitAny } from './watch.ts'
-export { ChangeIterator, type Change } from './changes.ts'
+export { ChangeIterator, type Change, type ChangeOptions } from './changes.ts'
 export {
   StatewrightError,
   ConfigError,

@@ -290,4 +290,42 @@ test('a table registered with a second database does not keep the first one aliv
   assert.ok(collected, 'the first database was collected')
 })
 
+test('reuse: the same changes as fresh records, with one record object for every write (randomized, against the fresh iterator)', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.record({ id: fc.constantFrom('a', 'b', 'c', 'd'), del: fc.boolean(), read: fc.boolean() }), { maxLength: 40 }),
+      (ops) => {
+        const t = new Table<Obj>({ name: 'reuse', primary: byId })
+        const db = new DB({ tables: [t] })
+        const fresh = t.changes(db.readTxn())
+        const reusing = t.changes(db.readTxn())
+        const read = (it: ChangeIterator<Obj>, reuse: boolean) => {
+          const out: Array<[string, number, boolean]> = []
+          const records = new Set<unknown>()
+          for (const c of it.next(db.readTxn(), { reuse })[0]) {
+            out.push([c.object.id, c.revision, c.deleted])
+            if (!c.deleted) records.add(c)
+          }
+          return { out, records: records.size }
+        }
+        let v = 0
+        for (const op of ops) {
+          const txn = db.tryWriteTxn(t)!
+          if (op.del) t.delete(txn, { id: op.id, v: 0 })
+          else t.insert(txn, { id: op.id, v: ++v })
+          txn.commit()
+          if (op.read) {
+            const a = read(fresh, false)
+            const b = read(reusing, true)
+            assert.equal(b.out, a.out)
+            assert.ok(b.records <= 1, 'one record object for the writes')
+          }
+        }
+        assert.equal(read(reusing, true).out, read(fresh, false).out)
+      },
+    ),
+    { numRuns: 200, seed: 7 },
+  )
+})
+
 test.run()
