@@ -33,7 +33,7 @@
 // Over ~400 lines only by this header: it states the contract of the whole controller, once.
 import { StoppedError, SyncError, UsageError } from './errors.ts'
 import { Reconciler, statusPending, type StatusIndex } from '@statewright/reconciler'
-import { inSpan, logTo, resolveTracer, type TracerLike } from '@statewright/statedb'
+import { causeOf, inSpan, logTo, resolveTracer, type TracerLike } from '@statewright/statedb'
 import { WatchSet, type ChangeIterator, type Lifecycle, type ReadTxn, type Table, type WriteTxn } from '@statewright/statedb'
 import type { PrimaryHealth } from './options.ts'
 import {
@@ -198,17 +198,26 @@ export class PrimaryController<P> implements Lifecycle {
     }
   }
 
-  /** One sync, in a span `primary.sync` (the primary's key and kind) when there is a tracer. */
+  /** One sync, in a span `primary.sync` (the primary's key and kind, a link to its cause) when there is a tracer. */
   private syncOne(w: MutableWork, ctx: Parameters<PrimarySyncs<P>['syncOne']>[1]): ReturnType<PrimarySyncs<P>['syncOne']> {
     if (!this.tracer) return this.syncs.syncOne(w, ctx)
-    return inSpan(this.tracer, 'primary.sync', (span) => {
-      if (span?.isRecording()) {
-        span.setAttribute('statewright.function', this.name)
-        span.setAttribute('k8s.object.key', w.key)
-        span.setAttribute('k8s.object.kind', this.options.kind)
-      }
-      return this.syncs.syncOne(w, ctx)
-    })
+    // linked to what brought the primary (a traced watch event), as a Manager's runs are
+    const primaries = this.options.primaries
+    const cause = causeOf(primaries.get(ctx.txn, primaries.primary.query(w.key as never)))
+    const start = cause ? { links: [{ context: cause, attributes: { 'statewright.link': 'cause' } }] } : undefined
+    return inSpan(
+      this.tracer,
+      'primary.sync',
+      (span) => {
+        if (span?.isRecording()) {
+          span.setAttribute('statewright.function', this.name)
+          span.setAttribute('k8s.object.key', w.key)
+          span.setAttribute('k8s.object.kind', this.options.kind)
+        }
+        return this.syncs.syncOne(w, ctx)
+      },
+      start,
+    )
   }
 
   /** Stops following, stops the reconciler, and waits for syncs, deletes and a resync in flight. */

@@ -5,10 +5,10 @@
 // GC against the store) are in kumori.test.ts.
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { DB, Table, defineIndex } from '@statewright/statedb'
+import { DB, Table, defineIndex, rememberCause } from '@statewright/statedb'
 import { ownerKeyLabelValue, ownerStampKeys } from '@statewright/primary'
 import { setup, idle } from './fixtures.ts'
-import type { SpanLike, TracerLike } from '@statewright/statedb'
+import type { SpanLike, SpanOptionsLike, TracerLike } from '@statewright/statedb'
 
 test('owner stamps: labels and annotations, prefix statewright.io or kumori; the label hashes keys that are not label values', async () => {
   assert.equal(ownerStampKeys(), { key: 'statewright.io/ownerkey', kind: 'statewright.io/ownerkind' })
@@ -53,12 +53,18 @@ test('owner stamps: labels and annotations, prefix statewright.io or kumori; the
 })
 
 test("tracer: every sync is a span primary.sync with the primary's key and kind, ended; a failed sync its error", async () => {
-  const spans: Array<{ name: string; attributes: Record<string, unknown>; status?: { code: number; message?: string }; ended: boolean }> =
-    []
+  const spans: Array<{
+    name: string
+    attributes: Record<string, unknown>
+    status?: { code: number; message?: string }
+    ended: boolean
+    links?: unknown
+  }> = []
   const tracer = {
     startActiveSpan: (name: string, ...rest: unknown[]) => {
       const fn = rest[rest.length - 1] as (span: SpanLike) => unknown
       const rec: (typeof spans)[number] = { name, attributes: {}, ended: false }
+      if (rest.length > 1) rec.links = (rest[0] as SpanOptionsLike).links
       spans.push(rec)
       const span: SpanLike = {
         setAttribute: (k, v) => void (rec.attributes[k] = v),
@@ -85,6 +91,16 @@ test("tracer: every sync is a span primary.sync with the primary's key and kind,
     spans.map((x) => [x.name, x.attributes, x.ended]),
     [['primary.sync', { 'statewright.function': 'test', 'k8s.object.key': 'a', 'k8s.object.kind': 'App' }, true]],
   )
+  // a primary that remembers its cause (a traced watch event's receipt): the sync links to it
+  const cause = { traceId: 'e'.repeat(32), spanId: 'f'.repeat(16), traceFlags: 1 }
+  await s.db.write(s.prims, (t) => {
+    const cur = s.prims.get(t, s.prims.primary.query('a'))!
+    const next = { ...cur, revision: cur.revision + 1, value: { ...cur.value, spec: { n: 5 } } }
+    rememberCause(next, cause)
+    s.prims.insert(t, next)
+  })
+  await idle(s.c)
+  assert.equal(spans.at(-1)?.links, [{ context: cause, attributes: { 'statewright.link': 'cause' } }])
   fail = true
   await s.put('a', 2)
   const deadline = Date.now() + 5000
