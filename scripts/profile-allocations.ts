@@ -2,7 +2,8 @@
 // 1000 pending objects per transaction, a change iterator, a clone per pending object,
 // compare-and-swap of a shared done status) or `reconciler` (the same objects through a Reconciler
 // with a no-op update): V8's sampling heap profiler, counting objects already collected too.
-//   node --import tsx scripts/profile-allocations.ts [floor|reconciler] [objects] [--top N]
+//   node --import tsx scripts/profile-allocations.ts [floor|reconciler] [objects] [--top N] [--fail F]
+// (--fail: the fraction of objects whose first Update fails, as the bench's Fail10pctOnce: 0.1)
 // (after `npm run build`: from dist/, whose line numbers the profile names; add
 // --conditions=@statewright/source to run the sources). --no-turbo-inlining names callees that
 // optimized code would inline into their callers.
@@ -14,9 +15,11 @@ import { floorWorkload, reconcilerWorkload } from '../bench/reconciler.ts'
 const args = process.argv.slice(2)
 const ti = args.indexOf('--top')
 const top = ti >= 0 ? Number(args.splice(ti, 2)[1]) : 20
+const fi = args.indexOf('--fail')
+const fail = fi >= 0 ? Number(args.splice(fi, 2)[1]) : 0
 const shape = args[0] === 'reconciler' || args[0] === 'floor' ? args.shift()! : 'floor'
 const n = Number(args[0] ?? 300_000)
-const run = shape === 'reconciler' ? () => reconcilerWorkload(n, 0) : () => floorWorkload(n)
+const run = shape === 'reconciler' ? () => reconcilerWorkload(n, fail) : () => floorWorkload(n)
 
 interface Node {
   callFrame: { functionName: string; url: string; lineNumber: number }

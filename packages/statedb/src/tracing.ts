@@ -82,7 +82,7 @@ export function recordError(span: SpanLike | undefined, err: unknown): void {
 }
 
 interface OtelContextApi {
-  ROOT_CONTEXT: unknown
+  context: { active(): unknown }
   trace: { setSpanContext(context: unknown, sc: SpanContextLike & { traceFlags: number; isRemote?: boolean }): unknown }
 }
 let otel: OtelContextApi | null | undefined
@@ -91,7 +91,8 @@ let otel: OtelContextApi | null | undefined
 function contextOf(parent: SpanContextLike): unknown {
   if (otel === undefined) otel = loadOptionalPeer<OtelContextApi>('@opentelemetry/api', { from: import.meta.url }) ?? null
   if (!otel) return undefined
-  return otel.trace.setSpanContext(otel.ROOT_CONTEXT, { ...parent, traceFlags: parent.traceFlags ?? 1 })
+  // the active context (its baggage kept) with the parent as its span
+  return otel.trace.setSpanContext(otel.context.active(), { ...parent, traceFlags: parent.traceFlags ?? 1 })
 }
 
 /** A span context that names a sampled, valid span (the API's no-op spans have all-zero ids). */
