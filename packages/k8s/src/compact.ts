@@ -2,6 +2,11 @@
 // (namespace, labels, annotations, apiVersion, kind, creation timestamps), yet JSON.parse makes a
 // fresh copy of each for every object. A bounded pool shares one copy; metadata.managedFields (often
 // most of an object) is dropped. Names, uids and resourceVersions are unique and left alone.
+// Whole string maps repeat too: the labels of the pods of one ReplicaSet, the annotations of the
+// objects one tool made, the data of a ConfigMap copied into every namespace (kube-root-ca.crt). A
+// MapPool shares one frozen copy of each identical small map (same keys in the same order, same
+// values): the objects of a table are never changed in place (statedb's contract), and the frozen
+// copy makes a change by mistake throw instead of reaching every object that shares it.
 
 export class StringPool {
   private map = new Map<string, string>()
@@ -25,25 +30,71 @@ export class StringPool {
   }
 }
 
-function internValues(rec: Record<string, unknown>, pool: StringPool): void {
+/**
+ * Shares identical string maps (every value a string, at most `maxChars` characters of keys and
+ * values in all): `share(rec)` returns the pooled, frozen copy of an equal map seen before, or
+ * freezes `rec` (its short values interned) and pools it. Bounded: cleared when `max` maps are held.
+ */
+export class MapPool {
+  private map = new Map<string, Record<string, string>>()
+  constructor(
+    private readonly max = 10_000,
+    private readonly maxChars = 4096,
+  ) {}
+
+  share(rec: Record<string, unknown>, strings: StringPool): Record<string, unknown> {
+    if (Object.isFrozen(rec)) return rec // already pooled (or frozen by its owner)
+    const max = this.maxChars
+    let key = ''
+    for (const k in rec) {
+      const v = rec[k]
+      if (typeof v !== 'string' || key.length > max) return internValues(rec, strings)
+      // '\0' cannot end a map key or a value of this form: JSON keys and values may hold it, so the
+      // lengths keep two different maps from making one key ("a\0" + "b" vs "a" + "\0b").
+      key += `${k.length}:${k}${v.length}:${v}`
+    }
+    if (key.length > max) return internValues(rec, strings)
+    const pooled = this.map.get(key)
+    if (pooled !== undefined) return pooled
+    internValues(rec, strings)
+    Object.freeze(rec)
+    if (this.map.size >= this.max) this.map.clear()
+    this.map.set(key, rec as Record<string, string>)
+    return rec
+  }
+
+  get size(): number {
+    return this.map.size
+  }
+}
+
+function internValues(rec: Record<string, unknown>, pool: StringPool): Record<string, unknown> {
   for (const k in rec) {
     const v = rec[k]
     if (typeof v === 'string') rec[k] = pool.intern(v)
   }
+  return rec
 }
 
 /**
  * Compacts a freshly parsed object in place (it must not be shared yet) and returns it: drops
  * metadata.managedFields unless `keepManagedFields`, and interns apiVersion, kind, namespace,
- * creationTimestamp, label and annotation values and owner references' apiVersion/kind.
+ * creationTimestamp, label and annotation values and owner references' apiVersion/kind. With
+ * `maps`, identical label and annotation maps and core ConfigMaps' `data` are shared (frozen) through
+ * it: the default transform of a reflector passes one.
  */
 export function compactObject<T extends { metadata?: any; apiVersion?: unknown; kind?: unknown }>(
   obj: T,
   pool: StringPool,
   keepManagedFields = false,
+  maps?: MapPool,
 ): T {
   if (typeof obj.apiVersion === 'string') obj.apiVersion = pool.intern(obj.apiVersion)
   if (typeof obj.kind === 'string') obj.kind = pool.intern(obj.kind)
+  if (maps && obj.kind === 'ConfigMap' && obj.apiVersion === 'v1') {
+    const o = obj as T & { data?: unknown }
+    if (isRecord(o.data)) o.data = maps.share(o.data, pool)
+  }
   let m = obj.metadata
   if (!m || typeof m !== 'object') return obj
   if (!keepManagedFields && m.managedFields !== undefined) {
@@ -53,8 +104,8 @@ export function compactObject<T extends { metadata?: any; apiVersion?: unknown; 
   }
   if (typeof m.namespace === 'string') m.namespace = pool.intern(m.namespace)
   if (typeof m.creationTimestamp === 'string') m.creationTimestamp = pool.intern(m.creationTimestamp)
-  if (m.labels && typeof m.labels === 'object') internValues(m.labels, pool)
-  if (m.annotations && typeof m.annotations === 'object') internValues(m.annotations, pool)
+  if (isRecord(m.labels)) m.labels = maps ? maps.share(m.labels, pool) : internValues(m.labels, pool)
+  if (isRecord(m.annotations)) m.annotations = maps ? maps.share(m.annotations, pool) : internValues(m.annotations, pool)
   if (Array.isArray(m.ownerReferences)) {
     for (const r of m.ownerReferences) {
       if (r && typeof r === 'object') {
@@ -64,6 +115,10 @@ export function compactObject<T extends { metadata?: any; apiVersion?: unknown; 
     }
   }
   return obj
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x)
 }
 
 /** A copy without metadata.managedFields (most of an object's size, rarely needed). */
