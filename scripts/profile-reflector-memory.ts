@@ -1,17 +1,20 @@
 // Where a cached object's bytes go: syncs n ConfigMaps (like bench/k8s.ts) into a reflector, the
 // list floor or client-node's informer in this process, takes heap snapshots before and after and
 // prints the growth grouped by node type and name, per object.
-//   node --conditions=@statewright/source --import tsx --expose-gc bench/k8s-heap.ts <reflector|floor|informer> [n]
+//   node --conditions=@statewright/source --import tsx --expose-gc scripts/profile-reflector-memory.ts <reflector|floor|informer> [n]
+// NOSNAP=1: the heap growth alone (what bench/k8s.ts measures); KEEP=1 keeps the snapshots (in the OS temp dir).
 import { fork } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { writeHeapSnapshot } from 'node:v8'
 import { fileURLToPath } from 'node:url'
-import { heapAfterGc } from './lib/index.ts'
+import { heapAfterGc } from '../bench/lib/index.ts'
 
 const which = process.argv[2] ?? 'reflector'
 const n = Number(process.argv[3] ?? 20_000)
 
-const server = fork(fileURLToPath(new URL('./k8s.ts', import.meta.url)), [], {
+const server = fork(fileURLToPath(new URL('../bench/k8s.ts', import.meta.url)), [], {
   env: { ...process.env, SW_K8S_BENCH_CHILD: 'server' },
   execArgv: ['--conditions=@statewright/source', '--import', 'tsx'],
   stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -32,7 +35,7 @@ await call({ cmd: 'seed', n, namespace: 'sync', prefix: 'cm-' })
 type Stats = Map<string, { count: number; size: number }>
 function snapshot(): Stats {
   heapAfterGc()
-  const file = writeHeapSnapshot(`/tmp/reflmem/${which}-${process.pid}-${Date.now()}.heapsnapshot`)
+  const file = writeHeapSnapshot(join(tmpdir(), `reflector-memory-${which}-${process.pid}-${Date.now()}.heapsnapshot`))
   const s = JSON.parse(readFileSync(file, 'utf8'))
   if (!process.env.KEEP) rmSync(file)
   const f: string[] = s.snapshot.meta.node_fields
