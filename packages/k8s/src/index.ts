@@ -42,7 +42,7 @@ export {
   type K8sErrorCode,
 } from './errors.ts'
 export { K8sMetrics, type CounterLike, type GaugeLike, type MetricLabels } from './metrics.ts'
-export { StringPool, compactObject, stripManagedFields } from './compact.ts'
+export { MapPool, StringPool, compactObject, stripManagedFields } from './compact.ts'
 export { listAll, peekContinue, type ListOptions } from './list.ts'
 export { LeaseLock, type LeaseLockOptions, type AttemptResult, type LeaseHolding } from './lease.ts'
 export { leaseDurationMsOf, LEASE_DURATION_ANNOTATION, type LeaseSpec, type LeaseObject } from './lease-record.ts'

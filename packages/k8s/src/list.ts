@@ -57,10 +57,8 @@ export async function listAll(
     if (cont !== early) pending = cont ? fetch(cont) : undefined // the peek was wrong: sequential pages
     if (rv === undefined) rv = page?.metadata?.resourceVersion
     const { kind, apiVersion } = r
-    for (const it of page?.items ?? []) {
-      // A new object (not two added properties) keeps the object's shape compact.
-      items.push(it.kind === undefined || it.apiVersion === undefined ? { apiVersion, kind, ...it } : it)
-    }
+    for (const it of page?.items ?? [])
+      items.push(it.kind === undefined || it.apiVersion === undefined ? withTypeMeta(it, apiVersion, kind) : it)
   }
   return { items, resourceVersion: rv }
 }
@@ -71,4 +69,35 @@ export function peekContinue(text: string): string | undefined {
   if (end < 0) end = Math.min(text.length, 4096)
   const m = /"metadata"\s*:\s*\{[^{}]*?"continue"\s*:\s*"([^"\\]*)"/.exec(text.slice(0, end))
   return m ? m[1] || undefined : undefined
+}
+
+type ItemCtor = new (apiVersion: string, kind: string, it: Record<string, unknown>) => KubeObject
+/** One constructor per kind (see withTypeMeta). */
+const itemCtors = new Map<string, ItemCtor>()
+
+/**
+ * A list item (which a real server sends without apiVersion and kind) as a new plain object with
+ * them first. Built by a constructor, one per kind, not by `{ apiVersion, kind, ...it }`: V8 sizes a
+ * constructor's objects to the fields its first objects got (slack tracking), where a spread copy
+ * keeps about 32 B of unused room per object (measured on ConfigMaps, Node 20). The prototype is
+ * Object.prototype: the objects are plain objects (JSON, structuredClone, isPlainObject alike).
+ */
+export function withTypeMeta(it: Record<string, unknown>, apiVersion: string, kind: string): KubeObject {
+  const id = `${apiVersion}/${kind}`
+  let C = itemCtors.get(id)
+  if (C === undefined) {
+    C = function Item(this: Record<string, unknown>, apiVersion: string, kind: string, it: Record<string, unknown>) {
+      this.apiVersion = apiVersion
+      this.kind = kind
+      for (const k in it) {
+        // an own "__proto__" (JSON can carry one) stays a data property, as a spread copies it
+        if (k === '__proto__') Object.defineProperty(this, k, { value: it[k], enumerable: true, writable: true, configurable: true })
+        else if (k !== 'apiVersion' && k !== 'kind') this[k] = it[k]
+        else if (it[k] !== undefined) this[k] = it[k]
+      }
+    } as unknown as ItemCtor
+    C.prototype = Object.prototype
+    itemCtors.set(id, C)
+  }
+  return new C(apiVersion, kind, it)
 }

@@ -21,7 +21,8 @@ export interface ReflectorOptions<Obj = KubeObject> {
   /**
    * Turns a cluster object into the table's objects: one, several (an array), or none. Default: the
    * object itself, compacted (compactObject: metadata.managedFields dropped unless keepManagedFields,
-   * repeated metadata strings shared). The object is fresh from JSON.parse: a transform may keep it.
+   * repeated metadata strings shared, identical label and annotation maps and ConfigMap data shared
+   * and frozen unless `compact: false`). The object is fresh from JSON.parse: a transform may keep it.
    */
   transform?: (obj: KubeObject) => Obj | Obj[] | undefined | null
   /** The primary key of a table object as a string (default: namespace/name of a Kubernetes object). */
@@ -30,7 +31,15 @@ export interface ReflectorOptions<Obj = KubeObject> {
   merge?: (old: Obj, obj: Obj) => Obj
   /** The table objects this reflector owns, for relists (default: the whole table). */
   queryAll?: (txn: Txn) => Iterable<Obj>
+  /** Keep metadata.managedFields in the default transform (default: dropped, as controller-runtime's TransformStripManagedFields). */
   keepManagedFields?: boolean
+  /**
+   * The default transform shares repeated strings and identical small string maps (labels,
+   * annotations, a core ConfigMap's data; not for sensitive objects) between objects, the shared
+   * maps frozen (default true). false: objects are stored as parsed (managedFields still dropped
+   * unless keepManagedFields). Ignored with a `transform`.
+   */
+  compact?: boolean
   /**
    * Mark what this reflector stores as sensitive (statedb's markSensitive): inspection then redacts
    * its `data`/`stringData` whatever a transform made of it. Default: true for core Secrets.

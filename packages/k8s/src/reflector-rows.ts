@@ -16,7 +16,7 @@ import type { PendingEvent, RowWriter, Table, Txn, WriteTxn } from '@statewright
 import { causeOf, markSensitive, rememberCause } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
 import { describe, namespacedName, newerResourceVersion, type KubeObject } from './gvk.ts'
-import { StringPool, compactObject } from './compact.ts'
+import { MapPool, StringPool, compactObject, stripManagedFields } from './compact.ts'
 import type { ReflectorOptions } from './reflector-options.ts'
 
 type Transform<Obj> = (obj: KubeObject) => Obj | Obj[] | undefined | null
@@ -40,10 +40,19 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
     this.queryAll = opts.queryAll
     this.keyOf = opts.key ?? ((obj: Obj) => namespacedName(obj as unknown as KubeObject))
     const keep = !!opts.keepManagedFields
-    const pool = new StringPool()
-    // Objects come fresh from JSON.parse and are not shared yet: compact them in place.
-    const transform: Transform<Obj> = opts.transform ?? ((obj) => compactObject(obj, pool, keep) as unknown as Obj)
     const sensitive = opts.sensitive ?? (opts.kind.kind === 'Secret' && opts.kind.apiVersion === 'v1')
+    const pool = new StringPool()
+    // Identical maps shared, not for sensitive objects: the pool's keys would keep their contents
+    // (a Secret's last-applied-configuration annotation) after the objects are gone.
+    const maps = opts.compact === false || sensitive ? undefined : new MapPool()
+    // Objects come fresh from JSON.parse and are not shared yet: compact them in place.
+    const transform: Transform<Obj> =
+      opts.transform ??
+      (opts.compact === false
+        ? keep
+          ? (obj) => obj as unknown as Obj
+          : (obj) => stripManagedFields(obj) as unknown as Obj
+        : (obj) => compactObject(obj, pool, keep, maps) as unknown as Obj)
     this.transform = sensitive ? (obj) => markAll(transform(obj)) : transform
     this.sources = opts.transform ? new Map() : undefined
   }
