@@ -45,8 +45,11 @@ export interface TargetOptions {
   observedVersion?: (obj: KubeObject, cluster: string) => string | undefined
   name?: string
   metrics?: K8sMetrics
-  /** Called with the server's answer to each apply that succeeded (reads that see our own writes). */
-  onApplied?: (obj: KubeObject, cluster: string) => void
+  /**
+   * Called with the server's answer to each apply that succeeded (reads that see our own writes); the
+   * apply is done once its promise settles, so what waits for the apply (its status) sees the answer.
+   */
+  onApplied?: (obj: KubeObject, cluster: string) => void | Promise<void>
 }
 
 export interface TargetStats {

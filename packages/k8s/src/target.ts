@@ -185,7 +185,8 @@ export class Target {
     }
     const rv = res?.metadata?.resourceVersion
     if (rv !== undefined) this.lastApplied.set(key, rv)
-    if (res?.metadata && this.options.onApplied) this.options.onApplied(res as KubeObject, cluster.name)
+    // the answer in the tables first, then the apply is done (an owner held until then reads it)
+    if (res?.metadata && this.options.onApplied) await this.options.onApplied(res as KubeObject, cluster.name)
     const changed = rv === undefined || rv !== before
     if (changed) this.stats.changed++
     this.count(cluster, 'apply', changed ? 'changed' : 'unchanged')

@@ -20,6 +20,11 @@
 //   not derived (the Manager's prune) must keep it.
 // - `to` is initialized once every `from` and `joins` table is initialized and a round has derived
 //   from them.
+// - With `hold` (the Manager's expectations), an input whose stored outputs are still being written
+//   does not run until those writes are answered (the hook's watch fires): its run would read the
+//   world from before its own writes. Only outputs of this term's runs hold: what an earlier term
+//   left may be stale, and the new term's run must replace it before it is applied. While an input
+//   is held, the derivation is not settled.
 // - Dependencies are recorded by the queries `fn` makes: (table, index=key) and the primary keys of
 //   what the query returned, so an object that moves out of a query's key re-derives its readers too.
 // This file: the Derivation itself (its loop, a round's write, one input's run, its outputs); the
@@ -101,6 +106,13 @@ export class Derivation<In, Out> implements Lifecycle {
   private readonly backlogDone: Array<{ done: () => void }> = []
   /** The next round reads the iterators' first batch (every object: the initial list). */
   private listing = true
+  /** Inputs held back (`hold`): each runs in the round after its watch fires. */
+  private readonly held = new Map<string, { dirty: Dirty; watch: Watch }>()
+  /**
+   * Inputs that ran in this term (since start): only their outputs can be held for. Outputs left
+   * from an earlier term may be stale (another leader wrote since); the new term's run replaces them.
+   */
+  private readonly ranThisTerm = new Set<string>()
 
   constructor(o: DeriveOptions<In, Out>) {
     this.options = o
@@ -151,6 +163,8 @@ export class Derivation<In, Out> implements Lifecycle {
     for (const r of this.requests.splice(0)) r.done()
     for (const r of this.backlogDone.splice(0)) r.done()
     this.backlog.clear() // a new term derives everything again
+    this.held.clear()
+    this.ranThisTerm.clear()
   }
 
   get running(): boolean {
@@ -321,6 +335,12 @@ export class Derivation<In, Out> implements Lifecycle {
         if (ref) mark(id, ref, 'dependency')
       }
       this.again.clear()
+      // held inputs whose outputs' writes were answered run now (with the reason they were dirty for)
+      for (const [id, h] of this.held) {
+        if (!h.watch.closed) continue
+        this.held.delete(id)
+        if (!fresh.has(id) && !backlog.has(id)) fresh.set(id, h.dirty)
+      }
       const nextRetry = this.failing.due(Date.now(), this.refs, (id, ref) => mark(id, ref, 'retry'))
       // this round: the fresh inputs, then a chunk of the backlog (all of it with the priority off)
       const dirty = fresh
@@ -333,6 +353,7 @@ export class Derivation<In, Out> implements Lifecycle {
         backlog.delete(id)
       }
       const complete = backlog.size === 0
+      this.heldNow = 0
       if (dirty.size || (!this.initialized && complete)) {
         try {
           await this.derive(dirty, complete)
@@ -350,12 +371,14 @@ export class Derivation<In, Out> implements Lifecycle {
         continue
       }
       for (const r of this.backlogDone.splice(0)) r.done()
-      // derived up to this snapshot, unless inputs sharing a given-up output still have to run again
-      if (this.again.size === 0) {
+      // derived up to this snapshot, unless inputs sharing a given-up output still have to run
+      // again, or an input is held until its outputs' writes are answered
+      if (this.again.size === 0 && this.held.size === 0) {
         for (const t of [...this.from, ...this.joins]) this.consumed.set(t, t.revision(txn))
         this.wakeWaiters()
       }
-      if (dirty.size) continue // writes of this round may have changed joined tables: look again
+      for (const h of this.held.values()) watches.push(h.watch) // held in this round
+      if (dirty.size > this.heldNow) continue // writes of this round may have changed joined tables: look again
       // a pending retry keeps the process alive, as a timer would (AbortSignal.timeout's does not)
       const tick = new AbortController()
       const timer =
@@ -368,6 +391,26 @@ export class Derivation<In, Out> implements Lifecycle {
         clearTimeout(timer)
       }
     }
+  }
+
+  /** Inputs held in the round that just ran (a round of held inputs alone waits for their watches). */
+  private heldNow = 0
+
+  /** Holds the input back when `hold` says its stored outputs are still being written; true if held. */
+  private hold(w: WriteTxn, id: string, ref: Dirty): boolean {
+    const keys = this.outputs.get(id)
+    if (keys === undefined || keys.length === 0 || !this.ranThisTerm.has(id)) return false
+    const to = this.options.to
+    const outs: Out[] = []
+    for (const k of keys) {
+      const o = to.get(w, to.primary.query(k))
+      if (o !== undefined) outs.push(o)
+    }
+    const watch = this.options.hold!(outs, w)
+    if (watch === undefined) return false
+    this.journal.mapSet(this.held, id, { dirty: ref, watch })
+    this.heldNow++
+    return true
   }
 
   private wakeWaiters(): void {
@@ -418,11 +461,13 @@ export class Derivation<In, Out> implements Lifecycle {
     const { to, fn, validate } = this.options
     const table = this.from[ref.table]!
     const input = table.get(w, table.primary.query(ref.key))
+    if (input !== undefined && this.options.hold !== undefined && this.hold(w, id, ref)) return
     this.deps.forget(id)
     if (input === undefined) {
       this.setOutputs(w, id, [], [])
       this.failing.clear(w, id)
       this.journal.mapDel(this.refs, id)
+      this.ranThisTerm.delete(id)
       if (ref.last !== undefined && this.options.onDeleted) {
         try {
           this.options.onDeleted(ref.last as In)
@@ -468,6 +513,7 @@ export class Derivation<In, Out> implements Lifecycle {
       return
     }
     this.options.observe?.('success', (performance.now() - t0) / 1000)
+    if (this.options.hold) this.ranThisTerm.add(id) // its outputs are this term's (an aborted round adds at most a harmless hold)
     this.deps.remember(id, reads)
     this.setOutputs(
       w,

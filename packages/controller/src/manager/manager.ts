@@ -50,7 +50,7 @@ import type { NamedGraph } from '@statewright/topology'
 import { createLogger } from '../logging.ts'
 import type { Logger } from '@statewright/statedb'
 import { ControllerMetrics } from '../metrics.ts'
-import { desiredEquals, desiredOf, invalidDesired, shardLabelOf, shardOfInput, withCause } from './desired.ts'
+import { desiredEquals, desiredOf, invalidDesired, pendingApply, shardLabelOf, shardOfInput, withCause } from './desired.ts'
 import { managedFinalizer } from './managedfinalizer.ts'
 import { readinessOf, statusOf, type ManagerParts, type ManagerState } from './health.ts'
 import { startWork, type LeaderPart } from './leadership.ts'
@@ -286,6 +286,7 @@ export class Manager {
       },
       validate: invalidDesired,
       equals: desiredEquals,
+      hold: (outs, txn) => pendingApply(this.desired.table, outs, txn),
       ...(o.onDeleted ? { onDeleted: o.onDeleted } : {}),
       ...(this.metrics ? { observe: (result, s) => this.metrics!.reconcileRun(o.name ?? this.name, result, s) } : {}),
     })
@@ -330,7 +331,7 @@ export class Manager {
         cluster: this.cluster,
         fieldManager: this.name,
         fence: (obj) => this.fences.ofPrimary(obj),
-        onWritten: (answer) => this.sawOwnWrite(answer, this.cluster.name),
+        onWritten: (answer) => void this.sawOwnWrite(answer, this.cluster.name),
       }),
       events: this.events,
       retry: this.options.retry,
@@ -595,9 +596,9 @@ export class Manager {
    * Pass it to writes of your own that belong to the leader's work (RequestOptions.fence).
    */
   /** @internal The answer to one of our writes (an apply, a status write) goes into the tables that reflect it. */
-  sawOwnWrite(obj: KubeObject, cluster: string): void {
-    void sawOwnWrite(this.db, this.watched.values(), (t) => this.reflectors.get(t.name)?.currentLabelSelector, obj, cluster).catch((err) =>
-      this.logger.warn({ err }, 'the answer to a write could not be put in its tables'),
+  sawOwnWrite(obj: KubeObject, cluster: string): Promise<void> {
+    return sawOwnWrite(this.db, this.watched.values(), (t) => this.reflectors.get(t.name)?.currentLabelSelector, obj, cluster).catch(
+      (err) => this.logger.warn({ err }, 'the answer to a write could not be put in its tables'),
     )
   }
 

@@ -45,7 +45,7 @@ import type { DeriveContext } from '../derive/options.ts'
 export interface ReconcileContext extends DeriveContext {}
 import type { Logger } from '@statewright/statedb'
 import { withOwner } from '../owners.ts'
-import { withCause, type Placed } from './desired.ts'
+import { pendingApply, withCause, type Placed } from './desired.ts'
 import type { Component, ComponentHealth } from './component.ts'
 import { uidOf, type PruneSource, type UnsettledOwner } from './pruneguard.ts'
 import { runCause } from './tracing.ts'
@@ -165,6 +165,13 @@ export class ReconcileStep<T extends object = KubeObject> {
       logger: p.logger,
       fn: (obj, ctx) => this.run(obj, ctx),
       equals: sameOutcome,
+      // expectations: the next run waits until the last run's child applies are answered
+      hold: (outs, txn) =>
+        pendingApply(
+          p.desired,
+          outs.flatMap((o) => o.children),
+          txn,
+        ),
       ...(p.onDeleted ? { onDeleted: p.onDeleted } : {}),
     })
     this.children = new Derivation<ReconcileOutcome, DesiredObject>({

@@ -25,7 +25,7 @@ export function newManagerTarget(o: {
   observedVersion: (obj: KubeObject, cluster: string) => string | undefined
   metrics: K8sMetrics | undefined
   /** The server's answer to an apply (the Manager puts it in the tables that reflect it). */
-  onApplied: (obj: KubeObject, cluster: string) => void
+  onApplied: (obj: KubeObject, cluster: string) => Promise<void>
   /** Whether prune may delete an object of ours that is not desired (the PruneGuard's verdict). */
   prunable: (obj: KubeObject, cluster: string, txn: ReadTxn | undefined) => boolean
 }): Target {
