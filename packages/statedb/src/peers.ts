@@ -36,6 +36,17 @@ function load<T>(name: string, from: string | URL | undefined): { peer: T } | { 
   }
 }
 
+/** Whether the optional peer `name` is installed (resolved from `from`), without loading it. */
+export function isOptionalPeerInstalled(name: string, options: Pick<OptionalPeerOptions, 'from'> = {}): boolean {
+  try {
+    createRequire(options.from ?? import.meta.url).resolve(name)
+    return true
+  } catch (err) {
+    if (isMissing(err, name)) return false
+    throw err
+  }
+}
+
 /** The optional peer `name` (`require`d), or undefined when it is not installed. */
 export function loadOptionalPeer<T>(name: string, options: OptionalPeerOptions = {}): T | undefined {
   const r = load<T>(name, options.from)

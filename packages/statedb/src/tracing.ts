@@ -5,13 +5,14 @@
 // derive, reconcile steps and finalizers, and the state-of-world controller) and primary (its
 // syncs) both trace, and neither may import the other upward. It is tiny and imports no
 // OpenTelemetry at runtime: the API is an optional peer, loaded through loadOptionalPeer only when
-// no tracer is given.
+// no tracer is given, and then at the first span once a tracer provider is registered (an SDK's
+// start registers one), not at start: 50 modules a process that does not trace does not need.
 // Invariants:
 // - without a tracer (`tracer: false`, or no @opentelemetry/api installed) inSpan calls its function
 //   with no span: no span objects, nothing recorded.
 // - A span ends whatever its function does; an error is recorded on it (exception and status
 //   ERROR) and rethrown unchanged. An async function's span ends when its promise settles.
-import { loadOptionalPeer } from './peers.ts'
+import { isOptionalPeerInstalled, loadOptionalPeer } from './peers.ts'
 
 /** The part of an OpenTelemetry Span this package uses. */
 export interface SpanLike {
@@ -37,8 +38,46 @@ export const SPAN_ERROR = 2
 export function resolveTracer(tracer: TracerLike | false | undefined, name: string): TracerLike | undefined {
   if (tracer === false) return undefined
   if (tracer) return tracer
-  const api = loadOptionalPeer<{ trace: { getTracer(name: string): TracerLike } }>('@opentelemetry/api', { from: import.meta.url })
-  return api?.trace.getTracer(name)
+  return isOptionalPeerInstalled('@opentelemetry/api', { from: import.meta.url }) ? new GlobalTracer(name) : undefined
+}
+
+/** A span that records nothing, with the invalid (all-zero) context: what the API's tracer gives without a provider. */
+const NO_SPAN: SpanLike = {
+  setAttribute: () => NO_SPAN,
+  recordException: () => {},
+  setStatus: () => NO_SPAN,
+  isRecording: () => false,
+  end: () => {},
+  spanContext: () => ({ traceId: '00000000000000000000000000000000', spanId: '0000000000000000' }),
+}
+
+/** Where @opentelemetry/api keeps its globals: `Symbol.for('opentelemetry.js.api.<major>')`, `.trace` once a provider is registered. */
+const OTEL_GLOBAL = 'opentelemetry.js.api.'
+
+function otelProviderRegistered(): boolean {
+  const g = globalThis as unknown as Record<symbol, { trace?: unknown } | undefined>
+  for (const s of Object.getOwnPropertySymbols(globalThis)) if (s.description?.startsWith(OTEL_GLOBAL) && g[s]?.trace) return true
+  return false
+}
+
+/**
+ * @opentelemetry/api's global tracer, the API loaded at the first span after a tracer provider is
+ * registered; until then a span records nothing (NO_SPAN), as the API's own tracer does without a
+ * provider. Once loaded it is the API's (proxy) tracer for good.
+ */
+class GlobalTracer implements TracerLike {
+  private tracer: TracerLike | undefined
+  constructor(private readonly name: string) {}
+
+  startActiveSpan<F extends (span: SpanLike) => unknown>(spanName: string, fn: F): ReturnType<F> {
+    if (!this.tracer) {
+      if (!otelProviderRegistered()) return fn(NO_SPAN) as ReturnType<F>
+      const api = loadOptionalPeer<{ trace: { getTracer(name: string): TracerLike } }>('@opentelemetry/api', { from: import.meta.url })
+      if (!api) return fn(NO_SPAN) as ReturnType<F>
+      this.tracer = api.trace.getTracer(this.name)
+    }
+    return this.tracer.startActiveSpan(spanName, fn)
+  }
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err))
