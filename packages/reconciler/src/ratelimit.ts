@@ -60,9 +60,12 @@ export class RateLimiter {
   }
 
   private queueOf(): Promise<Bottleneck> {
-    this.queue ??= import('bottleneck').then(({ default: B }) => {
+    if (this.queue) return this.queue
+    // stopped before any caller queued: the queue is made stopped, so it refuses them
+    const stoppedBefore = this.stopped
+    this.queue = import('bottleneck').then(({ default: B }) => {
       const q = new B({ maxConcurrent: 1, minTime: 1000 / this.qps })
-      if (this.stopped) q.stop({ dropWaitingJobs: true }).catch(() => {}) // later schedules are refused
+      if (stoppedBefore) q.stop({ dropWaitingJobs: true }).catch(() => {})
       return q
     })
     return this.queue
