@@ -11,8 +11,11 @@
 // Side by side, alternating (A B C D A B C D ...; the first round warms the file cache and is dropped):
 // the same file run from source under tsx (what `npm start`-style development costs), and the floor
 // (bench/footprint/floor.mjs: plain node, one GET, an HTTP server): what any Node process costs.
+// The compiled and bundled files and the floor run with the node flags of the image `npm create
+// statewright` scaffolds (its Dockerfile's ENTRYPOINT, read here: what a deployed operator runs
+// with); the compiled file and the floor also run without them (node's defaults), in the same rounds.
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build, type BuildOptions } from 'esbuild'
@@ -23,7 +26,7 @@ import { freePort, sampleStart, type StartSample } from '../lib/process.ts'
 
 const root = new URL('../..', import.meta.url).pathname
 const MiB = 1024 * 1024
-const CONTENDERS = ['compiled', 'bundled', 'tsx', 'floor'] as const
+const CONTENDERS = ['compiled', 'bundled', 'tsx', 'floor', 'compiled_defaults', 'floor_defaults'] as const
 /**
  * Left out of the bundle: loaded only when needed (client-node for exec credential plugins and auth
  * providers; prettier, json-schema-to-typescript and dagre for gen-types and the graph view) or
@@ -31,6 +34,15 @@ const CONTENDERS = ['compiled', 'bundled', 'tsx', 'floor'] as const
  */
 export const BUNDLE_EXTERNALS = ['@kubernetes/client-node', 'prom-client', 'prettier', 'json-schema-to-typescript', '@dagrejs/dagre']
 type Contender = (typeof CONTENDERS)[number]
+
+/** The node flags of the scaffolded image: its Dockerfile's `ENTRYPOINT ["<node>", ...flags, "main.mjs"]`. */
+export function deployNodeFlags(): string[] {
+  const dockerfile = readFileSync(join(root, 'packages/create-statewright/template/Dockerfile'), 'utf8')
+  const m = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)
+  if (!m) throw new Error('the template Dockerfile has no ENTRYPOINT [...]')
+  const argv = JSON.parse(m[1]!) as string[]
+  return argv.slice(1, -1)
+}
 
 /** Compiles the example alone (its imports stay imports, resolved to the packages' dist/) and bundled, into node_modules/.cache. */
 async function compile(): Promise<{ compiled: string; bundled: string }> {
@@ -80,6 +92,7 @@ export async function operatorFootprint(quick: boolean): Promise<Result[]> {
     writeFileSync(join(certs, 'tls.key'), tls.keyPem)
 
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, KUBECONFIG: kubeconfig }
+    const deploy = deployNodeFlags()
     const argsOf = (who: Contender, port: number): { args: string[]; env: NodeJS.ProcessEnv } => {
       const flags = [
         `--health-probe-bind-address=127.0.0.1:${port}`,
@@ -88,16 +101,17 @@ export async function operatorFootprint(quick: boolean): Promise<Result[]> {
         '--webhook-port=0',
         '--zap-log-level=error',
       ]
-      if (who === 'compiled') return { args: [compiled, ...flags], env }
-      if (who === 'bundled') return { args: [bundled, ...flags], env }
+      if (who === 'compiled') return { args: [...deploy, compiled, ...flags], env }
+      if (who === 'compiled_defaults') return { args: [compiled, ...flags], env }
+      if (who === 'bundled') return { args: [...deploy, bundled, ...flags], env }
       if (who === 'tsx')
         return { args: ['--conditions=@statewright/source', '--import', 'tsx', join(root, 'examples/backup-operator.ts'), ...flags], env }
       return {
-        args: [join(root, 'bench/footprint/floor.mjs'), String(port)],
+        args: [...(who === 'floor' ? deploy : []), join(root, 'bench/footprint/floor.mjs'), String(port)],
         env: { ...env, FOOTPRINT_SERVER: server.url, FOOTPRINT_TOKEN: server.token ?? '' },
       }
     }
-    const samples: Record<Contender, StartSample[]> = { compiled: [], bundled: [], tsx: [], floor: [] }
+    const samples = Object.fromEntries(CONTENDERS.map((c) => [c, []])) as unknown as Record<Contender, StartSample[]>
     const n = quick ? 3 : 9
     for (let i = 0; i <= n; i++) {
       for (const who of CONTENDERS) {
@@ -108,7 +122,8 @@ export async function operatorFootprint(quick: boolean): Promise<Result[]> {
     }
     const ms = (who: Contender) => median(samples[who].map((s) => s.readyzMs))
     const rss = (who: Contender) => median(samples[who].map((s) => s.rssBytes / MiB))
-    const tag = `${n} samples each, alternating with the bundle, the tsx run and the floor`
+    const tag = `${n} samples each, alternating with the bundle, the tsx run, the floor and both without ${deploy.join(' ')}`
+    const flagged = `node ${deploy.join(' ')} (the scaffolded image's)`
     return [
       {
         name: 'Operator_ColdStart_Readyz',
@@ -116,7 +131,7 @@ export async function operatorFootprint(quick: boolean): Promise<Result[]> {
         value: ms('compiled'),
         baseline: 'the same file under tsx',
         baselineValue: ms('tsx'),
-        note: `examples/backup-operator.ts compiled, flags only; ${tag}`,
+        note: `examples/backup-operator.ts compiled, flags only, ${flagged}; ${tag}`,
       },
       {
         name: 'Operator_IdleRss',
@@ -142,8 +157,31 @@ export async function operatorFootprint(quick: boolean): Promise<Result[]> {
         baselineValue: rss('compiled'),
         note: `2 s after /readyz; ${tag}`,
       },
-      { name: 'Operator_ColdStart_Readyz_Floor', unit: 'ms', value: ms('floor'), note: 'plain node: one GET, /readyz' },
-      { name: 'Operator_IdleRss_Floor', unit: 'MiB', value: rss('floor'), note: 'plain node and an HTTP server' },
+      { name: 'Operator_ColdStart_Readyz_Floor', unit: 'ms', value: ms('floor'), note: `plain node: one GET, /readyz; ${flagged}` },
+      { name: 'Operator_IdleRss_Floor', unit: 'MiB', value: rss('floor'), note: `plain node and an HTTP server; ${flagged}` },
+      {
+        name: 'Operator_ColdStart_Readyz_NodeDefaults',
+        unit: 'ms',
+        value: ms('compiled_defaults'),
+        baseline: 'compiled',
+        baselineValue: ms('compiled'),
+        note: `compiled, plain node without ${deploy.join(' ')}`,
+      },
+      {
+        name: 'Operator_IdleRss_NodeDefaults',
+        unit: 'MiB',
+        value: rss('compiled_defaults'),
+        baseline: 'compiled',
+        baselineValue: rss('compiled'),
+        note: `compiled, plain node without ${deploy.join(' ')}`,
+      },
+      {
+        name: 'Operator_ColdStart_Readyz_Floor_NodeDefaults',
+        unit: 'ms',
+        value: ms('floor_defaults'),
+        note: 'the floor without the flags',
+      },
+      { name: 'Operator_IdleRss_Floor_NodeDefaults', unit: 'MiB', value: rss('floor_defaults'), note: 'the floor without the flags' },
     ]
   } finally {
     await server.stop()

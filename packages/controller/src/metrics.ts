@@ -31,7 +31,16 @@ export class ControllerMetrics implements Metrics {
 
   /** Throws, naming the install command, when prom-client is not installed. */
   constructor(registry?: PromRegistry) {
-    const prom = requireOptionalPeer<typeof PromClient>('prom-client', 'ControllerMetrics', { from: import.meta.url, range: '^15.1.3' })
+    // prom-client's metric classes alone, not its main module (default metrics, cluster, Pushgateway, @opentelemetry/api)
+    const prom = requireOptionalPeer<Pick<typeof PromClient, 'Registry' | 'Counter' | 'Gauge' | 'Histogram'>>(
+      'prom-client',
+      'ControllerMetrics',
+      {
+        from: import.meta.url,
+        range: '^15.1.3',
+        parts: { Registry: 'lib/registry', Counter: 'lib/counter', Gauge: 'lib/gauge', Histogram: 'lib/histogram' },
+      },
+    )
     const reg = (registry as PromClient.Registry | undefined) ?? new prom.Registry()
     this.registry = reg
     const registers = [reg]

@@ -35,11 +35,16 @@ export class K8sMetrics {
 
   /** `registry`: a prom-client Registry (default: a new one). */
   constructor(registry?: PromRegistry, prefix = 'statewright_k8s_') {
-    const { Counter, Gauge, Registry } = requireOptionalPeer<typeof PromClient>('prom-client', 'K8sMetrics', {
-      from: import.meta.url,
-      range: '^15.1.3',
-      instead: 'or leave `metrics` unset',
-    })
+    const { Counter, Gauge, Registry } = requireOptionalPeer<Pick<typeof PromClient, 'Counter' | 'Gauge' | 'Registry'>>(
+      'prom-client',
+      'K8sMetrics',
+      {
+        from: import.meta.url,
+        range: '^15.1.3',
+        instead: 'or leave `metrics` unset',
+        parts: { Counter: 'lib/counter', Gauge: 'lib/gauge', Registry: 'lib/registry' }, // not its main module's default metrics and @opentelemetry/api
+      },
+    )
     const reg = (registry as PromClient.Registry | undefined) ?? new Registry()
     this.registry = reg
     const r = [reg]

@@ -60,10 +60,16 @@ export class PrometheusMetrics implements Metrics {
   private readonly fullTime: PromClient.Histogram<'reconciler'>
 
   constructor(opts: PrometheusMetricsOptions = {}) {
-    const { Counter, Gauge, Histogram, register } = requireOptionalPeer<typeof PromClient>('prom-client', 'PrometheusMetrics', {
+    const { Counter, Gauge, Histogram, Registry } = requireOptionalPeer<
+      Pick<typeof PromClient, 'Counter' | 'Gauge' | 'Histogram' | 'Registry'>
+    >('prom-client', 'PrometheusMetrics', {
       range: '^15.1.3',
       instead: 'or use InMemoryMetrics / no metrics',
+      // not its main module's default metrics and @opentelemetry/api
+      parts: { Counter: 'lib/counter', Gauge: 'lib/gauge', Histogram: 'lib/histogram', Registry: 'lib/registry' },
     })
+    // prom-client's global `register` is its Registry class's globalRegistry (lib/registry.js)
+    const register = (Registry as unknown as { globalRegistry: PromClient.Registry }).globalRegistry
     const p = opts.prefix ?? 'statewright'
     const registers = [(opts.registry as PromClient.Registry | undefined) ?? register]
     const buckets = opts.buckets ?? DEFAULT_BUCKETS

@@ -9,14 +9,17 @@
 //   taking a token on release (the bucket may go below zero, which keeps the fast path closed until
 //   the queue is drained and the bucket refilled);
 // - stop() drops the queued callers (their promises reject with bottleneck's "limiter has been
-//   stopped") and lets the process exit.
+//   stopped") and lets the process exit; callers after stop() are refused the same way.
+// - bottleneck is imported at the first caller that has to queue (a dynamic import, kept in a
+//   bundle), not at start: a limiter that never queues never loads it. Callers queue in the order
+//   they came, whether or not the import has finished.
 // Why bottleneck, and why not its own reservoir (reservoirIncreaseAmount/Interval): bottleneck is a
 // small, dependency-free, well-tried scheduler (FIFO queue, pacing, stop with dropWaitingJobs); but
 // with its reservoir every take would go through its asynchronous scheduler even when a token is
 // free, and at qps 100 its refill heartbeat ticks every 10 ms for the life of the limiter. The
 // counter below costs nothing when idle and keeps the common case synchronous.
 
-import Bottleneck from 'bottleneck'
+import type Bottleneck from 'bottleneck'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { ConfigError } from './errors.ts'
 
@@ -45,14 +48,27 @@ export class RateLimiter {
   private tokens: number
   private last = performance.now()
   private waiting = 0
-  private readonly queue: Bottleneck
+  /** The queue, made at the first caller that has to wait (see the top of the file). */
+  private queue: Promise<Bottleneck> | undefined
+  private stopped = false
 
   constructor(options: RateLimitOptions) {
     checkRateLimit(options, 'rate limit')
     this.qps = options.qps
     this.burst = options.burst
     this.tokens = options.burst
-    this.queue = new Bottleneck({ maxConcurrent: 1, minTime: 1000 / options.qps })
+  }
+
+  private queueOf(): Promise<Bottleneck> {
+    if (this.queue) return this.queue
+    // stopped before any caller queued: the queue is made stopped, so it refuses them
+    const stoppedBefore = this.stopped
+    this.queue = import('bottleneck').then(({ default: B }) => {
+      const q = new B({ maxConcurrent: 1, minTime: 1000 / this.qps })
+      if (stoppedBefore) q.stop({ dropWaitingJobs: true }).catch(() => {})
+      return q
+    })
+    return this.queue
   }
 
   private refill(): void {
@@ -69,18 +85,24 @@ export class RateLimiter {
       return
     }
     this.waiting++
-    return this.queue.schedule(async () => {
-      this.refill()
-      if (this.tokens < 1) await sleep(((1 - this.tokens) * 1000) / this.qps)
-      this.refill()
-      this.tokens -= 1
-      this.waiting--
-    })
+    return this.queueOf().then((q) =>
+      q.schedule(async () => {
+        this.refill()
+        if (this.tokens < 1) await sleep(((1 - this.tokens) * 1000) / this.qps)
+        this.refill()
+        this.tokens -= 1
+        this.waiting--
+      }),
+    )
   }
 
   /** Drops the queued callers; not awaited by callers that must not wait for a running job. */
   async stop(): Promise<void> {
-    await this.queue.stop({ dropWaitingJobs: true }).catch(() => {})
-    this.queue.disconnect()
+    if (this.stopped) return
+    this.stopped = true
+    if (!this.queue) return // never queued: queueOf() stops the queue it makes
+    const q = await this.queue
+    await q.stop({ dropWaitingJobs: true }).catch(() => {})
+    q.disconnect()
   }
 }

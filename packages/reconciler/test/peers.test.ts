@@ -27,4 +27,20 @@ test('an installed peer is loaded, resolved from the caller', () => {
   assert.is(requireOptionalPeer('prom-client', 'test'), prom)
 })
 
+test("parts: those modules of the peer alone, under the main module's names; the main module when one is not there", () => {
+  const main = loadOptionalPeer<Record<string, unknown>>('prom-client', { from: import.meta.url })!
+  const parts = { Registry: 'lib/registry', Counter: 'lib/counter' }
+  const some = loadOptionalPeer<Record<string, unknown>>('prom-client', { from: import.meta.url, parts })!
+  assert.equal(Object.keys(some).sort(), ['Counter', 'Registry'])
+  assert.is(some.Counter, main.Counter) // the same module, not a copy
+  assert.is(some.Registry, main.Registry)
+  const other = loadOptionalPeer('prom-client', { from: import.meta.url, parts: { Counter: 'lib/no-such-file' } })
+  assert.is(other, main, "another version's layout: the main module")
+  assert.is(loadOptionalPeer(MISSING, { parts }), undefined)
+  assert.throws(
+    () => requireOptionalPeer(MISSING, 'Something', { parts }),
+    (err: unknown) => err instanceof ConfigError,
+  )
+})
+
 test.run()

@@ -20,25 +20,60 @@ export interface OptionalPeerOptions {
   range?: string
   /** What to do instead, appended to the error in parentheses (e.g. "or leave `metrics` unset"). */
   instead?: string
+  /**
+   * Modules of the peer to load instead of its main module, each under the name of the main
+   * module's export it is (e.g. `{ Counter: 'lib/counter' }`): the peer is then an object of those
+   * modules' exports. For a package whose main module loads much more than the caller uses
+   * (prom-client's loads its default metrics, cluster and Pushgateway parts, and with them
+   * @opentelemetry/api). When one of them cannot be resolved (another version's layout), the main
+   * module is loaded instead, which has the same names.
+   */
+  parts?: Readonly<Record<string, string>>
 }
 
 function isMissing(err: unknown, name: string): boolean {
   return (err as NodeJS.ErrnoException)?.code === 'MODULE_NOT_FOUND' && String((err as Error).message).includes(`'${name}'`)
 }
 
-/** The peer, or the error that says it is not installed. Other load errors propagate. */
-function load<T>(name: string, from: string | URL | undefined): { peer: T } | { missing: unknown } {
+/** The parts' files, or undefined when one of them is not there (`parts` above). */
+function resolveParts(req: NodeJS.Require, name: string, parts: Readonly<Record<string, string>>): Array<[string, string]> | undefined {
   try {
-    return { peer: createRequire(from ?? import.meta.url)(name) as T }
+    return Object.entries(parts).map(([k, path]) => [k, req.resolve(`${name}/${path}`)])
+  } catch {
+    return undefined
+  }
+}
+
+/** The peer, or the error that says it is not installed. Other load errors propagate. */
+function load<T>(name: string, options: OptionalPeerOptions): { peer: T } | { missing: unknown } {
+  const req = createRequire(options.from ?? import.meta.url)
+  try {
+    if (options.parts) {
+      req.resolve(name) // not installed: the error below
+      const files = resolveParts(req, name, options.parts)
+      if (files) return { peer: Object.fromEntries(files.map(([k, file]) => [k, req(file)])) as T }
+    }
+    return { peer: req(name) as T }
   } catch (err) {
     if (isMissing(err, name)) return { missing: err }
     throw err
   }
 }
 
+/** Whether the optional peer `name` is installed (resolved from `from`), without loading it. */
+export function isOptionalPeerInstalled(name: string, options: Pick<OptionalPeerOptions, 'from'> = {}): boolean {
+  try {
+    createRequire(options.from ?? import.meta.url).resolve(name)
+    return true
+  } catch (err) {
+    if (isMissing(err, name)) return false
+    throw err
+  }
+}
+
 /** The optional peer `name` (`require`d), or undefined when it is not installed. */
 export function loadOptionalPeer<T>(name: string, options: OptionalPeerOptions = {}): T | undefined {
-  const r = load<T>(name, options.from)
+  const r = load<T>(name, options)
   return 'peer' in r ? r.peer : undefined
 }
 
@@ -47,7 +82,7 @@ export function loadOptionalPeer<T>(name: string, options: OptionalPeerOptions =
  * optional peer dependency that is not installed. Install it with: npm install <name>@<range>".
  */
 export function requireOptionalPeer<T>(name: string, forWhat: string, options: OptionalPeerOptions = {}): T {
-  const r = load<T>(name, options.from)
+  const r = load<T>(name, options)
   if ('peer' in r) return r.peer
   throw new ConfigError(
     `${forWhat} needs ${name}, an optional peer dependency that is not installed. ` +

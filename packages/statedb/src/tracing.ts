@@ -6,7 +6,9 @@
 // derive, reconcile steps and finalizers, and the state-of-world controller), primary (its syncs)
 // and k8s (its requests and watch events) all trace, and none may import another upward. It is tiny
 // and imports no OpenTelemetry at runtime: the API is an optional peer, loaded through
-// loadOptionalPeer only when no tracer is given or a span needs an explicit parent.
+// loadOptionalPeer only when no tracer is given (and then at the first span once a tracer provider is
+// registered, an SDK's start registers one: 50 modules a process that does not trace does not need)
+// or a span needs an explicit parent.
 // Invariants:
 // - without a tracer (`tracer: false`, or no @opentelemetry/api installed) inSpan calls its function
 //   with no span: no span objects, nothing recorded.
@@ -17,7 +19,7 @@
 //   when the object goes, and nothing is kept when nothing traces (causeOf is then one flag test).
 // - A span given a parent is that parent's child (through @opentelemetry/api's context when it is
 //   installed; otherwise it links to the parent instead), whatever span is active.
-import { loadOptionalPeer } from './peers.ts'
+import { isOptionalPeerInstalled, loadOptionalPeer } from './peers.ts'
 
 /** The part of an OpenTelemetry Span this package uses. */
 export interface SpanLike {
@@ -68,8 +70,51 @@ export const SPAN_ERROR = 2
 export function resolveTracer(tracer: TracerLike | false | undefined, name: string): TracerLike | undefined {
   if (tracer === false) return undefined
   if (tracer) return tracer
-  const api = loadOptionalPeer<{ trace: { getTracer(name: string): TracerLike } }>('@opentelemetry/api', { from: import.meta.url })
-  return api?.trace.getTracer(name)
+  return isOptionalPeerInstalled('@opentelemetry/api', { from: import.meta.url }) ? new GlobalTracer(name) : undefined
+}
+
+/** A span that records nothing, with the invalid (all-zero) context: what the API's tracer gives without a provider. */
+const NO_SPAN: SpanLike = {
+  setAttribute: () => NO_SPAN,
+  recordException: () => {},
+  setStatus: () => NO_SPAN,
+  isRecording: () => false,
+  end: () => {},
+  spanContext: () => ({ traceId: '00000000000000000000000000000000', spanId: '0000000000000000' }),
+}
+
+/** Where @opentelemetry/api keeps its globals: `Symbol.for('opentelemetry.js.api.<major>')`, `.trace` once a provider is registered. */
+const OTEL_GLOBAL = 'opentelemetry.js.api.'
+
+function otelProviderRegistered(): boolean {
+  const g = globalThis as unknown as Record<symbol, { trace?: unknown } | undefined>
+  for (const s of Object.getOwnPropertySymbols(globalThis)) if (s.description?.startsWith(OTEL_GLOBAL) && g[s]?.trace) return true
+  return false
+}
+
+/**
+ * @opentelemetry/api's global tracer, the API loaded at the first span after a tracer provider is
+ * registered; until then a span records nothing (NO_SPAN), as the API's own tracer does without a
+ * provider. Once loaded it is the API's (proxy) tracer for good.
+ */
+class GlobalTracer implements TracerLike {
+  private tracer: TracerLike | undefined
+  constructor(private readonly name: string) {}
+
+  startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, fn: F): ReturnType<F>
+  startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, options: SpanOptionsLike, fn: F): ReturnType<F>
+  startActiveSpan<F extends (span: SpanLike) => unknown>(name: string, options: SpanOptionsLike, context: unknown, fn: F): ReturnType<F>
+  startActiveSpan(spanName: string, ...rest: unknown[]): unknown {
+    if (!this.tracer) {
+      const fn = rest[rest.length - 1] as (span: SpanLike) => unknown
+      if (!otelProviderRegistered()) return fn(NO_SPAN)
+      const api = loadOptionalPeer<{ trace: { getTracer(name: string): TracerLike } }>('@opentelemetry/api', { from: import.meta.url })
+      if (!api) return fn(NO_SPAN)
+      this.tracer = api.trace.getTracer(this.name)
+    }
+    const t = this.tracer as unknown as { startActiveSpan(name: string, ...rest: unknown[]): unknown }
+    return t.startActiveSpan(spanName, ...rest)
+  }
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err))

@@ -154,6 +154,12 @@ test('the revision clock keeps 4096 windows and forgets older revisions', async 
   assert.is(c.timeOf(2 * 906), 906_000)
   c.mark(10_001, 5_000_050)
   assert.is(c.timeOf(10_001), 5_000_000, 'the same 100 ms window')
+  // while it grows (its arrays start small and double): every sample kept, in order
+  const g = new RevisionClock()
+  for (let i = 1; i <= 100; i++) {
+    g.mark(i * 2, i * 1000)
+    for (const j of [1, i >> 1, i]) if (j > 0) assert.is(g.timeOf(j * 2), j * 1000, `${j} of ${i}`)
+  }
 })
 
 test('the revision index is queried like any other: get by revision, lowerBound in revision order, a bad key is 400', async () => {

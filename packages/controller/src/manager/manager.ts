@@ -149,7 +149,9 @@ export class Manager {
     this.logger = (o.logger ?? createLogger()).child({ controller: o.name })
     this.tracer = resolveTracer(o.tracer, '@statewright/controller')
     // without prom-client installed the Manager runs without metrics
-    const prom = o.registry ? undefined : loadOptionalPeer<typeof PromClient>('prom-client', { from: import.meta.url })
+    const prom = o.registry
+      ? undefined
+      : loadOptionalPeer<Pick<typeof PromClient, 'Registry'>>('prom-client', { from: import.meta.url, parts: { Registry: 'lib/registry' } })
     this.registry = o.registry ?? (prom ? new prom.Registry() : undefined)
     this.metrics = this.registry ? new ControllerMetrics(this.registry) : undefined
     this.k8sMetrics = this.registry ? new K8sMetrics(this.registry) : undefined
