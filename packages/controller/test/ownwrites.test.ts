@@ -9,7 +9,7 @@ import { DB, SENSITIVE, Table } from '@statewright/statedb'
 import type { KubeObject } from '@statewright/k8s'
 import { ReflectedRows } from '../../k8s/src/reflector-rows.ts'
 import { byName } from '../src/manager/watch.ts'
-import { sawOwnWrite, selects } from '../src/manager/ownwrites.ts'
+import { OwnWrites, selects } from '../src/manager/ownwrites.ts'
 import { Manager, conditionsOf, findCondition, nullLogger } from '../src/index.ts'
 import { GADGET, createGadget, env, gadget } from './helpers.ts'
 import { waitFor } from '../../../test/lib/wait.ts'
@@ -46,7 +46,11 @@ test('the answer to an apply goes into the tables that select it, compacted and 
     { kind, table: mine, options: { labelSelector: 'statewright.io/owner=op' }, cluster },
     { kind, table: other, options: { namespace: 'elsewhere' }, cluster },
   ]
-  await sawOwnWrite(db, watched, () => undefined, secret('12', 'pw1'), 'c')
+  await new OwnWrites(
+    db,
+    () => watched,
+    () => undefined,
+  ).saw(secret('12', 'pw1'), 'c')
   const txn = db.readTxn()
   const got = all.get(txn, byName.query('default/s'))!
   assert.is((got.data as any).password, 'pw1')
@@ -61,6 +65,31 @@ test('the answer to an apply goes into the tables that select it, compacted and 
   // its own event (same version) or a newer one is written
   await db.write(all, (w) => rows.apply(w, new Map([['default/s', { type: 'upsert', object: secret('13', 'pw1') }]])))
   assert.is(all.get(db.readTxn(), byName.query('default/s'))!.metadata.resourceVersion, '13')
+})
+
+test('answers that come one after the other within the delay go in one transaction (one change for readers)', async () => {
+  const all = new Table<KubeObject>({ name: 'secrets', primary: byName })
+  const db = new DB({ tables: [all] })
+  const own = new OwnWrites(
+    db,
+    () => [{ kind: { apiVersion: 'v1', kind: 'Secret' }, table: all, options: {}, cluster: { name: 'c' } as never }],
+    () => undefined,
+    1000, // a delay no loaded machine's five turns of the event loop reach
+  )
+  const named = (n: number) => ({
+    ...secret(String(10 + n), `pw${n}`),
+    metadata: { ...secret('1', '').metadata, name: `s${n}`, resourceVersion: String(10 + n) },
+  })
+  const done: Promise<void>[] = []
+  const counts: number[] = []
+  for (let i = 0; i < 5; i++) {
+    done.push(own.saw(named(i), 'c'))
+    await new Promise((r) => setImmediate(r)) // answers of separate turns of the event loop
+    counts.push(all.count(db.readTxn()))
+  }
+  await Promise.all(done)
+  assert.equal(counts, [0, 0, 0, 0, 0], 'gathered, not written one by one')
+  assert.is(all.count(db.readTxn()), 5, 'then all in one transaction')
 })
 
 test("a status write's answer is in the primary's table before its watch event: the next run reads the status it wrote", async () => {

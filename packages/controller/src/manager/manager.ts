@@ -79,7 +79,7 @@ import { ManagerWatches } from './watch.ts'
 import { ManagerClusters } from './clusters.ts'
 import { newManagerTarget } from './target.ts'
 import { PruneGuard, derivationOwners, type PruneSource } from './pruneguard.ts'
-import { sawOwnWrite } from './ownwrites.ts'
+import { OwnWrites } from './ownwrites.ts'
 
 export class Manager {
   readonly name: string
@@ -130,6 +130,7 @@ export class Manager {
   private shardLeases: ShardedLeases | undefined
   /** Shards this replica holds now (sharded managers). */
   private readonly held = new Set<number>()
+  private readonly ownWrites: OwnWrites
   private readonly fences: WriteFences
   private state: ManagerState = 'new'
   private stopping: Promise<void> | undefined
@@ -186,6 +187,11 @@ export class Manager {
     })
     this.reflectors = this.watches.reflectors
     this.watched = this.watches.watched
+    this.ownWrites = new OwnWrites(
+      this.db,
+      () => this.watched.values(),
+      (t) => this.reflectors.get(t.name)?.currentLabelSelector,
+    )
     this.drift = this.watches.drift
     this.events = this.eventsFor(this.cluster.name)
     this.reconciler = newDesiredReconciler({
@@ -599,9 +605,9 @@ export class Manager {
    */
   /** @internal The answer to one of our writes (an apply, a status write) goes into the tables that reflect it. */
   sawOwnWrite(obj: KubeObject, cluster: string): Promise<void> {
-    return sawOwnWrite(this.db, this.watched.values(), (t) => this.reflectors.get(t.name)?.currentLabelSelector, obj, cluster).catch(
-      (err) => this.logger.warn({ err }, 'the answer to a write could not be put in its tables'),
-    )
+    return this.ownWrites
+      .saw(obj, cluster)
+      .catch((err) => this.logger.warn({ err }, 'the answer to a write could not be put in its tables'))
   }
 
   writeFence(): WriteFence | undefined {
