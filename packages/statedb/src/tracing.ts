@@ -66,6 +66,9 @@ export interface SpanStart extends SpanOptionsLike {
 export const SPAN_OK = 1
 export const SPAN_ERROR = 2
 
+/** OpenTelemetry's INVALID_TRACEID: the trace id of the API's no-op spans. */
+const INVALID_TRACE_ID = '00000000000000000000000000000000'
+
 /** The tracer to use: the one given, none (`false`), or @opentelemetry/api's global tracer when the API is installed. */
 export function resolveTracer(tracer: TracerLike | false | undefined, name: string): TracerLike | undefined {
   if (tracer === false) return undefined
@@ -80,7 +83,7 @@ const NO_SPAN: SpanLike = {
   setStatus: () => NO_SPAN,
   isRecording: () => false,
   end: () => {},
-  spanContext: () => ({ traceId: '00000000000000000000000000000000', spanId: '0000000000000000' }),
+  spanContext: () => ({ traceId: INVALID_TRACE_ID, spanId: '0000000000000000' }),
 }
 
 /** Where @opentelemetry/api keeps its globals: `Symbol.for('opentelemetry.js.api.<major>')`, `.trace` once a provider is registered. */
@@ -144,7 +147,7 @@ function contextOf(parent: SpanContextLike): unknown {
 export function validSpanContext(span: SpanLike | undefined): SpanContextLike | undefined {
   if (!span?.isRecording()) return undefined
   const sc = span.spanContext?.()
-  if (!sc || /^0+$/.test(sc.traceId)) return undefined
+  if (!sc || sc.traceId === INVALID_TRACE_ID) return undefined
   return sc
 }
 

@@ -353,7 +353,7 @@ export class Derivation<In, Out> implements Lifecycle {
         backlog.delete(id)
       }
       const complete = backlog.size === 0
-      this.heldNow = 0
+      const heldBefore = this.held.size // what this round holds is what it adds
       if (dirty.size || (!this.initialized && complete)) {
         try {
           await this.derive(dirty, complete)
@@ -378,7 +378,8 @@ export class Derivation<In, Out> implements Lifecycle {
         this.wakeWaiters()
       }
       for (const h of this.held.values()) watches.push(h.watch) // held in this round
-      if (dirty.size > this.heldNow) continue // writes of this round may have changed joined tables: look again
+      // writes of this round may have changed joined tables: look again (a round that only held waits)
+      if (dirty.size > this.held.size - heldBefore) continue
       // a pending retry keeps the process alive, as a timer would (AbortSignal.timeout's does not)
       const tick = new AbortController()
       const timer =
@@ -393,23 +394,13 @@ export class Derivation<In, Out> implements Lifecycle {
     }
   }
 
-  /** Inputs held in the round that just ran (a round of held inputs alone waits for their watches). */
-  private heldNow = 0
-
-  /** Holds the input back when `hold` says its stored outputs are still being written; true if held. */
+  /** Holds the input back when `hold` says its last outputs are still being written; true if held. */
   private hold(w: WriteTxn, id: string, ref: Dirty): boolean {
     const keys = this.outputs.get(id)
     if (keys === undefined || keys.length === 0 || !this.ranThisTerm.has(id)) return false
-    const to = this.options.to
-    const outs: Out[] = []
-    for (const k of keys) {
-      const o = to.get(w, to.primary.query(k))
-      if (o !== undefined) outs.push(o)
-    }
-    const watch = this.options.hold!(outs, w)
+    const watch = this.options.hold!(keys, w)
     if (watch === undefined) return false
     this.journal.mapSet(this.held, id, { dirty: ref, watch })
-    this.heldNow++
     return true
   }
 

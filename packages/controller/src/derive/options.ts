@@ -1,7 +1,7 @@
 // What a derivation is given (its options and the context its fn reads through) and what its health
 // reports.
 // Invariant: types only; the behaviour they describe is Derivation's (derivation.ts).
-import type { DB, Query, RetryOptions, Table, Txn, Watch } from '@statewright/statedb'
+import type { DB, Key, Query, RetryOptions, Table, Txn, Watch } from '@statewright/statedb'
 import type { Health } from '@statewright/statedb'
 import type { Logger } from '@statewright/statedb'
 import type { DerivationError } from './failures.ts'
@@ -56,11 +56,12 @@ export interface DeriveOptions<In, Out> {
   retry?: RetryOptions
   logger?: Logger
   /**
-   * @internal Expectations (kube-controller-manager's): given an input's stored outputs, a watch when
-   * the input must not run yet (an output's write is not answered: fn would read the world from
-   * before it, and a generated value would be made twice). The input runs once the watch fires.
+   * @internal Expectations (kube-controller-manager's): given the keys (in `to`) of an input's last
+   * outputs, a watch when the input must not run yet (an output's write is not answered: fn would
+   * read the world from before it, and a generated value would be made twice). The input runs once
+   * the watch fires.
    */
-  hold?: (outputs: readonly Out[], txn: Txn) => Watch | undefined
+  hold?: (outputKeys: readonly Key[], txn: Txn) => Watch | undefined
 }
 
 /** A derivation's health: the shared `Health` and its failing inputs. */

@@ -9,7 +9,7 @@
 //   deletes act only on the shards this replica holds.
 import { isDeepStrictEqual } from 'node:util'
 import { desired, namespacedName, shardOf, type DesiredObject, type KubeObject } from '@statewright/k8s'
-import type { SpanContextLike, Table, Txn, Watch } from '@statewright/statedb'
+import type { Key, SpanContextLike, Table, Txn, Watch } from '@statewright/statedb'
 
 /** An object a derivation places in a named cluster (see inCluster). */
 export interface Placed {
@@ -72,14 +72,14 @@ export function withCause(out: DesiredObject[], cause: SpanContextLike | undefin
 }
 
 /**
- * Expectations: the watch of the first of `children` whose apply is not answered yet (pending in the
- * desired table), or undefined. The Manager holds an owner's next run until then, so that fn reads
- * what its last run wrote (a generated password is not generated twice).
+ * Expectations: the watch of the first of the desired objects `keys` whose apply is not answered yet
+ * (pending in the desired table), or undefined. The Manager holds an owner's next run until then, so
+ * that fn reads what its last run wrote (a generated password is not generated twice).
  */
-export function pendingApply(desired: Table<DesiredObject>, children: Iterable<DesiredObject>, txn: Txn): Watch | undefined {
-  for (const c of children) {
-    const [row, watch] = desired.getWatch(txn, desired.primary.query(desired.primary.keyOf(c)))
-    if (row !== undefined && row.status.kind === 'pending') return watch
+export function pendingApply(desired: Table<DesiredObject>, keys: Iterable<Key>, txn: Txn): Watch | undefined {
+  for (const k of keys) {
+    const q = desired.primary.query(k)
+    if (desired.get(txn, q)?.status.kind === 'pending') return desired.getWatch(txn, q)[1]
   }
   return undefined
 }

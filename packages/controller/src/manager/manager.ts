@@ -294,7 +294,7 @@ export class Manager {
       },
       validate: invalidDesired,
       equals: desiredEquals,
-      hold: (outs, txn) => pendingApply(this.desired.table, outs, txn),
+      hold: (keys, txn) => pendingApply(this.desired.table, keys, txn), // its outputs are desired rows
       ...(o.onDeleted ? { onDeleted: o.onDeleted } : {}),
       ...(this.metrics ? { observe: (result, s) => this.metrics!.reconcileRun(o.name ?? this.name, result, s) } : {}),
     })

@@ -31,9 +31,11 @@ import {
   defineIndex,
   resolveRetry,
   type DB,
+  type Key,
   type ReadTxn,
   type RetryOptions,
   type SpanContextLike,
+  type Txn,
 } from '@statewright/statedb'
 import { describe, namespacedName, type DesiredObject, type EventRecorder, type KubeObject } from '@statewright/k8s'
 import { InvalidObjectError, StoppedError, TerminalError } from '../errors.ts'
@@ -166,12 +168,7 @@ export class ReconcileStep<T extends object = KubeObject> {
       fn: (obj, ctx) => this.run(obj, ctx),
       equals: sameOutcome,
       // expectations: the next run waits until the last run's child applies are answered
-      hold: (outs, txn) =>
-        pendingApply(
-          p.desired,
-          outs.flatMap((o) => o.children),
-          txn,
-        ),
+      hold: (keys, txn) => pendingApply(p.desired, this.childKeys(keys, txn), txn),
       ...(p.onDeleted ? { onDeleted: p.onDeleted } : {}),
     })
     this.children = new Derivation<ReconcileOutcome, DesiredObject>({
@@ -338,6 +335,12 @@ export class ReconcileStep<T extends object = KubeObject> {
         status: statusPending(),
       })
     }
+  }
+
+  /** The desired-table keys of the children of the outcomes `keys` (for the expectations' hold). */
+  private *childKeys(keys: readonly Key[], txn: Txn): Iterable<Key> {
+    const desired = this.p.desired.primary
+    for (const k of keys) for (const c of this.results.get(txn, byKey.query(k as string))?.children ?? []) yield desired.keyOf(c)
   }
 
   /** Primary objects whose children prune must keep: fn has not succeeded for them in this process. */
