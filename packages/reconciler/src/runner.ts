@@ -171,7 +171,7 @@ export class OperationRunner<Obj> {
     let r: unknown
     try {
       const wait = this.opLimiter?.take()
-      r = wait ? wait.then(() => this.call(o, ctx)) : this.call(o, ctx)
+      r = wait ? this.callAfter(wait, o, ctx) : this.call(o, ctx)
     } catch (err) {
       this.failed(o, err)
       if (m) this.observe(o, t0)
@@ -192,9 +192,19 @@ export class OperationRunner<Obj> {
   runAll(outcomes: readonly Outcome<Obj>[], ctx: OpContext, from = 0): Promise<void> | undefined {
     for (let i = from; i < outcomes.length; i++) {
       const p = this.run(outcomes[i]!, ctx)
-      if (p !== undefined) return p.then(() => this.runAll(outcomes, ctx, i + 1))
+      if (p !== undefined) return this.runAllAfter(p, outcomes, ctx, i + 1)
     }
     return undefined
+  }
+
+  // The closures of `run` and `runAll` live in these: a closure in a loop body over its variable
+  // costs a context per iteration, and one in `run` a context per call, made or not.
+  private runAllAfter(p: Promise<void>, outcomes: readonly Outcome<Obj>[], ctx: OpContext, from: number): Promise<void> {
+    return p.then(() => this.runAll(outcomes, ctx, from))
+  }
+
+  private callAfter(wait: Promise<void>, o: Outcome<Obj>, ctx: OpContext): Promise<unknown> {
+    return wait.then(() => this.call(o, ctx))
   }
 
   /** The asynchronous end of `run`: awaits the operation's promise, or stop. */

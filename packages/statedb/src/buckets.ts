@@ -27,6 +27,10 @@ export type { Bucket, BucketTree }
 /** The primary index that resolves a bucket's primary keys. */
 export type PrimaryRoot<Obj> = TreeNode<EncodedKey, Obj>
 
+/** How many removal arrays an index keeps for its next writers, and the largest it keeps (64 KB). */
+const SPARE_ARRAYS = 4
+const SPARE_MAX = 8192
+
 const isTree = (b: Bucket): b is Tree<EncodedKey, EncodedKey> => typeof b === 'object'
 
 function resolve<Obj>(primary: PrimaryRoot<Obj>, pk: EncodedKey): Obj {
@@ -191,8 +195,31 @@ export class BucketsWriter {
   /** Buckets turned into trees (or changed trees) in this transaction, by secondary key. */
   private readonly open = new Map<EncodedKey, TreeWriter<EncodedKey, EncodedKey>>()
 
-  constructor(base: BucketTree) {
+  /** The primary key `add` is adding (read by `inlineGuard`). */
+  private adding: EncodedKey = ''
+  /** Lets `add` write pk inline: the key is new or its bucket is pk itself. */
+  private readonly inlineGuard = (b: Bucket | undefined): boolean => b === undefined || b === this.adding
+
+  /**
+   * `spare`: arrays for the removals of changed buckets (TreeWriter.deleteLater), shared by the
+   * table's writers: a bucket takes one when it opens and gives it back at publish, so a status
+   * bucket losing 1000 keys per transaction does not grow a fresh array each time.
+   */
+  constructor(
+    base: BucketTree,
+    private readonly spare: EncodedKey[][] = [],
+  ) {
     this.outer = new TreeWriter(base)
+  }
+
+  // A writer for a bucket being changed, gathering its removals in a spare array if there is one.
+  private openBucket(sk: EncodedKey, base: Tree<EncodedKey, EncodedKey>): TreeWriter<EncodedKey, EncodedKey> {
+    const w = new TreeWriter<EncodedKey, EncodedKey>(base)
+    const keys = this.spare.pop()
+    if (keys !== undefined) w.gatherIn(keys)
+    this.open.set(sk, w)
+    this.outer.set(sk, w)
+    return w
   }
 
   /** Adds pk to the bucket of sk (nothing changes when it is there already). */
@@ -202,20 +229,19 @@ export class BucketsWriter {
       w.set(pk, pk)
       return
     }
-    // One descent when the key is new or holds just this object (the common cases).
-    const cur = this.outer.set(sk, pk, (b) => b === undefined || b === pk)
+    // One descent when the key is new or holds just this object (the common cases). The guard reads
+    // pk from a field: a closure over it would cost a context and a function per call (80 B).
+    this.adding = pk
+    const cur = this.outer.set(sk, pk, this.inlineGuard)
     if (!this.outer.rejected) return
-    const tree = new TreeWriter<EncodedKey, EncodedKey>(isTree(cur!) ? cur : single(cur!))
-    tree.set(pk, pk)
-    this.open.set(sk, tree)
-    this.outer.set(sk, tree)
+    this.openBucket(sk, isTree(cur!) ? cur : single(cur!)).set(pk, pk)
   }
 
   /** Removes pk (known to be there) from the bucket of sk. */
   remove(sk: EncodedKey, pk: EncodedKey): void {
     const w = this.open.get(sk)
     if (w !== undefined) {
-      w.deletePresent(pk)
+      w.deleteLater(pk)
       return
     }
     const cur = this.outer.get(sk)!
@@ -223,10 +249,7 @@ export class BucketsWriter {
       this.outer.deletePresent(sk)
       return
     }
-    const tree = new TreeWriter<EncodedKey, EncodedKey>(cur)
-    tree.deletePresent(pk)
-    this.open.set(sk, tree)
-    this.outer.set(sk, tree)
+    this.openBucket(sk, cur).deleteLater(pk)
   }
 
   clear(): void {
@@ -240,6 +263,8 @@ export class BucketsWriter {
       if (w.size === 0) this.outer.deletePresent(sk)
       else if (w.size === 1) this.outer.set(sk, new TreeIterator(w.root, undefined).next().value as EncodedKey)
       else this.outer.set(sk, w.publish())
+      const keys = w.gathered // the removals are out: root and publish sealed
+      if (keys !== undefined && keys.length <= SPARE_MAX && this.spare.length < SPARE_ARRAYS) this.spare.push(keys)
     }
     this.open.clear()
     return this.outer.publish()

@@ -9,6 +9,8 @@ const TABLE_NAME = /^[a-z][a-z0-9_.-]{0,62}$/i
 export class TableSchema<Obj> {
   /** @internal The last writer's array of stale revisions, for the next one (see TableWriter). */
   spareStale: number[] | undefined = undefined
+  /** @internal Arrays the last writers' buckets gathered removals in, for the next ones (see BucketsWriter). */
+  readonly spareGather: EncodedKey[][] = []
 
   constructor(
     readonly name: string,

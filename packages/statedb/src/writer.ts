@@ -13,7 +13,6 @@
 
 import { TreeIterator } from './treeiterator.ts'
 import { TreeWriter, type SetGuard } from './treewriter.ts'
-import { deleteSortedPresent } from './bulkdelete.ts'
 import { BucketsWriter } from './buckets.ts'
 import type { EncodedKey } from './encoding.ts'
 import { UniqueConflictError } from './errors.ts'
@@ -21,7 +20,6 @@ import { Tombstone, type Initializer, type TableState, type TableView } from './
 import type { TableSchema } from './schema.ts'
 import type { Watch } from './watch.ts'
 
-const ascending = (a: number, b: number): number => a - b
 /** The largest stale-revision array a table keeps for its next writer (64 KB of numbers). */
 const SPARE_STALE_MAX = 8192
 
@@ -31,24 +29,18 @@ export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Obj>
   /**
-   * The revision index, less the revisions in `stale` (read it through `byRevision`). New
-   * revisions are appended to its open right edge (TreeWriter.append: no descent per write); the
-   * getter seals it.
-   */
-  private readonly revisions: TreeWriter<number, Obj>
-  /**
-   * Revisions of replaced and deleted entries, not yet removed from `revisions` (the first
-   * `staleCount` of `stale`): they go in one sorted pass (./bulkdelete.ts) when the index is read or
-   * published, instead of one removal per write (updates mostly remove the oldest revisions, from the
-   * front of a leaf). The array outlives the transaction: the table's next writer takes it over
-   * (`TableSchema.spareStale`), so a transaction of 1000 updates does not grow a fresh array of 1000
-   * by pushes every time (about 30 B per update in the reconciler's write-back, by
+   * The revision index (read it through `byRevision`). New revisions are appended to its open right
+   * edge (TreeWriter.append: no descent per write); the revisions of replaced and deleted entries
+   * leave it later (TreeWriter.deleteLater), in one sorted pass when the index is read or published,
+   * instead of one removal per write (updates mostly remove the oldest revisions, from the front of
+   * a leaf). The array they gather in outlives the transaction: the table's next writer takes it
+   * over (`TableSchema.spareStale`), so a transaction of 1000 updates does not grow a fresh array of
+   * 1000 by pushes every time (about 30 B per update in the reconciler's write-back, by
    * scripts/profile-allocations.ts). A writer that finds no spare starts a new one: another writer
    * of the same table (in another database) holds it, or the last writer did not publish (an abort,
    * a refused commit) or its array was over SPARE_STALE_MAX.
    */
-  private stale: number[]
-  private staleCount = 0
+  private readonly revisions: TreeWriter<number, Obj>
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, EncodedKey> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, EncodedKey> | undefined>
@@ -74,11 +66,14 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.revision = base.revision
     this.primary = new TreeWriter(base.primary)
     this.revisions = new TreeWriter(base.byRevision)
-    this.writers = base.secondary.map((t, i) => (schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never)))
+    this.writers = base.secondary.map((t, i) =>
+      schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never, schema.spareGather),
+    )
     this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
-    this.stale = schema.spareStale ?? []
+    const spare = schema.spareStale
+    if (spare !== undefined) this.revisions.gatherIn(spare)
     schema.spareStale = undefined
     this.newKeys = new Array(this.writers.length)
     if (recording) this.changed = recording.map((on) => (on ? new Set<EncodedKey>() : undefined))
@@ -86,19 +81,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
 
   /** The revision index as the transaction has it now. */
   get byRevision(): TreeWriter<number, Obj> {
-    const revisions = this.revisions
-    revisions.seal()
-    const n = this.staleCount
-    if (n > 0) {
-      const stale = this.stale
-      // Mostly ascending already (oldest first, as a write-back of changes in revision order is).
-      let sorted = true
-      for (let i = 1; i < n && sorted; i++) sorted = stale[i - 1]! < stale[i]!
-      if (sorted) deleteSortedPresent(revisions, stale, n)
-      else deleteSortedPresent(revisions, n === stale.length ? stale.sort(ascending) : stale.slice(0, n).sort(ascending))
-      this.staleCount = 0
-    }
-    return revisions
+    this.revisions.seal()
+    return this.revisions
   }
 
   /**
@@ -139,13 +123,13 @@ export class TableWriter<Obj> implements TableView<Obj> {
     if (expect === undefined) old = primary.set(pk, obj, undefined, revision)
     else {
       this.expect = expect
-      old = primary.set(pk, obj, (this.casGuard ??= (cur, rev) => cur !== undefined && rev === this.expect), revision)
+      old = primary.set(pk, obj, (this.casGuard ??= this.newCasGuard()), revision)
     }
     if (primary.rejected) return this.refuseSwap()
     this.swapFailed = false
     this.revision = revision
     this.dirty = true
-    if (old !== undefined) this.stale[this.staleCount++] = this.oldRevision = primary.oldRevision
+    if (old !== undefined) this.revisions.deleteLater((this.oldRevision = primary.oldRevision))
     this.revisions.append(revision, obj)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
@@ -203,6 +187,11 @@ export class TableWriter<Obj> implements TableView<Obj> {
   // One guard for every compare-and-swap of this writer (no closure per call), made at the first one:
   // a writer that never swaps makes none (a closure per transaction shows in WriteTxn_1's profile).
   private casGuard: SetGuard<Obj> | undefined = undefined
+  // Made here, not inline in `insert`: an arrow there that reads `this` makes V8 allocate a context
+  // on every call of `insert`, guard or not (40 B per write, by scripts/profile-allocations.ts).
+  private newCasGuard(): SetGuard<Obj> {
+    return (cur, rev) => cur !== undefined && rev === this.expect
+  }
 
   private refuseSwap(): undefined {
     this.swapFailed = true
@@ -218,7 +207,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
-    this.stale[this.staleCount++] = this.oldRevision = this.primary.oldRevision
+    this.revisions.deleteLater((this.oldRevision = this.primary.oldRevision))
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old), undefined, pk)
@@ -233,7 +222,6 @@ export class TableWriter<Obj> implements TableView<Obj> {
     for (const obj of it) this.deletes.push(new Tombstone(obj, ++this.revision, it.key!))
     this.primary.clear()
     this.revisions.clear()
-    this.staleCount = 0
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true
@@ -257,7 +245,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
   publish(): TableState<Obj> {
     const state = this.dirty ? this.snapshot() : this.base
     // Handed to the table's next writer (emptied by the snapshot); a very large one is let go.
-    if (this.staleCount === 0 && this.stale.length <= SPARE_STALE_MAX) this.schema.spareStale = this.stale
+    const spare = this.revisions.gathered
+    if (spare !== undefined && spare.length <= SPARE_STALE_MAX) this.schema.spareStale = spare
     return state
   }
 }
