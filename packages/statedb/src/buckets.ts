@@ -215,6 +215,7 @@ export class BucketsWriter {
   // A writer for a bucket being changed, gathering its removals in a spare array if there is one.
   private openBucket(sk: EncodedKey, base: Tree<EncodedKey, EncodedKey>): TreeWriter<EncodedKey, EncodedKey> {
     const w = new TreeWriter<EncodedKey, EncodedKey>(base)
+    w.keyIsValue = true
     const keys = this.spare.pop()
     if (keys !== undefined) w.gatherIn(keys)
     this.open.set(sk, w)

@@ -1,5 +1,7 @@
 // The writer of a persistent B+tree (./btree.ts): changes copy shared nodes once and then mutate
-// the copies; `publish` freezes what it built.
+// the copies; `publish` freezes what it built. (Over 400 lines for a reason: one class whose every
+// method shares the writer's private state: its owner token, the open right edge, the leaf of the
+// last replacement and the gathered removals.)
 //
 // Invariants: those of ./btree.ts, after every method but `append` (which leaves the right edge's
 // branch keys lagging until `seal`); a node not owned by this writer is never changed; in a tree
@@ -243,9 +245,13 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
   /** Freezes what this writer built and returns it as an immutable tree. The writer stays usable. */
   publish(): Tree<K, V> {
     this.seal()
+    if (this.keyIsValue) aliasValues(this.top, this.owner)
     this.owner = {}
     return { root: this.top, size: this.size }
   }
+
+  /** @internal Every value is its own key (a bucket): published leaves share one array for both. */
+  keyIsValue = false
 
   /**
    * Appends an entry whose key is above every key in the tree (the revision index's new revisions)
@@ -488,4 +494,15 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     setKey(node, l, lastKey(left))
     setKey(node, l + 1, lastKey(right))
   }
+}
+
+// A set's leaves (value = key) made by this writer keep one array for keys and values once frozen
+// (a writer's copy, `own`, always copies the values, so no writer changes a shared array).
+function aliasValues<K extends TreeKey, V>(node: TreeNode<K, V>, owner: Owner): void {
+  if (node.owner !== owner) return
+  if (node.leaf) {
+    node.vals = node.keys as unknown as V[]
+    return
+  }
+  for (const c of node.children) aliasValues(c, owner)
 }
