@@ -11,6 +11,9 @@
 //   reported through `objectFailed`; it never fails the transaction;
 // - a watch event never replaces a newer version of its object, nor writes again the version stored
 //   (numeric resourceVersions): a controller may have put the answer to its own write there first;
+// - a deleted object is a deletion for the table's change iterators even when the table never held
+//   it (its ADDED and DELETED coalesced in one batch): client-go's handlers get both events, and a
+//   controller that created the object must learn that it is gone;
 // - a transform's outputs keep their source's cause (the traced watch event or list that brought it).
 import type { PendingEvent, RowWriter, Table, Txn, WriteTxn } from '@statewright/statedb'
 import { causeOf, markSensitive, rememberCause } from '@statewright/statedb'
@@ -138,7 +141,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
       if (this.sources) {
         const prev = this.sources.get(sk)
         if (p.type === 'delete') {
-          for (const o of prev?.outs ?? this.outputs(p.object)) table.delete(txn, o)
+          for (const o of prev?.outs ?? this.outputs(p.object)) this.remove(txn, o)
           this.sources.delete(sk)
           continue
         }
@@ -150,7 +153,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
         for (const o of outs) this.put(txn, o)
         this.sources.set(sk, { rv: p.object.metadata.resourceVersion, outs })
       } else if (p.type === 'delete') {
-        for (const o of this.outputs(p.object)) table.delete(txn, o)
+        for (const o of this.outputs(p.object)) this.remove(txn, o)
       } else {
         for (const o of this.outputs(p.object)) if (!this.newerStored(txn, o)) this.put(txn, o)
       }
@@ -182,6 +185,23 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
       this.objectFailed(new ReflectorError(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`))
       return []
     }
+  }
+
+  /**
+   * A watch event's delete. An object the table does not hold (its ADDED and DELETED came in one
+   * batch, coalesced to the delete) is still a deletion for the table's change iterators: written
+   * and deleted in this transaction, it leaves a tombstone and no row. Otherwise whoever follows the
+   * table would never learn that the object existed and is gone (a controller that created it, and
+   * expects its owner to be synced again on the DELETED, as client-go delivers it).
+   */
+  private remove(txn: WriteTxn, obj: Obj): void {
+    if (this.table.delete(txn, obj) !== undefined) return
+    try {
+      this.table.insert(txn, obj)
+    } catch {
+      return // not storable (a unique index another row holds): nothing to say
+    }
+    this.table.delete(txn, obj)
   }
 
   private put(txn: WriteTxn, obj: Obj): void {

@@ -2,7 +2,7 @@ import { test } from 'uvu'
 import * as assert from 'uvu/assert'
 import { collectingLogger } from '../../../test/lib/logger.ts'
 import { DB, Table, defineIndex } from '@statewright/statedb'
-import { Reflector, type ReflectorOptions } from '@statewright/k8s'
+import { Reflector, type KubeObject, type ReflectorOptions } from '@statewright/k8s'
 import { LineDecoder, parseEvent } from '../src/ndjson.ts'
 import {
   WIDGET,
@@ -373,6 +373,74 @@ test('field selector, and merge into existing objects', async () => {
     assert.is(t.table.all(t.db.readTxn()).first()!.metadata.annotations?.seen, 'yes')
   } finally {
     await t.done()
+  }
+})
+
+test('an object created and deleted within one batch (ADDED and DELETED coalesced) is a deletion for change iterators, and no row; with a transform too', async () => {
+  interface Port {
+    id: string
+    widget: string
+  }
+  const server = await startServer()
+  const cluster = clusterFor(server)
+  const widgets = objectTable()
+  const ports = new Table<Port>({ name: 'ports', primary: defineIndex<Port, string>({ name: 'id', key: (p) => p.id, unique: true }) })
+  const db = new DB({ tables: [widgets, ports] })
+  // a batch is written when it holds two objects (or at stop), never by its delay
+  const held = { batchSize: 2, batchDelayMs: 600_000, retry: { minMs: 20, maxMs: 200 } }
+  const plain = new Reflector({ cluster, db, table: widgets, kind: WIDGET, ...held })
+  const transformed = new Reflector<Port>({
+    cluster,
+    db,
+    table: ports,
+    kind: WIDGET,
+    key: (p) => p.id,
+    transform: (w) => ({ id: `port-of-${w.metadata.name}`, widget: String(w.metadata.name) }),
+    ...held,
+  })
+  try {
+    await plain.start()
+    await transformed.start()
+    await plain.waitSynced(AbortSignal.timeout(5000))
+    await transformed.waitSynced(AbortSignal.timeout(5000))
+    const wIter = widgets.changes(db.readTxn())
+    const pIter = ports.changes(db.readTxn())
+    await create(cluster, widget('ghost', { size: 1 }))
+    await remove(cluster, 'ghost')
+    await create(cluster, widget('sentinel', { size: 2 })) // the second object of the batch: it is written
+    await waitTable(db, [widgets, ports], (txn) => widgets.count(txn) === 1 && ports.count(txn) === 1, 'the sentinel in both tables')
+    const txn = db.readTxn()
+    const seen = (changes: Iterable<{ object: unknown; deleted: boolean }>, name: (o: any) => string) =>
+      [...changes].map((c) => `${c.deleted ? 'deleted' : 'written'} ${name(c.object)}`)
+    assert.equal(
+      seen(wIter.next(txn)[0], (o: KubeObject) => String(o.metadata.name)),
+      ['deleted ghost', 'written sentinel'],
+    )
+    assert.equal(
+      seen(pIter.next(txn)[0], (o: Port) => o.id),
+      ['deleted port-of-ghost', 'written port-of-sentinel'],
+    )
+    assert.equal(
+      widgets
+        .all(txn)
+        .toArray()
+        .map((o) => o.metadata.name),
+      ['sentinel'],
+    )
+    assert.equal(
+      ports
+        .all(txn)
+        .toArray()
+        .map((o) => o.id),
+      ['port-of-sentinel'],
+    )
+    wIter.close()
+    pIter.close()
+  } finally {
+    await plain.stop()
+    await transformed.stop()
+    await cluster.close()
+    await server.stop()
   }
 })
 
