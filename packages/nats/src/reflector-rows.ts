@@ -4,7 +4,8 @@
 //   itself); a value that does not decode, or a transform that throws, is a DecodeError naming
 //   bucket, key and revision: that entry is skipped (a relist keeps the row the table had) and the
 //   reflector keeps running;
-// - DEL and PURGE delete the key's row;
+// - DEL and PURGE delete the key's row; one of a key the table never held (its PUT in the same
+//   batch) is still a deletion for the table's change iterators (without a transform);
 // - the KV revision each key's row came from is remembered, so a relist writes only rows whose
 //   revision changed (an idle verification writes nothing); with a transform, the object each key
 //   produced is remembered too, to delete it when the key goes or its object's primary key changes;
@@ -106,7 +107,7 @@ export class KvReflectedRows<V, Obj> implements RowWriter<KvWatchEntry> {
       const { obj, ok } = this.objectOf(e)
       if (ok) this.put(txn, e.key, obj, e.revision)
     } else {
-      this.removeKey(txn, e.key)
+      this.removeKey(txn, e.key, e.revision)
     }
   }
 
@@ -133,7 +134,14 @@ export class KvReflectedRows<V, Obj> implements RowWriter<KvWatchEntry> {
     }
   }
 
-  private removeKey(txn: WriteTxn, key: string): void {
+  /**
+   * Deletes the key's row. A watched DEL or PURGE (`revision`) of a key the table does not hold (its
+   * PUT and delete came in one batch) is still a deletion for the table's change iterators, without
+   * a transform: its row `{ key, revision, value: undefined }` is written and deleted in `txn`,
+   * leaving a tombstone and no row (a controller that wrote the key learns that it is gone). With a
+   * transform there is no object to say it with.
+   */
+  private removeKey(txn: WriteTxn, key: string, revision?: number): void {
     this.revOf.delete(key)
     const t = this.table
     if (this.transformed) {
@@ -142,9 +150,16 @@ export class KvReflectedRows<V, Obj> implements RowWriter<KvWatchEntry> {
         t.delete(txn, old)
         this.byKey.delete(key)
       }
-    } else {
-      t.delete(txn, { key, revision: 0, value: undefined } as unknown as Obj)
+      return
     }
+    const row = { key, revision: revision ?? 0, value: undefined } as unknown as Obj
+    if (t.delete(txn, row) !== undefined || revision === undefined) return
+    try {
+      t.insert(txn, row)
+    } catch {
+      return // not storable (an index of the table reads the value): nothing to say
+    }
+    t.delete(txn, row)
   }
 
   private put(txn: WriteTxn, key: string, obj: Obj | undefined, revision: number): void {

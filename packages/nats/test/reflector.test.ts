@@ -8,6 +8,9 @@ import { collectingLogger, type LogEntry } from '../../../test/lib/logger.ts'
 import type { NatsConnection } from '@nats-io/transport-node'
 import { DB } from '@statewright/statedb'
 import { NatsKvReflector } from '@statewright/nats'
+import type { KvWatchEntry } from '@nats-io/kv'
+import type { PendingEvent } from '@statewright/statedb'
+import { KvReflectedRows } from '../src/reflector-rows.ts'
 import {
   TcpProxy,
   bucketContents,
@@ -87,6 +90,39 @@ test('initial values go into the table in one transaction that initializes it; p
   } finally {
     await r.stop()
   }
+})
+
+test('a key put and deleted within one batch is a deletion for change iterators (its row written and deleted), and no row', async () => {
+  const table = rowTable()
+  const db = new DB({ tables: [table] })
+  const rows = new KvReflectedRows({ nc: admin, bucket: 'b', db, table }, 'b', (err) => assert.unreachable(err.message))
+  const entry = (key: string, revision: number, operation: 'PUT' | 'DEL' | 'PURGE', value?: unknown) =>
+    ({
+      bucket: 'b',
+      key,
+      revision,
+      operation,
+      value: new TextEncoder().encode(value === undefined ? '' : JSON.stringify(value)),
+    }) as unknown as KvWatchEntry
+  const batch = (...es: KvWatchEntry[]) =>
+    new Map<string, PendingEvent<KvWatchEntry>>(es.map((e) => [e.key, { type: e.operation === 'PUT' ? 'upsert' : 'delete', object: e }]))
+  await db.write(table, (txn) => rows.apply(txn, batch(entry('kept', 1, 'PUT', { n: 1 }))))
+  const it = table.changes(db.readTxn())
+  it.next(db.readTxn()) // what the table held
+  // the batch's latest of `gone` is its DEL (its PUT coalesced away); `kept` is deleted as usual
+  await db.write(table, (txn) => rows.apply(txn, batch(entry('gone', 2, 'DEL'), entry('kept', 3, 'PURGE'))))
+  const changes = [...it.next(db.readTxn())[0]].map((c) => ({
+    deleted: c.deleted,
+    key: c.object.key,
+    revision: c.object.revision,
+    value: c.object.value,
+  }))
+  assert.equal(changes, [
+    { deleted: true, key: 'gone', revision: 2, value: undefined },
+    { deleted: true, key: 'kept', revision: 1, value: { n: 1 } },
+  ])
+  assert.is(table.count(db.readTxn()), 0)
+  it.close()
 })
 
 test('an empty bucket initializes the table at once', async () => {

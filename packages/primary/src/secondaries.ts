@@ -22,8 +22,8 @@ export class Secondaries {
   private readonly byOwner = new Map<string, Map<string, OwnedRef>>()
   /** id -> owner key, for what each observed secondary of ours belongs to. */
   private readonly ownerOfId = new Map<string, string>()
-  /** id -> the version our last write returned. */
-  private readonly lastWritten = new Map<string, string>()
+  /** id -> the version our last write returned, and the key it was written for. */
+  private readonly lastWritten = new Map<string, { version: string; owner: string }>()
   /** ids we deleted (their delete events are ours). */
   private readonly deletedByUs = new Set<string>()
   /** foreign id -> primary keys waiting for it to go. */
@@ -71,8 +71,9 @@ export class Secondaries {
       const prevOwner = this.ownerOfId.get(id)
       if (c.deleted) {
         // the owner we knew, or the deleted object's own stamp (made and deleted between two reads,
-        // it was never seen alive)
-        const was = prevOwner ?? owner
+        // it was never seen alive), or the key our last write of it was for (a deletion that does
+        // not say what was deleted: a KV key's delete)
+        const was = prevOwner ?? owner ?? this.lastWritten.get(id)?.owner
         if (was !== undefined) {
           this.byOwner.get(was)?.delete(id)
           this.ownerOfId.delete(id)
@@ -102,7 +103,7 @@ export class Secondaries {
       const inFlight = this.writing.get(id)
       if (inFlight !== undefined)
         inFlight.add(v) // judged when our write returns
-      else if (v === undefined || this.lastWritten.get(id) !== v) repair.add(owner)
+      else if (v === undefined || this.lastWritten.get(id)?.version !== v) repair.add(owner)
     }
     return { repair, orphans }
   }
@@ -113,7 +114,7 @@ export class Secondaries {
     try {
       const r = await apply
       version = r.version
-      if (version !== undefined) this.lastWritten.set(id, version)
+      if (version !== undefined) this.lastWritten.set(id, { version, owner })
       return r
     } finally {
       const seen = this.writing.get(id)

@@ -144,6 +144,37 @@ test('a deleted or edited secondary is repaired (HandleSecondary); our own write
   await s.c.stop()
 })
 
+test('a secondary the observed table never held, deleted by a deletion that names no owner (a KV key deleted in the batch of its put), is made again', async () => {
+  const s = setup()
+  await s.initialize()
+  // the first write is not mirrored into the observed table: its creation and deletion come in one batch
+  const mirrored = s.target.set.bind(s.target)
+  let first = true
+  s.target.set = async (o) => {
+    if (!first) return mirrored(o)
+    first = false
+    const v = { ...o, version: 1000 }
+    s.target.store.set(o.name, v)
+    return v
+  }
+  await s.c.start()
+  await s.put('a', 1)
+  await idle(s.c)
+  assert.ok(s.target.store.has('thing-a'))
+  assert.is(s.observed.count(s.db.readTxn()), 0, 'the observed table never held it')
+  // deleted: the table's change is a tombstone without our stamps (what a KV reflector can say of a DEL)
+  s.target.store.delete('thing-a')
+  await s.db.write(s.observed, (t) => {
+    const stub = { kind: 'Thing', name: 'thing-a', version: 1001, metadata: {}, data: null }
+    s.observed.insert(t, stub)
+    s.observed.delete(t, stub)
+  })
+  await idle(s.c)
+  assert.equal(s.target.store.get('thing-a')?.data, { n: 1 }, 'made again for the key our write was for')
+  assert.is(s.c.stats.repairs, 1)
+  await s.c.stop()
+})
+
 test('ErrResourceExists: a foreign object is never adopted; Warning event, error status, retried; created once it is gone', async () => {
   const s = setup()
   await s.initialize()
