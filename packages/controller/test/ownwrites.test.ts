@@ -50,6 +50,7 @@ test('the answer to an apply goes into the tables that select it, compacted and 
     db,
     () => watched,
     () => undefined,
+    () => undefined,
   ).saw(secret('12', 'pw1'), 'c')
   const txn = db.readTxn()
   const got = all.get(txn, byName.query('default/s'))!
@@ -67,12 +68,36 @@ test('the answer to an apply goes into the tables that select it, compacted and 
   assert.is(all.get(db.readTxn(), byName.query('default/s'))!.metadata.resourceVersion, '13')
 })
 
+test("an answer that comes after the reflector wrote the object's deletion (ADDED and DELETED in one batch) is not written: no row of an object the server no longer has", async () => {
+  const all = new Table<KubeObject>({ name: 'secrets', primary: byName })
+  const db = new DB({ tables: [all] })
+  const kind = { apiVersion: 'v1', kind: 'Secret' }
+  const rows = new ReflectedRows<KubeObject>({ table: all, kind } as never, 'secrets', () => undefined)
+  await db.write(all, (w) => rows.replace(w, [], '10'))
+  const own = new OwnWrites(
+    db,
+    () => [{ kind, table: all, options: {}, cluster: { name: 'c' } as never }],
+    () => undefined,
+    () => rows.writtenResourceVersion,
+  )
+  // s was created at 12 and deleted at 13; the watch brought both in one batch, written before our answer
+  await db.write(all, (w) => rows.apply(w, new Map([['default/s', { type: 'delete', object: secret('13', 'pw1') }]])))
+  assert.is(rows.writtenResourceVersion, '13')
+  await own.saw(secret('12', 'pw1'), 'c')
+  assert.is(all.get(db.readTxn(), byName.query('default/s')), undefined, 'the answer of a deleted object is not written')
+  // an answer newer than what the reflector wrote goes in (its events have not come yet)
+  const s2 = { ...secret('14', 'pw2'), metadata: { ...secret('14', 'pw2').metadata, name: 's2' } }
+  await own.saw(s2, 'c')
+  assert.is(all.get(db.readTxn(), byName.query('default/s2'))?.metadata.resourceVersion, '14')
+})
+
 test('answers that come one after the other within the delay go in one transaction (one change for readers)', async () => {
   const all = new Table<KubeObject>({ name: 'secrets', primary: byName })
   const db = new DB({ tables: [all] })
   const own = new OwnWrites(
     db,
     () => [{ kind: { apiVersion: 'v1', kind: 'Secret' }, table: all, options: {}, cluster: { name: 'c' } as never }],
+    () => undefined,
     () => undefined,
     1000, // a delay no loaded machine's five turns of the event loop reach
   )

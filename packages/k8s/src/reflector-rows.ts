@@ -63,6 +63,14 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
   /** The newest resourceVersion the server sent (a list's, an event's): a later list older than it is a restarted history. */
   private seenRv: string | undefined
 
+  /**
+   * The newest resourceVersion whose state the table holds: the last list's, or the newest watch
+   * event written since (numeric resourceVersions; undefined before the first list).
+   */
+  get writtenResourceVersion(): string | undefined {
+    return this.seenRv
+  }
+
   /** The objects this reflector owns in the table. */
   count(txn: Txn): number {
     if (!this.queryAll) return this.table.count(txn)

@@ -79,6 +79,16 @@ export class Reflector<Obj = KubeObject> implements Lifecycle {
     return this.core.stop()
   }
 
+  /**
+   * The newest resourceVersion whose state is in the table (the last list's, or the newest watch
+   * event written since; undefined before the first list). An object of this reflector's selection
+   * that the table lacks although its version is not newer than this one was deleted since: the
+   * answer to a write of it must not be put back into the table.
+   */
+  get writtenResourceVersion(): string | undefined {
+    return this.rows.writtenResourceVersion
+  }
+
   /** The label selector the reflector lists and watches with now. */
   get currentLabelSelector(): string | undefined {
     return this.labelSelector

@@ -191,6 +191,7 @@ export class Manager {
       this.db,
       () => this.watched.values(),
       (t) => this.reflectors.get(t.name)?.currentLabelSelector,
+      (t) => this.reflectors.get(t.name)?.writtenResourceVersion,
     )
     this.drift = this.watches.drift
     this.events = this.eventsFor(this.cluster.name)

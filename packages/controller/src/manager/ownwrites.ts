@@ -9,6 +9,10 @@
 // - It is stored as the reflector stores it: compacted (no managedFields), a core Secret marked
 //   sensitive (never shown by inspection). The reflector writes no older version over it (its watch
 //   events are dropped when the row is newer, reflector-rows.ts), and its later event is the same.
+// - An answer is not written into a table that lacks the object while its reflector has already
+//   written the state of the answer's version or a newer one (writtenResourceVersion): the object was
+//   deleted since (its ADDED and DELETED may have come in one batch, before the answer went in), and
+//   writing it would leave a row of an object the server no longer has, until the next relist.
 import { causeOf, markSensitive, rememberCause, type DB, type Table } from '@statewright/statedb'
 import {
   groupOf,
@@ -66,6 +70,8 @@ export class OwnWrites {
     private readonly db: DB,
     private readonly watched: () => Iterable<Watched>,
     private readonly currentSelector: (table: Table<KubeObject>) => string | undefined,
+    /** The newest resourceVersion whose state the table's reflector has written (see the invariants). */
+    private readonly writtenVersion: (table: Table<KubeObject>) => string | undefined,
     private readonly delayMs = OWN_WRITES_DELAY_MS,
   ) {}
 
@@ -99,7 +105,12 @@ export class OwnWrites {
       for (const { tables, stored } of writes)
         for (const t of tables) {
           const cur = t.get(txn, t.primary.query(namespacedName(stored) as never))
-          if (cur && !newerResourceVersion(stored.metadata.resourceVersion, cur.metadata.resourceVersion)) continue
+          const rv = stored.metadata.resourceVersion
+          if (cur && !newerResourceVersion(rv, cur.metadata.resourceVersion)) continue
+          if (!cur && rv !== undefined) {
+            const written = this.writtenVersion(t)
+            if (written === rv || newerResourceVersion(written, rv)) continue // deleted since
+          }
           t.insert(txn, stored)
         }
     })
