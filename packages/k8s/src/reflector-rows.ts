@@ -94,7 +94,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
     const ownNewer = (rv: unknown) => !reset && newerResourceVersion(rv, listRv)
     if (!this.sources && !this.queryAll && table.count(txn) === 0) {
       // The first list into an empty table: nothing to compare with or delete. Lists come sorted by
-      // key, and statedb packs nodes three-quarters full on ascending inserts.
+      // key, and statedb packs nodes seven-eighths full on ascending inserts.
       for (const item of items) for (const o of this.outputs(item)) this.put(txn, o)
       return
     }

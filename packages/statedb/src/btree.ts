@@ -21,7 +21,7 @@
 //   in its leaves with their revisions, no entry object per write); in one that does not, no leaf
 //   has one. Every operation that moves a value moves its revision with it.
 // - between `TreeWriter.append` calls the branch keys along the right edge may lag behind the keys
-//   below them; `seal` (which every other writer method calls first) restores the invariant.
+//   below them; `seal` (which reading `root` and publishing make) restores the invariant.
 import { InternalError } from './errors.ts'
 
 export type TreeKey = string | number

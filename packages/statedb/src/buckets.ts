@@ -261,10 +261,12 @@ export class BucketsWriter {
   /** Normalizes the changed buckets (empty: gone; one entry: inline) and freezes the index. */
   publish(): BucketTree {
     for (const [sk, w] of this.open) {
-      if (w.size === 0) this.outer.deletePresent(sk)
-      else if (w.size === 1) this.outer.set(sk, new TreeIterator(w.root, undefined).next().value as EncodedKey)
+      if (w.size === 0) {
+        this.outer.deletePresent(sk)
+        w.clear() // its pending removals need not be carried out: the bucket is gone (and its array is free)
+      } else if (w.size === 1) this.outer.set(sk, new TreeIterator(w.root, undefined).next().value as EncodedKey)
       else this.outer.set(sk, w.publish())
-      const keys = w.gathered // the removals are out: root and publish sealed
+      const keys = w.gathered // the removals are out: cleared, or sealed by `root` and `publish`
       if (keys !== undefined && keys.length <= SPARE_MAX && this.spare.length < SPARE_ARRAYS) this.spare.push(keys)
     }
     this.open.clear()

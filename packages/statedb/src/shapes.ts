@@ -34,16 +34,16 @@ function build(): unknown[] {
   const byGroup = defineIndex<Shape, string>({ name: 'group', keys: (o) => [o.group] })
   const table = new Table<Shape>({ name: 'statewright-shapes', primary: byId, indexes: [byName, byGroup] })
   const db = new DB({ tables: [table] })
-  // Enough rows to split leaves (48 keys a node) and give the non-unique index a bucket tree.
+  // Enough rows to split leaves (64 keys a node) and give the non-unique index a bucket tree.
   const rows = (from: number, to: number, group: string) => {
     const txn = db.tryWriteTxn(table)!
     for (let i = from; i < to; i++) table.insert(txn, { id: i, name: `n${i}`, group })
     return txn
   }
-  rows(0, 60, 'a').commit()
+  rows(0, 80, 'a').commit()
   const snap = db.readTxn()
   const changes = table.changes(snap)
-  const txn = rows(30, 90, 'b')
+  const txn = rows(40, 120, 'b')
   table.delete(txn, { id: 0, name: 'n0', group: 'a' })
   if (!table.compareAndSwap(txn, 2, { id: 1, name: 'n1', group: 'b' })) throw new InternalError('statedb internal error: shapes') // id 1: revision 2
   // One open iterator of each kind: over a snapshot and over the transaction, by each index kind.

@@ -3,8 +3,10 @@
 // method shares the writer's private state: its owner token, the open right edge, the leaf of the
 // last replacement and the gathered removals.)
 //
-// Invariants: those of ./btree.ts, after every method but `append` (which leaves the right edge's
-// branch keys lagging until `seal`); a node not owned by this writer is never changed; in a tree
+// Invariants: those of ./btree.ts, whenever the tree is read through `root` or published (`seal`,
+// which both make, brings up to date the right edge's branch keys that `append` and `set`'s append
+// shortcut leave lagging, and carries out `deleteLater`'s removals); a node not owned by this writer
+// is never changed (a frozen leaf whose values alias its keys included); in a tree
 // that carries revisions, every value written comes with its revision and every move of a value
 // (insert, split, merge, rebalance, removal) moves its revision with it.
 import { InternalError } from './errors.ts'
@@ -205,6 +207,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
 
   /** Gives this writer the array `deleteLater` gathers in (a table hands one writer's on to the next). */
   gatherIn(keys: K[]): void {
+    if (this.laterCount > 0) throw new InternalError('statedb internal error: a new gather array while removals are pending')
     this.later = keys
   }
 
@@ -227,10 +230,14 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
       if (i > 0 && sorted) sorted = less(keys[i - 1]!, k)
     }
     this.size += n // deleteSortedPresent counts them itself
-    if (sorted) return deleteSortedPresent(this, keys, n)
-    const run = n === keys.length ? keys : keys.slice(0, n)
-    run.sort(numbers ? (ascending as unknown as (a: K, b: K) => number) : byKey)
-    deleteSortedPresent(this, run, n)
+    const oldRevision = this.oldRevision // a read that seals must not change what the last write found
+    if (sorted) deleteSortedPresent(this, keys, n)
+    else {
+      const run = n === keys.length ? keys : keys.slice(0, n)
+      run.sort(numbers ? (ascending as unknown as (a: K, b: K) => number) : byKey)
+      deleteSortedPresent(this, run, n)
+    }
+    this.oldRevision = oldRevision
   }
 
   /** Removes every entry. */
@@ -257,7 +264,7 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
    * Appends an entry whose key is above every key in the tree (the revision index's new revisions)
    * without a descent: the writer keeps the owned right edge open between appends, and splits as
    * `set` does, so the tree is the one `set` would build. Until `seal`, the right edge's branch keys
-   * may lag behind: every other method seals first (a reader of `root` must call `seal`).
+   * may lag behind: `root`, `get`, `delete` and `publish` seal first, and `set` does unless it appends.
    */
   append(k: K, v: V, rev = 0): void {
     let leaf = this.edgeLeaf

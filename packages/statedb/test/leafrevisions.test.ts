@@ -4,7 +4,7 @@
 import fc from 'fast-check'
 import { test } from 'uvu'
 import * as assert from 'uvu/assert'
-import { emptyTree, treeRevision, type Leaf, type Tree } from '../src/btree.ts'
+import { emptyTree, lastKey, MAX, MIN, treeRevision, type Branch, type Leaf, type Tree } from '../src/btree.ts'
 import { deleteSortedPresent } from '../src/bulkdelete.ts'
 import { ReverseTreeIterator } from '../src/reverse.ts'
 import { validateTree } from '../src/treecheck.ts'
@@ -156,33 +156,44 @@ test('random inserts then random deletes down to a few keys (splits, merges, bor
   assert.equal(contents(grown), expected(snapshot), 'the grown tree is untouched')
 })
 
-test('a short leaf borrows from a full left neighbour (and a full right one): revisions move with their values', () => {
-  for (const side of ['left', 'right'] as const) {
-    // Appends fill leaves of 36 (1..36, 37..72, 73..96); twelve inserts fill one neighbour to 48.
-    const w = new TreeWriter<number, string>(emptyTree(true))
-    const model: Model = new Map()
-    const put = (k: number, r: number) => {
-      w.set(k, `v${k}`, undefined, r)
-      model.set(k, [`v${k}`, r])
-    }
-    for (let k = 1; k <= 96; k++) put(k, k)
-    // A leaf borrows from its left neighbour when it has one: the middle leaf (from the full first
-    // one), else the first leaf (from the full middle one).
-    const full = side === 'left' ? 0 : 36
-    for (let i = 1; i <= 12; i++) put(full + i + 0.5, 1000 + i)
-    validateTree(w.publish(), 'filled')
-    // The short leaf loses 25 keys: 11 left, one below the minimum, so it borrows.
-    const short = side === 'left' ? 37 : 1
-    for (let k = short; k < short + 25; k++) {
-      assert.is(w.delete(k), `v${k}`)
-      assert.is(w.oldRevision, k)
-      model.delete(k)
-    }
-    const t = w.publish()
-    validateTree(t, side)
-    assert.equal(contents(t), expected(model))
-  }
-})
+for (const which of ['middle', 'first'] as const)
+  for (const how of ['one by one', 'at once'] as const)
+    test(`the ${which} leaf, run short (removed ${how}), borrows from a full neighbour: revisions move with their values`, () => {
+      const w = new TreeWriter<number, string>(emptyTree(true))
+      const model: Model = new Map()
+      const put = (k: number, r: number) => {
+        w.set(k, `v${k}`, undefined, r)
+        model.set(k, [`v${k}`, r])
+      }
+      for (let k = 1; k <= 200; k++) put(k, k)
+      const leaves = () => (w.root as Branch<number, string>).children
+      // Fill the short leaf's neighbours to MAX (between their keys): no merge can take it in.
+      const short = which === 'middle' ? 1 : 0
+      let r = 1000
+      for (const n of [short - 1, short + 1]) {
+        if (n < 0) continue
+        const lo = n === 0 ? 0 : lastKey(leaves()[n - 1]!)
+        for (let i = 1; leaves()[n]!.keys.length < MAX; i++) put(lo + i / 1000, ++r)
+      }
+      const count = leaves().length
+      const keys = leaves()[short]!.keys.slice()
+      const gone = keys.slice(0, keys.length - (MIN - 1)) // one below MIN left
+      if (how === 'one by one')
+        for (const k of gone) {
+          assert.is(w.delete(k), `v${k}`)
+          assert.is(w.oldRevision, model.get(k)![1])
+          model.delete(k)
+        }
+      else {
+        deleteSortedPresent(w, gone)
+        for (const k of gone) model.delete(k)
+      }
+      assert.is(leaves().length, count, 'borrowed: no leaf merged away')
+      assert.ok(leaves()[short]!.keys.length >= MIN, 'the short leaf refilled')
+      const t = w.publish()
+      validateTree(t, which)
+      assert.equal(contents(t), expected(model))
+    })
 
 test('the tree check catches a revision array out of step with its leaf, and a tree where only some leaves carry revisions', () => {
   const w = new TreeWriter<number, string>(emptyTree(true))
