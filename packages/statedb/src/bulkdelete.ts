@@ -17,10 +17,22 @@
 
 import { InternalError } from './errors.ts'
 import { lastKey, lowerIndex, MAX, mergeInto, MIN, ownKeys, rebalance, type Branch, type TreeKey, type TreeNode } from './btree.ts'
-import type { TreeWriter } from './treewriter.ts'
+
+/**
+ * What bulk deletion needs of a tree's writer (./treewriter.ts's TreeWriter, which calls in here to
+ * carry out its gathered removals: so this file names no type of that one).
+ */
+export interface BulkWriter<K extends TreeKey, V> {
+  root: TreeNode<K, V>
+  size: number
+  seal(): void
+  deletePresent(k: K): void
+  clear(): void
+  own<N extends TreeNode<K, V>>(node: N): N
+}
 
 /** Removes the first `n` of `keys` (strictly increasing, every one present) from the writer's tree. */
-export function deleteSortedPresent<K extends TreeKey, V>(w: TreeWriter<K, V>, keys: readonly K[], n = keys.length): void {
+export function deleteSortedPresent<K extends TreeKey, V>(w: BulkWriter<K, V>, keys: readonly K[], n = keys.length): void {
   if (n === 0) return
   w.seal()
   if (n === 1) {
@@ -39,7 +51,7 @@ export function deleteSortedPresent<K extends TreeKey, V>(w: TreeWriter<K, V>, k
 }
 
 // Removes keys[from..to) (all below an owned node).
-function removeRun<K extends TreeKey, V>(w: TreeWriter<K, V>, node: TreeNode<K, V>, keys: readonly K[], from: number, to: number): void {
+function removeRun<K extends TreeKey, V>(w: BulkWriter<K, V>, node: TreeNode<K, V>, keys: readonly K[], from: number, to: number): void {
   if (node.leaf) {
     const nk = ownKeys(node)
     const nv = node.vals
@@ -101,7 +113,7 @@ const lessKey = (a: TreeKey, b: TreeKey): boolean => (typeof a === typeof b ? a 
 // A branch left with a single child cannot fix that child: the parent merges the branch with a
 // neighbour and then repairs the merged node, which gives the short grandchild siblings again.
 // Each merge removes a node, so this ends.
-function repair<K extends TreeKey, V>(w: TreeWriter<K, V>, node: Branch<K, V>): void {
+function repair<K extends TreeKey, V>(w: BulkWriter<K, V>, node: Branch<K, V>): void {
   const children = node.children
   // Children left with no keys go first (dropped leaves, emptied branches): nothing to merge.
   let out = 0
