@@ -18,7 +18,7 @@
 import { InternalError } from './errors.ts'
 import { emptyTree, less, lowerIndex, treeGet, type Leaf, type Tree, type TreeNode } from './btree.ts'
 import { TreeIterator } from './treeiterator.ts'
-import { TreeWriter } from './treewriter.ts'
+import { GatherPool, TreeWriter } from './treewriter.ts'
 import { validateTree } from './treecheck.ts'
 import type { EncodedKey } from './encoding.ts'
 import type { Bucket, BucketTree, Cursor } from './state.ts'
@@ -26,10 +26,6 @@ import type { Bucket, BucketTree, Cursor } from './state.ts'
 export type { Bucket, BucketTree }
 /** The primary index that resolves a bucket's primary keys. */
 export type PrimaryRoot<Obj> = TreeNode<EncodedKey, Obj>
-
-/** How many removal arrays an index keeps for its next writers, and the largest it keeps (64 KB). */
-const SPARE_ARRAYS = 4
-const SPARE_MAX = 8192
 
 const isTree = (b: Bucket): b is Tree<EncodedKey, EncodedKey> => typeof b === 'object'
 
@@ -200,24 +196,19 @@ export class BucketsWriter {
   /** Lets `add` write pk inline: the key is new or its bucket is pk itself. */
   private readonly inlineGuard = (b: Bucket | undefined): boolean => b === undefined || b === this.adding
 
-  /**
-   * `spare`: arrays for the removals of changed buckets (TreeWriter.deleteLater), shared by the
-   * table's writers: a bucket takes one when it opens and gives it back at publish, so a status
-   * bucket losing 1000 keys per transaction does not grow a fresh array each time.
-   */
+  /** `pool`: the table's arrays for removals (a status bucket loses 1000 keys in a transaction). */
   constructor(
     base: BucketTree,
-    private readonly spare: EncodedKey[][] = [],
+    private readonly pool: GatherPool = new GatherPool(),
   ) {
     this.outer = new TreeWriter(base)
   }
 
-  // A writer for a bucket being changed, gathering its removals in a spare array if there is one.
+  // A writer for a bucket being changed, gathering its removals in a pooled array if there is one.
   private openBucket(sk: EncodedKey, base: Tree<EncodedKey, EncodedKey>): TreeWriter<EncodedKey, EncodedKey> {
     const w = new TreeWriter<EncodedKey, EncodedKey>(base)
     w.keyIsValue = true
-    const keys = this.spare.pop()
-    if (keys !== undefined) w.gatherIn(keys)
+    this.pool.lend(w)
     this.open.set(sk, w)
     this.outer.set(sk, w)
     return w
@@ -266,8 +257,7 @@ export class BucketsWriter {
         w.clear() // its pending removals need not be carried out: the bucket is gone (and its array is free)
       } else if (w.size === 1) this.outer.set(sk, new TreeIterator(w.root, undefined).next().value as EncodedKey)
       else this.outer.set(sk, w.publish())
-      const keys = w.gathered // the removals are out: cleared, or sealed by `root` and `publish`
-      if (keys !== undefined && keys.length <= SPARE_MAX && this.spare.length < SPARE_ARRAYS) this.spare.push(keys)
+      this.pool.reclaim(w) // the removals are out: cleared, or sealed by `root` and `publish`
     }
     this.open.clear()
     return this.outer.publish()

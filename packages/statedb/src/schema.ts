@@ -3,14 +3,13 @@
 import { encodeKey, showKey, type EncodedKey, type Key } from './encoding.ts'
 import { DefinitionError, IndexKeyError, KeyError } from './errors.ts'
 import type { Index } from './indexes.ts'
+import { GatherPool } from './treewriter.ts'
 
 const TABLE_NAME = /^[a-z][a-z0-9_.-]{0,62}$/i
 
 export class TableSchema<Obj> {
-  /** @internal The last writer's array of stale revisions, for the next one (see TableWriter). */
-  spareStale: number[] | undefined = undefined
-  /** @internal Arrays the last writers' buckets gathered removals in, for the next ones (see BucketsWriter). */
-  readonly spareGather: EncodedKey[][] = []
+  /** @internal The arrays this table's writers gather removals in, passed from one to the next. */
+  readonly gatherPool = new GatherPool()
 
   constructor(
     readonly name: string,

@@ -211,9 +211,15 @@ export class TreeWriter<K extends TreeKey, V> implements Tree<K, V> {
     this.later = keys
   }
 
-  /** The array `deleteLater` gathered in, when nothing awaits removal. */
-  get gathered(): K[] | undefined {
-    return this.laterCount === 0 ? this.later : undefined
+  /**
+   * Hands over the array `deleteLater` gathered in, when nothing awaits removal (else undefined);
+   * the writer lets go of it, so that no two writers ever gather in one array.
+   */
+  takeGathered(): K[] | undefined {
+    if (this.laterCount > 0) return undefined
+    const keys = this.later
+    this.later = undefined
+    return keys
   }
 
   // The gathered keys out, in one pass: sorted first unless they came in order (mostly they do:
@@ -513,3 +519,30 @@ function aliasValues<K extends TreeKey, V>(node: TreeNode<K, V>, owner: Owner): 
   }
   for (const c of node.children) aliasValues(c, owner)
 }
+
+/**
+ * The arrays a table's writers gather removals in (`deleteLater`): a writer's trees take one each
+ * when they start removing and give it back when they publish, so a transaction of 1000 updates does
+ * not grow fresh arrays of 1000 by pushes every time (about 30 B per update in the reconciler's
+ * write-back, by scripts/profile-allocations.ts). One pool per table schema, shared by the revision
+ * index and the buckets; a writer that aborts keeps its arrays, a very large one is let go.
+ */
+export class GatherPool {
+  private readonly arrays: TreeKey[][] = []
+
+  /** Gives the writer a pooled array, if there is one. */
+  lend<K extends TreeKey, V>(w: TreeWriter<K, V>): void {
+    const keys = this.arrays.pop()
+    if (keys !== undefined) w.gatherIn(keys as K[])
+  }
+
+  /** Takes the writer's array back, once its removals are out (published or cleared). */
+  reclaim<K extends TreeKey, V>(w: TreeWriter<K, V>): void {
+    const keys = w.takeGathered()
+    if (keys !== undefined && keys.length <= GATHER_MAX && this.arrays.length < GATHER_ARRAYS) this.arrays.push(keys)
+  }
+}
+
+/** How many gather arrays a table keeps for its next writers, and the largest it keeps (64 KB). */
+const GATHER_ARRAYS = 8
+const GATHER_MAX = 8192

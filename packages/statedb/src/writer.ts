@@ -20,27 +20,19 @@ import { Tombstone, type Initializer, type TableState, type TableView } from './
 import type { TableSchema } from './schema.ts'
 import type { Watch } from './watch.ts'
 
-/** The largest stale-revision array a table keeps for its next writer (64 KB of numbers). */
-const SPARE_STALE_MAX = 8192
-
 const hasKey = (keys: EncodedKey | EncodedKey[], k: EncodedKey): boolean => (typeof keys === 'object' ? keys.includes(k) : keys === k)
 
 export class TableWriter<Obj> implements TableView<Obj> {
   revision: number
   readonly primary: TreeWriter<EncodedKey, Obj>
   /**
-   * The revision index (read it through `byRevision`). New revisions are appended to its open right
-   * edge (TreeWriter.append: no descent per write); the revisions of replaced and deleted entries
-   * leave it later (TreeWriter.deleteLater), in one sorted pass when the index is read or published,
-   * instead of one removal per write (updates mostly remove the oldest revisions, from the front of
-   * a leaf). The array they gather in outlives the transaction: the table's next writer takes it
-   * over (`TableSchema.spareStale`), so a transaction of 1000 updates does not grow a fresh array of
-   * 1000 by pushes every time (about 30 B per update in the reconciler's write-back, by
-   * scripts/profile-allocations.ts). A writer that finds no spare starts a new one: another writer
-   * of the same table (in another database) holds it, or the last writer did not publish (an abort,
-   * a refused commit) or its array was over SPARE_STALE_MAX.
+   * The revision index as the transaction has it. New revisions are appended to its open right edge
+   * (TreeWriter.append: no descent per write); the revisions of replaced and deleted entries leave
+   * it later (TreeWriter.deleteLater, in an array of the table's GatherPool), in one sorted pass when
+   * the index is read or published, instead of one removal per write (updates mostly remove the
+   * oldest revisions, from the front of a leaf).
    */
-  private readonly revisions: TreeWriter<number, Obj>
+  readonly byRevision: TreeWriter<number, Obj>
   /** Per secondary index: a tree writer (unique) or a buckets writer (non-unique). */
   private readonly writers: Array<TreeWriter<EncodedKey, EncodedKey> | BucketsWriter>
   private readonly uniques: Array<TreeWriter<EncodedKey, EncodedKey> | undefined>
@@ -65,24 +57,16 @@ export class TableWriter<Obj> implements TableView<Obj> {
   ) {
     this.revision = base.revision
     this.primary = new TreeWriter(base.primary)
-    this.revisions = new TreeWriter(base.byRevision)
+    this.byRevision = new TreeWriter(base.byRevision)
     this.writers = base.secondary.map((t, i) =>
-      schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never, schema.spareGather),
+      schema.secondary[i]!.unique ? new TreeWriter(t as never) : new BucketsWriter(t as never, schema.gatherPool),
     )
     this.uniques = this.writers.map((w) => (w instanceof TreeWriter ? w : undefined))
     this.secondary = this.writers.map((w) => (w instanceof TreeWriter ? w : w.outer))
     this.pendingInit = base.pendingInit
-    const spare = schema.spareStale
-    if (spare !== undefined) this.revisions.gatherIn(spare)
-    schema.spareStale = undefined
+    schema.gatherPool.lend(this.byRevision)
     this.newKeys = new Array(this.writers.length)
     if (recording) this.changed = recording.map((on) => (on ? new Set<EncodedKey>() : undefined))
-  }
-
-  /** The revision index as the transaction has it now. */
-  get byRevision(): TreeWriter<number, Obj> {
-    this.revisions.seal()
-    return this.revisions
   }
 
   /**
@@ -129,8 +113,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
     this.swapFailed = false
     this.revision = revision
     this.dirty = true
-    if (old !== undefined) this.revisions.deleteLater((this.oldRevision = primary.oldRevision))
-    this.revisions.append(revision, obj)
+    if (old !== undefined) this.byRevision.deleteLater((this.oldRevision = primary.oldRevision))
+    this.byRevision.append(revision, obj)
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < n; i++) {
@@ -207,7 +191,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const old = this.primary.delete(pk)
     if (old === undefined) return undefined
     this.dirty = true
-    this.revisions.deleteLater((this.oldRevision = this.primary.oldRevision))
+    this.byRevision.deleteLater((this.oldRevision = this.primary.oldRevision))
     const changed = this.changed
     if (changed) changed[0]?.add(pk)
     for (let i = 0; i < this.writers.length; i++) this.removeKeys(i, this.schema.secondaryKeysOf(i, old), undefined, pk)
@@ -221,7 +205,7 @@ export class TableWriter<Obj> implements TableView<Obj> {
     const it = new TreeIterator(this.primary.root, undefined)
     for (const obj of it) this.deletes.push(new Tombstone(obj, ++this.revision, it.key!))
     this.primary.clear()
-    this.revisions.clear()
+    this.byRevision.clear()
     for (const w of this.writers) w.clear()
     this.changedAll = true
     this.dirty = true
@@ -244,9 +228,8 @@ export class TableWriter<Obj> implements TableView<Obj> {
   /** The state this writer built, frozen; the base state when nothing changed. */
   publish(): TableState<Obj> {
     const state = this.dirty ? this.snapshot() : this.base
-    // Handed to the table's next writer (emptied by the snapshot); a very large one is let go.
-    const spare = this.revisions.gathered
-    if (spare !== undefined && spare.length <= SPARE_STALE_MAX) this.schema.spareStale = spare
+    // Its removal array, emptied by the snapshot, goes to the table's next writer.
+    this.schema.gatherPool.reclaim(this.byRevision)
     return state
   }
 }

@@ -125,7 +125,7 @@ test('an aborted transaction leaves no trace in the revision index; the next one
 })
 
 test('one table in two databases, with write transactions open in both at once: each revision index stays its own', () => {
-  // A table's writers hand their array of stale revisions on (TableSchema.spareStale): two writers of
+  // A table's writers hand their arrays of stale revisions on (TableSchema.gatherPool): two writers of
   // the same table, in two databases, must never share one. Validation off: it reads the revision
   // index after every write, which removes the stale revisions at once and would hide a shared array.
   setValidation(false)

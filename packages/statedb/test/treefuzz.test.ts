@@ -141,7 +141,7 @@ test('every writer method, interleaved at random, agrees with a Map; every publi
               assert.equal(dump(t.root), entries())
               published.push([t, entries()])
               if (o.fresh) {
-                spare = w.gathered
+                spare = w.takeGathered()
                 w = new TreeWriter(t)
                 w.keyIsValue = kv
                 if (spare) w.gatherIn(spare)
