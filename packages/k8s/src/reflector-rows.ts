@@ -16,7 +16,7 @@
 //   controller that created the object must learn that it is gone;
 // - a transform's outputs keep their source's cause (the traced watch event or list that brought it).
 import type { PendingEvent, RowWriter, Table, Txn, WriteTxn } from '@statewright/statedb'
-import { causeOf, markSensitive, rememberCause } from '@statewright/statedb'
+import { causeOf, deleteRow, markSensitive, rememberCause } from '@statewright/statedb'
 import { ReflectorError } from './errors.ts'
 import { describe, namespacedName, newerResourceVersion, type KubeObject } from './gvk.ts'
 import { MapPool, StringPool, compactObject, stripManagedFields } from './compact.ts'
@@ -149,7 +149,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
       if (this.sources) {
         const prev = this.sources.get(sk)
         if (p.type === 'delete') {
-          for (const o of prev?.outs ?? this.outputs(p.object)) this.remove(txn, o)
+          for (const o of prev?.outs ?? this.outputs(p.object)) deleteRow(this.table, txn, o)
           this.sources.delete(sk)
           continue
         }
@@ -161,7 +161,7 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
         for (const o of outs) this.put(txn, o)
         this.sources.set(sk, { rv: p.object.metadata.resourceVersion, outs })
       } else if (p.type === 'delete') {
-        for (const o of this.outputs(p.object)) this.remove(txn, o)
+        for (const o of this.outputs(p.object)) deleteRow(this.table, txn, o)
       } else {
         for (const o of this.outputs(p.object)) if (!this.newerStored(txn, o)) this.put(txn, o)
       }
@@ -193,23 +193,6 @@ export class ReflectedRows<Obj> implements RowWriter<KubeObject> {
       this.objectFailed(new ReflectorError(`reflector ${this.name}: transform of ${safeDescribe(src)} failed: ${(err as Error).message}`))
       return []
     }
-  }
-
-  /**
-   * A watch event's delete. An object the table does not hold (its ADDED and DELETED came in one
-   * batch, coalesced to the delete) is still a deletion for the table's change iterators: written
-   * and deleted in this transaction, it leaves a tombstone and no row. Otherwise whoever follows the
-   * table would never learn that the object existed and is gone (a controller that created it, and
-   * expects its owner to be synced again on the DELETED, as client-go delivers it).
-   */
-  private remove(txn: WriteTxn, obj: Obj): void {
-    if (this.table.delete(txn, obj) !== undefined) return
-    try {
-      this.table.insert(txn, obj)
-    } catch {
-      return // not storable (a unique index another row holds): nothing to say
-    }
-    this.table.delete(txn, obj)
   }
 
   private put(txn: WriteTxn, obj: Obj): void {

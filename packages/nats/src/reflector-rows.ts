@@ -13,7 +13,7 @@
 //   counts those rows, and it is logged.
 import type { KvEntry, KvWatchEntry } from '@nats-io/kv'
 import type { PendingEvent, RowWriter, Table, WriteTxn } from '@statewright/statedb'
-import { logTo } from '@statewright/statedb'
+import { deleteRow, logTo } from '@statewright/statedb'
 import { DecodeError } from './errors.ts'
 import type { KvRow, NatsKvReflectorOptions } from './reflector-options.ts'
 
@@ -153,13 +153,8 @@ export class KvReflectedRows<V, Obj> implements RowWriter<KvWatchEntry> {
       return
     }
     const row = { key, revision: revision ?? 0, value: undefined } as unknown as Obj
-    if (t.delete(txn, row) !== undefined || revision === undefined) return
-    try {
-      t.insert(txn, row)
-    } catch {
-      return // not storable (an index of the table reads the value): nothing to say
-    }
-    t.delete(txn, row)
+    if (revision === undefined) t.delete(txn, row)
+    else deleteRow(t, txn, row)
   }
 
   private put(txn: WriteTxn, key: string, obj: Obj | undefined, revision: number): void {

@@ -15,6 +15,7 @@
 // - it honours `ctx.signal`: once aborted (stop, a relist requested, a silent watch) it ends soon,
 //   by returning or throwing.
 import type { WriteTxn } from '../txn.ts'
+import type { Table } from '../table.ts'
 
 /** One event of a watch, coalesced by key in a batch: the latest of a key wins. */
 export interface PendingEvent<T> {
@@ -62,4 +63,21 @@ export interface RowWriter<Item> {
   replace(txn: WriteTxn, items: Iterable<Item>, position: unknown): void
   /** A batch of watch events, by key (the latest event of each key). */
   apply(txn: WriteTxn, batch: ReadonlyMap<string, PendingEvent<Item>>): void
+}
+
+/**
+ * A watched deletion of `obj`, for a RowWriter: deletes its row; when the table holds none (the
+ * object's creation and deletion came in one batch, coalesced to the deletion) it writes and deletes
+ * the object in `txn`, leaving a deletion for the table's change iterators and no row. An informer's
+ * handlers get both events: a controller that made the object must learn that it is gone. An object
+ * the table cannot store (a unique key another row holds, an index that cannot key it) records nothing.
+ */
+export function deleteRow<Obj>(table: Table<Obj>, txn: WriteTxn, obj: Obj): void {
+  if (table.delete(txn, obj) !== undefined) return
+  try {
+    table.insert(txn, obj)
+  } catch {
+    return
+  }
+  table.delete(txn, obj)
 }
